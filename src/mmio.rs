@@ -1,0 +1,435 @@
+//! Memory-mapped I/O: a mapped region and bounds-checked typed views onto it.
+//!
+//! All register and shared-memory access in hcq goes through the small [`MmioBus`] trait, so the
+//! same register code runs on a real mapping ([`VolatileRegion`]) and on mock MMIO (the std shim
+//! in `hal/sim`). An [`MmioView`] is `(bus, byte offset, byte length, element format)`: indexing
+//! is in elements, `view()` offsets and lengths are in bytes (as in tinygrad's `MMIOInterface`).
+//! Every access is bounds-checked and misaligned accesses are refused: an out-of-range access is
+//! an [`Error::OutOfBounds`], never undefined behaviour.
+//!
+//! Volatile is not ordering. Writers of command memory issue
+//! `core::sync::atomic::fence(Ordering::Release)` before the doorbell write (see `ring`).
+
+pub mod register;
+#[doc(hidden)]
+pub use register::__paste;
+
+use crate::error::{Error, Result};
+use core::ptr::NonNull;
+
+/// Element format of a view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Width {
+    /// 8-bit elements.
+    U8 = 1,
+    /// 16-bit elements.
+    U16 = 2,
+    /// 32-bit elements.
+    U32 = 4,
+    /// 64-bit elements.
+    U64 = 8,
+}
+
+impl Width {
+    /// Size of one element in bytes.
+    #[inline]
+    pub const fn bytes(self) -> usize {
+        self as usize
+    }
+
+    /// Mask of the bits an element holds.
+    #[inline]
+    pub const fn mask(self) -> u64 {
+        match self {
+            Width::U8 => 0xff,
+            Width::U16 => 0xffff,
+            Width::U32 => 0xffff_ffff,
+            Width::U64 => u64::MAX,
+        }
+    }
+}
+
+/// Raw access to a region of device or device-visible memory.
+///
+/// Offsets are in bytes from the start of the region. Implementations must return
+/// [`Error::OutOfBounds`] (never touch memory) when `offset + width` exceeds [`MmioBus::size`],
+/// and [`Error::Misaligned`] when `offset` is not a multiple of the width. Values wider than the
+/// width are truncated on write. Methods take `&self`: a bus is shared between the host thread and
+/// whoever else drives the device, and each access is a single volatile load or store.
+pub trait MmioBus: Sync {
+    /// Size of the region in bytes.
+    fn size(&self) -> usize;
+    /// Read one element of `width` at `offset`.
+    fn read(&self, offset: usize, width: Width) -> Result<u64>;
+    /// Write one element of `width` at `offset`.
+    fn write(&self, offset: usize, width: Width, value: u64) -> Result<()>;
+}
+
+/// Check that `[offset, offset + len)` lies inside a region of `size` bytes.
+#[inline]
+pub fn check_range(what: &'static str, offset: usize, len: usize, size: usize) -> Result<()> {
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(Error::OutOfBounds { what, offset: offset as u64, len: len as u64, limit: size as u64 }),
+    }
+}
+
+#[inline]
+fn check_access(offset: usize, width: Width, size: usize) -> Result<()> {
+    check_range("mmio access", offset, width.bytes(), size)?;
+    if offset % width.bytes() != 0 {
+        return Err(Error::Misaligned { what: "mmio access", value: offset as u64, align: width.bytes() as u64 });
+    }
+    Ok(())
+}
+
+/// A real mapping: `len` bytes at `base`, accessed with volatile loads and stores.
+///
+/// # Invariants
+/// `[base, base + len)` is valid for volatile reads and writes for the life of the value, and
+/// `base` is at least 8-byte aligned.
+#[derive(Debug)]
+pub struct VolatileRegion {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the region is only touched through volatile single-element accesses, which are
+// sound from any thread as long as the mapping lives (the constructor's contract).
+unsafe impl Send for VolatileRegion {}
+// SAFETY: as above; `&self` methods do volatile accesses only.
+unsafe impl Sync for VolatileRegion {}
+
+impl VolatileRegion {
+    /// Wrap a mapping.
+    ///
+    /// # Safety
+    /// `[base, base + len)` must be mapped, readable and writable with volatile accesses for as
+    /// long as the returned value (and every view of it) lives, and `base` must be 8-byte
+    /// aligned. Other agents (a device, another thread through its own bus) may change the
+    /// memory concurrently; no Rust reference to it may exist.
+    pub unsafe fn new(base: NonNull<u8>, len: usize) -> Result<Self> {
+        if base.as_ptr() as usize % 8 != 0 {
+            return Err(Error::Misaligned { what: "mmio region base", value: base.as_ptr() as u64, align: 8 });
+        }
+        Ok(Self { base, len })
+    }
+
+    /// Start address of the mapping (CPU virtual address).
+    pub fn base(&self) -> NonNull<u8> {
+        self.base
+    }
+
+    /// A view of the whole region with the given element format.
+    pub fn as_view(&self, width: Width) -> MmioView<'_, Self> {
+        MmioView { bus: self, offset: 0, len: self.len, width }
+    }
+}
+
+impl MmioBus for VolatileRegion {
+    #[inline]
+    fn size(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn read(&self, offset: usize, width: Width) -> Result<u64> {
+        check_access(offset, width, self.len)?;
+        // SAFETY: `offset + width <= len` and `offset` is width-aligned (checked above); the
+        // base is 8-aligned and the range mapped (type invariant), so the pointer is valid and
+        // aligned for a volatile read of that width.
+        let v = unsafe {
+            let p = self.base.as_ptr().add(offset);
+            match width {
+                Width::U8 => u64::from(p.read_volatile()),
+                Width::U16 => u64::from(p.cast::<u16>().read_volatile()),
+                Width::U32 => u64::from(p.cast::<u32>().read_volatile()),
+                Width::U64 => p.cast::<u64>().read_volatile(),
+            }
+        };
+        Ok(v)
+    }
+
+    #[inline]
+    fn write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
+        check_access(offset, width, self.len)?;
+        // SAFETY: as in `read`: in bounds, aligned, mapped writable (type invariant).
+        unsafe {
+            let p = self.base.as_ptr().add(offset);
+            match width {
+                Width::U8 => p.write_volatile(value as u8),
+                Width::U16 => p.cast::<u16>().write_volatile(value as u16),
+                Width::U32 => p.cast::<u32>().write_volatile(value as u32),
+                Width::U64 => p.cast::<u64>().write_volatile(value),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A typed, bounds-checked window onto an [`MmioBus`].
+///
+/// `offset` and `len` are in bytes; element indices are in units of `width`.
+#[derive(Debug)]
+pub struct MmioView<'a, B: ?Sized> {
+    bus: &'a B,
+    offset: usize,
+    len: usize,
+    width: Width,
+}
+
+impl<B: ?Sized> Clone for MmioView<'_, B> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<B: ?Sized> Copy for MmioView<'_, B> {}
+
+impl<'a, B: MmioBus + ?Sized> MmioView<'a, B> {
+    /// A view of `len` bytes at byte `offset` of `bus`, with element format `width`.
+    pub fn new(bus: &'a B, offset: usize, len: usize, width: Width) -> Result<Self> {
+        check_range("mmio view", offset, len, bus.size())?;
+        Ok(Self { bus, offset, len, width })
+    }
+
+    /// A view of the whole bus.
+    pub fn whole(bus: &'a B, width: Width) -> Self {
+        Self { bus, offset: 0, len: bus.size(), width }
+    }
+
+    /// A sub-view: `len` bytes at byte `offset` of this view (`None` = to the end), with a new
+    /// element format (`None` = this view's).
+    pub fn view(&self, offset: usize, len: Option<usize>, width: Option<Width>) -> Result<Self> {
+        let len = match len {
+            Some(l) => l,
+            None => self.len.checked_sub(offset).ok_or(Error::OutOfBounds {
+                what: "mmio view",
+                offset: offset as u64,
+                len: 0,
+                limit: self.len as u64,
+            })?,
+        };
+        check_range("mmio view", offset, len, self.len)?;
+        Ok(Self { bus: self.bus, offset: self.offset + offset, len, width: width.unwrap_or(self.width) })
+    }
+
+    /// Byte offset of this view inside its bus.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// Length in bytes.
+    pub fn nbytes(&self) -> usize {
+        self.len
+    }
+
+    /// Length in elements.
+    pub fn len(&self) -> usize {
+        self.len / self.width.bytes()
+    }
+
+    /// True when the view holds no whole element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Element format.
+    pub fn width(&self) -> Width {
+        self.width
+    }
+
+    /// The bus underneath.
+    pub fn bus(&self) -> &'a B {
+        self.bus
+    }
+
+    #[inline]
+    fn elem_offset(&self, index: usize) -> Result<usize> {
+        let w = self.width.bytes();
+        let off = index.checked_mul(w).ok_or(Error::OutOfBounds {
+            what: "mmio view index",
+            offset: index as u64,
+            len: w as u64,
+            limit: self.len as u64,
+        })?;
+        check_range("mmio view index", off, w, self.len)?;
+        Ok(self.offset + off)
+    }
+
+    /// Read element `index`.
+    #[inline]
+    pub fn read(&self, index: usize) -> Result<u64> {
+        let off = self.elem_offset(index)?;
+        self.bus.read(off, self.width)
+    }
+
+    /// Write element `index` (truncated to the element width).
+    #[inline]
+    pub fn write(&self, index: usize, value: u64) -> Result<()> {
+        let off = self.elem_offset(index)?;
+        self.bus.write(off, self.width, value)
+    }
+
+    /// Copy bytes into the view starting at byte `offset` (byte by byte for an 8-bit view,
+    /// element by element otherwise; both `offset` and `src.len()` must then be multiples of the
+    /// element size).
+    pub fn copy_in(&self, offset: usize, src: &[u8]) -> Result<()> {
+        check_range("mmio copy_in", offset, src.len(), self.len)?;
+        let w = self.width.bytes();
+        if offset % w != 0 || src.len() % w != 0 {
+            return Err(Error::Misaligned { what: "mmio copy_in", value: (offset | src.len()) as u64, align: w as u64 });
+        }
+        for (i, chunk) in src.chunks_exact(w).enumerate() {
+            let mut v = [0u8; 8];
+            v[..w].copy_from_slice(chunk);
+            self.bus.write(self.offset + offset + i * w, self.width, u64::from_le_bytes(v))?;
+        }
+        Ok(())
+    }
+
+    /// Copy bytes out of the view starting at byte `offset`; same alignment rules as
+    /// [`MmioView::copy_in`].
+    pub fn copy_out(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        check_range("mmio copy_out", offset, dst.len(), self.len)?;
+        let w = self.width.bytes();
+        if offset % w != 0 || dst.len() % w != 0 {
+            return Err(Error::Misaligned { what: "mmio copy_out", value: (offset | dst.len()) as u64, align: w as u64 });
+        }
+        for (i, chunk) in dst.chunks_exact_mut(w).enumerate() {
+            let v = self.bus.read(self.offset + offset + i * w, self.width)?;
+            chunk.copy_from_slice(&v.to_le_bytes()[..w]);
+        }
+        Ok(())
+    }
+}
+
+/// Host memory that a bus can own: a zeroed, 8-aligned heap block of `len` bytes.
+///
+/// Used by tests and by host-side device memory (signals, rings) where the "device" is another
+/// thread. Accesses are volatile through a [`VolatileRegion`] over the block.
+#[cfg(feature = "alloc")]
+pub struct HostRegion {
+    region: VolatileRegion,
+    layout: core::alloc::Layout,
+}
+
+#[cfg(feature = "alloc")]
+impl HostRegion {
+    /// Allocate `len` zeroed bytes aligned to `align` (at least 8, a power of two).
+    pub fn new(len: usize, align: usize) -> Result<Self> {
+        let align = align.max(8);
+        let layout = core::alloc::Layout::from_size_align(len.max(1), align)
+            .map_err(|_| Error::InvalidArgument { what: "host region alignment must be a power of two", value: align as u64 })?;
+        // SAFETY: the layout has a non-zero size.
+        let p = unsafe { alloc::alloc::alloc_zeroed(layout) };
+        let base = NonNull::new(p).ok_or(Error::OutOfSpace { what: "host region", requested: len as u64, capacity: 0 })?;
+        // SAFETY: freshly allocated, `len` bytes valid, aligned to >= 8, and owned by `self`
+        // until drop; accesses go through volatile operations only.
+        let region = unsafe { VolatileRegion::new(base, len)? };
+        Ok(Self { region, layout })
+    }
+
+    /// The CPU address of the block.
+    pub fn addr(&self) -> u64 {
+        self.region.base.as_ptr() as u64
+    }
+
+    /// The region (an [`MmioBus`]).
+    pub fn region(&self) -> &VolatileRegion {
+        &self.region
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl MmioBus for HostRegion {
+    #[inline]
+    fn size(&self) -> usize {
+        self.region.len
+    }
+    #[inline]
+    fn read(&self, offset: usize, width: Width) -> Result<u64> {
+        self.region.read(offset, width)
+    }
+    #[inline]
+    fn write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
+        self.region.write(offset, width, value)
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl Drop for HostRegion {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with exactly this layout and not freed before.
+        unsafe { alloc::alloc::dealloc(self.region.base.as_ptr(), self.layout) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_reads_see_little_endian_writes() {
+        let r = HostRegion::new(64, 8).unwrap();
+        let v32 = MmioView::whole(&r, Width::U32);
+        v32.write(1, 0x1122_3344).unwrap();
+        let v8 = v32.view(4, Some(4), Some(Width::U8)).unwrap();
+        assert_eq!(v8.read(0).unwrap(), 0x44);
+        assert_eq!(v8.read(3).unwrap(), 0x11);
+        let v64 = MmioView::whole(&r, Width::U64);
+        assert_eq!(v64.read(0).unwrap(), 0x1122_3344_0000_0000);
+    }
+
+    #[test]
+    fn out_of_range_index_is_an_error() {
+        let r = HostRegion::new(16, 8).unwrap();
+        let v = MmioView::whole(&r, Width::U32);
+        assert_eq!(v.len(), 4);
+        assert!(v.read(3).is_ok());
+        assert!(matches!(v.read(4), Err(Error::OutOfBounds { .. })));
+        assert!(matches!(v.write(usize::MAX, 1), Err(Error::OutOfBounds { .. })));
+    }
+
+    #[test]
+    fn views_must_lie_inside_their_parent() {
+        let r = HostRegion::new(32, 8).unwrap();
+        let v = MmioView::whole(&r, Width::U8);
+        let sub = v.view(8, Some(8), None).unwrap();
+        assert!(matches!(sub.view(4, Some(8), None), Err(Error::OutOfBounds { .. })));
+        assert!(matches!(v.view(33, None, None), Err(Error::OutOfBounds { .. })));
+        assert!(matches!(v.view(usize::MAX, Some(2), None), Err(Error::OutOfBounds { .. })));
+        // a view of a view addresses the same bytes
+        sub.write(0, 0xab).unwrap();
+        assert_eq!(v.read(8).unwrap(), 0xab);
+    }
+
+    #[test]
+    fn misaligned_access_is_refused() {
+        let r = HostRegion::new(16, 8).unwrap();
+        assert!(matches!(r.read(2, Width::U32), Err(Error::Misaligned { .. })));
+        let v = MmioView::new(&r, 1, 8, Width::U8).unwrap();
+        let w = v.view(0, None, Some(Width::U32)).unwrap();
+        assert!(matches!(w.read(0), Err(Error::Misaligned { .. })));
+    }
+
+    #[test]
+    fn bulk_copy_round_trips() {
+        let r = HostRegion::new(64, 8).unwrap();
+        let v = MmioView::whole(&r, Width::U32);
+        let src: [u8; 16] = core::array::from_fn(|i| i as u8 * 3);
+        v.copy_in(8, &src).unwrap();
+        let mut dst = [0u8; 16];
+        v.copy_out(8, &mut dst).unwrap();
+        assert_eq!(src, dst);
+        assert!(v.copy_in(60, &src).is_err());
+        assert!(v.copy_in(2, &src[..4]).is_err());
+    }
+
+    #[test]
+    fn writes_truncate_to_width() {
+        let r = HostRegion::new(8, 8).unwrap();
+        r.write(0, Width::U16, 0x1_2345).unwrap();
+        assert_eq!(r.read(0, Width::U64).unwrap(), 0x2345);
+    }
+}
