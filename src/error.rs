@@ -183,14 +183,12 @@ impl<T> ResultExt<T> for Result<T> {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::OutOfBounds { what, offset, len, limit } => write!(
-                f,
-                "{what}: access of {len} bytes at offset {offset:#x} is outside the region of {limit} bytes"
-            ),
-            Error::OutOfMemory { device, requested, used } => write!(
-                f,
-                "allocation of {requested} bytes failed on {device} ({used} bytes in use)"
-            ),
+            Error::OutOfBounds { what, offset, len, limit } => {
+                write!(f, "{what}: access of {len} bytes at offset {offset:#x} is outside the region of {limit} bytes")
+            }
+            Error::OutOfMemory { device, requested, used } => {
+                write!(f, "allocation of {requested} bytes failed on {device} ({used} bytes in use)")
+            }
             Error::OutOfSpace { what, requested, capacity } => {
                 write!(f, "{what}: no room for {requested} bytes (capacity {capacity} bytes)")
             }

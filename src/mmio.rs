@@ -278,7 +278,11 @@ impl<'a, B: MmioBus + ?Sized> MmioView<'a, B> {
         check_range("mmio copy_in", offset, src.len(), self.len)?;
         let w = self.width.bytes();
         if offset % w != 0 || src.len() % w != 0 {
-            return Err(Error::Misaligned { what: "mmio copy_in", value: (offset | src.len()) as u64, align: w as u64 });
+            return Err(Error::Misaligned {
+                what: "mmio copy_in",
+                value: (offset | src.len()) as u64,
+                align: w as u64,
+            });
         }
         for (i, chunk) in src.chunks_exact(w).enumerate() {
             let mut v = [0u8; 8];
@@ -294,7 +298,11 @@ impl<'a, B: MmioBus + ?Sized> MmioView<'a, B> {
         check_range("mmio copy_out", offset, dst.len(), self.len)?;
         let w = self.width.bytes();
         if offset % w != 0 || dst.len() % w != 0 {
-            return Err(Error::Misaligned { what: "mmio copy_out", value: (offset | dst.len()) as u64, align: w as u64 });
+            return Err(Error::Misaligned {
+                what: "mmio copy_out",
+                value: (offset | dst.len()) as u64,
+                align: w as u64,
+            });
         }
         for (i, chunk) in dst.chunks_exact_mut(w).enumerate() {
             let v = self.bus.read(self.offset + offset + i * w, self.width)?;
@@ -319,11 +327,14 @@ impl HostRegion {
     /// Allocate `len` zeroed bytes aligned to `align` (at least 8, a power of two).
     pub fn new(len: usize, align: usize) -> Result<Self> {
         let align = align.max(8);
-        let layout = core::alloc::Layout::from_size_align(len.max(1), align)
-            .map_err(|_| Error::InvalidArgument { what: "host region alignment must be a power of two", value: align as u64 })?;
+        let layout = core::alloc::Layout::from_size_align(len.max(1), align).map_err(|_| Error::InvalidArgument {
+            what: "host region alignment must be a power of two",
+            value: align as u64,
+        })?;
         // SAFETY: the layout has a non-zero size.
         let p = unsafe { alloc::alloc::alloc_zeroed(layout) };
-        let base = NonNull::new(p).ok_or(Error::OutOfSpace { what: "host region", requested: len as u64, capacity: 0 })?;
+        let base =
+            NonNull::new(p).ok_or(Error::OutOfSpace { what: "host region", requested: len as u64, capacity: 0 })?;
         // SAFETY: freshly allocated, `len` bytes valid, aligned to >= 8, and owned by `self`
         // until drop; accesses go through volatile operations only.
         let region = unsafe { VolatileRegion::new(base, len)? };

@@ -137,10 +137,18 @@ macro_rules! register {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __register_width {
-    (u8) => { $crate::mmio::Width::U8 };
-    (u16) => { $crate::mmio::Width::U16 };
-    (u32) => { $crate::mmio::Width::U32 };
-    (u64) => { $crate::mmio::Width::U64 };
+    (u8) => {
+        $crate::mmio::Width::U8
+    };
+    (u16) => {
+        $crate::mmio::Width::U16
+    };
+    (u32) => {
+        $crate::mmio::Width::U32
+    };
+    (u64) => {
+        $crate::mmio::Width::U64
+    };
 }
 
 #[doc(hidden)]
@@ -155,24 +163,40 @@ macro_rules! __register_kind_check {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __register_get_ty {
-    (as $t:ty) => { $t };
-    (=> $t:ty) => { $t };
+    (as $t:ty) => {
+        $t
+    };
+    (=> $t:ty) => {
+        $t
+    };
 }
 
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __register_get {
-    (as bool, $bits:expr) => { $bits != 0 };
-    (as $t:ty, $bits:expr) => { $bits as $t };
-    (=> $t:ty, $bits:expr) => { <$t>::from($bits) };
+    (as bool, $bits:expr) => {
+        $bits != 0
+    };
+    (as $t:ty, $bits:expr) => {
+        $bits as $t
+    };
+    (=> $t:ty, $bits:expr) => {
+        <$t>::from($bits)
+    };
 }
 
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __register_raw {
-    (as bool, $raw:ty, $v:expr) => { $v as $raw };
-    (as $t:ty, $raw:ty, $v:expr) => { $v as $raw };
-    (=> $t:ty, $raw:ty, $v:expr) => { <$raw>::from($v) };
+    (as bool, $raw:ty, $v:expr) => {
+        $v as $raw
+    };
+    (as $t:ty, $raw:ty, $v:expr) => {
+        $v as $raw
+    };
+    (=> $t:ty, $raw:ty, $v:expr) => {
+        <$raw>::from($v)
+    };
 }
 
 #[cfg(test)]
