@@ -64,6 +64,26 @@ pub trait MmioBus: Sync {
     fn read(&self, offset: usize, width: Width) -> Result<u64>;
     /// Write one element of `width` at `offset`.
     fn write(&self, offset: usize, width: Width, value: u64) -> Result<()>;
+
+    /// Copy `src` into the region at `offset` (bulk data: ring words, buffer contents — not
+    /// registers). The default writes byte by byte; memory-backed buses override it with one
+    /// copy. Order it against a doorbell with a release fence.
+    fn write_bytes(&self, offset: usize, src: &[u8]) -> Result<()> {
+        check_range("mmio write_bytes", offset, src.len(), self.size())?;
+        for (i, b) in src.iter().enumerate() {
+            self.write(offset + i, Width::U8, u64::from(*b))?;
+        }
+        Ok(())
+    }
+
+    /// Copy from the region at `offset` into `dst` (bulk data). Default: byte by byte.
+    fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        check_range("mmio read_bytes", offset, dst.len(), self.size())?;
+        for (i, b) in dst.iter_mut().enumerate() {
+            *b = self.read(offset + i, Width::U8)? as u8;
+        }
+        Ok(())
+    }
 }
 
 /// Check that `[offset, offset + len)` lies inside a region of `size` bytes.
@@ -78,7 +98,7 @@ pub fn check_range(what: &'static str, offset: usize, len: usize, size: usize) -
 #[inline]
 fn check_access(offset: usize, width: Width, size: usize) -> Result<()> {
     check_range("mmio access", offset, width.bytes(), size)?;
-    if offset % width.bytes() != 0 {
+    if !offset.is_multiple_of(width.bytes()) {
         return Err(Error::Misaligned { what: "mmio access", value: offset as u64, align: width.bytes() as u64 });
     }
     Ok(())
@@ -164,6 +184,21 @@ impl MmioBus for VolatileRegion {
                 Width::U64 => p.cast::<u64>().write_volatile(value),
             }
         }
+        Ok(())
+    }
+
+    fn write_bytes(&self, offset: usize, src: &[u8]) -> Result<()> {
+        check_range("mmio write_bytes", offset, src.len(), self.len)?;
+        // SAFETY: `[offset, offset + len)` is inside the mapping (checked above, type
+        // invariant); `src` is a Rust slice and cannot overlap memory no reference may exist to.
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), self.base.as_ptr().add(offset), src.len()) };
+        Ok(())
+    }
+
+    fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        check_range("mmio read_bytes", offset, dst.len(), self.len)?;
+        // SAFETY: as in `write_bytes`, with the roles swapped.
+        unsafe { core::ptr::copy_nonoverlapping(self.base.as_ptr().add(offset), dst.as_mut_ptr(), dst.len()) };
         Ok(())
     }
 }
@@ -277,7 +312,7 @@ impl<'a, B: MmioBus + ?Sized> MmioView<'a, B> {
     pub fn copy_in(&self, offset: usize, src: &[u8]) -> Result<()> {
         check_range("mmio copy_in", offset, src.len(), self.len)?;
         let w = self.width.bytes();
-        if offset % w != 0 || src.len() % w != 0 {
+        if !offset.is_multiple_of(w) || !src.len().is_multiple_of(w) {
             return Err(Error::Misaligned {
                 what: "mmio copy_in",
                 value: (offset | src.len()) as u64,
@@ -297,7 +332,7 @@ impl<'a, B: MmioBus + ?Sized> MmioView<'a, B> {
     pub fn copy_out(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
         check_range("mmio copy_out", offset, dst.len(), self.len)?;
         let w = self.width.bytes();
-        if offset % w != 0 || dst.len() % w != 0 {
+        if !offset.is_multiple_of(w) || !dst.len().is_multiple_of(w) {
             return Err(Error::Misaligned {
                 what: "mmio copy_out",
                 value: (offset | dst.len()) as u64,
@@ -365,6 +400,14 @@ impl MmioBus for HostRegion {
     #[inline]
     fn write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
         self.region.write(offset, width, value)
+    }
+    #[inline]
+    fn write_bytes(&self, offset: usize, src: &[u8]) -> Result<()> {
+        self.region.write_bytes(offset, src)
+    }
+    #[inline]
+    fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        self.region.read_bytes(offset, dst)
     }
 }
 
@@ -435,6 +478,17 @@ mod tests {
         assert_eq!(src, dst);
         assert!(v.copy_in(60, &src).is_err());
         assert!(v.copy_in(2, &src[..4]).is_err());
+    }
+
+    #[test]
+    fn bulk_bytes_are_bounds_checked() {
+        let r = HostRegion::new(16, 8).unwrap();
+        r.write_bytes(3, &[1, 2, 3]).unwrap();
+        let mut out = [0u8; 5];
+        r.read_bytes(2, &mut out).unwrap();
+        assert_eq!(out, [0, 1, 2, 3, 0]);
+        assert!(r.write_bytes(14, &[0; 3]).is_err());
+        assert!(r.read_bytes(usize::MAX, &mut out).is_err());
     }
 
     #[test]

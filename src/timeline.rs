@@ -1,0 +1,210 @@
+//! Timelines: the per-device ordering of submissions.
+//!
+//! Every device owns a timeline signal and the last value submitted on it. Each submission waits
+//! for the previous value and signals the next one, so all queues of a device (compute, copy)
+//! run in one order; [`Timeline::synchronize`] waits for the last submitted value. A queue may
+//! also wait on another device's timeline signal for cross-device ordering.
+//!
+//! A timeout while waiting marks the device hung: later submissions and synchronizations fail
+//! with [`Error::DeviceHung`] until [`Timeline::clear_hung`] (after a reset). A fault recorded by
+//! the command processor ([`Timeline::record_fault`]) ends waits with that error.
+
+use crate::error::{DeviceName, Error, Result};
+use crate::signal::{Signal, WaitHooks, WaitPolicy};
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
+
+/// A device's timeline.
+pub struct Timeline {
+    device: DeviceName,
+    signal: Signal,
+    /// The value the next submission will signal.
+    next: AtomicU64,
+    hung: AtomicBool,
+    fault: spin::Mutex<Option<Error>>,
+    policy: spin::Mutex<WaitPolicy>,
+}
+
+impl core::fmt::Debug for Timeline {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Timeline")
+            .field("device", &self.device)
+            .field("submitted", &self.last_submitted())
+            .field("completed", &self.signal.value())
+            .finish()
+    }
+}
+
+impl Timeline {
+    /// A timeline for `device` over `signal`, which is reset to 0; the first submission
+    /// signals 1.
+    pub fn new(device: DeviceName, signal: Signal) -> Self {
+        signal.set(0);
+        Self {
+            device,
+            signal,
+            next: AtomicU64::new(1),
+            hung: AtomicBool::new(false),
+            fault: spin::Mutex::new(None),
+            policy: spin::Mutex::new(WaitPolicy::default()),
+        }
+    }
+
+    /// The device's name.
+    pub fn device(&self) -> &DeviceName {
+        &self.device
+    }
+
+    /// The timeline signal.
+    pub fn signal(&self) -> &Signal {
+        &self.signal
+    }
+
+    /// Set the wait policy (timeouts) used by this timeline's waits.
+    pub fn set_policy(&self, policy: WaitPolicy) {
+        *self.policy.lock() = policy;
+    }
+
+    /// The wait policy.
+    pub fn policy(&self) -> WaitPolicy {
+        *self.policy.lock()
+    }
+
+    /// The last value handed out to a submission (0 before the first).
+    pub fn last_submitted(&self) -> u64 {
+        self.next.load(Ordering::Acquire) - 1
+    }
+
+    /// The value the device has completed.
+    pub fn completed(&self) -> u64 {
+        self.signal.value()
+    }
+
+    /// Reserve the next value: returns `(wait_for, signal)` = (previous, new). Callers hold
+    /// their device's submit lock so reservation order equals ring order.
+    pub fn reserve(&self) -> Result<(u64, u64)> {
+        self.check()?;
+        let v = self.next.fetch_add(1, Ordering::AcqRel);
+        Ok((v - 1, v))
+    }
+
+    /// Fail if the device is hung or faulted.
+    pub fn check(&self) -> Result<()> {
+        if let Some(e) = self.fault.lock().clone() {
+            return Err(e);
+        }
+        if self.hung.load(Ordering::Acquire) {
+            return Err(Error::DeviceHung { device: self.device.clone() });
+        }
+        Ok(())
+    }
+
+    /// True once a wait on this device timed out.
+    pub fn is_hung(&self) -> bool {
+        self.hung.load(Ordering::Acquire)
+    }
+
+    /// Forget the hung state and any fault (after the backend reset the device).
+    pub fn clear_hung(&self) {
+        self.hung.store(false, Ordering::Release);
+        *self.fault.lock() = None;
+    }
+
+    /// Record a fault reported by the device's command processor; waits end with it.
+    pub fn record_fault(&self, e: Error) {
+        let mut f = self.fault.lock();
+        if f.is_none() {
+            *f = Some(e);
+        }
+    }
+
+    /// The recorded fault, if any.
+    pub fn fault(&self) -> Option<Error> {
+        self.fault.lock().clone()
+    }
+
+    /// Wait until the timeline reaches `value`. A timeout marks the device hung.
+    pub fn wait(&self, value: u64, hooks: &dyn WaitHooks) -> Result<()> {
+        if self.signal.is_reached(value) {
+            return Ok(());
+        }
+        self.check()?;
+        let policy = self.policy();
+        let faults = FaultHooks { inner: hooks, tl: self };
+        match self.signal.wait(value, &policy, &faults, &self.device) {
+            Ok(()) => Ok(()),
+            Err(e @ Error::Timeout { .. }) => {
+                self.hung.store(true, Ordering::Release);
+                error!("device hung: {}", e);
+                Err(e)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Wait for everything submitted so far.
+    pub fn synchronize(&self, hooks: &dyn WaitHooks) -> Result<()> {
+        self.wait(self.last_submitted(), hooks)
+    }
+}
+
+/// Adds the timeline's fault state to a backend's hooks.
+struct FaultHooks<'a> {
+    inner: &'a dyn WaitHooks,
+    tl: &'a Timeline,
+}
+
+impl WaitHooks for FaultHooks<'_> {
+    fn now_ns(&self) -> u64 {
+        self.inner.now_ns()
+    }
+    fn yield_now(&self) {
+        self.inner.yield_now()
+    }
+    fn sleep(&self, idle_ns: u64) {
+        self.inner.sleep(idle_ns)
+    }
+    fn fault(&self) -> Option<Error> {
+        self.tl.fault().or_else(|| self.inner.fault())
+    }
+}
+
+#[cfg(all(test, feature = "std", not(loom)))]
+mod tests {
+    use super::*;
+    use crate::error::device_name;
+    use crate::signal::{SignalPool, StdHooks};
+
+    #[test]
+    fn reservations_chain_previous_to_next() {
+        let pool = SignalPool::new();
+        let tl = Timeline::new(device_name("T"), pool.alloc(99));
+        assert_eq!(tl.completed(), 0, "the signal starts at 0");
+        assert_eq!(tl.reserve().unwrap(), (0, 1));
+        assert_eq!(tl.reserve().unwrap(), (1, 2));
+        assert_eq!(tl.last_submitted(), 2);
+    }
+
+    #[test]
+    fn timeout_marks_hung_and_blocks_further_work() {
+        let pool = SignalPool::new();
+        let tl = Timeline::new(device_name("SIM"), pool.alloc(0));
+        tl.set_policy(WaitPolicy::with_timeout_ms(5));
+        tl.reserve().unwrap();
+        let e = tl.synchronize(&StdHooks::default()).unwrap_err();
+        assert!(matches!(e, Error::Timeout { awaited: 1, last: 0, .. }), "{e:?}");
+        assert!(tl.is_hung());
+        assert!(matches!(tl.reserve(), Err(Error::DeviceHung { .. })));
+        tl.clear_hung();
+        assert!(tl.reserve().is_ok());
+    }
+
+    #[test]
+    fn a_recorded_fault_ends_the_wait_with_that_fault() {
+        let pool = SignalPool::new();
+        let tl = Timeline::new(device_name("SIM"), pool.alloc(0));
+        tl.reserve().unwrap();
+        tl.record_fault(Error::Unsupported { what: "soft opcode", value: 0x7f });
+        let e = tl.synchronize(&StdHooks::default()).unwrap_err();
+        assert_eq!(e, Error::Unsupported { what: "soft opcode", value: 0x7f });
+    }
+}
