@@ -1,0 +1,352 @@
+#!/usr/bin/env python3
+"""Check a `tg-cpu-bundle` (version 1) directory without executing it.
+
+Structure: every file the manifest names exists and matches its sha256/nbytes; ids are list indices; views lie inside their
+buffers and are 16-byte aligned; launches match their program's signature (argument count, dtypes, sizes, vals, core_id);
+objects are ELF64 ET_REL for the right machine whose `symbol` is a GLOBAL FUNC at .text offset 0 and whose relocations are of
+the types the bundle README allows. Data flow: replaying the launch list in order, every byte a launch reads from a
+scratch/output buffer was written before, inputs and weights are never written, and every output is fully written.
+
+Numbers (optional, needs numpy): with `--model FILE`, the model's `reference(inputs, seed)` is evaluated on the bundle's
+input bytes and compared with `expected_*.bin` (|got - ref| <= atol + rtol * |ref|).
+
+Structure against another bundle (optional): with `--like REF_DIR`, the manifest must have the same key paths and JSON types
+as REF_DIR's (fields of the Adreno option are ignored).
+
+Usage: python tools/check_bundle.py DIR [--model tools/models/mlp.py] [--seed N] [--atol 1e-5] [--rtol 1e-4] [--like REF_DIR]
+Exit status 0 when every check passes, 1 otherwise; each problem is printed on its own line.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import struct
+import sys
+
+ITEMSIZE = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "float16": 2, "bfloat16": 2, "int32": 4, "uint32": 4,
+            "float32": 4, "int64": 8, "uint64": 8, "float64": 8}
+ROLES = ("input", "weight", "output", "scratch")
+EM_X86_64, EM_AARCH64 = 62, 183
+# relocation types the bundle README allows, per machine
+RELOCS = {EM_X86_64: {2: "R_X86_64_PC32", 4: "R_X86_64_PLT32"},
+          EM_AARCH64: {275: "ADR_PREL_PG_HI21", 277: "ADD_ABS_LO12_NC", 278: "LDST8_ABS_LO12_NC", 284: "LDST16_ABS_LO12_NC",
+                       285: "LDST32_ABS_LO12_NC", 286: "LDST64_ABS_LO12_NC", 299: "LDST128_ABS_LO12_NC", 282: "JUMP26", 283: "CALL26"}}
+SHT_SYMTAB, SHT_RELA, SHT_REL = 2, 4, 9
+
+
+class Checker:
+  def __init__(self, root: str):
+    self.root, self.errors, self.warnings, self.checks = root, [], [], 0
+
+  def fail(self, msg: str): self.errors.append(msg)
+
+  def expect(self, cond: bool, msg: str) -> bool:
+    self.checks += 1
+    if not cond: self.fail(msg)
+    return cond
+
+  def read(self, name, what) -> bytes | None:
+    if not isinstance(name, str) or os.sep in name or name.startswith("."):
+      self.fail(f"{what}: bad file name {name!r}")
+      return None
+    path = os.path.join(self.root, name)
+    if not self.expect(os.path.isfile(path), f"{what}: file {name} is missing"): return None
+    with open(path, "rb") as f: return f.read()
+
+  def file_entry(self, entry, what) -> bytes | None:
+    """A {file, sha256, nbytes?} entry: the file exists and matches."""
+    data = self.read(entry.get("file"), what)
+    if data is None: return None
+    self.expect(hashlib.sha256(data).hexdigest() == entry.get("sha256"), f"{what}: sha256 of {entry.get('file')} does not match")
+    if "nbytes" in entry: self.expect(len(data) == entry["nbytes"], f"{what}: {entry['file']} has {len(data)} bytes, manifest says {entry['nbytes']}")
+    return data
+
+  # ---------- ELF ----------
+
+  def check_elf(self, data: bytes, machine: int, symbol: str, what: str):
+    try: self._check_elf(data, machine, symbol, what)
+    except (struct.error, IndexError, ValueError) as e: self.fail(f"{what}: malformed ELF ({e})")
+
+  def _check_elf(self, data, machine, symbol, what):
+    if not self.expect(data[:4] == b"\x7fELF" and data[4] == 2 and data[5] == 1, f"{what}: not an ELF64 little-endian file"): return
+    e_type, e_machine = struct.unpack_from("<HH", data, 16)
+    self.expect(e_type == 1, f"{what}: e_type {e_type}, expected ET_REL (1)")
+    if not self.expect(e_machine == machine, f"{what}: e_machine {e_machine}, expected {machine}"): return
+    e_shoff, = struct.unpack_from("<Q", data, 40)
+    e_shentsize, e_shnum, e_shstrndx = struct.unpack_from("<HHH", data, 58)
+    shdrs = [struct.unpack_from("<IIQQQQIIQQ", data, e_shoff + i * e_shentsize) for i in range(e_shnum)]
+    def cstr(off):
+      end = data.index(b"\0", off)
+      return data[off:end].decode()
+    shstr_off = shdrs[e_shstrndx][4]
+    names = [cstr(shstr_off + h[0]) for h in shdrs]
+    symtabs = [i for i, h in enumerate(shdrs) if h[1] == SHT_SYMTAB]
+    if not self.expect(len(symtabs) == 1, f"{what}: {len(symtabs)} symbol tables"): return
+    st = shdrs[symtabs[0]]
+    strtab_off = shdrs[st[6]][4]
+    syms = []
+    for k in range(st[5] // 24):
+      st_name, st_info, _, st_shndx, st_value, _ = struct.unpack_from("<IBBHQQ", data, st[4] + k * 24)
+      syms.append((cstr(strtab_off + st_name), st_info >> 4, st_info & 0xf, st_shndx, st_value))
+    entry = [s for s in syms if s[0] == symbol]
+    if self.expect(len(entry) == 1, f"{what}: symbol {symbol!r} defined {len(entry)} times"):
+      _, bind, typ, shndx, value = entry[0]
+      self.expect(bind == 1 and typ == 2, f"{what}: {symbol} is not a GLOBAL FUNC (bind {bind}, type {typ})")
+      self.expect(0 < shndx < len(names) and names[shndx] == ".text" and value == 0, f"{what}: {symbol} is not at .text offset 0")
+    undefined = sorted({s[0] for s in syms[1:] if s[3] == 0 and s[0]})
+    if undefined: self.warnings.append(f"{what}: undefined symbols {undefined} (the runtime must resolve them)")
+    for i, h in enumerate(shdrs):
+      if h[1] == SHT_REL: self.fail(f"{what}: REL section {names[i]} (only RELA is expected)")
+      if h[1] != SHT_RELA or names[i] == ".rela.eh_frame": continue
+      for k in range(h[5] // 24):
+        _, r_info, _ = struct.unpack_from("<QQq", data, h[4] + k * 24)
+        rtype = r_info & 0xffffffff
+        self.expect(rtype in RELOCS[machine], f"{what}: relocation type {rtype} in {names[i]} is not one the bundle format allows")
+
+  # ---------- manifest ----------
+
+  def view(self, v, buffers, what, dtype_sized=True) -> bool:
+    ok = self.expect(isinstance(v, dict) and all(k in v for k in ("buffer", "offset", "nbytes", "dtype")), f"{what}: malformed view {v!r}")
+    if not ok: return False
+    b, off, n = v["buffer"], v["offset"], v["nbytes"]
+    if not self.expect(isinstance(b, int) and 0 <= b < len(buffers), f"{what}: buffer {b!r} out of range"): return False
+    ok = self.expect(isinstance(off, int) and isinstance(n, int) and off >= 0 and n >= 0 and off + n <= buffers[b]["nbytes"],
+                     f"{what}: view [{off}, {off}+{n}) outside buffer {b} of {buffers[b]['nbytes']} bytes")
+    ok &= self.expect(isinstance(off, int) and off % 16 == 0, f"{what}: offset {off} is not 16-byte aligned")
+    ok &= self.expect(v["dtype"] in ITEMSIZE, f"{what}: unknown dtype {v['dtype']!r}")
+    if ok and dtype_sized: ok &= self.expect(n % ITEMSIZE[v["dtype"]] == 0, f"{what}: {n} bytes is not a whole number of {v['dtype']}")
+    return ok
+
+  def run(self) -> dict | None:
+    raw = self.read("manifest.json", "manifest")
+    if raw is None: return None
+    try: m = json.loads(raw)
+    except ValueError as e:
+      self.fail(f"manifest.json: invalid JSON ({e})")
+      return None
+    self.expect(m.get("format") == "tg-cpu-bundle" and m.get("version") == 1, f"format/version {m.get('format')!r}/{m.get('version')!r}")
+    for key in ("model", "tinygrad_version", "numpy_version", "python", "toolchain", "arch_levels", "portable", "expected_from",
+                "calling_convention", "toolchains", "buffers", "inputs", "outputs", "programs", "launches"):
+      self.expect(key in m, f"manifest: missing top-level field {key!r}")
+    if not all(isinstance(m.get(k), list) for k in ("buffers", "inputs", "outputs", "programs", "launches")): return None
+    for key in ("device", "dev_string", "renderer", "compiler", "arch", "compile_cmd", "cc_version"):
+      self.expect(key in m.get("toolchain", {}), f"toolchain: missing {key!r}")
+    levels, chains = m.get("arch_levels", {}), m.get("toolchains", {})
+    self.expect(m.get("portable") == (levels.get("x86_64") not in (None, "native")), "portable disagrees with arch_levels.x86_64")
+    for arch in levels:
+      if self.expect(arch in chains, f"toolchains: no entry for {arch}"):
+        for key in ("target", "level", "compile_cmd", "cc_version", "produced_by"):
+          self.expect(key in chains[arch], f"toolchains.{arch}: missing {key!r}")
+
+    buffers = m["buffers"]
+    for i, b in enumerate(buffers):
+      what = f"buffers[{i}]"
+      self.expect(b.get("id") == i, f"{what}: id {b.get('id')!r} is not its index")
+      self.expect(b.get("role") in ROLES, f"{what}: role {b.get('role')!r}")
+      self.expect(isinstance(b.get("nbytes"), int) and b["nbytes"] > 0, f"{what}: nbytes {b.get('nbytes')!r}")
+      self.expect(b.get("dtype") in ITEMSIZE, f"{what}: dtype {b.get('dtype')!r}")
+      if b.get("role") in ("input", "weight"):
+        data = self.file_entry(b, what)
+        if data is not None: self.expect(len(data) == b["nbytes"], f"{what}: file has {len(data)} bytes, buffer has {b['nbytes']}")
+      if "also_output" in b: self.expect(b["also_output"] is True and b.get("role") != "output", f"{what}: misplaced also_output")
+    if any(not isinstance(b.get("nbytes"), int) for b in buffers): return None
+
+    for kind in ("inputs", "outputs"):
+      for i, io in enumerate(m[kind]):
+        what = f"{kind}[{i}]"
+        self.expect(io.get("index") == i, f"{what}: index {io.get('index')!r} is not its position")
+        if not self.view(io, buffers, what): continue
+        shape = io.get("shape")
+        if self.expect(isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape), f"{what}: shape {shape!r}"):
+          count = 1
+          for d in shape: count *= d
+          self.expect(count * ITEMSIZE[io["dtype"]] == io["nbytes"], f"{what}: shape {shape} of {io['dtype']} is not {io['nbytes']} bytes")
+        if kind == "inputs": self.expect(buffers[io["buffer"]].get("role") == "input", f"{what}: buffer {io['buffer']} is not an input")
+        else:
+          data = self.read(io.get("file"), what)
+          if data is not None: self.expect(len(data) == io["nbytes"], f"{what}: {io['file']} has {len(data)} bytes, view has {io['nbytes']}")
+          b = buffers[io["buffer"]]
+          self.expect(b.get("role") == "output" or b.get("also_output") is True, f"{what}: buffer {io['buffer']} is not marked as output")
+
+    programs = m["programs"]
+    for i, p in enumerate(programs):
+      what = f"programs[{i}] ({p.get('name')})"
+      self.expect(p.get("id") == i, f"{what}: id {p.get('id')!r} is not its index")
+      objs = p.get("objects", {})
+      if self.expect("x86_64" in objs, f"{what}: no x86_64 object"):
+        self.expect(all(p.get(k) == objs["x86_64"].get(k) for k in ("file", "sha256", "nbytes")), f"{what}: top-level file/sha256/nbytes != objects.x86_64")
+      for arch, machine in (("x86_64", EM_X86_64), ("aarch64", EM_AARCH64)):
+        if arch not in objs: continue
+        data = self.file_entry(objs[arch], f"{what} {arch}")
+        if data is not None: self.check_elf(data, machine, p.get("symbol"), f"{what} {arch}")
+      if "adreno_a630" in objs: self.file_entry(objs["adreno_a630"], f"{what} adreno_a630")
+      self.read(p.get("source_file"), f"{what} source")
+      for arch in levels:
+        self.expect(arch in objs, f"{what}: arch_levels lists {arch} but the program has no {arch} object")
+      sig, n = p.get("signature", []), p.get("n_buffer_args")
+      self.expect([s.get("slot") for s in sig] == list(range(len(sig))), f"{what}: signature slots are not 0..n-1")
+      if not self.expect(isinstance(n, int) and 0 <= n <= len(sig), f"{what}: n_buffer_args {n!r}"): continue
+      self.expect(len(sig) <= 63, f"{what}: {len(sig)} arguments, tinygrad allows 63")
+      scalars = sig[n:]
+      self.expect(p.get("vars") == [s.get("name") for s in scalars], f"{what}: vars {p.get('vars')} != scalar signature names")
+      self.expect(all(s.get("dtype") == "int32" for s in scalars), f"{what}: a scalar argument is not int32")
+      self.expect(all(s.get("dtype") in ITEMSIZE for s in sig[:n]), f"{what}: unknown buffer dtype in signature")
+      core = [s["slot"] for s in scalars if s.get("name") == "core_id"]
+      self.expect(p.get("core_id_arg") == (core[0] if core else None), f"{what}: core_id_arg {p.get('core_id_arg')!r}, signature says {core}")
+
+    self.check_launches(m, buffers, programs)
+    return m
+
+  def check_launches(self, m, buffers, programs):
+    written: dict[int, list[tuple[int, int]]] = {i: [] for i in range(len(buffers))}
+    touched: set[int] = set()
+    def covered(bid, lo, hi) -> bool:
+      pos = lo
+      for a, b in sorted(written[bid]):
+        if a > pos: break
+        pos = max(pos, b)
+        if pos >= hi: return True
+      return pos >= hi
+    def read(v, what):
+      touched.add(v["buffer"])
+      if buffers[v["buffer"]].get("role") in ("input", "weight"): return
+      self.expect(covered(v["buffer"], v["offset"], v["offset"] + v["nbytes"]),
+                  f"{what}: reads bytes [{v['offset']}, {v['offset'] + v['nbytes']}) of {buffers[v['buffer']]['role']} buffer {v['buffer']} before they are written")
+    def write(v, what):
+      touched.add(v["buffer"])
+      self.expect(buffers[v["buffer"]].get("role") not in ("input", "weight"), f"{what}: writes {buffers[v['buffer']]['role']} buffer {v['buffer']}")
+      written[v["buffer"]].append((v["offset"], v["offset"] + v["nbytes"]))
+
+    for i, l in enumerate(m["launches"]):
+      what = f"launches[{i}]"
+      if l.get("kind") == "copy":
+        if self.view(l.get("dst"), buffers, what + " dst") and self.view(l.get("src"), buffers, what + " src"):
+          self.expect(l["dst"]["nbytes"] == l["src"]["nbytes"], f"{what}: copy sizes differ")
+          read(l["src"], what)
+          write(l["dst"], what)
+        continue
+      if not self.expect(l.get("kind") == "kernel", f"{what}: kind {l.get('kind')!r}"): continue
+      pid = l.get("program")
+      if not self.expect(isinstance(pid, int) and 0 <= pid < len(programs), f"{what}: program {pid!r} out of range"): continue
+      p = programs[pid]
+      what = f"{what} ({p.get('name')})"
+      self.expect(l.get("name") == p.get("name"), f"{what}: name differs from program {pid}")
+      n, sig, args, vals = p.get("n_buffer_args", 0), p.get("signature", []), l.get("args", []), l.get("vals", [])
+      if not self.expect(len(args) == n and len(vals) == len(sig) - n, f"{what}: {len(args)} args + {len(vals)} vals for a signature of {n} + {len(sig) - n}"):
+        continue
+      gs = l.get("global_size")
+      self.expect(isinstance(gs, list) and len(gs) == 3 and all(isinstance(g, int) and g >= 1 for g in gs), f"{what}: global_size {gs!r}")
+      self.expect(l.get("core_id_arg") == p.get("core_id_arg"), f"{what}: core_id_arg differs from program {pid}")
+      for k, v in enumerate(vals):
+        if l.get("core_id_arg") is not None and n + k == l["core_id_arg"]: self.expect(v is None, f"{what}: vals[{k}] (core_id) is not null")
+        else: self.expect(isinstance(v, int) and -2**31 <= v < 2**31, f"{what}: vals[{k}] = {v!r} is not an int32")
+      ok = True
+      for k, (a, s) in enumerate(zip(args, sig)):
+        if not self.view(a, buffers, f"{what} arg {k}"):
+          ok = False
+          continue
+        self.expect(a["dtype"] == s.get("dtype"), f"{what} arg {k}: dtype {a['dtype']} but the kernel takes {s.get('dtype')}")
+        count = 1
+        for d in s.get("shape", []): count *= d
+        self.expect(a["nbytes"] >= count * ITEMSIZE.get(s.get("dtype"), 1), f"{what} arg {k}: {a['nbytes']} bytes for a {count}-element parameter")
+      outs, ins = l.get("outs", []), l.get("ins", [])
+      if not self.expect(all(isinstance(k, int) and 0 <= k < len(args) for k in outs + ins), f"{what}: outs/ins out of range") or not ok: continue
+      for k in ins: read(args[k], f"{what} arg {k}")
+      for k in outs: write(args[k], f"{what} arg {k}")
+
+    for i, o in enumerate(m["outputs"]):
+      if not isinstance(o.get("buffer"), int) or not 0 <= o["buffer"] < len(buffers): continue
+      if buffers[o["buffer"]].get("role") in ("input", "weight"): continue
+      self.expect(covered(o["buffer"], o["offset"], o["offset"] + o["nbytes"]), f"outputs[{i}]: not fully written by the launches")
+    io = {v.get("buffer") for v in m["inputs"] + m["outputs"]}
+    for i in range(len(buffers)):
+      self.expect(i in touched or i in io, f"buffers[{i}]: used by no launch, input or output")
+
+  # ---------- numbers ----------
+
+  def compare_reference(self, m, model_path, seed, atol, rtol):
+    import numpy as np
+    spec = importlib.util.spec_from_file_location("check_bundle_model", model_path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    if not self.expect(callable(getattr(mod, "reference", None)), f"{model_path}: no reference() function"): return
+    def np_dtype(name): return np.float32 if name == "bfloat16" else np.dtype(name)
+    inputs = []
+    for io in m["inputs"]:
+      data = self.read(m["buffers"][io["buffer"]]["file"], f"inputs[{io['index']}]")
+      if data is None: return
+      inputs.append(np.frombuffer(data[io["offset"]:io["offset"] + io["nbytes"]], dtype=np_dtype(io["dtype"])).reshape(io["shape"]))
+    refs = mod.reference(inputs, seed)
+    if not self.expect(len(refs) == len(m["outputs"]), f"reference gives {len(refs)} outputs, bundle has {len(m['outputs'])}"): return
+    for o, ref in zip(m["outputs"], refs):
+      data = self.read(o["file"], f"outputs[{o['index']}]")
+      if data is None: continue
+      got = np.frombuffer(data, dtype=np_dtype(o["dtype"])).reshape(o["shape"]).astype(np.float64)
+      ref = np.asarray(ref, dtype=np.float64)
+      if not self.expect(got.shape == ref.shape, f"outputs[{o['index']}]: shape {got.shape}, reference {ref.shape}"): continue
+      err = np.abs(got - ref)
+      bad = int(np.count_nonzero(~(err <= atol + rtol * np.abs(ref))))
+      self.expect(bad == 0, f"outputs[{o['index']}]: {bad} of {got.size} elements differ from the numpy reference (max abs diff {err.max():.3g})")
+      print(f"  output {o['index']} {tuple(got.shape)}: max abs diff vs numpy reference {err.max():.3g} (max |ref| {np.abs(ref).max():.3g})")
+
+
+# fields that only bundles exported with the Adreno option carry; `--like` ignores them
+GPU_ONLY = ("adreno", "adreno_a630", "gpu_global_size", "gpu_local_size", "gpu_vals")
+
+
+def schema(x, path="", out=None) -> dict[str, set[str]]:
+  """Every key path of a manifest (list elements collapsed to `[]`) with the JSON types seen there."""
+  out = {} if out is None else out
+  out.setdefault(path, set()).add(type(x).__name__)
+  if isinstance(x, dict):
+    for k, v in x.items():
+      if k not in GPU_ONLY: schema(v, f"{path}.{k}", out)
+  elif isinstance(x, list):
+    for v in x: schema(v, f"{path}[]", out)
+  return out
+
+
+def compare_like(c: Checker, m: dict, ref_dir: str):
+  """Same key paths and JSON types as the reference bundle's manifest (null matches anything; optional keys excepted)."""
+  with open(os.path.join(ref_dir, "manifest.json")) as f: ref = json.load(f)
+  mine, theirs = schema(m), schema(ref)
+  optional = (".buffers[].file", ".buffers[].sha256", ".buffers[].also_output")
+  def under_empty_list(path, other):  # inside a list that is empty in the other manifest: nothing to compare with
+    i = path.find("[]")
+    while i != -1:
+      if path[:i] in other and path[:i + 2] not in other: return True
+      i = path.find("[]", i + 2)
+    return False
+  for path in sorted(set(mine) | set(theirs)):
+    if path.startswith(optional) or under_empty_list(path, theirs) or under_empty_list(path, mine): continue
+    if not c.expect(path in mine, f"like {ref_dir}: key {path} is missing") or not c.expect(path in theirs, f"like {ref_dir}: extra key {path}"):
+      continue
+    a, b = mine[path] - {"NoneType"}, theirs[path] - {"NoneType"}
+    c.expect(not a or not b or a == b, f"like {ref_dir}: {path} has type {sorted(a)}, reference {sorted(b)}")
+
+
+def main(argv=None) -> int:
+  ap = argparse.ArgumentParser(description="Check a tg-cpu-bundle v1 directory (structure, hashes, data flow, optional numpy reference).")
+  ap.add_argument("dir")
+  ap.add_argument("--model", help="model file with reference(inputs, seed) to compare expected outputs against (needs numpy)")
+  ap.add_argument("--seed", type=int, default=0, help="seed the bundle was exported with (default 0)")
+  ap.add_argument("--atol", type=float, default=1e-5)
+  ap.add_argument("--rtol", type=float, default=1e-4)
+  ap.add_argument("--like", metavar="REF_DIR", help="also require the same manifest key structure as the bundle in REF_DIR")
+  a = ap.parse_args(argv)
+  c = Checker(a.dir)
+  m = c.run()
+  if m is not None and a.like: compare_like(c, m, a.like)
+  if m is not None and a.model and not c.errors: c.compare_reference(m, a.model, a.seed, a.atol, a.rtol)
+  for w in c.warnings: print(f"  warning: {w}")
+  for e in c.errors: print(f"  FAIL: {e}")
+  status = "OK" if not c.errors else "FAILED"
+  print(f"check_bundle {a.dir}: {status} ({c.checks} checks, {len(c.errors)} failed)")
+  return 0 if not c.errors else 1
+
+
+if __name__ == "__main__":
+  sys.exit(main())

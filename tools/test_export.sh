@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# CI entry point for the tinygrad exporter (tools/export_tinygrad.py).
+#
+# Creates (or reuses) a venv with tinygrad 0.14.0 + numpy, exports tools/models/mlp.py and tools/models/wide.py (a model with
+# core_id kernels) into a temporary directory, and checks them: tools/check_bundle.py (structure, hashes, data flow, numpy
+# reference), core_id present, bundle size < 1 MiB, a second export byte-identical, a corrupted copy rejected by the checker,
+# and, if the reference bundle exists, the same manifest structure as shared/bundles/mlp.
+# If HCQ_BIN is set, `$HCQ_BIN run DIR --check --json` runs on each exported bundle and must report "outputs_ok": true.
+#
+# Environment: TG_VENV (venv path, default target/tg-export-venv), HCQ_BIN (optional), TG_REF_MLP (reference bundle,
+# default /work/shared/bundles/mlp; the check is skipped when it does not exist), CC (the C compiler, default clang).
+# Prints "SKIP: ..." and exits 0 when the environment cannot run the exporter (no network for pip, no clang, not x86-64).
+# Last line: "N passed, M failed"; the exit status is non-zero when M > 0.
+set -u
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${TG_VENV:-$ROOT/target/tg-export-venv}"
+CC_BIN="${CC:-clang}"
+REF_MLP="${TG_REF_MLP:-/work/shared/bundles/mlp}"
+PASSED=0
+FAILED=0
+
+skip() { echo "SKIP: $*"; exit 0; }
+pass() { PASSED=$((PASSED + 1)); echo "PASS: $*"; }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
+check() { # check "description" command...
+  local what="$1"; shift
+  if "$@"; then pass "$what"; else fail "$what"; fi
+}
+
+case "$(uname -m)" in x86_64|amd64) ;; *) skip "the exporter needs an x86-64 host (this is $(uname -m))" ;; esac
+command -v "$CC_BIN" >/dev/null 2>&1 || skip "$CC_BIN not found (tinygrad's CPU backend compiles kernels with clang; apt-get install clang)"
+command -v python3 >/dev/null 2>&1 || skip "python3 not found"
+
+PY="$VENV/bin/python"
+if ! { [ -x "$PY" ] && "$PY" -c 'import importlib.metadata as m, numpy; assert m.version("tinygrad") == "0.14.0"' 2>/dev/null; }; then
+  mkdir -p "$(dirname "$VENV")"
+  python3 -m venv "$VENV" >/dev/null 2>&1 || skip "cannot create a venv at $VENV (python3 -m venv failed)"
+  "$PY" -m pip install --quiet --disable-pip-version-check --retries 1 --timeout 30 tinygrad==0.14.0 numpy >/dev/null 2>&1 \
+    || skip "pip install tinygrad==0.14.0 numpy failed (no network or no package index?)"
+fi
+
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+
+# AArch64 objects need a clang with the AArch64 target; without it the bundles carry x86-64 objects only.
+A64=()
+if echo 'void f(void){}' | "$CC_BIN" -c -x c --target=aarch64-none-unknown-elf - -o "$TMP/probe.o" >/dev/null 2>&1; then A64=(--aarch64)
+else echo "note: $CC_BIN cannot target aarch64; exporting x86-64 objects only"; fi
+
+export_model() { # export_model MODEL OUTDIR
+  "$PY" "$ROOT/tools/export_tinygrad.py" --model "$ROOT/tools/models/$1.py" -o "$2" ${A64[@]+"${A64[@]}"} --seed 0
+}
+check_bundle() { # check_bundle MODEL DIR
+  "$PY" "$ROOT/tools/check_bundle.py" "$2" --model "$ROOT/tools/models/$1.py" --seed 0
+}
+small() { [ "$(du -sb "$1" | cut -f1)" -lt 1048576 ]; }
+has_core_id() {
+  "$PY" -c 'import json,sys; m=json.load(open(sys.argv[1]+"/manifest.json")); sys.exit(0 if any(p["core_id_arg"] is not None for p in m["programs"]) and any(l.get("core_id_arg") is not None for l in m["launches"]) else 1)' "$1"
+}
+corrupt_rejected() { # a copy with one flipped byte in a weight file and one launch removed must fail the checker
+  rm -rf "$TMP/corrupt" && cp -r "$1" "$TMP/corrupt" && chmod -R u+w "$TMP/corrupt" || return 1
+  "$PY" - "$TMP/corrupt" <<'EOF' || return 1
+import json, sys
+d = sys.argv[1]
+m = json.load(open(d + "/manifest.json"))
+w = next(b for b in m["buffers"] if b["role"] == "weight")
+data = bytearray(open(d + "/" + w["file"], "rb").read()); data[0] ^= 1
+open(d + "/" + w["file"], "wb").write(data)
+open(d + "/manifest.json", "w").write(json.dumps(dict(m, launches=m["launches"][1:])))
+EOF
+  ! "$PY" "$ROOT/tools/check_bundle.py" "$TMP/corrupt" >"$TMP/corrupt.log" 2>&1 || return 1
+  grep -q "sha256" "$TMP/corrupt.log" && grep -q "before they are written" "$TMP/corrupt.log"
+}
+hcq_ok() { # hcq_ok DIR: `hcq run DIR --check --json` reports outputs_ok true
+  "$HCQ_BIN" run "$1" --check --json >"$TMP/hcq.json" 2>"$TMP/hcq.err" || { cat "$TMP/hcq.err"; return 1; }
+  "$PY" - "$TMP/hcq.json" <<'EOF'
+import json, sys
+text = open(sys.argv[1]).read()
+docs = []
+try: docs = [json.loads(text)]
+except ValueError:
+  for line in text.splitlines():
+    try: docs.append(json.loads(line))
+    except ValueError: pass
+ok = [d.get("outputs_ok") for d in docs if isinstance(d, dict) and "outputs_ok" in d]
+print(f"hcq outputs_ok: {ok}")
+sys.exit(0 if ok and all(v is True for v in ok) else 1)
+EOF
+}
+
+for model in mlp wide; do
+  out="$TMP/$model"
+  if export_model "$model" "$out"; then
+    pass "export $model"
+    check "check_bundle $model" check_bundle "$model" "$out"
+    check "$model bundle is smaller than 1 MiB" small "$out"
+  else
+    fail "export $model"
+  fi
+done
+[ -d "$TMP/wide" ] && check "wide has core_id kernels" has_core_id "$TMP/wide"
+if [ -d "$TMP/mlp" ]; then
+  if export_model mlp "$TMP/mlp-again" >/dev/null; then check "second mlp export is byte-identical" diff -r "$TMP/mlp" "$TMP/mlp-again"
+  else fail "second mlp export"; fi
+  check "checker rejects a corrupted bundle" corrupt_rejected "$TMP/mlp"
+  if [ -f "$REF_MLP/manifest.json" ] && [ ${#A64[@]} -gt 0 ]; then
+    check "mlp manifest has the structure of $REF_MLP" "$PY" "$ROOT/tools/check_bundle.py" "$TMP/mlp" --like "$REF_MLP"
+  else echo "note: reference bundle $REF_MLP not found (or no aarch64 objects); structure comparison skipped"; fi
+fi
+
+if [ -n "${HCQ_BIN:-}" ]; then
+  for model in mlp wide; do
+    [ -d "$TMP/$model" ] && check "hcq run $model --check" hcq_ok "$TMP/$model"
+  done
+else
+  echo "note: HCQ_BIN not set; bundles were not executed"
+fi
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
