@@ -32,7 +32,7 @@ mod fmt;
 
 pub mod dtype;
 pub mod error;
-pub mod memory;
+
 pub mod mmio;
 pub mod signal;
 #[cfg(feature = "alloc")]

@@ -238,6 +238,16 @@ impl HwQueue {
         self.push(Command::Signal { addr: signal.addr(), value })
     }
 
+    /// Wait on the signal value at a raw device address (a signal another backend owns).
+    pub fn wait_at(&mut self, addr: u64, value: u64) -> Result<&mut Self> {
+        self.push(Command::Wait { addr, value })
+    }
+
+    /// Write `value` to the signal value at a raw device address.
+    pub fn signal_at(&mut self, addr: u64, value: u64) -> Result<&mut Self> {
+        self.push(Command::Signal { addr, value })
+    }
+
     /// Write the device clock to `signal`'s timestamp.
     pub fn timestamp(&mut self, signal: &Signal) -> Result<&mut Self> {
         self.push(Command::Timestamp { addr: signal.timestamp_addr() })

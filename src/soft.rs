@@ -174,6 +174,13 @@ pub trait SoftTarget {
     fn barrier(&mut self) {
         fence(Ordering::SeqCst);
     }
+    /// Called before each command runs (after a satisfied wait). Return `false` to hold the
+    /// command (it is offered again on the next step): how simulated hardware injects latency,
+    /// stalls and hangs. Default: run it.
+    fn before(&mut self, cmd: &Command) -> Result<bool> {
+        let _ = cmd;
+        Ok(true)
+    }
 }
 
 /// What one [`SoftCp::step`] did.
@@ -188,6 +195,8 @@ pub enum Step {
         /// The awaited value.
         value: u64,
     },
+    /// The target held the command at the read pointer ([`SoftTarget::before`]).
+    Held,
     /// The read pointer has reached the write pointer.
     Idle,
 }
@@ -248,12 +257,16 @@ impl SoftCp {
             }
         };
         let (cmd, len) = cmd;
+        if let Command::Wait { addr, value } = cmd
+            && !t.wait_reached(addr, value)?
+        {
+            return Ok(Step::Blocked { addr, value });
+        }
+        if !t.before(&cmd)? {
+            return Ok(Step::Held);
+        }
         match cmd {
-            Command::Wait { addr, value } => {
-                if !t.wait_reached(addr, value)? {
-                    return Ok(Step::Blocked { addr, value });
-                }
-            }
+            Command::Wait { .. } => {}
             Command::Signal { addr, value } => t.signal(addr, value)?,
             Command::Timestamp { addr } => t.timestamp(addr)?,
             Command::Exec { program, kernargs, global, local } => t.exec(program, kernargs, global, local)?,
@@ -302,6 +315,9 @@ pub mod host_signals {
 
 #[cfg(feature = "alloc")]
 pub use host_signals::HOST_SIGNALS;
+
+#[cfg(feature = "std")]
+pub mod runner;
 
 #[cfg(all(test, not(loom)))]
 mod tests {

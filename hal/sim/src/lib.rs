@@ -6,8 +6,14 @@
 //! - [`mmio`]: [`MockMmio`], a memory-backed [`hcq::mmio::MmioBus`] with per-register hooks
 //!   (doorbells), a bounded access log, fault injection (frozen registers, lost writes, a bus
 //!   that stops answering) and a side door for the simulated device that bypasses all of them.
+//! - [`device`]: [`SimDevice`], the `SIM` device: the HCQ engine end to end, with command
+//!   processors on host threads that run host functions as kernels, copy memory, and inject
+//!   latency, stalls and hangs.
 #![warn(missing_docs)]
 
+pub mod device;
 pub mod mmio;
+
+pub use device::{SimDevice, SimFaults};
 
 pub use mmio::{Access, AccessKind, DevicePort, MockMmio, WriteAction, WriteEvent};

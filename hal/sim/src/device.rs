@@ -1,0 +1,249 @@
+//! The `SIM` device: the HCQ engine driven end to end against simulated hardware.
+//!
+//! A [`SimDevice`] is a soft device ([`hcq::soft::runner::SoftDevice`]) whose doorbell and
+//! read-pointer registers live in a [`MockMmio`] (so tests can log them and inject register
+//! faults) and whose command processors run the reference encoding on host threads:
+//!
+//! - **exec** calls a host function registered with [`SimDevice::register`], handing it the
+//!   kernel-argument block;
+//! - **copy** copies between memory blocks made with [`SimDevice::alloc`] (any other address
+//!   is a command-processor fault);
+//! - **faults** ([`SimFaults`]): per-command latency, a stall of command N for a while, a hang
+//!   forever at command N, or a command processor that stops reading the ring.
+
+use crate::mmio::MockMmio;
+use hcq::error::{Error, Result};
+use hcq::hcq::Hcq;
+use hcq::mmio::{HostRegion, MmioBus, Width};
+use hcq::queue::Command;
+use hcq::soft::runner::{DeviceRegs, Executor, SoftConfig, SoftDevice, SoftMemory};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+impl DeviceRegs for MockMmio {
+    fn device_read(&self, offset: usize, width: Width) -> Result<u64> {
+        MockMmio::device_read(self, offset, width)
+    }
+    fn device_write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
+        MockMmio::device_write(self, offset, width, value)
+    }
+    fn write_count(&self, offset: usize) -> u64 {
+        MockMmio::write_count(self, offset)
+    }
+    fn wait_write(&self, offset: usize, seen: u64, timeout: Duration) -> Option<u64> {
+        self.wait_for_write_after(offset, seen, timeout).map(|e| e.count)
+    }
+}
+
+/// A host function standing in for a kernel: gets the kernel-argument bytes and the grid.
+pub type HostFn = dyn Fn(&[u8], [u32; 3], [u32; 3]) -> Result<()> + Send + Sync;
+
+/// Faults and delays the simulated command processors inject. Settable while the device runs.
+#[derive(Debug, Default)]
+pub struct SimFaults {
+    latency_ns: AtomicU64,
+    /// `(command index, stall ns)`, per engine command counter; u64::MAX = none.
+    stall_at: AtomicU64,
+    stall_ns: AtomicU64,
+    hang_at: AtomicU64,
+    stop_reading: AtomicBool,
+}
+
+impl SimFaults {
+    fn new() -> Self {
+        Self { stall_at: AtomicU64::new(u64::MAX), hang_at: AtomicU64::new(u64::MAX), ..Default::default() }
+    }
+
+    /// Every command takes at least `d` (busy time of the simulated hardware).
+    pub fn set_latency(&self, d: Duration) {
+        self.latency_ns.store(d.as_nanos() as u64, Ordering::Release);
+    }
+
+    /// Command number `n` (counted per engine from 0) stalls for `d` before it runs.
+    pub fn stall_at(&self, n: u64, d: Duration) {
+        self.stall_ns.store(d.as_nanos() as u64, Ordering::Release);
+        self.stall_at.store(n, Ordering::Release);
+    }
+
+    /// Command number `n` never runs: the device hangs there.
+    pub fn hang_at(&self, n: u64) {
+        self.hang_at.store(n, Ordering::Release);
+    }
+
+    /// The command processors stop (`true`) or resume (`false`) reading their rings.
+    pub fn stop_reading(&self, on: bool) {
+        self.stop_reading.store(on, Ordering::Release);
+    }
+
+    /// Remove every fault and delay.
+    pub fn clear(&self) {
+        self.latency_ns.store(0, Ordering::Release);
+        self.stall_at.store(u64::MAX, Ordering::Release);
+        self.hang_at.store(u64::MAX, Ordering::Release);
+        self.stop_reading.store(false, Ordering::Release);
+    }
+}
+
+struct Program {
+    kernarg_bytes: usize,
+    f: Box<HostFn>,
+}
+
+struct SimExec {
+    programs: RwLock<Vec<Program>>,
+    memory: RwLock<BTreeMap<u64, Arc<HostRegion>>>,
+    faults: Arc<SimFaults>,
+    stalled_until: Mutex<Option<(usize, u64, Instant)>>,
+}
+
+impl SimExec {
+    fn region(&self, addr: u64, len: u64) -> Result<(Arc<HostRegion>, usize)> {
+        let mem = self.memory.read().unwrap_or_else(|p| p.into_inner());
+        let bad = || Error::OutOfBounds { what: "sim copy: address is not device memory", offset: addr, len, limit: 0 };
+        let (base, r) = mem.range(..=addr).next_back().ok_or_else(bad)?;
+        let off = addr - base;
+        if off.checked_add(len).is_none_or(|end| end > r.size() as u64) {
+            return Err(bad());
+        }
+        Ok((r.clone(), off as usize))
+    }
+}
+
+impl Executor for SimExec {
+    fn exec(&self, mem: &SoftMemory, program: u64, kernargs: u64, global: [u32; 3], local: [u32; 3]) -> Result<()> {
+        let progs = self.programs.read().unwrap_or_else(|p| p.into_inner());
+        let p = progs
+            .get(usize::try_from(program).unwrap_or(usize::MAX))
+            .ok_or(Error::InvalidArgument { what: "sim exec: unknown program handle", value: program })?;
+        let mut buf = [0u8; 4096];
+        let args = buf.get_mut(..p.kernarg_bytes).ok_or(Error::OutOfSpace {
+            what: "sim kernarg staging",
+            requested: p.kernarg_bytes as u64,
+            capacity: 4096,
+        })?;
+        mem.read_kernargs(kernargs, args)?;
+        (p.f)(args, global, local)
+    }
+
+    fn copy(&self, _mem: &SoftMemory, dst: u64, src: u64, bytes: u64) -> Result<()> {
+        let (s, so) = self.region(src, bytes)?;
+        let (d, dof) = self.region(dst, bytes)?;
+        let mut chunk = [0u8; 4096];
+        let mut done = 0usize;
+        let total = bytes as usize;
+        while done < total {
+            let n = (total - done).min(chunk.len());
+            s.read_bytes(so + done, &mut chunk[..n])?;
+            d.write_bytes(dof + done, &chunk[..n])?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    fn before(&self, engine: usize, n: u64, _cmd: &Command) -> Result<bool> {
+        let f = &self.faults;
+        if f.stop_reading.load(Ordering::Acquire) || f.hang_at.load(Ordering::Acquire) == n {
+            return Ok(false);
+        }
+        if f.stall_at.load(Ordering::Acquire) == n {
+            let mut st = self.stalled_until.lock().unwrap_or_else(|p| p.into_inner());
+            let until = match *st {
+                Some((e, m, t)) if e == engine && m == n => t,
+                _ => {
+                    let t = Instant::now() + Duration::from_nanos(f.stall_ns.load(Ordering::Acquire));
+                    *st = Some((engine, n, t));
+                    t
+                }
+            };
+            if Instant::now() < until {
+                return Ok(false);
+            }
+        }
+        let lat = f.latency_ns.load(Ordering::Acquire);
+        if lat > 0 {
+            let end = Instant::now() + Duration::from_nanos(lat);
+            while Instant::now() < end {
+                std::hint::spin_loop();
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// A simulated device.
+pub struct SimDevice {
+    soft: SoftDevice,
+    exec: Arc<SimExec>,
+    mmio: Arc<MockMmio>,
+}
+
+impl std::fmt::Debug for SimDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimDevice").field("soft", &self.soft).finish()
+    }
+}
+
+impl SimDevice {
+    /// A device called `name` with the given engines and sizes.
+    pub fn new(name: &str, config: &SoftConfig) -> Result<Self> {
+        let mmio = MockMmio::new(16 * config.engines.len().max(1))?;
+        let exec = Arc::new(SimExec {
+            programs: RwLock::new(Vec::new()),
+            memory: RwLock::new(BTreeMap::new()),
+            faults: Arc::new(SimFaults::new()),
+            stalled_until: Mutex::new(None),
+        });
+        let soft = SoftDevice::new(name, config, mmio.clone(), exec.clone())?;
+        Ok(Self { soft, exec, mmio })
+    }
+
+    /// A device with one compute engine and default sizes.
+    pub fn with_defaults(name: &str) -> Result<Self> {
+        Self::new(name, &SoftConfig::default())
+    }
+
+    /// The HCQ engine state (queues, submit, timeline).
+    pub fn hcq(&self) -> &Hcq {
+        self.soft.hcq()
+    }
+
+    /// The underlying soft device.
+    pub fn soft(&self) -> &SoftDevice {
+        &self.soft
+    }
+
+    /// The register file (doorbells, read pointers) as mock MMIO.
+    pub fn mmio(&self) -> &Arc<MockMmio> {
+        &self.mmio
+    }
+
+    /// Fault injection.
+    pub fn faults(&self) -> &SimFaults {
+        &self.exec.faults
+    }
+
+    /// Register a host function as a program whose kernel arguments are `kernarg_bytes` long
+    /// (at most 4096); returns its program handle for `exec`.
+    pub fn register(
+        &self,
+        kernarg_bytes: usize,
+        f: impl Fn(&[u8], [u32; 3], [u32; 3]) -> Result<()> + Send + Sync + 'static,
+    ) -> Result<u64> {
+        if kernarg_bytes > 4096 {
+            return Err(Error::InvalidArgument { what: "sim program kernarg size (max 4096)", value: kernarg_bytes as u64 });
+        }
+        let mut p = self.exec.programs.write().unwrap_or_else(|p| p.into_inner());
+        p.push(Program { kernarg_bytes, f: Box::new(f) });
+        Ok((p.len() - 1) as u64)
+    }
+
+    /// A zeroed block of device memory that copies may use; its device address is
+    /// `region.addr()`.
+    pub fn alloc(&self, bytes: usize) -> Result<Arc<HostRegion>> {
+        let r = Arc::new(HostRegion::new(bytes.max(8), 64)?);
+        self.exec.memory.write().unwrap_or_else(|p| p.into_inner()).insert(r.addr(), r.clone());
+        Ok(r)
+    }
+}

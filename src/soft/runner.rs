@@ -1,0 +1,484 @@
+//! Soft devices on std: one thread per engine runs a [`SoftCp`] over the engine's ring.
+//!
+//! A [`SoftDevice`] owns an [`Hcq`] (timeline, rings, kernel-argument pool), a register file
+//! with one doorbell and one read-pointer register per engine, and the command-processor
+//! threads. Each thread polls its doorbell for a short spin window after work (so a
+//! submit→signal round trip costs well under a microsecond of wake-up), then sleeps on the
+//! register file until the host rings the doorbell again. What `exec` and `copy` mean is the
+//! backend's [`Executor`]: a host function table for the simulated devices, loaded ELF kernels
+//! for the CPU device.
+//!
+//! A command-processor error (a malformed packet, a signal address that is no signal, a kernel
+//! that fails) is recorded on the timeline as the device's fault: waits end with that error and
+//! the engine stops, like a hardware CP that faulted.
+//!
+//! Register layout (byte offsets in the register file): engine `e`'s doorbell (the write
+//! pointer in words, u64) at `16 * e`, its read pointer (u64, written by the CP) at `16 * e + 8`.
+
+use super::{SoftCp, SoftEncoder, SoftTarget, Step, host_signals};
+use crate::error::{DeviceName, Error, Result};
+use crate::hcq::{Engine, Hcq};
+use crate::mmio::{HostRegion, MmioBus, Width};
+use crate::queue::{Command, Encoder};
+use crate::ring::{CommandRing, Doorbell, KernargPool};
+use crate::signal::{StdHooks, WaitHooks};
+use alloc::string::ToString;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Byte offset of engine `e`'s doorbell register.
+pub const fn doorbell_offset(e: usize) -> usize {
+    16 * e
+}
+
+/// Byte offset of engine `e`'s read-pointer register.
+pub const fn rptr_offset(e: usize) -> usize {
+    16 * e + 8
+}
+
+/// Nanoseconds since the first call in this process: the clock of soft devices' timestamps.
+pub fn soft_clock_ns() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// A register file the device side can read and write without side effects, and whose host
+/// writes can be waited for.
+pub trait DeviceRegs: MmioBus + Send + Sync {
+    /// Read a register as the device (no hooks, no faults).
+    fn device_read(&self, offset: usize, width: Width) -> Result<u64>;
+    /// Write a register as the device.
+    fn device_write(&self, offset: usize, width: Width, value: u64) -> Result<()>;
+    /// How many host writes reached `offset` so far.
+    fn write_count(&self, offset: usize) -> u64;
+    /// Block until the host writes `offset` after `seen` writes, or `timeout` passes; returns
+    /// the new count.
+    fn wait_write(&self, offset: usize, seen: u64, timeout: Duration) -> Option<u64>;
+}
+
+/// A plain register file of 64-bit registers: atomics plus a condition variable that wakes
+/// waiters on host writes. The register file of the CPU device.
+pub struct Regs {
+    regs: Vec<AtomicU64>,
+    counts: Vec<AtomicU64>,
+    lock: Mutex<()>,
+    cv: Condvar,
+    sleepers: AtomicU64,
+}
+
+impl Regs {
+    /// `n` zeroed 64-bit registers.
+    pub fn new(n: usize) -> Self {
+        Self {
+            regs: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            counts: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            lock: Mutex::new(()),
+            cv: Condvar::new(),
+            sleepers: AtomicU64::new(0),
+        }
+    }
+
+    fn index(&self, offset: usize, width: Width) -> Result<usize> {
+        crate::mmio::check_range("register file", offset, width.bytes(), self.size())?;
+        if width != Width::U64 || !offset.is_multiple_of(8) {
+            return Err(Error::Misaligned { what: "register file access (64-bit registers)", value: offset as u64, align: 8 });
+        }
+        Ok(offset / 8)
+    }
+}
+
+impl MmioBus for Regs {
+    fn size(&self) -> usize {
+        self.regs.len() * 8
+    }
+    fn read(&self, offset: usize, width: Width) -> Result<u64> {
+        Ok(self.regs[self.index(offset, width)?].load(Ordering::Acquire))
+    }
+    fn write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
+        let i = self.index(offset, width)?;
+        self.regs[i].store(value, Ordering::Release);
+        self.counts[i].fetch_add(1, Ordering::AcqRel);
+        if self.sleepers.load(Ordering::Acquire) > 0 {
+            let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+            self.cv.notify_all();
+        }
+        Ok(())
+    }
+}
+
+impl DeviceRegs for Regs {
+    fn device_read(&self, offset: usize, width: Width) -> Result<u64> {
+        self.read(offset, width)
+    }
+    fn device_write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
+        let i = self.index(offset, width)?;
+        self.regs[i].store(value, Ordering::Release);
+        Ok(())
+    }
+    fn write_count(&self, offset: usize) -> u64 {
+        self.counts.get(offset / 8).map_or(0, |c| c.load(Ordering::Acquire))
+    }
+    fn wait_write(&self, offset: usize, seen: u64, timeout: Duration) -> Option<u64> {
+        let c = self.counts.get(offset / 8)?;
+        self.sleepers.fetch_add(1, Ordering::AcqRel);
+        let mut g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let deadline = Instant::now() + timeout;
+        let out = loop {
+            let n = c.load(Ordering::Acquire);
+            if n != seen {
+                break Some(n);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break None;
+            }
+            g = match self.cv.wait_timeout(g, deadline - now) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        };
+        drop(g);
+        self.sleepers.fetch_sub(1, Ordering::AcqRel);
+        out
+    }
+}
+
+/// What a soft device's commands do.
+pub trait Executor: Send + Sync + 'static {
+    /// Run program `program` with the kernel arguments at device address `kernargs`
+    /// (read them through `mem`).
+    fn exec(&self, mem: &SoftMemory, program: u64, kernargs: u64, global: [u32; 3], local: [u32; 3]) -> Result<()>;
+
+    /// Copy `bytes` from `src` to `dst`. Default: unsupported.
+    fn copy(&self, mem: &SoftMemory, dst: u64, src: u64, bytes: u64) -> Result<()> {
+        let _ = (mem, dst, src);
+        Err(Error::Unsupported { what: "copy on this soft device", value: bytes })
+    }
+
+    /// Called before command number `n` (counted per engine from 0) runs on `engine`: return
+    /// `Ok(false)` to hold it for now (a stalled or hung device), sleep to add latency. Default:
+    /// run it.
+    fn before(&self, engine: usize, n: u64, cmd: &Command) -> Result<bool> {
+        let _ = (engine, n, cmd);
+        Ok(true)
+    }
+}
+
+/// Device memory a soft executor may read: the kernel-argument pool.
+pub struct SoftMemory {
+    kernargs: Arc<HostRegion>,
+}
+
+impl SoftMemory {
+    /// Copy `out.len()` bytes of kernel arguments at device address `addr`; anything outside
+    /// the pool is an error.
+    pub fn read_kernargs(&self, addr: u64, out: &mut [u8]) -> Result<()> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        let off = addr.checked_sub(self.kernargs.addr()).ok_or(Error::OutOfBounds {
+            what: "kernel arguments",
+            offset: addr,
+            len: out.len() as u64,
+            limit: self.kernargs.size() as u64,
+        })?;
+        let off = usize::try_from(off).map_err(|_| Error::InvalidArgument { what: "kernarg address", value: addr })?;
+        self.kernargs.read_bytes(off, out)
+    }
+}
+
+/// Sizes of a soft device.
+#[derive(Clone, Debug)]
+pub struct SoftConfig {
+    /// Engine names; one ring and one CP thread each.
+    pub engines: Vec<&'static str>,
+    /// Bytes per command ring.
+    pub ring_bytes: usize,
+    /// Bytes of the kernel-argument pool.
+    pub kernarg_bytes: usize,
+    /// Submissions in flight per ring before the producer waits.
+    pub max_in_flight: usize,
+    /// How long an idle CP thread polls its doorbell before sleeping.
+    pub idle_spin: Duration,
+}
+
+impl Default for SoftConfig {
+    fn default() -> Self {
+        Self {
+            engines: alloc::vec!["compute"],
+            ring_bytes: 256 << 10,
+            kernarg_bytes: 1 << 20,
+            max_in_flight: 1024,
+            idle_spin: Duration::from_micros(200),
+        }
+    }
+}
+
+struct Shared {
+    stop: AtomicBool,
+}
+
+/// A device whose command processors are host threads.
+pub struct SoftDevice {
+    hcq: Arc<Hcq>,
+    regs: Arc<dyn DeviceRegs>,
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+    kernargs: Arc<HostRegion>,
+}
+
+impl core::fmt::Debug for SoftDevice {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SoftDevice").field("hcq", &self.hcq).finish()
+    }
+}
+
+impl SoftDevice {
+    /// Build device `name`: rings and kernarg pool in host memory, timeline signal from the
+    /// process-wide [`HOST_SIGNALS`](super::HOST_SIGNALS) pool, doorbells in `regs` (at least
+    /// `16 * engines` bytes), and one CP thread per engine running `executor`.
+    pub fn new(name: &str, config: &SoftConfig, regs: Arc<dyn DeviceRegs>, executor: Arc<dyn Executor>) -> Result<Self> {
+        let name = crate::error::device_name(name);
+        let n = config.engines.len();
+        if regs.size() < 16 * n {
+            return Err(Error::OutOfBounds { what: "soft device registers", offset: 0, len: 16 * n as u64, limit: regs.size() as u64 });
+        }
+        let hooks: Arc<dyn WaitHooks> = Arc::new(StdHooks::default());
+        let encoder: Arc<dyn Encoder> = Arc::new(SoftEncoder);
+        let mut engines = Vec::with_capacity(n);
+        let mut rings = Vec::with_capacity(n);
+        let bell_bus: Arc<dyn MmioBus + Send> = Arc::new(RegsAsBus(regs.clone()));
+        for (e, ename) in config.engines.iter().enumerate() {
+            let mem = Arc::new(HostRegion::new(config.ring_bytes, 64)?);
+            let bell = Doorbell { bus: bell_bus.clone(), offset: doorbell_offset(e), width: Width::U64 };
+            let ring = CommandRing::new(mem.clone(), config.max_in_flight, bell)?;
+            rings.push((mem, ring.capacity_words()));
+            engines.push(Engine::new(ename, ring));
+        }
+        let kmem = Arc::new(HostRegion::new(config.kernarg_bytes, 4096)?);
+        let kpool = KernargPool::new(kmem.clone(), kmem.addr(), config.max_in_flight);
+        let tl_signal = super::HOST_SIGNALS.alloc(0);
+        let hcq = Arc::new(Hcq::new(name.clone(), tl_signal, encoder, engines, kpool, hooks)?);
+        let shared = Arc::new(Shared { stop: AtomicBool::new(false) });
+        let mut threads = Vec::with_capacity(n);
+        for (e, (mem, words)) in rings.into_iter().enumerate() {
+            let ctx = CpThread {
+                engine: e,
+                ring: mem,
+                words,
+                regs: regs.clone(),
+                exec: executor.clone(),
+                memory: SoftMemory { kernargs: kmem.clone() },
+                hcq: hcq.clone(),
+                shared: shared.clone(),
+                idle_spin: config.idle_spin,
+            };
+            let t = std::thread::Builder::new()
+                .name(alloc::format!("{}-cp{}", name, e))
+                .spawn(move || ctx.run())
+                .map_err(|e| Error::Os { what: "spawn command-processor thread", errno: e.raw_os_error().unwrap_or(0) })?;
+            threads.push(t);
+        }
+        Ok(Self { hcq, regs, shared, threads, kernargs: kmem })
+    }
+
+    /// The engine state (timeline, queues, submission).
+    pub fn hcq(&self) -> &Hcq {
+        &self.hcq
+    }
+
+    /// The read pointer engine `e`'s CP has published (words).
+    pub fn rptr(&self, e: usize) -> Result<u64> {
+        self.regs.device_read(rptr_offset(e), Width::U64)
+    }
+
+    /// The register file.
+    pub fn regs(&self) -> &Arc<dyn DeviceRegs> {
+        &self.regs
+    }
+
+    /// Memory executors read (kernel arguments).
+    pub fn kernarg_region(&self) -> &Arc<HostRegion> {
+        &self.kernargs
+    }
+}
+
+impl Drop for SoftDevice {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        for e in 0..self.threads.len() {
+            // wake sleeping CPs; the value is the current write pointer, so nothing new runs
+            let wptr = self.hcq.engines()[e].wptr();
+            let _ = self.regs.write(doorbell_offset(e), Width::U64, wptr);
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Lets a register file serve as the doorbell bus of a ring.
+struct RegsAsBus(Arc<dyn DeviceRegs>);
+
+impl MmioBus for RegsAsBus {
+    fn size(&self) -> usize {
+        self.0.size()
+    }
+    fn read(&self, offset: usize, width: Width) -> Result<u64> {
+        self.0.read(offset, width)
+    }
+    fn write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
+        self.0.write(offset, width, value)
+    }
+}
+
+struct CpThread {
+    engine: usize,
+    ring: Arc<HostRegion>,
+    words: u64,
+    regs: Arc<dyn DeviceRegs>,
+    exec: Arc<dyn Executor>,
+    memory: SoftMemory,
+    hcq: Arc<Hcq>,
+    shared: Arc<Shared>,
+    idle_spin: Duration,
+}
+
+struct Target<'a> {
+    t: &'a CpThread,
+    n: u64,
+}
+
+impl SoftTarget for Target<'_> {
+    fn wait_reached(&mut self, addr: u64, value: u64) -> Result<bool> {
+        Ok(host_signals::load(addr)? >= value)
+    }
+    fn signal(&mut self, addr: u64, value: u64) -> Result<()> {
+        host_signals::store(addr, value)
+    }
+    fn timestamp(&mut self, addr: u64) -> Result<()> {
+        host_signals::store(addr, soft_clock_ns())
+    }
+    fn exec(&mut self, program: u64, kernargs: u64, global: [u32; 3], local: [u32; 3]) -> Result<()> {
+        self.t.exec.exec(&self.t.memory, program, kernargs, global, local)
+    }
+    fn copy(&mut self, dst: u64, src: u64, bytes: u64) -> Result<()> {
+        self.t.exec.copy(&self.t.memory, dst, src, bytes)
+    }
+    fn before(&mut self, cmd: &Command) -> Result<bool> {
+        let go = self.t.exec.before(self.t.engine, self.n, cmd)?;
+        if go {
+            self.n += 1;
+        }
+        Ok(go)
+    }
+}
+
+impl CpThread {
+    fn run(self) {
+        let db = doorbell_offset(self.engine);
+        let mut cp = SoftCp::new();
+        let mut target = Target { t: &self, n: 0 };
+        let mut idle_since: Option<Instant> = None;
+        let mut seen = self.regs.write_count(db);
+        while !self.shared.stop.load(Ordering::Acquire) {
+            let wptr = match self.regs.device_read(db, Width::U64) {
+                Ok(v) => v,
+                Err(e) => {
+                    self.fault(e);
+                    return;
+                }
+            };
+            match cp.step(&*self.ring, self.words, wptr, &mut target) {
+                Ok(Step::Ran(_)) => {
+                    let _ = self.regs.device_write(rptr_offset(self.engine), Width::U64, cp.rptr());
+                    idle_since = None;
+                }
+                Ok(Step::Blocked { .. } | Step::Held) => {
+                    let since = *idle_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() < self.idle_spin {
+                        core::hint::spin_loop();
+                    } else {
+                        std::thread::sleep(Duration::from_micros(20));
+                    }
+                }
+                Ok(Step::Idle) => {
+                    let since = *idle_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() < self.idle_spin {
+                        core::hint::spin_loop();
+                    } else if let Some(n) = self.regs.wait_write(db, seen, Duration::from_millis(50)) {
+                        seen = n;
+                        idle_since = None;
+                    }
+                }
+                Err(e) => {
+                    self.fault(e);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn fault(&self, e: Error) {
+        let dev = self.hcq.timeline().device().to_string();
+        error!("{} engine {}: command processor fault: {}", dev, self.engine, e);
+        self.hcq.timeline().record_fault(e.context(alloc::format!("{} engine {} command processor", dev, self.engine)));
+    }
+}
+
+/// A name for errors ("SIM:1").
+pub fn name_of(d: &SoftDevice) -> &DeviceName {
+    d.hcq.timeline().device()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Nop;
+    impl Executor for Nop {
+        fn exec(&self, _: &SoftMemory, _: u64, _: u64, _: [u32; 3], _: [u32; 3]) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn regs_count_host_writes_and_wake_waiters() {
+        let r = Arc::new(Regs::new(2));
+        let r2 = r.clone();
+        let t = std::thread::spawn(move || r2.wait_write(8, 0, Duration::from_secs(5)));
+        std::thread::sleep(Duration::from_millis(5));
+        r.write(8, Width::U64, 7).unwrap();
+        assert_eq!(t.join().unwrap(), Some(1));
+        r.device_write(8, Width::U64, 9).unwrap();
+        assert_eq!(r.write_count(8), 1, "device writes are not host writes");
+        assert!(r.read(4, Width::U32).is_err());
+    }
+
+    #[test]
+    fn a_soft_device_runs_a_queue_and_signals_its_timeline() {
+        let dev = SoftDevice::new("SOFT", &SoftConfig::default(), Arc::new(Regs::new(2)), Arc::new(Nop)).unwrap();
+        let hcq = dev.hcq();
+        let mut q = hcq.queue().unwrap();
+        q.exec(1, 0, [1; 3], [1; 3]).unwrap();
+        let v = hcq.submit(0, &mut q).unwrap();
+        hcq.synchronize().unwrap();
+        assert_eq!(hcq.timeline().completed(), v);
+        assert_eq!(dev.rptr(0).unwrap(), q.words().len() as u64);
+    }
+
+    #[test]
+    fn a_bad_signal_address_faults_the_device_instead_of_hanging() {
+        let dev = SoftDevice::new("SOFT", &SoftConfig::default(), Arc::new(Regs::new(2)), Arc::new(Nop)).unwrap();
+        let hcq = dev.hcq();
+        let mut q = hcq.queue().unwrap();
+        q.signal_at(0x10, 1).unwrap();
+        hcq.submit(0, &mut q).unwrap();
+        let e = hcq.synchronize().unwrap_err();
+        assert!(matches!(e.root(), Error::InvalidArgument { value: 0x10, .. }), "{e}");
+    }
+}
