@@ -19,6 +19,7 @@ mod fmt;
 
 pub mod dtype;
 pub mod error;
+pub mod memory;
 pub mod mmio;
 
 pub use dtype::DType;
