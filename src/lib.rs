@@ -17,6 +17,8 @@ extern crate std;
 #[macro_use]
 mod fmt;
 
+#[cfg(feature = "alloc")]
+pub mod deps;
 pub mod dtype;
 pub mod error;
 pub mod memory;
