@@ -30,9 +30,11 @@ extern crate std;
 #[macro_use]
 mod fmt;
 
+#[cfg(feature = "alloc")]
+pub mod deps;
 pub mod dtype;
 pub mod error;
-
+pub mod memory;
 pub mod mmio;
 pub mod signal;
 #[cfg(feature = "alloc")]
