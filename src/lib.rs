@@ -17,9 +17,16 @@ extern crate std;
 #[macro_use]
 mod fmt;
 
+pub mod allocator;
+#[cfg(feature = "alloc")]
+pub mod buffer;
+#[cfg(feature = "alloc")]
+pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod mmio;
+#[cfg(feature = "alloc")]
+pub mod program;
 
 pub use dtype::DType;
 pub use error::{Error, Result};
