@@ -6,9 +6,15 @@
 //!
 //! | module | concept |
 //! |---|---|
+//! | [`error`] | the one error type |
 //! | [`mmio`] | mapped regions, bounds-checked typed views, the `register!` macro |
 //! | [`memory`] | bump allocator, device-address range allocator |
 //! | [`dtype`] | scalar element types |
+//! | [`allocator`] | allocator trait, LRU cache with out-of-memory retry, host allocator |
+//! | [`buffer`] | lazily allocated buffers, views, multi-device buffers |
+//! | [`deps`] | range-based read/write hazard tracking |
+//! | [`program`] | program images, kernel-argument layout |
+//! | [`device`] | the device trait, canonical names, registry, enumeration |
 //! | [`signal`] | signals in device-visible memory, waits with timeouts |
 //! | [`timeline`] | per-device submission order, hang detection |
 //! | [`queue`] | queue builder, backend encoders, patchable replay |
@@ -30,26 +36,33 @@ extern crate std;
 #[macro_use]
 mod fmt;
 
+pub mod allocator;
+#[cfg(feature = "alloc")]
+pub mod buffer;
 #[cfg(feature = "alloc")]
 pub mod deps;
+#[cfg(feature = "alloc")]
+pub mod device;
 pub mod dtype;
 pub mod error;
+#[cfg(feature = "alloc")]
+pub mod hcq;
 pub mod memory;
 pub mod mmio;
+#[cfg(feature = "alloc")]
+pub mod profile;
+#[cfg(feature = "alloc")]
+pub mod program;
+#[cfg(feature = "alloc")]
+pub mod queue;
+#[cfg(feature = "alloc")]
+pub mod ring;
 pub mod signal;
 #[cfg(feature = "alloc")]
 pub mod soft;
 pub mod sync;
 #[cfg(feature = "alloc")]
 pub mod timeline;
-#[cfg(feature = "alloc")]
-pub mod queue;
-#[cfg(feature = "alloc")]
-pub mod ring;
-#[cfg(feature = "alloc")]
-pub mod hcq;
-#[cfg(feature = "alloc")]
-pub mod profile;
 
 pub use dtype::DType;
 pub use error::{Error, Result};

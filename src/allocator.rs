@@ -1,0 +1,842 @@
+//! Device memory allocation: the [`Allocator`] contract, the caching [`LruAllocator`] every
+//! device puts in front of its backend, and (with `std`) the page-aligned [`HostAllocator`].
+//!
+//! The model follows tinygrad's `Allocator`/`LRUAllocator`: an allocation is an owned
+//! [`DeviceMemory`] handle (device address, size, optional CPU mapping) that goes back to the
+//! allocator that made it. [`LruAllocator`] keeps freed blocks in a cache keyed by the exact
+//! `(size, spec)` pair — no size bucketing — and hands them out again before asking the backend;
+//! when the backend runs out of memory it frees the whole cache and retries exactly once.
+//!
+//! [`BufferSpec`], [`DeviceMemory`] and the [`Allocator`] trait need no heap; `LruAllocator`
+//! needs the `alloc` feature and `HostAllocator` the `std` feature.
+//!
+//! Limits: the cache never shrinks on its own (only [`LruAllocator::free_cache`] and the
+//! out-of-memory retry empty it), so workloads that allocate many distinct sizes hold memory
+//! until then. Only allocations that go through an [`LruAllocator`] are counted in
+//! [`LruAllocator::used_bytes`].
+
+use crate::error::{Error, Result};
+use core::ptr::NonNull;
+
+/// How a buffer's memory must behave. Part of the allocator cache key: a cached block is only
+/// reused for a request with exactly the same size and spec.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BufferSpec {
+    /// Uncached (write-combined) memory, for memory the host and device poll.
+    pub uncached: bool,
+    /// The host must be able to read and write the memory through a CPU mapping.
+    pub cpu_access: bool,
+    /// Host (system) memory rather than device-local memory.
+    pub host: bool,
+    /// Never park this block in the allocator cache: free it for real.
+    pub nolru: bool,
+    /// The memory must read as zero when handed out (so it is never served from the cache).
+    pub zero: bool,
+    /// Memory that already exists outside hcq at this address (the allocator wraps it instead of
+    /// allocating, and never caches it). Backends that cannot import memory refuse it.
+    pub external: Option<u64>,
+}
+
+impl BufferSpec {
+    /// May a block with this spec be parked in an allocator cache on free?
+    #[inline]
+    pub const fn cacheable(&self) -> bool {
+        !self.nolru && !self.zero && self.external.is_none()
+    }
+}
+
+/// An owned handle to one live device allocation: its device address, its size and, when the
+/// host can reach it, a CPU pointer to its first byte.
+///
+/// Only allocator implementations create these (through the unsafe
+/// [`DeviceMemory::from_raw_parts`]), and the handle goes back to the allocator that made it
+/// ([`Allocator::free`]). Dropping a handle without freeing it leaks the memory; it never frees
+/// memory behind anyone's back. Host accesses through [`DeviceMemory::write_cpu`] and
+/// [`DeviceMemory::read_cpu`] are bounds-checked and serialised per allocation.
+#[derive(Debug)]
+pub struct DeviceMemory {
+    addr: u64,
+    size: u64,
+    cpu: Option<NonNull<u8>>,
+    handle: u64,
+    /// Serialises host copies through `cpu`, so safe callers on several threads cannot race.
+    cpu_lock: spin::Mutex<()>,
+}
+
+// SAFETY: a `DeviceMemory` is an address range plus an optional pointer; it owns the allocation
+// (the `from_raw_parts` contract) and is not tied to the thread that made it. Moving it to another
+// thread moves only that ownership.
+unsafe impl Send for DeviceMemory {}
+// SAFETY: the only `&self` accesses to the memory behind `cpu` are `write_cpu` / `read_cpu`,
+// which hold `cpu_lock` for the whole copy, so shared references on several threads never race.
+unsafe impl Sync for DeviceMemory {}
+
+impl DeviceMemory {
+    /// Wrap a live allocation in a handle.
+    ///
+    /// # Safety
+    /// `[addr, addr + size)` must be a live allocation that the returned handle owns until it is
+    /// given back to the allocator that made it; nothing may free or reuse it before that. If
+    /// `cpu` is `Some(p)`, `p` must point to the same `size` bytes as seen from the host, valid
+    /// for reads and writes for as long as the allocation lives, and not accessed by other host
+    /// code without synchronisation while the handle copies through it.
+    #[inline]
+    pub unsafe fn from_raw_parts(addr: u64, size: u64, cpu: Option<NonNull<u8>>) -> Self {
+        Self { addr, size, cpu, handle: 0, cpu_lock: spin::Mutex::new(()) }
+    }
+
+    /// Like [`DeviceMemory::from_raw_parts`], with a backend-private `handle` (a driver object id,
+    /// a mapping index) that the backend reads back when the memory is freed.
+    ///
+    /// # Safety
+    /// As for [`DeviceMemory::from_raw_parts`].
+    #[inline]
+    pub unsafe fn from_raw_parts_with_handle(addr: u64, size: u64, cpu: Option<NonNull<u8>>, handle: u64) -> Self {
+        Self { addr, size, cpu, handle, cpu_lock: spin::Mutex::new(()) }
+    }
+
+    /// The device address of the first byte.
+    #[inline]
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// Size of the allocation in bytes.
+    #[inline]
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The host pointer to the first byte, when the host can reach the memory.
+    #[inline]
+    pub fn cpu_ptr(&self) -> Option<NonNull<u8>> {
+        self.cpu
+    }
+
+    /// The backend-private handle given at creation (0 when none was given).
+    #[inline]
+    pub fn handle(&self) -> u64 {
+        self.handle
+    }
+
+    /// Check that `[offset, offset + len)` lies inside the allocation.
+    #[inline]
+    pub fn check_range(&self, what: &'static str, offset: u64, len: u64) -> Result<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size => Ok(()),
+            _ => Err(Error::OutOfBounds { what, offset, len, limit: self.size }),
+        }
+    }
+
+    /// Copy `src` into the allocation at byte `offset` through the CPU mapping.
+    ///
+    /// Errors: [`Error::OutOfBounds`] when the range does not fit, [`Error::Unsupported`] when
+    /// the memory has no CPU mapping.
+    pub fn write_cpu(&self, offset: u64, src: &[u8]) -> Result<()> {
+        let len = src.len() as u64;
+        let start = self.cpu_range("device memory write", offset, len)?;
+        if len == 0 {
+            return Ok(());
+        }
+        let _guard = self.cpu_lock.lock();
+        // SAFETY: `start` points `offset` bytes into the CPU mapping and `offset + len <= size`
+        // (checked by `cpu_range`), so the destination is valid for `len` bytes of writes (the
+        // `from_raw_parts` contract); `src` is a distinct Rust slice, so they do not overlap; the
+        // lock excludes every other copy through this handle.
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), start.as_ptr(), src.len()) };
+        Ok(())
+    }
+
+    /// Copy from the allocation at byte `offset` into `dst` through the CPU mapping.
+    ///
+    /// Errors: as for [`DeviceMemory::write_cpu`].
+    pub fn read_cpu(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
+        let len = dst.len() as u64;
+        let start = self.cpu_range("device memory read", offset, len)?;
+        if len == 0 {
+            return Ok(());
+        }
+        let _guard = self.cpu_lock.lock();
+        // SAFETY: as in `write_cpu`: the source range is inside the live CPU mapping, `dst` is a
+        // distinct exclusive slice of `len` bytes, and the lock excludes concurrent copies.
+        unsafe { core::ptr::copy_nonoverlapping(start.as_ptr(), dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    /// The CPU pointer to byte `offset`, after checking `[offset, offset + len)` is in range.
+    fn cpu_range(&self, what: &'static str, offset: u64, len: u64) -> Result<NonNull<u8>> {
+        self.check_range(what, offset, len)?;
+        let base = self
+            .cpu
+            .ok_or(Error::Unsupported { what: "cpu access to memory without a cpu mapping", value: self.addr })?;
+        let off = usize::try_from(offset).map_err(|_| Error::OutOfBounds { what, offset, len, limit: self.size })?;
+        // SAFETY: `offset <= size` (checked above) and the mapping covers `size` bytes, so the
+        // result stays inside (or one past the end of) the same allocation.
+        Ok(unsafe { base.add(off) })
+    }
+}
+
+/// A device memory allocator: the backend half of a device's memory management.
+///
+/// Who calls what: [`LruAllocator`] calls `alloc`/`free` on its backend; buffers call
+/// `copy_in`/`copy_out`/`map`/`offset` on their device's [`LruAllocator`], which delegates to the
+/// backend. Every method takes `&self`; implementations synchronise internally.
+///
+/// Contract:
+/// - `alloc(size, spec)` returns a [`DeviceMemory`] of exactly `size` bytes (a backend that rounds
+///   up keeps the rounding to itself), zeroed when `spec.zero` is set. Errors:
+///   [`Error::InvalidArgument`] for a zero size or a spec the backend cannot honour in
+///   principle, [`Error::Unsupported`] for a spec feature it does not implement (e.g.
+///   `external`), and [`Error::OutOfMemory`], [`Error::OutOfSpace`] or [`Error::Os`] when the
+///   memory is exhausted right now — only these three make [`LruAllocator`] free its cache and
+///   retry.
+/// - `free(mem, spec)` gives back memory this allocator made, with the spec it was allocated
+///   with. It cannot fail: a backend that meets a handle it does not own, or a driver error,
+///   logs it and leaks rather than corrupting memory.
+/// - `copy_in`/`copy_out` move host bytes in or out at `offset` bytes into `mem`:
+///   [`Error::OutOfBounds`] when the range does not fit, [`Error::Unsupported`] when the backend
+///   cannot reach the memory from the host. Backends of asynchronous devices wait for the device
+///   to be idle first. The defaults copy through the CPU mapping.
+/// - `map(mem)` is the address the device uses for `mem` (default: [`DeviceMemory::addr`]);
+///   `offset(mem, offset, size)` is the device address of a sub-range, bounds-checked.
+pub trait Allocator: Send + Sync {
+    /// Allocate `size` bytes honouring `spec`.
+    fn alloc(&self, size: u64, spec: &BufferSpec) -> Result<DeviceMemory>;
+
+    /// Give `mem` back for real (no caching at this level).
+    fn free(&self, mem: DeviceMemory, spec: &BufferSpec);
+
+    /// Copy `src` into `dst` at byte `offset`.
+    fn copy_in(&self, dst: &DeviceMemory, offset: u64, src: &[u8]) -> Result<()> {
+        dst.write_cpu(offset, src)
+    }
+
+    /// Copy from `src` at byte `offset` into `dst`.
+    fn copy_out(&self, dst: &mut [u8], src: &DeviceMemory, offset: u64) -> Result<()> {
+        src.read_cpu(offset, dst)
+    }
+
+    /// The address this device uses for `mem`.
+    fn map(&self, mem: &DeviceMemory) -> Result<u64> {
+        Ok(mem.addr())
+    }
+
+    /// The device address of the `size` bytes at `offset` inside `mem`.
+    fn offset(&self, mem: &DeviceMemory, offset: u64, size: u64) -> Result<u64> {
+        mem.check_range("device memory offset", offset, size)?;
+        let base = self.map(mem)?;
+        base.checked_add(offset).ok_or(Error::OutOfBounds {
+            what: "device address",
+            offset,
+            len: size,
+            limit: mem.size(),
+        })
+    }
+}
+
+/// Shows an [`Error`] through either logging back end (`Error` has no `defmt::Format`).
+#[cfg(feature = "alloc")]
+pub(crate) struct Shown<'a>(pub(crate) &'a Error);
+
+#[cfg(feature = "alloc")]
+impl core::fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Display::fmt(self.0, f)
+    }
+}
+
+#[cfg(all(feature = "alloc", feature = "defmt"))]
+impl defmt::Format for Shown<'_> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{}", defmt::Display2Format(self.0))
+    }
+}
+
+/// Errors that mean "no memory right now": worth freeing the cache and retrying.
+#[cfg(feature = "alloc")]
+fn is_exhaustion(e: &Error) -> bool {
+    matches!(e.root(), Error::OutOfMemory { .. } | Error::OutOfSpace { .. } | Error::Os { .. })
+}
+
+#[cfg(feature = "alloc")]
+pub use lru::LruAllocator;
+
+#[cfg(feature = "alloc")]
+mod lru {
+    use super::{Allocator, BufferSpec, DeviceMemory, Shown, is_exhaustion};
+    use crate::error::{DeviceName, Error, Result, device_name};
+    use alloc::boxed::Box;
+    use alloc::collections::BTreeMap;
+    use alloc::vec::Vec;
+
+    type Cache = BTreeMap<(u64, BufferSpec), Vec<DeviceMemory>>;
+
+    /// Everything the hot path touches, behind one lock (one atomic CAS per call).
+    #[derive(Default)]
+    struct State {
+        cache: Cache,
+        used: u64,
+        cached: u64,
+    }
+
+    /// A caching allocator in front of a device's backend [`Allocator`].
+    ///
+    /// `alloc` first reuses a cached block of exactly the same `(size, spec)`; otherwise it asks
+    /// the backend, and when the backend is out of memory it frees the whole cache and retries
+    /// exactly once before failing with [`Error::OutOfMemory`] naming the device, the request and
+    /// the bytes in use. `free` parks blocks in the cache unless the spec is `nolru`, `zero` or
+    /// `external` (see [`BufferSpec::cacheable`]). A cache hit and its free take one spin lock
+    /// each (the byte counters live under it) and allocate nothing once the cache's per-key list
+    /// has room; the backend is never called with the lock held.
+    pub struct LruAllocator {
+        device: DeviceName,
+        backend: Box<dyn Allocator>,
+        state: spin::Mutex<State>,
+    }
+
+    impl core::fmt::Debug for LruAllocator {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            f.debug_struct("LruAllocator")
+                .field("device", &self.device)
+                .field("used_bytes", &self.used_bytes())
+                .field("cached_bytes", &self.cached_bytes())
+                .finish_non_exhaustive()
+        }
+    }
+
+    impl LruAllocator {
+        /// A cache in front of `backend` for the device named `device` (used in errors).
+        pub fn new(device: &str, backend: Box<dyn Allocator>) -> Self {
+            Self {
+                device: device_name(device),
+                backend,
+                state: spin::Mutex::new(State { cache: BTreeMap::new(), used: 0, cached: 0 }),
+            }
+        }
+
+        /// The device this allocator serves.
+        pub fn device(&self) -> &str {
+            &self.device
+        }
+
+        /// The backend allocator.
+        pub fn backend(&self) -> &dyn Allocator {
+            &*self.backend
+        }
+
+        /// Bytes held by live allocations handed out by this allocator (cached blocks excluded).
+        pub fn used_bytes(&self) -> u64 {
+            self.state.lock().used
+        }
+
+        /// Bytes parked in the cache, waiting for reuse.
+        pub fn cached_bytes(&self) -> u64 {
+            self.state.lock().cached
+        }
+
+        /// Free every cached block through the backend.
+        pub fn free_cache(&self) {
+            let cache = {
+                let mut st = self.state.lock();
+                st.cached = 0;
+                core::mem::take(&mut st.cache)
+            };
+            for ((_, spec), blocks) in cache {
+                for mem in blocks {
+                    self.backend.free(mem, &spec);
+                }
+            }
+        }
+
+        /// Ask the backend, checking it kept the size contract.
+        fn backend_alloc(&self, size: u64, spec: &BufferSpec) -> Result<DeviceMemory> {
+            let mem = self.backend.alloc(size, spec)?;
+            if mem.size() != size {
+                let found = mem.size();
+                self.backend.free(mem, spec);
+                return Err(Error::Mismatch {
+                    what: "size of memory returned by the backend allocator",
+                    expected: size,
+                    found,
+                });
+            }
+            Ok(mem)
+        }
+    }
+
+    impl Allocator for LruAllocator {
+        fn alloc(&self, size: u64, spec: &BufferSpec) -> Result<DeviceMemory> {
+            if size == 0 {
+                return Err(Error::InvalidArgument { what: "allocation size must be positive", value: 0 });
+            }
+            {
+                let mut st = self.state.lock();
+                if let Some(mem) = st.cache.get_mut(&(size, *spec)).and_then(Vec::pop) {
+                    st.cached = st.cached.saturating_sub(size);
+                    st.used = st.used.saturating_add(size);
+                    return Ok(mem);
+                }
+            }
+            let mem = match self.backend_alloc(size, spec) {
+                Ok(mem) => mem,
+                Err(e) if is_exhaustion(&e) => {
+                    debug!(
+                        "{}: allocation of {} bytes failed ({}); freeing the cache",
+                        self.device.as_str(),
+                        size,
+                        Shown(&e)
+                    );
+                    self.free_cache();
+                    match self.backend_alloc(size, spec) {
+                        Ok(mem) => mem,
+                        Err(e) if is_exhaustion(&e) => {
+                            let used = self.used_bytes();
+                            warn!(
+                                "{}: allocation of {} bytes failed after freeing the cache: {}",
+                                self.device.as_str(),
+                                size,
+                                Shown(&e)
+                            );
+                            return Err(Error::OutOfMemory { device: self.device.clone(), requested: size, used });
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                Err(e) => return Err(e),
+            };
+            let mut st = self.state.lock();
+            st.used = st.used.saturating_add(size);
+            Ok(mem)
+        }
+
+        fn free(&self, mem: DeviceMemory, spec: &BufferSpec) {
+            let size = mem.size();
+            let mut st = self.state.lock();
+            st.used = st.used.saturating_sub(size);
+            if !spec.cacheable() {
+                drop(st);
+                self.backend.free(mem, spec);
+                return;
+            }
+            st.cached = st.cached.saturating_add(size);
+            match st.cache.get_mut(&(size, *spec)) {
+                Some(list) => list.push(mem),
+                None => {
+                    st.cache.insert((size, *spec), alloc::vec![mem]);
+                }
+            }
+        }
+
+        fn copy_in(&self, dst: &DeviceMemory, offset: u64, src: &[u8]) -> Result<()> {
+            self.backend.copy_in(dst, offset, src)
+        }
+
+        fn copy_out(&self, dst: &mut [u8], src: &DeviceMemory, offset: u64) -> Result<()> {
+            self.backend.copy_out(dst, src, offset)
+        }
+
+        fn map(&self, mem: &DeviceMemory) -> Result<u64> {
+            self.backend.map(mem)
+        }
+
+        fn offset(&self, mem: &DeviceMemory, offset: u64, size: u64) -> Result<u64> {
+            self.backend.offset(mem, offset, size)
+        }
+    }
+
+    impl Drop for LruAllocator {
+        fn drop(&mut self) {
+            self.free_cache();
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+pub use host::HostAllocator;
+
+#[cfg(feature = "std")]
+mod host {
+    use super::{Allocator, BufferSpec, DeviceMemory};
+    use crate::error::{Error, Result};
+    use core::alloc::Layout;
+    use core::ptr::NonNull;
+    use core::sync::atomic::{AtomicU64, Ordering};
+    use std::collections::BTreeMap;
+
+    /// Host pages handed out by [`HostAllocator`].
+    const PAGE: u64 = 4096;
+
+    /// Page-aligned, zeroed host memory from the global allocator: the backend of the CPU device
+    /// (and of host-visible memory in device simulations). The device address is the CPU address.
+    ///
+    /// Every block is zeroed, so `spec.zero` is always honoured; the other spec flags make no
+    /// difference to host memory. `spec.external` is refused ([`Error::Unsupported`]): wrapping a
+    /// foreign pointer cannot be made safe here. Sizes are rounded up to whole pages internally.
+    /// An optional byte limit ([`HostAllocator::with_limit`]) makes allocations fail with
+    /// [`Error::OutOfMemory`] beyond it, for testing out-of-memory paths. The allocator tracks its
+    /// live blocks and ignores (logs, leaks) a `free` of memory it did not make. Dropping the
+    /// allocator leaks blocks still handed out, so their handles stay valid.
+    #[derive(Debug, Default)]
+    pub struct HostAllocator {
+        limit: Option<u64>,
+        used: AtomicU64,
+        live: spin::Mutex<BTreeMap<u64, Layout>>,
+    }
+
+    impl HostAllocator {
+        /// An allocator limited only by the process heap.
+        pub fn new() -> Self {
+            Self::default()
+        }
+
+        /// An allocator that refuses to hold more than `limit` bytes (counted in whole pages).
+        pub fn with_limit(limit: u64) -> Self {
+            Self { limit: Some(limit), ..Self::default() }
+        }
+
+        /// Bytes currently allocated (in whole pages).
+        pub fn allocated_bytes(&self) -> u64 {
+            self.used.load(Ordering::Relaxed)
+        }
+
+        fn reserve(&self, bytes: u64, requested: u64) -> Result<()> {
+            let mut cur = self.used.load(Ordering::Relaxed);
+            loop {
+                let next = cur
+                    .checked_add(bytes)
+                    .ok_or(Error::InvalidArgument { what: "allocation size", value: requested })?;
+                if let Some(limit) = self.limit
+                    && next > limit
+                {
+                    return Err(Error::OutOfMemory { device: crate::error::device_name("host"), requested, used: cur });
+                }
+                match self.used.compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed) {
+                    Ok(_) => return Ok(()),
+                    Err(v) => cur = v,
+                }
+            }
+        }
+    }
+
+    impl Allocator for HostAllocator {
+        fn alloc(&self, size: u64, spec: &BufferSpec) -> Result<DeviceMemory> {
+            if size == 0 {
+                return Err(Error::InvalidArgument { what: "allocation size must be positive", value: 0 });
+            }
+            if let Some(ext) = spec.external {
+                return Err(Error::Unsupported { what: "host allocator: external memory", value: ext });
+            }
+            let too_big = Error::InvalidArgument { what: "allocation size exceeds the address space", value: size };
+            let rounded = size.checked_next_multiple_of(PAGE).ok_or(too_big.clone())?;
+            let layout = usize::try_from(rounded)
+                .ok()
+                .and_then(|r| Layout::from_size_align(r, PAGE as usize).ok())
+                .ok_or(too_big)?;
+            self.reserve(rounded, size)?;
+            // SAFETY: the layout has a non-zero size (`size > 0`, rounded up to a page).
+            let p = unsafe { std::alloc::alloc_zeroed(layout) };
+            let Some(ptr) = NonNull::new(p) else {
+                self.used.fetch_sub(rounded, Ordering::Relaxed);
+                return Err(Error::OutOfMemory {
+                    device: crate::error::device_name("host"),
+                    requested: size,
+                    used: self.allocated_bytes(),
+                });
+            };
+            let addr = ptr.as_ptr() as u64;
+            self.live.lock().insert(addr, layout);
+            // SAFETY: `ptr` is a fresh, zeroed block of `rounded >= size` bytes that nothing else
+            // references; it is freed only in `free`, when this handle comes back, and never on
+            // drop of the allocator.
+            Ok(unsafe { DeviceMemory::from_raw_parts(addr, size, Some(ptr)) })
+        }
+
+        fn free(&self, mem: DeviceMemory, _spec: &BufferSpec) {
+            let Some(ptr) = mem.cpu_ptr() else {
+                error!("host allocator: free of memory without a cpu pointer at {:#x}; ignored", mem.addr());
+                return;
+            };
+            let layout = self.live.lock().remove(&mem.addr());
+            match layout {
+                Some(layout) if ptr.as_ptr() as u64 == mem.addr() => {
+                    self.used.fetch_sub(layout.size() as u64, Ordering::Relaxed);
+                    // SAFETY: `addr` was recorded by `alloc` with exactly this layout and removed
+                    // from `live` just now, so it is freed once; the handle owning it is consumed.
+                    unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
+                }
+                Some(layout) => {
+                    // Not ours after all: put the record back and leak.
+                    self.live.lock().insert(mem.addr(), layout);
+                    error!("host allocator: free of foreign memory at {:#x}; ignored", mem.addr());
+                }
+                None => error!("host allocator: free of unknown memory at {:#x}; ignored", mem.addr()),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use alloc::boxed::Box;
+    use alloc::vec;
+    use alloc::vec::Vec;
+    use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+    /// A fake device heap: hands out increasing addresses from a fixed budget, with host-backed
+    /// storage so copies work. Counts calls so tests can see what reached the backend.
+    pub(crate) struct FakeAllocator {
+        pub capacity: u64,
+        pub used: AtomicU64,
+        pub next: AtomicU64,
+        pub allocs: AtomicUsize,
+        pub frees: AtomicUsize,
+        pub blocks: spin::Mutex<Vec<(u64, Block)>>,
+    }
+
+    /// Host storage behind one fake allocation, owned as a raw pointer so handing out pointers
+    /// into it stays valid under Miri's aliasing rules.
+    pub(crate) struct Block(NonNull<[u8]>);
+    // SAFETY: the block is plain heap memory owned by the fake allocator's list.
+    unsafe impl Send for Block {}
+
+    impl Drop for Block {
+        fn drop(&mut self) {
+            // SAFETY: made by `Box::into_raw` in `FakeAllocator::alloc` and dropped once.
+            drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+        }
+    }
+
+    impl FakeAllocator {
+        pub(crate) fn new(capacity: u64) -> Self {
+            Self {
+                capacity,
+                used: AtomicU64::new(0),
+                next: AtomicU64::new(0x1000),
+                allocs: AtomicUsize::new(0),
+                frees: AtomicUsize::new(0),
+                blocks: spin::Mutex::new(Vec::new()),
+            }
+        }
+    }
+
+    impl Allocator for FakeAllocator {
+        fn alloc(&self, size: u64, _spec: &BufferSpec) -> Result<DeviceMemory> {
+            let used = self.used.load(Ordering::Relaxed);
+            if used + size > self.capacity {
+                return Err(Error::OutOfSpace { what: "fake heap", requested: size, capacity: self.capacity });
+            }
+            self.used.fetch_add(size, Ordering::Relaxed);
+            self.allocs.fetch_add(1, Ordering::Relaxed);
+            let addr = self.next.fetch_add(size.next_multiple_of(0x100), Ordering::Relaxed);
+            let storage = NonNull::from(Box::leak(vec![0u8; size as usize].into_boxed_slice()));
+            let cpu = Some(storage.cast::<u8>());
+            self.blocks.lock().push((addr, Block(storage)));
+            // SAFETY: the storage lives in `blocks` until `free` removes it.
+            Ok(unsafe { DeviceMemory::from_raw_parts(addr, size, cpu) })
+        }
+
+        fn free(&self, mem: DeviceMemory, _spec: &BufferSpec) {
+            self.frees.fetch_add(1, Ordering::Relaxed);
+            self.used.fetch_sub(mem.size(), Ordering::Relaxed);
+            self.blocks.lock().retain(|(a, _)| *a != mem.addr());
+        }
+    }
+
+    /// A shared handle to a [`FakeAllocator`], so tests keep watching it after handing it over.
+    pub(crate) struct Shared(pub alloc::sync::Arc<FakeAllocator>);
+
+    impl Allocator for Shared {
+        fn alloc(&self, size: u64, spec: &BufferSpec) -> Result<DeviceMemory> {
+            self.0.alloc(size, spec)
+        }
+        fn free(&self, mem: DeviceMemory, spec: &BufferSpec) {
+            self.0.free(mem, spec)
+        }
+    }
+
+    /// An LRU over a fresh fake heap of `capacity` bytes, and the heap.
+    pub(crate) fn lru(capacity: u64) -> (LruAllocator, alloc::sync::Arc<FakeAllocator>) {
+        let heap = alloc::sync::Arc::new(FakeAllocator::new(capacity));
+        (LruAllocator::new("FAKE:1", Box::new(Shared(heap.clone()))), heap)
+    }
+
+    #[test]
+    fn spec_cacheability() {
+        assert!(BufferSpec::default().cacheable());
+        assert!(!BufferSpec { nolru: true, ..Default::default() }.cacheable());
+        assert!(!BufferSpec { zero: true, ..Default::default() }.cacheable());
+        assert!(!BufferSpec { external: Some(0x1000), ..Default::default() }.cacheable());
+        assert!(BufferSpec { host: true, cpu_access: true, uncached: true, ..Default::default() }.cacheable());
+    }
+
+    #[test]
+    fn cache_hit_returns_the_same_block_without_the_backend() {
+        let (a, heap) = lru(1 << 20);
+        let spec = BufferSpec::default();
+        let m = a.alloc(256, &spec).unwrap();
+        let addr = m.addr();
+        a.free(m, &spec);
+        assert_eq!(a.cached_bytes(), 256);
+        assert_eq!(a.used_bytes(), 0);
+        let m2 = a.alloc(256, &spec).unwrap();
+        assert_eq!(m2.addr(), addr, "a cached block of the same size and spec is reused");
+        assert_eq!(heap.allocs.load(Ordering::Relaxed), 1);
+        assert_eq!(a.cached_bytes(), 0);
+        assert_eq!(a.used_bytes(), 256);
+        // A different size or spec misses the cache.
+        a.free(m2, &spec);
+        let m3 = a.alloc(128, &spec).unwrap();
+        let m4 = a.alloc(256, &BufferSpec { host: true, ..spec }).unwrap();
+        assert_ne!(m3.addr(), addr);
+        assert_ne!(m4.addr(), addr);
+        assert_eq!(heap.allocs.load(Ordering::Relaxed), 3);
+        a.free(m3, &spec);
+        a.free(m4, &BufferSpec { host: true, ..spec });
+    }
+
+    #[test]
+    fn nolru_zero_and_external_bypass_the_cache() {
+        let (a, heap) = lru(1 << 20);
+        for spec in [
+            BufferSpec { nolru: true, ..Default::default() },
+            BufferSpec { zero: true, ..Default::default() },
+            BufferSpec { external: Some(0xdead_0000), ..Default::default() },
+        ] {
+            let before = heap.frees.load(Ordering::Relaxed);
+            let m = a.alloc(64, &spec).unwrap();
+            let addr = m.addr();
+            a.free(m, &spec);
+            assert_eq!(heap.frees.load(Ordering::Relaxed), before + 1, "{spec:?} is freed for real");
+            assert_eq!(a.cached_bytes(), 0);
+            let m = a.alloc(64, &spec).unwrap();
+            assert_ne!(m.addr(), addr, "{spec:?} never comes from the cache");
+            a.free(m, &spec);
+        }
+    }
+
+    #[test]
+    fn oom_frees_the_cache_and_retries_once() {
+        let (a, heap) = lru(1024);
+        let spec = BufferSpec::default();
+        let m1 = a.alloc(512, &spec).unwrap();
+        let m2 = a.alloc(512, &spec).unwrap();
+        a.free(m1, &spec);
+        a.free(m2, &spec);
+        assert_eq!(a.cached_bytes(), 1024);
+        // The heap is full of cached 512-byte blocks: a 1024-byte request must free them.
+        let big = a.alloc(1024, &spec).unwrap();
+        assert_eq!(a.cached_bytes(), 0);
+        assert_eq!(heap.frees.load(Ordering::Relaxed), 2);
+        assert_eq!(a.used_bytes(), 1024);
+        // Now nothing is cached and the heap is full: the final error names device, size, usage.
+        let err = a.alloc(64, &spec).unwrap_err();
+        assert_eq!(err, Error::OutOfMemory { device: crate::error::device_name("FAKE:1"), requested: 64, used: 1024 });
+        let msg = alloc::string::ToString::to_string(&err);
+        assert!(msg.contains("FAKE:1") && msg.contains("64") && msg.contains("1024"), "{msg}");
+        a.free(big, &spec);
+        assert_eq!(a.used_bytes(), 0);
+    }
+
+    #[test]
+    fn non_exhaustion_errors_pass_through_without_freeing_the_cache() {
+        let (a, heap) = lru(1024);
+        let spec = BufferSpec::default();
+        let m = a.alloc(100, &spec).unwrap();
+        a.free(m, &spec);
+        assert!(matches!(a.alloc(0, &spec), Err(Error::InvalidArgument { .. })));
+        assert_eq!(a.cached_bytes(), 100, "a bad request does not empty the cache");
+        assert_eq!(heap.frees.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn lru_delegates_copies_and_bounds_checks() {
+        let (a, _heap) = lru(1 << 16);
+        let spec = BufferSpec::default();
+        let m = a.alloc(16, &spec).unwrap();
+        a.copy_in(&m, 4, &[1, 2, 3, 4]).unwrap();
+        let mut out = [0u8; 8];
+        a.copy_out(&mut out, &m, 0).unwrap();
+        assert_eq!(out, [0, 0, 0, 0, 1, 2, 3, 4]);
+        assert!(matches!(a.copy_in(&m, 14, &[0; 4]), Err(Error::OutOfBounds { offset: 14, len: 4, limit: 16, .. })));
+        assert!(matches!(a.copy_out(&mut out, &m, u64::MAX), Err(Error::OutOfBounds { .. })));
+        assert_eq!(a.offset(&m, 8, 8).unwrap(), m.addr() + 8);
+        assert!(matches!(a.offset(&m, 8, 9), Err(Error::OutOfBounds { .. })));
+        a.free(m, &spec);
+    }
+
+    #[test]
+    fn memory_without_cpu_mapping_refuses_host_copies() {
+        // SAFETY: the handle is never freed through an allocator and has no CPU pointer.
+        let m = unsafe { DeviceMemory::from_raw_parts(0x8000, 64, None) };
+        assert!(matches!(m.write_cpu(0, &[1]), Err(Error::Unsupported { .. })));
+        let mut b = [0u8; 1];
+        assert!(matches!(m.read_cpu(0, &mut b), Err(Error::Unsupported { .. })));
+    }
+
+    #[test]
+    fn free_cache_and_drop_give_cached_blocks_back() {
+        let (a, heap) = lru(1 << 16);
+        let spec = BufferSpec::default();
+        let m1 = a.alloc(32, &spec).unwrap();
+        let m2 = a.alloc(64, &spec).unwrap();
+        a.free(m1, &spec);
+        a.free_cache();
+        assert_eq!(heap.frees.load(Ordering::Relaxed), 1);
+        assert_eq!(a.cached_bytes(), 0);
+        a.free(m2, &spec);
+        assert_eq!(heap.used.load(Ordering::Relaxed), 64, "the cached block still holds backend memory");
+        drop(a);
+        assert_eq!(heap.frees.load(Ordering::Relaxed), 2);
+        assert_eq!(heap.used.load(Ordering::Relaxed), 0, "dropping the LRU frees its cache");
+    }
+
+    #[cfg(feature = "std")]
+    #[test]
+    fn host_allocator_gives_zeroed_pages_and_honours_its_limit() {
+        let h = HostAllocator::with_limit(2 * 4096);
+        let spec = BufferSpec { zero: true, ..Default::default() };
+        let m = h.alloc(100, &spec).unwrap();
+        assert_eq!(m.addr() % 4096, 0);
+        assert_eq!(m.cpu_ptr().unwrap().as_ptr() as u64, m.addr());
+        let mut buf = [0xffu8; 100];
+        h.copy_out(&mut buf, &m, 0).unwrap();
+        assert!(buf.iter().all(|&b| b == 0));
+        let m2 = h.alloc(4096, &spec).unwrap();
+        assert_eq!(h.allocated_bytes(), 8192);
+        assert!(matches!(h.alloc(1, &spec), Err(Error::OutOfMemory { requested: 1, used: 8192, .. })));
+        h.free(m, &spec);
+        let m3 = h.alloc(1, &spec).unwrap();
+        h.free(m2, &spec);
+        h.free(m3, &spec);
+        assert_eq!(h.allocated_bytes(), 0);
+        assert!(matches!(h.alloc(8, &BufferSpec { external: Some(0x1000), ..spec }), Err(Error::Unsupported { .. })));
+    }
+
+    #[cfg(feature = "std")]
+    #[test]
+    fn host_allocator_ignores_foreign_memory() {
+        let h = HostAllocator::new();
+        let mut backing = [0u8; 16];
+        // SAFETY: `backing` outlives the handle; the host allocator must refuse to free it.
+        let foreign = unsafe {
+            DeviceMemory::from_raw_parts(backing.as_mut_ptr() as u64, 16, NonNull::new(backing.as_mut_ptr()))
+        };
+        h.free(foreign, &BufferSpec::default());
+        assert_eq!(h.allocated_bytes(), 0);
+    }
+
+    #[cfg(feature = "std")]
+    #[test]
+    fn lru_over_host_reports_oom_with_device_name() {
+        let a = LruAllocator::new("CPU", Box::new(HostAllocator::with_limit(4096)));
+        let spec = BufferSpec::default();
+        let m = a.alloc(4096, &spec).unwrap();
+        let e = a.alloc(4096, &spec).unwrap_err();
+        assert_eq!(e, Error::OutOfMemory { device: crate::error::device_name("CPU"), requested: 4096, used: 4096 });
+        a.free(m, &spec);
+        // The cached page is reclaimed for a different size.
+        let m = a.alloc(2048, &spec).unwrap();
+        a.free(m, &spec);
+    }
+}

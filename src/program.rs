@@ -1,0 +1,284 @@
+//! Compiled programs: the image a device loads, its parameter signature, the kernel-argument
+//! layout derived from it, and the [`Program`] trait a loaded program implements.
+//!
+//! The argument layout follows tinygrad's `TinyELF.iter_sig`: every buffer parameter is an
+//! 8-byte device pointer, packed first in slot order; the value parameters follow in slot order,
+//! each at the next offset aligned to its own size (natural alignment, no other padding). Values
+//! are integers (symbolic sizes and loop bounds); a value declared with a float dtype receives the
+//! low bytes of the integer as its bit pattern.
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+/// What a parameter carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ParamKind {
+    /// A device pointer to a buffer of `dtype` elements.
+    Buffer,
+    /// A scalar of `dtype`.
+    Value,
+}
+
+/// One kernel parameter, as a bundle or compiler describes it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Param {
+    /// The source-level name, when known.
+    pub name: Option<String>,
+    /// Position among the kernel's parameters; orders the layout.
+    pub slot: u32,
+    /// Element type (buffers) or value type (values).
+    pub dtype: DType,
+    /// Shape of a buffer parameter in elements (empty for values or when unknown).
+    pub shape: Vec<u64>,
+    /// Buffer pointer or scalar value.
+    pub kind: ParamKind,
+}
+
+/// A compiled program ready to be loaded by a device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProgramImage {
+    /// The kernel's name (`"E_1024_4"`).
+    pub name: String,
+    /// What it was compiled for (`"CPU:x86_64"`, `"QCOM:a630"`).
+    pub target: String,
+    /// The machine code container (ELF object, raw shader binary).
+    pub binary: Arc<[u8]>,
+    /// The entry symbol.
+    pub entry: String,
+    /// Parameters, in any order (the layout sorts them by slot).
+    pub signature: Vec<Param>,
+}
+
+/// Size of one buffer pointer in the argument block.
+const PTR: usize = 8;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Entry {
+    slot: u32,
+    offset: usize,
+    size: usize,
+}
+
+/// Where each argument of a signature lives in the packed argument block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernargLayout {
+    bufs: Vec<Entry>,
+    vals: Vec<Entry>,
+    total: usize,
+}
+
+impl KernargLayout {
+    /// Lay out `signature`: buffer pointers first (8 bytes each, slot order), then values in slot
+    /// order at naturally aligned offsets.
+    ///
+    /// Errors: [`Error::InvalidArgument`] when two parameters share a slot.
+    pub fn new(signature: &[Param]) -> Result<Self> {
+        let mut params: Vec<&Param> = signature.iter().collect();
+        params.sort_by_key(|p| p.slot);
+        if let Some(w) = params.windows(2).find(|w| w.first().map(|p| p.slot) == w.get(1).map(|p| p.slot)) {
+            let slot = w.first().map_or(0, |p| p.slot);
+            return Err(Error::InvalidArgument { what: "two kernel parameters share a slot", value: slot as u64 });
+        }
+        let mut bufs = Vec::new();
+        let mut vals = Vec::new();
+        let mut offset = 0usize;
+        for p in params.iter().filter(|p| p.kind == ParamKind::Buffer) {
+            bufs.push(Entry { slot: p.slot, offset, size: PTR });
+            offset += PTR;
+        }
+        for p in params.iter().filter(|p| p.kind == ParamKind::Value) {
+            let size = p.dtype.size();
+            offset = offset.next_multiple_of(size);
+            vals.push(Entry { slot: p.slot, offset, size });
+            offset += size;
+        }
+        Ok(Self { bufs, vals, total: offset })
+    }
+
+    /// Bytes the packed arguments occupy (the end of the last argument; not rounded up).
+    #[inline]
+    pub fn total_size(&self) -> usize {
+        self.total
+    }
+
+    /// Number of buffer parameters.
+    #[inline]
+    pub fn buffer_count(&self) -> usize {
+        self.bufs.len()
+    }
+
+    /// Number of value parameters.
+    #[inline]
+    pub fn value_count(&self) -> usize {
+        self.vals.len()
+    }
+
+    /// Byte offset of the parameter in `slot`, if the signature has one.
+    pub fn offset_of(&self, slot: u32) -> Option<usize> {
+        self.bufs.iter().chain(&self.vals).find(|e| e.slot == slot).map(|e| e.offset)
+    }
+
+    /// Write the arguments into `out`: `bufs[i]` is the device address for the i-th buffer
+    /// parameter in slot order, `vals[j]` the j-th value parameter in slot order. Padding bytes
+    /// are zeroed; values are written little-endian, truncated to their dtype's size. Returns the
+    /// number of bytes written ([`KernargLayout::total_size`]). Allocates nothing.
+    ///
+    /// Errors: [`Error::Mismatch`] when `bufs` or `vals` has the wrong length,
+    /// [`Error::OutOfSpace`] when `out` is shorter than the layout.
+    pub fn pack(&self, bufs: &[u64], vals: &[i64], out: &mut [u8]) -> Result<usize> {
+        if bufs.len() != self.bufs.len() {
+            return Err(Error::Mismatch {
+                what: "kernel buffer argument count",
+                expected: self.bufs.len() as u64,
+                found: bufs.len() as u64,
+            });
+        }
+        if vals.len() != self.vals.len() {
+            return Err(Error::Mismatch {
+                what: "kernel value argument count",
+                expected: self.vals.len() as u64,
+                found: vals.len() as u64,
+            });
+        }
+        let Some(out) = out.get_mut(..self.total) else {
+            return Err(Error::OutOfSpace {
+                what: "kernel argument block",
+                requested: self.total as u64,
+                capacity: out.len() as u64,
+            });
+        };
+        out.fill(0);
+        for (e, b) in self.bufs.iter().zip(bufs) {
+            put(out, e, &b.to_le_bytes())?;
+        }
+        for (e, v) in self.vals.iter().zip(vals) {
+            put(out, e, &v.to_le_bytes())?;
+        }
+        Ok(self.total)
+    }
+}
+
+/// Write the low `e.size` bytes of `word` at `e.offset`.
+#[inline(always)]
+fn put(out: &mut [u8], e: &Entry, word: &[u8; 8]) -> Result<()> {
+    match (out.get_mut(e.offset..e.offset + e.size), word.get(..e.size)) {
+        (Some(dst), Some(src)) => {
+            dst.copy_from_slice(src);
+            Ok(())
+        }
+        // Unreachable by construction: entries lie inside the layout and sizes are <= 8.
+        _ => Err(Error::OutOfBounds {
+            what: "kernel argument",
+            offset: e.offset as u64,
+            len: e.size as u64,
+            limit: out.len() as u64,
+        }),
+    }
+}
+
+/// A program loaded on a device, ready to launch.
+pub trait Program: Send + Sync {
+    /// The kernel's name.
+    fn name(&self) -> &str;
+
+    /// Launch over a `global` grid of `local` workgroups with buffer addresses `bufs` and values
+    /// `vals` (both in slot order, as [`KernargLayout::pack`] takes them). With `wait`, block
+    /// until it finishes and return its run time in microseconds when the device measures it.
+    fn call(&self, bufs: &[u64], vals: &[i64], global: [u32; 3], local: [u32; 3], wait: bool) -> Result<Option<f64>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn p(slot: u32, dtype: DType, kind: ParamKind) -> Param {
+        Param { name: None, slot, dtype, shape: Vec::new(), kind }
+    }
+
+    /// 2 pointers + i8 + i32 + i64 + i16: natural alignment after the pointer block.
+    fn mixed() -> Vec<Param> {
+        vec![
+            p(0, DType::F32, ParamKind::Buffer),
+            p(1, DType::F32, ParamKind::Buffer),
+            p(2, DType::I8, ParamKind::Value),
+            p(3, DType::I32, ParamKind::Value),
+            p(4, DType::I64, ParamKind::Value),
+            p(5, DType::I16, ParamKind::Value),
+        ]
+    }
+
+    #[test]
+    fn layout_uses_natural_alignment_after_the_pointers() {
+        let l = KernargLayout::new(&mixed()).unwrap();
+        let offsets: Vec<usize> = (0..6).map(|s| l.offset_of(s).unwrap()).collect();
+        assert_eq!(offsets, [0, 8, 16, 20, 24, 32]);
+        assert_eq!(l.total_size(), 34);
+        assert_eq!(l.offset_of(6), None);
+        assert_eq!((l.buffer_count(), l.value_count()), (2, 4));
+    }
+
+    #[test]
+    fn pointers_come_first_whatever_the_slot_order() {
+        // Signature given out of order, with a value in a lower slot than a buffer.
+        let sig = vec![
+            p(3, DType::F32, ParamKind::Buffer),
+            p(0, DType::I32, ParamKind::Value),
+            p(1, DType::U8, ParamKind::Buffer),
+        ];
+        let l = KernargLayout::new(&sig).unwrap();
+        assert_eq!(l.offset_of(1), Some(0));
+        assert_eq!(l.offset_of(3), Some(8));
+        assert_eq!(l.offset_of(0), Some(16));
+        assert_eq!(l.total_size(), 20);
+    }
+
+    #[test]
+    fn pack_writes_little_endian_truncated_values_and_zero_padding() {
+        let l = KernargLayout::new(&mixed()).unwrap();
+        let mut out = [0xaau8; 40];
+        let n = l.pack(&[0x1122_3344_5566_7788, 0x99], &[-1, 0x0102_0304, -2, 0x7_0008], &mut out).unwrap();
+        assert_eq!(n, 34);
+        assert_eq!(&out[0..8], &0x1122_3344_5566_7788u64.to_le_bytes());
+        assert_eq!(&out[8..16], &0x99u64.to_le_bytes());
+        assert_eq!(out[16], 0xff, "i8 -1");
+        assert_eq!(&out[17..20], &[0, 0, 0], "padding is zeroed");
+        assert_eq!(&out[20..24], &0x0102_0304u32.to_le_bytes());
+        assert_eq!(&out[24..32], &(-2i64).to_le_bytes());
+        assert_eq!(&out[32..34], &[0x08, 0x00], "i16 keeps only the low 16 bits");
+        assert_eq!(&out[34..], &[0xaa; 6], "bytes past the layout are untouched");
+    }
+
+    #[test]
+    fn pack_rejects_wrong_counts_and_short_output() {
+        let l = KernargLayout::new(&mixed()).unwrap();
+        let mut out = [0u8; 64];
+        assert_eq!(
+            l.pack(&[1], &[1, 2, 3, 4], &mut out),
+            Err(Error::Mismatch { what: "kernel buffer argument count", expected: 2, found: 1 })
+        );
+        assert_eq!(
+            l.pack(&[1, 2], &[1, 2, 3], &mut out),
+            Err(Error::Mismatch { what: "kernel value argument count", expected: 4, found: 3 })
+        );
+        assert_eq!(
+            l.pack(&[1, 2], &[1, 2, 3, 4], &mut out[..33]),
+            Err(Error::OutOfSpace { what: "kernel argument block", requested: 34, capacity: 33 })
+        );
+    }
+
+    #[test]
+    fn duplicate_slots_are_refused() {
+        let sig = vec![p(0, DType::F32, ParamKind::Buffer), p(0, DType::I32, ParamKind::Value)];
+        assert!(matches!(KernargLayout::new(&sig), Err(Error::InvalidArgument { value: 0, .. })));
+    }
+
+    #[test]
+    fn empty_signature_packs_nothing() {
+        let l = KernargLayout::new(&[]).unwrap();
+        assert_eq!(l.pack(&[], &[], &mut []).unwrap(), 0);
+    }
+}

@@ -1,0 +1,106 @@
+//! The buffer, allocator and device APIs used from outside the crate, as a backend crate would:
+//! a host-memory device registered in a registry, buffers and views on it, and the report.
+
+use hcq::allocator::{BufferSpec, HostAllocator, LruAllocator};
+use hcq::buffer::{Buffer, MultiBuffer};
+use hcq::device::{Device, DeviceKind, DeviceProperties, Registry, ReportList};
+use hcq::program::{Program, ProgramImage};
+use hcq::{DType, Error, Result};
+use std::sync::Arc;
+
+/// A device whose memory is host memory limited to 64 KiB.
+struct HostDevice {
+    name: String,
+    alloc: LruAllocator,
+}
+
+impl Device for HostDevice {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn allocator(&self) -> &LruAllocator {
+        &self.alloc
+    }
+    fn load_program(&self, image: &ProgramImage) -> Result<Arc<dyn Program>> {
+        Err(Error::Unsupported { what: "programs on the host test device", value: image.binary.len() as u64 })
+    }
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+    fn properties(&self) -> DeviceProperties {
+        DeviceProperties {
+            kind: "host".into(),
+            arch: "test".into(),
+            cores: 1,
+            memory_bytes: 64 << 10,
+            ..Default::default()
+        }
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+fn count() -> Result<u32> {
+    Ok(2)
+}
+
+fn open(index: u32) -> Result<Arc<dyn Device>> {
+    let name = if index == 0 { "HOST".to_string() } else { format!("HOST:{index}") };
+    let alloc = LruAllocator::new(&name, Box::new(HostAllocator::with_limit(64 << 10)));
+    Ok(Arc::new(HostDevice { name, alloc }))
+}
+
+fn registry() -> Registry {
+    let r = Registry::new();
+    r.register(DeviceKind { name: "HOST", count, open });
+    r
+}
+
+#[test]
+fn buffers_on_a_registered_host_device_round_trip_and_return_their_memory() {
+    let r = registry();
+    let dev = r.open("host:0").unwrap();
+    assert!(Arc::ptr_eq(&dev, &r.open("HOST").unwrap()));
+    {
+        let b = Buffer::new(dev.clone(), 1024, DType::F32, BufferSpec::default()).unwrap();
+        let data: Vec<u8> = (0..4096u32).map(|i| i as u8).collect();
+        b.copy_in(&data).unwrap();
+        let v = b.view(4, DType::F32, 256).unwrap().view(2, DType::F32, 4).unwrap();
+        let mut out = [0u8; 8];
+        v.copy_out(&mut out).unwrap();
+        assert_eq!(out, data[260..268]);
+        assert_eq!(v.device_addr().unwrap(), b.device_addr().unwrap() + 260);
+        assert_eq!(b.device_addr().unwrap() % 4096, 0, "host memory is page-aligned");
+        assert_eq!(dev.allocator().used_bytes(), 4096);
+    }
+    assert_eq!(dev.allocator().used_bytes(), 0);
+}
+
+#[test]
+fn out_of_memory_names_the_device_and_usage() {
+    let r = registry();
+    let dev = r.open("host:1").unwrap();
+    let a = Buffer::new(dev.clone(), 48 << 10, DType::U8, BufferSpec::default()).unwrap();
+    a.allocate().unwrap();
+    let b = Buffer::new(dev.clone(), 32 << 10, DType::U8, BufferSpec::default()).unwrap();
+    assert_eq!(
+        b.allocate().unwrap_err(),
+        Error::OutOfMemory { device: hcq::error::device_name("HOST:1"), requested: 32 << 10, used: 48 << 10 }
+    );
+    drop(a);
+    b.allocate().unwrap();
+}
+
+#[test]
+fn multibuffer_and_report() {
+    let r = registry();
+    let devs = [r.open("host").unwrap(), r.open("host:1").unwrap()];
+    let mb = MultiBuffer::new(&devs, 2, DType::U32, BufferSpec { zero: true, ..Default::default() }).unwrap();
+    let mut out = [0xffu8; 8];
+    mb.get(1).unwrap().copy_out(&mut out).unwrap();
+    assert_eq!(out, [0; 8], "zero-spec memory reads as zero");
+    r.set_default("host");
+    let reports = r.enumerate();
+    assert_eq!(format!("{}", ReportList(&reports)), "* HOST    : PASS host test, 1 cores, 64.0 KiB");
+}
