@@ -157,7 +157,8 @@ impl Submitter<'_> {
     /// wait/signal, write the ring, ring the doorbell. Returns the value that marks completion.
     pub fn submit(&mut self, engine: usize, q: &mut HwQueue) -> Result<u64> {
         let hcq = self.hcq;
-        let eng = hcq.engines.get(engine).ok_or(Error::InvalidArgument { what: "engine index", value: engine as u64 })?;
+        let eng =
+            hcq.engines.get(engine).ok_or(Error::InvalidArgument { what: "engine index", value: engine as u64 })?;
         q.finish()?;
         hcq.timeline.check()?;
         let (prev, next) = (hcq.timeline.last_submitted(), hcq.timeline.last_submitted() + 1);

@@ -130,7 +130,7 @@ impl VolatileRegion {
     /// aligned. Other agents (a device, another thread through its own bus) may change the
     /// memory concurrently; no Rust reference to it may exist.
     pub unsafe fn new(base: NonNull<u8>, len: usize) -> Result<Self> {
-        if base.as_ptr() as usize % 8 != 0 {
+        if !(base.as_ptr() as usize).is_multiple_of(8) {
             return Err(Error::Misaligned { what: "mmio region base", value: base.as_ptr() as u64, align: 8 });
         }
         Ok(Self { base, len })

@@ -178,7 +178,7 @@ impl Profiler {
                 None => rows.push((e.name, 1, d)),
             }
         }
-        rows.sort_by(|a, b| b.2.cmp(&a.2));
+        rows.sort_by_key(|r| core::cmp::Reverse(r.2));
         rows.into_iter().map(|(n, c, t)| (self.name(n).unwrap_or_else(|| Arc::from("?")), c, t)).collect()
     }
 

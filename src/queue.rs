@@ -214,7 +214,10 @@ impl HwQueue {
 
     fn push(&mut self, cmd: Command) -> Result<&mut Self> {
         if self.finished {
-            return Err(Error::InvalidArgument { what: "queue is finished: no more commands", value: self.cmds.len() as u64 });
+            return Err(Error::InvalidArgument {
+                what: "queue is finished: no more commands",
+                value: self.cmds.len() as u64,
+            });
         }
         let idx = self.cmds.len() as u32;
         let (words0, marks0) = (self.words.len(), self.marks.len());
@@ -392,7 +395,10 @@ mod tests {
         // kernargs (2 words, both differ) + size low word + wait value low word + signal value low word
         assert_eq!(changed, 5);
         let cmds: Vec<Command> = decode(q.words()).map(|r| r.unwrap()).collect();
-        assert_eq!(cmds[1], Command::Exec { program: 7, kernargs: 0xdead_beef_0000, global: [2, 1, 1], local: [1, 1, 1] });
+        assert_eq!(
+            cmds[1],
+            Command::Exec { program: 7, kernargs: 0xdead_beef_0000, global: [2, 1, 1], local: [1, 1, 1] }
+        );
         assert_eq!(cmds[2], Command::Copy { dst: 0x10, src: 0x20, bytes: 128 });
         assert!(matches!(cmds[0], Command::Wait { value: 4, .. }));
         assert!(matches!(cmds[3], Command::Signal { value: 5, .. }));

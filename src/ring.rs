@@ -128,8 +128,11 @@ impl CommandRing {
     /// for `max_in_flight` submissions, kicked through `doorbell`.
     pub fn new(mem: Arc<dyn MmioBus + Send>, max_in_flight: usize, doorbell: Doorbell) -> Result<Self> {
         let bytes = mem.size();
-        if bytes == 0 || bytes % 4 != 0 {
-            return Err(Error::InvalidArgument { what: "command ring size must be a non-zero multiple of 4", value: bytes as u64 });
+        if bytes == 0 || !bytes.is_multiple_of(4) {
+            return Err(Error::InvalidArgument {
+                what: "command ring size must be a non-zero multiple of 4",
+                value: bytes as u64,
+            });
         }
         let words = (bytes / 4) as u64;
         Ok(Self { mem, words, wptr: 0, flight: InFlight::new(words, max_in_flight), doorbell })
@@ -200,7 +203,13 @@ impl KernargPool {
     /// A pool over all of `mem`, which the device sees at `device_base`.
     pub fn new(mem: Arc<dyn MmioBus + Send>, device_base: u64, max_in_flight: usize) -> Self {
         let size = mem.size() as u64;
-        Self { mem, device_base, bump: BumpAllocator::new(size, 0, true), flight: InFlight::new(size, max_in_flight), pos: 0 }
+        Self {
+            mem,
+            device_base,
+            bump: BumpAllocator::new(size, 0, true),
+            flight: InFlight::new(size, max_in_flight),
+            pos: 0,
+        }
     }
 
     /// Reserve `size` bytes aligned to `align` for a submission that timeline value `stamp`

@@ -183,7 +183,10 @@ pub struct Signal {
 
 impl core::fmt::Debug for Signal {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Signal").field("addr", &format_args!("{:#x}", self.addr())).field("value", &self.value()).finish()
+        f.debug_struct("Signal")
+            .field("addr", &format_args!("{:#x}", self.addr()))
+            .field("value", &self.value())
+            .finish()
     }
 }
 
@@ -192,7 +195,12 @@ impl Signal {
     #[cfg(feature = "alloc")]
     pub fn new(page: alloc::sync::Arc<SignalPage>, index: usize) -> Result<Self> {
         if index >= page.len() {
-            return Err(Error::OutOfBounds { what: "signal slot", offset: index as u64, len: 1, limit: page.len() as u64 });
+            return Err(Error::OutOfBounds {
+                what: "signal slot",
+                offset: index as u64,
+                len: 1,
+                limit: page.len() as u64,
+            });
         }
         Ok(Self { page, index, bits32: false })
     }
@@ -201,7 +209,12 @@ impl Signal {
     #[cfg(not(feature = "alloc"))]
     pub fn new(page: &'static SignalPage, index: usize) -> Result<Self> {
         if index >= page.len() {
-            return Err(Error::OutOfBounds { what: "signal slot", offset: index as u64, len: 1, limit: page.len() as u64 });
+            return Err(Error::OutOfBounds {
+                what: "signal slot",
+                offset: index as u64,
+                len: 1,
+                limit: page.len() as u64,
+            });
         }
         Ok(Self { page, index, bits32: false })
     }
@@ -298,7 +311,7 @@ impl Signal {
                 });
             }
             polls = polls.wrapping_add(1);
-            if polls % 64 == 0
+            if polls.is_multiple_of(64)
                 && let Some(e) = hooks.fault()
             {
                 return Err(e);
@@ -416,20 +429,23 @@ impl WaitHooks for StdHooks {
 mod tests {
     use super::*;
     use crate::error::device_name;
-    use core::cell::Cell;
-
     /// A fake clock that advances 1 µs per read and lets a test script the signal's value.
     struct FakeClock<'a> {
-        t: Cell<u64>,
-        on_tick: &'a dyn Fn(u64),
+        t: Cell,
+        on_tick: &'a (dyn Fn(u64) + Sync),
     }
-    // SAFETY-free: tests are single-threaded; WaitHooks needs Send + Sync.
-    unsafe impl Sync for FakeClock<'_> {}
-    unsafe impl Send for FakeClock<'_> {}
+    struct Cell(core::sync::atomic::AtomicU64);
+    impl Cell {
+        fn new(v: u64) -> Self {
+            Cell(core::sync::atomic::AtomicU64::new(v))
+        }
+        fn get(&self) -> u64 {
+            self.0.load(Ordering::Relaxed)
+        }
+    }
     impl WaitHooks for FakeClock<'_> {
         fn now_ns(&self) -> u64 {
-            let t = self.t.get() + 1_000;
-            self.t.set(t);
+            let t = self.t.0.fetch_add(1_000, Ordering::Relaxed) + 1_000;
             (self.on_tick)(t);
             t
         }

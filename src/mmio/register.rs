@@ -41,6 +41,7 @@ macro_rules! register {
         $(#[$meta])*
         #[derive(Clone, Copy, PartialEq, Eq, Default, Hash)]
         #[repr(transparent)]
+        #[allow(clippy::upper_case_acronyms, non_camel_case_types)]
         $vis struct $name(pub $raw);
 
         $(

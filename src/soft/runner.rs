@@ -85,7 +85,11 @@ impl Regs {
     fn index(&self, offset: usize, width: Width) -> Result<usize> {
         crate::mmio::check_range("register file", offset, width.bytes(), self.size())?;
         if width != Width::U64 || !offset.is_multiple_of(8) {
-            return Err(Error::Misaligned { what: "register file access (64-bit registers)", value: offset as u64, align: 8 });
+            return Err(Error::Misaligned {
+                what: "register file access (64-bit registers)",
+                value: offset as u64,
+                align: 8,
+            });
         }
         Ok(offset / 8)
     }
@@ -241,11 +245,21 @@ impl SoftDevice {
     /// Build device `name`: rings and kernarg pool in host memory, timeline signal from the
     /// process-wide [`HOST_SIGNALS`](super::HOST_SIGNALS) pool, doorbells in `regs` (at least
     /// `16 * engines` bytes), and one CP thread per engine running `executor`.
-    pub fn new(name: &str, config: &SoftConfig, regs: Arc<dyn DeviceRegs>, executor: Arc<dyn Executor>) -> Result<Self> {
+    pub fn new(
+        name: &str,
+        config: &SoftConfig,
+        regs: Arc<dyn DeviceRegs>,
+        executor: Arc<dyn Executor>,
+    ) -> Result<Self> {
         let name = crate::error::device_name(name);
         let n = config.engines.len();
         if regs.size() < 16 * n {
-            return Err(Error::OutOfBounds { what: "soft device registers", offset: 0, len: 16 * n as u64, limit: regs.size() as u64 });
+            return Err(Error::OutOfBounds {
+                what: "soft device registers",
+                offset: 0,
+                len: 16 * n as u64,
+                limit: regs.size() as u64,
+            });
         }
         let hooks: Arc<dyn WaitHooks> = Arc::new(StdHooks::default());
         let encoder: Arc<dyn Encoder> = Arc::new(SoftEncoder);
@@ -277,10 +291,10 @@ impl SoftDevice {
                 shared: shared.clone(),
                 idle_spin: config.idle_spin,
             };
-            let t = std::thread::Builder::new()
-                .name(alloc::format!("{}-cp{}", name, e))
-                .spawn(move || ctx.run())
-                .map_err(|e| Error::Os { what: "spawn command-processor thread", errno: e.raw_os_error().unwrap_or(0) })?;
+            let t =
+                std::thread::Builder::new().name(alloc::format!("{}-cp{}", name, e)).spawn(move || ctx.run()).map_err(
+                    |e| Error::Os { what: "spawn command-processor thread", errno: e.raw_os_error().unwrap_or(0) },
+                )?;
             threads.push(t);
         }
         Ok(Self { hcq, regs, shared, threads, kernargs: kmem })

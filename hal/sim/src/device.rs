@@ -232,7 +232,10 @@ impl SimDevice {
         f: impl Fn(&[u8], [u32; 3], [u32; 3]) -> Result<()> + Send + Sync + 'static,
     ) -> Result<u64> {
         if kernarg_bytes > 4096 {
-            return Err(Error::InvalidArgument { what: "sim program kernarg size (max 4096)", value: kernarg_bytes as u64 });
+            return Err(Error::InvalidArgument {
+                what: "sim program kernarg size (max 4096)",
+                value: kernarg_bytes as u64,
+            });
         }
         let mut p = self.exec.programs.write().unwrap_or_else(|p| p.into_inner());
         p.push(Program { kernarg_bytes, f: Box::new(f) });
