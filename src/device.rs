@@ -55,6 +55,11 @@ pub trait Device: Send + Sync + 'static {
     fn properties(&self) -> DeviceProperties;
     /// For downcasting to the concrete device type.
     fn as_any(&self) -> &dyn core::any::Any;
+    /// The device's HCQ engine state (timeline, queues, profiler), for devices driven through
+    /// command rings. Default: none.
+    fn hcq(&self) -> Option<&crate::hcq::Hcq> {
+        None
+    }
 }
 
 impl fmt::Debug for dyn Device {

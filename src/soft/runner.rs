@@ -172,9 +172,11 @@ pub trait Executor: Send + Sync + 'static {
     }
 }
 
-/// Device memory a soft executor may read: the kernel-argument pool.
+/// Device memory a soft executor may read kernel arguments from: the kernel-argument pool and
+/// any region added with [`SoftDevice::add_kernarg_region`] (a captured graph's own arguments).
 pub struct SoftMemory {
     kernargs: Arc<HostRegion>,
+    extra: std::sync::RwLock<Vec<Arc<HostRegion>>>,
 }
 
 impl SoftMemory {
@@ -183,6 +185,17 @@ impl SoftMemory {
     pub fn read_kernargs(&self, addr: u64, out: &mut [u8]) -> Result<()> {
         if out.is_empty() {
             return Ok(());
+        }
+        let len = out.len() as u64;
+        if addr < self.kernargs.addr() || addr - self.kernargs.addr() + len > self.kernargs.size() as u64 {
+            let extra = self.extra.read().unwrap_or_else(|p| p.into_inner());
+            for r in extra.iter() {
+                if let Some(off) = addr.checked_sub(r.addr())
+                    && off.checked_add(len).is_some_and(|end| end <= r.size() as u64)
+                {
+                    return r.read_bytes(off as usize, out);
+                }
+            }
         }
         let off = addr.checked_sub(self.kernargs.addr()).ok_or(Error::OutOfBounds {
             what: "kernel arguments",
@@ -233,6 +246,7 @@ pub struct SoftDevice {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
     kernargs: Arc<HostRegion>,
+    memory: Arc<SoftMemory>,
 }
 
 impl core::fmt::Debug for SoftDevice {
@@ -278,6 +292,7 @@ impl SoftDevice {
         let tl_signal = super::HOST_SIGNALS.alloc(0);
         let hcq = Arc::new(Hcq::new(name.clone(), tl_signal, encoder, engines, kpool, hooks)?);
         let shared = Arc::new(Shared { stop: AtomicBool::new(false) });
+        let memory = Arc::new(SoftMemory { kernargs: kmem.clone(), extra: std::sync::RwLock::new(Vec::new()) });
         let mut threads = Vec::with_capacity(n);
         for (e, (mem, words)) in rings.into_iter().enumerate() {
             let ctx = CpThread {
@@ -286,7 +301,7 @@ impl SoftDevice {
                 words,
                 regs: regs.clone(),
                 exec: executor.clone(),
-                memory: SoftMemory { kernargs: kmem.clone() },
+                memory: memory.clone(),
                 hcq: hcq.clone(),
                 shared: shared.clone(),
                 idle_spin: config.idle_spin,
@@ -297,7 +312,7 @@ impl SoftDevice {
                 )?;
             threads.push(t);
         }
-        Ok(Self { hcq, regs, shared, threads, kernargs: kmem })
+        Ok(Self { hcq, regs, shared, threads, kernargs: kmem, memory })
     }
 
     /// The engine state (timeline, queues, submission).
@@ -318,6 +333,17 @@ impl SoftDevice {
     /// Memory executors read (kernel arguments).
     pub fn kernarg_region(&self) -> &Arc<HostRegion> {
         &self.kernargs
+    }
+
+    /// Let exec commands read kernel arguments from `region` too (a captured graph keeps its
+    /// arguments in a region of its own that the wrapping pool never reuses).
+    pub fn add_kernarg_region(&self, region: Arc<HostRegion>) {
+        self.memory.extra.write().unwrap_or_else(|p| p.into_inner()).push(region);
+    }
+
+    /// Stop reading kernel arguments from `region`.
+    pub fn remove_kernarg_region(&self, region: &Arc<HostRegion>) {
+        self.memory.extra.write().unwrap_or_else(|p| p.into_inner()).retain(|r| !Arc::ptr_eq(r, region));
     }
 }
 
@@ -356,7 +382,7 @@ struct CpThread {
     words: u64,
     regs: Arc<dyn DeviceRegs>,
     exec: Arc<dyn Executor>,
-    memory: SoftMemory,
+    memory: Arc<SoftMemory>,
     hcq: Arc<Hcq>,
     shared: Arc<Shared>,
     idle_spin: Duration,

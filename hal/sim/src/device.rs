@@ -250,3 +250,176 @@ impl SimDevice {
         Ok(r)
     }
 }
+
+/// Device memory of a [`SimDevice`]: host blocks the simulated copy engine may touch.
+struct SimAllocator {
+    exec: Arc<SimExec>,
+}
+
+impl hcq::allocator::Allocator for SimAllocator {
+    fn alloc(&self, size: u64, spec: &hcq::allocator::BufferSpec) -> Result<hcq::allocator::DeviceMemory> {
+        if size == 0 {
+            return Err(Error::InvalidArgument { what: "allocation size must be non-zero", value: 0 });
+        }
+        if spec.external.is_some() {
+            return Err(Error::Unsupported { what: "external memory on SIM", value: size });
+        }
+        let bytes = usize::try_from(size).map_err(|_| Error::OutOfSpace {
+            what: "sim memory",
+            requested: size,
+            capacity: 0,
+        })?;
+        let r = Arc::new(HostRegion::new(bytes, 4096)?);
+        let addr = r.addr();
+        let ptr = r.region().base();
+        self.exec.memory.write().unwrap_or_else(|p| p.into_inner()).insert(addr, r);
+        // SAFETY: `[addr, addr + size)` is the live HostRegion just inserted into the memory map,
+        // which keeps it alive until `free` removes it; its CPU pointer is `ptr`.
+        Ok(unsafe { hcq::allocator::DeviceMemory::from_raw_parts(addr, size, Some(ptr)) })
+    }
+
+    fn free(&self, mem: hcq::allocator::DeviceMemory, _spec: &hcq::allocator::BufferSpec) {
+        if self.exec.memory.write().unwrap_or_else(|p| p.into_inner()).remove(&mem.addr()).is_none() {
+            log::warn!("SIM: free of unknown memory at {:#x} ignored", mem.addr());
+        }
+    }
+}
+
+/// A program of a [`SimDevice`]: a registered host function called through the queues.
+struct SimProgram {
+    name: String,
+    handle: u64,
+    layout: hcq::program::KernargLayout,
+    dev: std::sync::Weak<SimInner>,
+}
+
+struct SimInner {
+    dev: SimDevice,
+    alloc: hcq::allocator::LruAllocator,
+    name: String,
+    named: Mutex<BTreeMap<String, (usize, u64)>>,
+}
+
+impl hcq::program::Program for SimProgram {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn call(&self, bufs: &[u64], vals: &[i64], global: [u32; 3], local: [u32; 3], wait: bool) -> Result<Option<f64>> {
+        let inner = self
+            .dev
+            .upgrade()
+            .ok_or(Error::DeviceUnavailable { device: hcq::error::device_name("SIM"), reason: "device closed" })?;
+        let hcq = inner.dev.hcq();
+        let mut args = [0u8; 4096];
+        let n = self.layout.pack(bufs, vals, &mut args)?;
+        let mut q = hcq.queue()?;
+        let start = hcq::soft::HOST_SIGNALS.alloc(0);
+        let end = hcq::soft::HOST_SIGNALS.alloc(0);
+        let v = {
+            let mut s = hcq.lock();
+            let ka = s.kernargs(&args[..n], n.max(8) as u64, 16)?;
+            q.timestamp(&start)?.exec(self.handle, ka, global, local)?.timestamp(&end)?;
+            s.submit(0, &mut q)?
+        };
+        let out = if wait {
+            hcq.wait(v)?;
+            Some(end.timestamp().saturating_sub(start.timestamp()) as f64 / 1e3)
+        } else {
+            None
+        };
+        if wait {
+            hcq::soft::HOST_SIGNALS.free(start);
+            hcq::soft::HOST_SIGNALS.free(end);
+        }
+        Ok(out)
+    }
+}
+
+/// The `SIM` entry of a device registry: a handle implementing [`hcq::device::Device`].
+pub struct SimHandle(Arc<SimInner>);
+
+impl SimHandle {
+    /// A registry-facing SIM device called `name`.
+    pub fn open(name: &str) -> Result<Self> {
+        let dev = SimDevice::new(name, &SoftConfig { engines: vec!["compute", "copy"], ..SoftConfig::default() })?;
+        let alloc = hcq::allocator::LruAllocator::new(name, Box::new(SimAllocator { exec: dev.exec.clone() }));
+        Ok(Self(Arc::new(SimInner { dev, alloc, name: name.to_string(), named: Mutex::new(BTreeMap::new()) })))
+    }
+
+    /// The simulated device (registration of host functions, faults).
+    pub fn sim(&self) -> &SimDevice {
+        &self.0.dev
+    }
+
+    /// Register a host function under a program name so [`hcq::device::Device::load_program`]
+    /// finds it; `kernarg_bytes` is the size of its argument block.
+    pub fn register_named(
+        &self,
+        name: &str,
+        kernarg_bytes: usize,
+        f: impl Fn(&[u8], [u32; 3], [u32; 3]) -> Result<()> + Send + Sync + 'static,
+    ) -> Result<()> {
+        let h = self.0.dev.register(kernarg_bytes, f)?;
+        self.0.named.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), (kernarg_bytes, h));
+        Ok(())
+    }
+}
+
+impl hcq::device::Device for SimHandle {
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+    fn allocator(&self) -> &hcq::allocator::LruAllocator {
+        &self.0.alloc
+    }
+    fn load_program(&self, image: &hcq::program::ProgramImage) -> Result<Arc<dyn hcq::program::Program>> {
+        let named = self.0.named.lock().unwrap_or_else(|p| p.into_inner());
+        let &(bytes, handle) = named
+            .get(&image.name)
+            .ok_or(Error::Unsupported { what: "SIM program: no host function registered under this name", value: 0 })?;
+        let layout = hcq::program::KernargLayout::new(&image.signature)?;
+        if layout.total_size() > bytes {
+            return Err(Error::Mismatch {
+                what: "SIM program kernarg size",
+                expected: bytes as u64,
+                found: layout.total_size() as u64,
+            });
+        }
+        Ok(Arc::new(SimProgram { name: image.name.clone(), handle, layout, dev: Arc::downgrade(&self.0) }))
+    }
+    fn synchronize(&self) -> Result<()> {
+        self.0.dev.hcq().synchronize()
+    }
+    fn properties(&self) -> hcq::device::DeviceProperties {
+        hcq::device::DeviceProperties {
+            kind: "sim".into(),
+            arch: "soft".into(),
+            cores: self.0.dev.hcq().engines().len() as u32,
+            memory_bytes: 0,
+            timestamp_hz: 1_000_000_000,
+            notes: "simulated command processors on host threads".into(),
+        }
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn hcq(&self) -> Option<&Hcq> {
+        Some(self.0.dev.hcq())
+    }
+}
+
+/// Number of SIM devices a registry offers (`SIM`, `SIM:1`).
+pub const SIM_DEVICES: u32 = 2;
+
+/// The registry entry for `SIM`.
+pub fn sim_kind() -> hcq::device::DeviceKind {
+    fn count() -> Result<u32> {
+        Ok(SIM_DEVICES)
+    }
+    fn open(i: u32) -> Result<Arc<dyn hcq::device::Device>> {
+        let name = if i == 0 { "SIM".to_string() } else { format!("SIM:{i}") };
+        Ok(Arc::new(SimHandle::open(&name)?))
+    }
+    hcq::device::DeviceKind { name: "SIM", count, open }
+}

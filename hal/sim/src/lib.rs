@@ -14,6 +14,6 @@
 pub mod device;
 pub mod mmio;
 
-pub use device::{SimDevice, SimFaults};
+pub use device::{SimDevice, SimFaults, SimHandle, sim_kind};
 
 pub use mmio::{Access, AccessKind, DevicePort, MockMmio, WriteAction, WriteEvent};

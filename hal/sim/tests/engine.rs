@@ -214,3 +214,61 @@ fn ring_wrap_under_a_slow_consumer_never_overwrites_unconsumed_commands() {
     assert_eq!(seen.len() as u64, expect);
     assert!(seen.iter().copied().eq(0..expect), "commands ran out of order or were overwritten");
 }
+
+#[test]
+fn the_sim_device_works_through_the_registry_buffers_and_programs() {
+    use hcq::buffer::Buffer;
+    use hcq::device::{Device, Registry};
+    use hcq::dtype::DType;
+    use hcq::program::{Param, ParamKind, ProgramImage};
+    let reg = Registry::new();
+    reg.register(hcq_sim::sim_kind());
+    let dev = reg.open("sim:1").unwrap();
+    assert_eq!(dev.name(), "SIM:1");
+    assert!(Arc::ptr_eq(&dev, &reg.open("SIM:1").unwrap()));
+    let sim = dev.as_any().downcast_ref::<hcq_sim::SimHandle>().unwrap();
+    // "double": out[i] = 2 * in[i] over n u32 elements; kernargs = out ptr, in ptr, n (i32)
+    sim.register_named("double", 20, |a, _, _| {
+        let out = u64::from_le_bytes(a[0..8].try_into().unwrap()) as *mut u32;
+        let inp = u64::from_le_bytes(a[8..16].try_into().unwrap()) as *const u32;
+        let n = i32::from_le_bytes(a[16..20].try_into().unwrap()) as usize;
+        for i in 0..n {
+            // SAFETY: the test passes two live 16-element device buffers and n = 16.
+            unsafe { *out.add(i) = 2 * *inp.add(i) };
+        }
+        Ok(())
+    })
+    .unwrap();
+    let p = |slot, dtype, kind| Param { name: None, slot, dtype, shape: vec![16], kind };
+    let image = ProgramImage {
+        name: "double".into(),
+        target: "SIM".into(),
+        binary: Arc::from(&[][..]),
+        entry: "double".into(),
+        signature: vec![
+            p(0, DType::U32, ParamKind::Buffer),
+            p(1, DType::U32, ParamKind::Buffer),
+            p(2, DType::I32, ParamKind::Value),
+        ],
+    };
+    let prog = dev.load_program(&image).unwrap();
+    let input = Buffer::new(dev.clone(), 16, DType::U32, Default::default()).unwrap();
+    let output = Buffer::new(dev.clone(), 16, DType::U32, Default::default()).unwrap();
+    let data: Vec<u8> = (0u32..16).flat_map(|x| x.to_le_bytes()).collect();
+    input.copy_in(&data).unwrap();
+    let us = prog
+        .call(&[output.device_addr().unwrap(), input.device_addr().unwrap()], &[16], [1; 3], [1; 3], true)
+        .unwrap()
+        .unwrap();
+    assert!(us >= 0.0);
+    let mut out = vec![0u8; 64];
+    output.copy_out(&mut out).unwrap();
+    let got: Vec<u32> = out.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+    assert_eq!(got, (0u32..16).map(|x| 2 * x).collect::<Vec<_>>());
+    assert!(dev.allocator().used_bytes() > 0);
+    drop((input, output));
+    assert_eq!(dev.allocator().used_bytes(), 0);
+    assert!(dev.hcq().is_some());
+    let report = reg.enumerate();
+    assert!(report.iter().any(|r| r.name == "SIM" && r.result.is_ok()));
+}
