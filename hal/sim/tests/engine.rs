@@ -218,7 +218,7 @@ fn ring_wrap_under_a_slow_consumer_never_overwrites_unconsumed_commands() {
 #[test]
 fn the_sim_device_works_through_the_registry_buffers_and_programs() {
     use hcq::buffer::Buffer;
-    use hcq::device::{Device, Registry};
+    use hcq::device::Registry;
     use hcq::dtype::DType;
     use hcq::program::{Param, ParamKind, ProgramImage};
     let reg = Registry::new();
