@@ -1,0 +1,1200 @@
+//! A loader for clang-emitted ELF64 little-endian relocatable objects (`ET_REL`), x86-64 and AArch64.
+//!
+//! This is the loader tinygrad's CPU backend needs: one object per kernel, built with
+//! `clang -c -O2 -fPIC -ffreestanding -nostdlib`, laid out into one image and relocated in place.
+//! It is `no_std` (+ `alloc`) and performs no I/O: [`ElfObject::load_into`] writes into a caller's
+//! byte slice at a caller-given address, so the same code serves the host executor
+//! (`crate::exec`), bare-metal targets, tests and the fuzzer.
+//!
+//! # What it does
+//!
+//! - **Layout**: every `SHF_ALLOC` section of type `SHT_PROGBITS` (bytes copied) or `SHT_NOBITS`
+//!   (zero-filled), in section-header order, each at its `sh_addralign`, in one image. After them
+//!   comes a veneer area of [`VENEER_SIZE`] bytes per branch relocation (`R_AARCH64_CALL26`/
+//!   `JUMP26`, `R_X86_64_PLT32`); a slot is filled only when the branch target is out of range.
+//! - **Relocations**: every `SHT_RELA` section whose target section is laid out, except
+//!   `.rela.eh_frame` (unwind tables are never read). x86-64: `R_X86_64_64`, `PC32`, `PLT32`,
+//!   `32`, `32S`. AArch64: `ABS64`, `PREL32`, `ADR_PREL_PG_HI21`, `ADD_ABS_LO12_NC`,
+//!   `LDST8/16/32/64/128_ABS_LO12_NC`, `CALL26`, `JUMP26`. 32-bit results are range-checked.
+//! - **Symbols**: section symbols, local and global defined symbols (section base + `st_value`),
+//!   `SHN_ABS` symbols, and undefined symbols through a caller-provided resolver. An unresolved
+//!   weak symbol is 0 (the ELF rule); an unresolved non-weak symbol is an error naming it.
+//!
+//! # Limits (each is a clear error, never a panic)
+//!
+//! - No `SHT_REL` (implicit-addend) sections, no GOT-based relocations (`GOTPCREL`, `ADR_GOT_PAGE`,
+//!   which `-fPIC` emits only for *external data*), no TLS, no `SHN_COMMON` or `SHN_XINDEX`
+//!   symbols, no section alignment above 4096, images at most [`MAX_IMAGE_SIZE`] bytes.
+//! - Other allocated section types (`SHT_INIT_ARRAY`, `SHT_X86_64_UNWIND`, notes) are not laid
+//!   out; relocations against them are skipped. Constructors never run.
+//! - The x86-64 veneer (`jmp *0(%rip)`) is used only for `PLT32` with the call addend `-4`; a far
+//!   `PC32` reference (external data) is a range error.
+//!
+//! Every offset, size and index read from the file is bounds-checked with checked arithmetic.
+
+use alloc::{format, string::String, vec, vec::Vec};
+use core::fmt;
+use hcq::error::ResultExt;
+use hcq::{Error, Result};
+
+/// Largest image (sections plus veneers) this loader lays out: 256 MiB.
+pub const MAX_IMAGE_SIZE: u64 = 256 << 20;
+/// Largest section alignment accepted (one page: the executable mapping is page-aligned).
+pub const MAX_SECTION_ALIGN: u64 = 4096;
+/// Bytes per veneer slot: AArch64 `LDR x16, #8; BR x16; .quad target`, x86-64 `jmp *0(%rip); .quad target`.
+pub const VENEER_SIZE: u64 = 16;
+
+const EHDR_SIZE: u64 = 64;
+const SHDR_SIZE: u64 = 64;
+const SYM_SIZE: u64 = 24;
+const RELA_SIZE: u64 = 24;
+
+const EM_X86_64: u16 = 62;
+const EM_AARCH64: u16 = 183;
+const ET_REL: u16 = 1;
+
+const SHT_PROGBITS: u32 = 1;
+const SHT_SYMTAB: u32 = 2;
+const SHT_STRTAB: u32 = 3;
+const SHT_RELA: u32 = 4;
+const SHT_NOBITS: u32 = 8;
+const SHT_REL: u32 = 9;
+
+const SHF_ALLOC: u64 = 0x2;
+const SHF_EXECINSTR: u64 = 0x4;
+const SHF_TLS: u64 = 0x400;
+
+const SHN_UNDEF: u16 = 0;
+const SHN_LORESERVE: u16 = 0xff00;
+const SHN_ABS: u16 = 0xfff1;
+const SHN_COMMON: u16 = 0xfff2;
+const SHN_XINDEX: u16 = 0xffff;
+
+const STB_LOCAL: u8 = 0;
+const STB_WEAK: u8 = 2;
+const STT_FUNC: u8 = 2;
+const STT_TLS: u8 = 6;
+
+// x86-64 relocation types (System V AMD64 psABI).
+const R_X86_64_NONE: u32 = 0;
+const R_X86_64_64: u32 = 1;
+const R_X86_64_PC32: u32 = 2;
+const R_X86_64_PLT32: u32 = 4;
+const R_X86_64_32: u32 = 10;
+const R_X86_64_32S: u32 = 11;
+
+// AArch64 relocation types (AAELF64).
+const R_AARCH64_NONE_0: u32 = 0;
+const R_AARCH64_NONE: u32 = 256;
+const R_AARCH64_ABS64: u32 = 257;
+const R_AARCH64_PREL32: u32 = 261;
+const R_AARCH64_ADR_PREL_PG_HI21: u32 = 275;
+const R_AARCH64_ADD_ABS_LO12_NC: u32 = 277;
+const R_AARCH64_LDST8_ABS_LO12_NC: u32 = 278;
+const R_AARCH64_JUMP26: u32 = 282;
+const R_AARCH64_CALL26: u32 = 283;
+const R_AARCH64_LDST16_ABS_LO12_NC: u32 = 284;
+const R_AARCH64_LDST32_ABS_LO12_NC: u32 = 285;
+const R_AARCH64_LDST64_ABS_LO12_NC: u32 = 286;
+const R_AARCH64_LDST128_ABS_LO12_NC: u32 = 299;
+
+/// AArch64 veneer: `LDR x16, #8` (literal 8 bytes ahead), `BR x16`, then the 64-bit target.
+const A64_LDR_X16_PC8: u32 = 0x5800_0050;
+const A64_BR_X16: u32 = 0xd61f_0200;
+
+/// A CPU architecture the loader relocates for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Arch {
+    /// x86-64 (`EM_X86_64` = 62), System V ABI.
+    X86_64,
+    /// AArch64 (`EM_AARCH64` = 183), AAPCS64.
+    Aarch64,
+}
+
+impl Arch {
+    /// The ELF `e_machine` value of this architecture.
+    pub const fn e_machine(self) -> u16 {
+        match self {
+            Arch::X86_64 => EM_X86_64,
+            Arch::Aarch64 => EM_AARCH64,
+        }
+    }
+
+    /// The architecture with this ELF `e_machine` value, if the loader supports it.
+    pub const fn from_e_machine(machine: u16) -> Option<Arch> {
+        match machine {
+            EM_X86_64 => Some(Arch::X86_64),
+            EM_AARCH64 => Some(Arch::Aarch64),
+            _ => None,
+        }
+    }
+
+    /// Short name: `"x86_64"` or `"aarch64"` (the names bundle manifests use).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Aarch64 => "aarch64",
+        }
+    }
+
+    /// The architecture this program runs on.
+    #[cfg(target_arch = "x86_64")]
+    pub const fn host() -> Arch {
+        Arch::X86_64
+    }
+
+    /// The architecture this program runs on.
+    #[cfg(target_arch = "aarch64")]
+    pub const fn host() -> Arch {
+        Arch::Aarch64
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The name of a relocation type (`"R_X86_64_PC32"`), for the types this module knows by name,
+/// including common ones it does not apply (GOT, TLS). `None` for anything else.
+pub fn relocation_name(arch: Arch, ty: u32) -> Option<&'static str> {
+    let name = match arch {
+        Arch::X86_64 => match ty {
+            0 => "R_X86_64_NONE",
+            1 => "R_X86_64_64",
+            2 => "R_X86_64_PC32",
+            3 => "R_X86_64_GOT32",
+            4 => "R_X86_64_PLT32",
+            5 => "R_X86_64_COPY",
+            6 => "R_X86_64_GLOB_DAT",
+            7 => "R_X86_64_JUMP_SLOT",
+            8 => "R_X86_64_RELATIVE",
+            9 => "R_X86_64_GOTPCREL",
+            10 => "R_X86_64_32",
+            11 => "R_X86_64_32S",
+            12 => "R_X86_64_16",
+            13 => "R_X86_64_PC16",
+            14 => "R_X86_64_8",
+            15 => "R_X86_64_PC8",
+            16 => "R_X86_64_DTPMOD64",
+            17 => "R_X86_64_DTPOFF64",
+            18 => "R_X86_64_TPOFF64",
+            19 => "R_X86_64_TLSGD",
+            20 => "R_X86_64_TLSLD",
+            21 => "R_X86_64_DTPOFF32",
+            22 => "R_X86_64_GOTTPOFF",
+            23 => "R_X86_64_TPOFF32",
+            24 => "R_X86_64_PC64",
+            25 => "R_X86_64_GOTOFF64",
+            26 => "R_X86_64_GOTPC32",
+            32 => "R_X86_64_SIZE32",
+            33 => "R_X86_64_SIZE64",
+            34 => "R_X86_64_GOTPC32_TLSDESC",
+            35 => "R_X86_64_TLSDESC_CALL",
+            36 => "R_X86_64_TLSDESC",
+            37 => "R_X86_64_IRELATIVE",
+            41 => "R_X86_64_GOTPCRELX",
+            42 => "R_X86_64_REX_GOTPCRELX",
+            _ => return None,
+        },
+        Arch::Aarch64 => match ty {
+            0 | 256 => "R_AARCH64_NONE",
+            257 => "R_AARCH64_ABS64",
+            258 => "R_AARCH64_ABS32",
+            259 => "R_AARCH64_ABS16",
+            260 => "R_AARCH64_PREL64",
+            261 => "R_AARCH64_PREL32",
+            262 => "R_AARCH64_PREL16",
+            263 => "R_AARCH64_MOVW_UABS_G0",
+            264 => "R_AARCH64_MOVW_UABS_G0_NC",
+            265 => "R_AARCH64_MOVW_UABS_G1",
+            266 => "R_AARCH64_MOVW_UABS_G1_NC",
+            267 => "R_AARCH64_MOVW_UABS_G2",
+            268 => "R_AARCH64_MOVW_UABS_G2_NC",
+            269 => "R_AARCH64_MOVW_UABS_G3",
+            270 => "R_AARCH64_MOVW_SABS_G0",
+            271 => "R_AARCH64_MOVW_SABS_G1",
+            272 => "R_AARCH64_MOVW_SABS_G2",
+            273 => "R_AARCH64_LD_PREL_LO19",
+            274 => "R_AARCH64_ADR_PREL_LO21",
+            275 => "R_AARCH64_ADR_PREL_PG_HI21",
+            276 => "R_AARCH64_ADR_PREL_PG_HI21_NC",
+            277 => "R_AARCH64_ADD_ABS_LO12_NC",
+            278 => "R_AARCH64_LDST8_ABS_LO12_NC",
+            279 => "R_AARCH64_TSTBR14",
+            280 => "R_AARCH64_CONDBR19",
+            282 => "R_AARCH64_JUMP26",
+            283 => "R_AARCH64_CALL26",
+            284 => "R_AARCH64_LDST16_ABS_LO12_NC",
+            285 => "R_AARCH64_LDST32_ABS_LO12_NC",
+            286 => "R_AARCH64_LDST64_ABS_LO12_NC",
+            299 => "R_AARCH64_LDST128_ABS_LO12_NC",
+            311 => "R_AARCH64_ADR_GOT_PAGE",
+            312 => "R_AARCH64_LD64_GOT_LO12_NC",
+            1024 => "R_AARCH64_COPY",
+            1025 => "R_AARCH64_GLOB_DAT",
+            1026 => "R_AARCH64_JUMP_SLOT",
+            1027 => "R_AARCH64_RELATIVE",
+            _ => return None,
+        },
+    };
+    Some(name)
+}
+
+/// Where the sections of an object go in its load image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Bytes the image needs, veneer area included.
+    pub size: u64,
+    /// Alignment the image's start address needs (the largest section alignment, at least 16).
+    pub align: u64,
+    /// Image offset of each section, indexed by section-header index; `None` for sections
+    /// that are not laid out.
+    pub sections: Vec<Option<u64>>,
+    /// Image offset of the veneer area (16-byte aligned).
+    pub veneer_offset: u64,
+    /// Number of [`VENEER_SIZE`]-byte veneer slots (one per branch relocation).
+    pub veneer_slots: u64,
+}
+
+/// One section header, as read from the file (only the fields the loader uses).
+#[derive(Clone, Copy, Debug)]
+struct Section {
+    name: u32,
+    kind: u32,
+    flags: u64,
+    offset: u64,
+    size: u64,
+    link: u32,
+    info: u32,
+    align: u64,
+    entsize: u64,
+}
+
+/// One symbol-table entry.
+#[derive(Clone, Copy, Debug)]
+struct Symbol {
+    name: u32,
+    info: u8,
+    shndx: u16,
+    value: u64,
+}
+
+impl Symbol {
+    fn bind(self) -> u8 {
+        self.info >> 4
+    }
+    fn kind(self) -> u8 {
+        self.info & 0xf
+    }
+}
+
+/// A `SHT_RELA` section that applies to a laid-out section.
+#[derive(Clone, Copy, Debug)]
+struct RelaSet<'a> {
+    /// Section-header index of the RELA section (for messages).
+    index: usize,
+    /// Section-header index of the section it patches.
+    target: usize,
+    /// The raw `Elf64_Rela` entries.
+    entries: &'a [u8],
+}
+
+/// A parsed, validated relocatable object, borrowing the file bytes.
+///
+/// Parsing checks the headers, the section table, the symbol table and the relocation sections,
+/// and computes the [`Layout`]; [`ElfObject::load_into`] then copies and relocates.
+#[derive(Clone, Debug)]
+pub struct ElfObject<'a> {
+    bytes: &'a [u8],
+    arch: Arch,
+    sections: Vec<Section>,
+    shstrtab: &'a [u8],
+    symtab: &'a [u8],
+    strtab: &'a [u8],
+    relas: Vec<RelaSet<'a>>,
+    layout: Layout,
+}
+
+/// Little-endian field reader over a record whose length was checked when it was sliced.
+/// Reads past the end (a bug in this module, never input-driven) yield zero instead of panicking.
+#[derive(Clone, Copy)]
+struct Rec<'a>(&'a [u8]);
+
+impl Rec<'_> {
+    fn bytes<const N: usize>(self, at: usize) -> [u8; N] {
+        let field = at.checked_add(N).and_then(|end| self.0.get(at..end));
+        debug_assert!(field.is_some(), "field at {at} outside a {}-byte record", self.0.len());
+        field.and_then(|s| s.try_into().ok()).unwrap_or([0; N])
+    }
+    fn u8(self, at: usize) -> u8 {
+        self.bytes::<1>(at)[0]
+    }
+    fn u16(self, at: usize) -> u16 {
+        u16::from_le_bytes(self.bytes(at))
+    }
+    fn u32(self, at: usize) -> u32 {
+        u32::from_le_bytes(self.bytes(at))
+    }
+    fn u64(self, at: usize) -> u64 {
+        u64::from_le_bytes(self.bytes(at))
+    }
+}
+
+/// `bytes[offset .. offset + len]`, or an [`Error::OutOfBounds`] naming `what`.
+fn slice<'a>(bytes: &'a [u8], offset: u64, len: u64, what: &'static str) -> Result<&'a [u8]> {
+    let limit = bytes.len() as u64;
+    let oob = Error::OutOfBounds { what, offset, len, limit };
+    let end = offset.checked_add(len).ok_or_else(|| oob.clone())?;
+    let (start, end) = (usize::try_from(offset), usize::try_from(end));
+    match (start, end) {
+        (Ok(start), Ok(end)) => bytes.get(start..end).ok_or(oob),
+        _ => Err(oob),
+    }
+}
+
+/// The NUL-terminated string at `offset` in a string table.
+fn c_str<'t>(table: &'t [u8], offset: u32, what: &'static str) -> Result<&'t [u8]> {
+    let start = offset as usize;
+    let rest = table.get(start..).ok_or(Error::OutOfBounds {
+        what,
+        offset: u64::from(offset),
+        len: 1,
+        limit: table.len() as u64,
+    })?;
+    let len = rest.iter().position(|&b| b == 0).ok_or(Error::Malformed {
+        what,
+        at: u64::from(offset),
+        reason: "string is not NUL-terminated inside its string table",
+    })?;
+    Ok(rest.get(..len).unwrap_or_default())
+}
+
+fn align_up(value: u64, align: u64) -> Option<u64> {
+    // `align` is a power of two here.
+    value.checked_add(align - 1).map(|v| v & !(align - 1))
+}
+
+fn is_branch(arch: Arch, ty: u32) -> bool {
+    match arch {
+        Arch::X86_64 => ty == R_X86_64_PLT32,
+        Arch::Aarch64 => ty == R_AARCH64_CALL26 || ty == R_AARCH64_JUMP26,
+    }
+}
+
+impl<'a> ElfObject<'a> {
+    /// Parse and validate an object for either supported architecture (see [`ElfObject::arch`]).
+    ///
+    /// Errors: not ELF, not ELF64 little-endian, not `ET_REL`, an `e_machine` other than
+    /// x86-64/AArch64, any header, section, symbol-table or relocation-section field that points
+    /// outside the file or is inconsistent, or an unsupported feature (see the module docs).
+    pub fn parse(bytes: &'a [u8]) -> Result<ElfObject<'a>> {
+        let ehdr = Rec(slice(bytes, 0, EHDR_SIZE, "elf header")?);
+        if ehdr.bytes::<4>(0) != *b"\x7fELF" {
+            return Err(Error::Malformed { what: "elf header", at: 0, reason: "not an ELF file (bad magic)" });
+        }
+        if ehdr.u8(4) != 2 {
+            return Err(Error::Unsupported { what: "elf class (only ELFCLASS64 = 2 loads)", value: ehdr.u8(4).into() });
+        }
+        if ehdr.u8(5) != 1 {
+            return Err(Error::Unsupported {
+                what: "elf data encoding (only little-endian ELFDATA2LSB = 1 loads)",
+                value: ehdr.u8(5).into(),
+            });
+        }
+        if ehdr.u8(6) != 1 {
+            return Err(Error::Unsupported { what: "elf ident version (only 1)", value: ehdr.u8(6).into() });
+        }
+        let e_type = ehdr.u16(0x10);
+        if e_type != ET_REL {
+            return Err(Error::Unsupported {
+                what: "elf type (only ET_REL = 1 relocatable objects load)",
+                value: e_type.into(),
+            });
+        }
+        let machine = ehdr.u16(0x12);
+        let arch = Arch::from_e_machine(machine).ok_or(Error::Unsupported {
+            what: "elf e_machine (only x86_64 = 62 and aarch64 = 183 load)",
+            value: machine.into(),
+        })?;
+
+        let shoff = ehdr.u64(0x28);
+        let shentsize = ehdr.u16(0x3a);
+        let e_shnum = ehdr.u16(0x3c);
+        let e_shstrndx = ehdr.u16(0x3e);
+        if shoff == 0 {
+            return Err(Error::Malformed { what: "elf header", at: 0x28, reason: "no section header table (e_shoff = 0)" });
+        }
+        if u64::from(shentsize) != SHDR_SIZE {
+            return Err(Error::Mismatch { what: "elf e_shentsize", expected: SHDR_SIZE, found: shentsize.into() });
+        }
+        let sec0 = read_section(bytes, shoff, 0)?;
+        // Extended numbering: with e_shnum = 0 the count lives in section 0's sh_size, and
+        // with e_shstrndx = SHN_XINDEX the index lives in its sh_link.
+        let shnum = if e_shnum == 0 { sec0.size } else { u64::from(e_shnum) };
+        let table_len = shnum.checked_mul(SHDR_SIZE).ok_or(Error::OutOfBounds {
+            what: "elf section header table",
+            offset: shoff,
+            len: u64::MAX,
+            limit: bytes.len() as u64,
+        })?;
+        slice(bytes, shoff, table_len, "elf section header table")?;
+        let shstrndx = if e_shstrndx == SHN_XINDEX { u64::from(sec0.link) } else { u64::from(e_shstrndx) };
+
+        // shnum * 64 fits in the file, so the count fits in usize and allocating it is bounded.
+        let mut sections = Vec::with_capacity(shnum as usize);
+        for i in 0..shnum {
+            sections.push(read_section(bytes, shoff, i)?);
+        }
+
+        let shstrtab = if shstrndx == 0 {
+            &[][..]
+        } else {
+            let sec = sections.get(shstrndx as usize).ok_or(Error::OutOfBounds {
+                what: "elf e_shstrndx",
+                offset: shstrndx,
+                len: 1,
+                limit: shnum,
+            })?;
+            if sec.kind != SHT_STRTAB {
+                return Err(Error::Malformed {
+                    what: "elf section header",
+                    at: shstrndx,
+                    reason: "e_shstrndx names a section that is not SHT_STRTAB",
+                });
+            }
+            slice(bytes, sec.offset, sec.size, "elf section-name string table")?
+        };
+
+        let (symtab_index, symtab, strtab) = find_symtab(bytes, &sections)?;
+        let mut obj = ElfObject {
+            bytes,
+            arch,
+            sections,
+            shstrtab,
+            symtab,
+            strtab,
+            relas: Vec::new(),
+            layout: Layout { size: 0, align: 16, sections: Vec::new(), veneer_offset: 0, veneer_slots: 0 },
+        };
+        obj.layout = obj.compute_layout()?;
+        obj.relas = obj.collect_relas(symtab_index)?;
+        let branches = obj
+            .relas
+            .iter()
+            .flat_map(|set| set.entries.chunks_exact(RELA_SIZE as usize))
+            .filter(|e| is_branch(arch, Rec(e).u64(8) as u32))
+            .count() as u64;
+        let veneer_bytes = branches.checked_mul(VENEER_SIZE);
+        let size = veneer_bytes.and_then(|v| obj.layout.veneer_offset.checked_add(v));
+        match size {
+            Some(size) if size <= MAX_IMAGE_SIZE => {
+                obj.layout.size = size;
+                obj.layout.veneer_slots = branches;
+            }
+            _ => {
+                return Err(Error::OutOfSpace {
+                    what: "elf load image (veneers included)",
+                    requested: size.unwrap_or(u64::MAX),
+                    capacity: MAX_IMAGE_SIZE,
+                });
+            }
+        }
+        Ok(obj)
+    }
+
+    /// Parse like [`ElfObject::parse`] and require the object to be for `arch`
+    /// (an [`Error::Mismatch`] on `e_machine` otherwise, with both architectures named).
+    pub fn parse_for(bytes: &'a [u8], arch: Arch) -> Result<ElfObject<'a>> {
+        let obj = ElfObject::parse(bytes)?;
+        if obj.arch != arch {
+            return Err(Error::Mismatch {
+                what: "elf e_machine",
+                expected: arch.e_machine().into(),
+                found: obj.arch.e_machine().into(),
+            })
+            .with_context(|| format!("object is for {}, expected {}", obj.arch, arch));
+        }
+        Ok(obj)
+    }
+
+    /// The architecture named by the object's `e_machine`.
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+
+    /// Where the sections go and how big and aligned the image must be.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Names of the undefined symbols that relocations reference (what a resolver must provide),
+    /// without duplicates, in first-use order.
+    pub fn undefined_symbols(&self) -> Result<Vec<&'a str>> {
+        let mut names: Vec<&'a str> = Vec::new();
+        for set in &self.relas {
+            for entry in set.entries.chunks_exact(RELA_SIZE as usize) {
+                let sym_index = Rec(entry).u64(8) >> 32;
+                if sym_index == 0 {
+                    continue;
+                }
+                let sym = self.symbol(sym_index)?;
+                if sym.shndx == SHN_UNDEF {
+                    let name = self.symbol_name(sym_index, sym)?;
+                    if !names.contains(&name) {
+                        names.push(name);
+                    }
+                }
+            }
+        }
+        Ok(names)
+    }
+
+    /// Image offset of the entry function `name`: a defined `STT_FUNC` symbol in a laid-out,
+    /// executable section (a global or weak definition wins over a local one).
+    pub fn entry_offset(&self, name: &str) -> Result<u64> {
+        let count = self.symbol_count();
+        let mut found: Option<(u64, Symbol)> = None;
+        for index in 1..count {
+            let sym = self.symbol(index)?;
+            if sym.shndx == SHN_UNDEF || sym.shndx >= SHN_LORESERVE {
+                continue;
+            }
+            if c_str(self.strtab, sym.name, "elf symbol name")? != name.as_bytes() {
+                continue;
+            }
+            let better = match found {
+                None => true,
+                Some((_, prev)) => prev.bind() == STB_LOCAL && sym.bind() != STB_LOCAL,
+            };
+            if better {
+                found = Some((index, sym));
+            }
+        }
+        let ctx = || format!("entry symbol `{name}`");
+        let (index, sym) = found
+            .ok_or(Error::Malformed { what: "elf symbol table", at: count, reason: "no defined symbol of this name" })
+            .with_context(ctx)?;
+        if sym.kind() != STT_FUNC {
+            return Err(Error::Malformed {
+                what: "elf symbol",
+                at: index,
+                reason: "entry symbol is not a function (STT_FUNC)",
+            })
+            .with_context(ctx);
+        }
+        let shndx = usize::from(sym.shndx);
+        let (section, base) = match (self.sections.get(shndx), self.layout.sections.get(shndx).copied().flatten()) {
+            (Some(section), Some(base)) if section.flags & SHF_EXECINSTR != 0 => (section, base),
+            _ => {
+                return Err(Error::Malformed {
+                    what: "elf symbol",
+                    at: index,
+                    reason: "entry symbol is not in a loaded executable section",
+                })
+                .with_context(ctx);
+            }
+        };
+        if sym.value >= section.size {
+            return Err(Error::OutOfBounds {
+                what: "entry symbol value",
+                offset: sym.value,
+                len: 1,
+                limit: section.size,
+            })
+            .with_context(ctx);
+        }
+        Ok(base + sym.value)
+    }
+
+    /// Copy the sections into `image` (which will live at address `image_addr`), zero-fill the
+    /// rest, apply the relocations and return the address of the entry function `entry`.
+    ///
+    /// `resolve` maps each undefined symbol's name to its address (return `None` for unknown
+    /// names). `image` must hold at least [`Layout::size`] bytes and `image_addr` must be aligned
+    /// to [`Layout::align`]. Only `image[..layout.size]` is written. Nothing is executed.
+    pub fn load_into(
+        &self,
+        image: &mut [u8],
+        image_addr: u64,
+        entry: &str,
+        resolve: &dyn Fn(&str) -> Option<u64>,
+    ) -> Result<u64> {
+        let layout = &self.layout;
+        let size = layout.size;
+        if (image.len() as u64) < size {
+            return Err(Error::OutOfSpace { what: "elf load image", requested: size, capacity: image.len() as u64 });
+        }
+        if image_addr % layout.align != 0 {
+            return Err(Error::Misaligned { what: "elf load image address", value: image_addr, align: layout.align });
+        }
+        if image_addr.checked_add(size).is_none() {
+            return Err(Error::InvalidArgument { what: "elf load image address (image would wrap)", value: image_addr });
+        }
+        let entry_offset = self.entry_offset(entry)?;
+
+        // size <= MAX_IMAGE_SIZE and <= image.len(), so these conversions and slices are exact.
+        let image = image.get_mut(..size as usize).ok_or(Error::OutOfSpace {
+            what: "elf load image",
+            requested: size,
+            capacity: 0,
+        })?;
+        image.fill(0);
+        for (index, (section, base)) in self.sections.iter().zip(&layout.sections).enumerate() {
+            let Some(base) = *base else { continue };
+            if section.kind != SHT_PROGBITS {
+                continue;
+            }
+            let src = slice(self.bytes, section.offset, section.size, "elf section data")
+                .with_context(|| format!("section {index}"))?;
+            let dst = slice_mut(image, base, section.size, "elf load image")?;
+            dst.copy_from_slice(src);
+        }
+
+        let mut cache: Vec<Option<u64>> = vec![None; if self.relas.is_empty() { 0 } else { self.symbol_count() as usize }];
+        let mut slot = 0u64;
+        for set in &self.relas {
+            for (k, entry) in set.entries.chunks_exact(RELA_SIZE as usize).enumerate() {
+                let rec = Rec(entry);
+                let (r_offset, r_info, addend) = (rec.u64(0), rec.u64(8), rec.u64(16) as i64);
+                let (sym_index, ty) = (r_info >> 32, r_info as u32);
+                let veneer = if is_branch(self.arch, ty) {
+                    slot += 1;
+                    Some(layout.veneer_offset + (slot - 1) * VENEER_SIZE)
+                } else {
+                    None
+                };
+                let reloc = Reloc { target: set.target, r_offset, sym_index, ty, addend, veneer };
+                self.apply(image, image_addr, reloc, &mut cache, resolve).with_context(|| {
+                    let name = relocation_name(self.arch, ty).unwrap_or("unknown relocation");
+                    let section = self.section_name(set.target);
+                    let symbol = self.symbol_label(sym_index);
+                    format!(
+                        "{} {name} (type {ty}) at {section}+{r_offset:#x} against {symbol} (entry {k} of section {})",
+                        self.arch, set.index
+                    )
+                })?;
+            }
+        }
+        Ok(image_addr + entry_offset)
+    }
+
+    fn compute_layout(&self) -> Result<Layout> {
+        let mut offsets = Vec::with_capacity(self.sections.len());
+        let mut cursor = 0u64;
+        let mut max_align = 16u64;
+        for (index, section) in self.sections.iter().enumerate() {
+            let laid_out =
+                section.flags & SHF_ALLOC != 0 && (section.kind == SHT_PROGBITS || section.kind == SHT_NOBITS);
+            if !laid_out {
+                offsets.push(None);
+                continue;
+            }
+            let ctx = || format!("section {index} ({})", self.section_name(index));
+            if section.flags & SHF_TLS != 0 {
+                return Err(Error::Unsupported { what: "thread-local (SHF_TLS) section", value: index as u64 })
+                    .with_context(ctx);
+            }
+            let align = section.align.max(1);
+            if !align.is_power_of_two() {
+                return Err(Error::Malformed {
+                    what: "elf section header",
+                    at: index as u64,
+                    reason: "sh_addralign is not a power of two",
+                })
+                .with_context(ctx);
+            }
+            if align > MAX_SECTION_ALIGN {
+                return Err(Error::Unsupported { what: "elf section alignment above 4096", value: align })
+                    .with_context(ctx);
+            }
+            if section.kind == SHT_PROGBITS {
+                slice(self.bytes, section.offset, section.size, "elf section data").with_context(ctx)?;
+            }
+            let start = align_up(cursor, align);
+            let end = start.and_then(|s| s.checked_add(section.size));
+            match (start, end) {
+                (Some(start), Some(end)) if end <= MAX_IMAGE_SIZE => {
+                    offsets.push(Some(start));
+                    cursor = end;
+                }
+                _ => {
+                    return Err(Error::OutOfSpace {
+                        what: "elf load image",
+                        requested: end.unwrap_or(u64::MAX),
+                        capacity: MAX_IMAGE_SIZE,
+                    })
+                    .with_context(ctx);
+                }
+            }
+            max_align = max_align.max(align);
+        }
+        // cursor <= MAX_IMAGE_SIZE, so this cannot overflow.
+        let veneer_offset = align_up(cursor, 16).unwrap_or(cursor);
+        Ok(Layout { size: veneer_offset, align: max_align, sections: offsets, veneer_offset, veneer_slots: 0 })
+    }
+
+    fn collect_relas(&self, symtab_index: Option<usize>) -> Result<Vec<RelaSet<'a>>> {
+        let mut sets = Vec::new();
+        for (index, section) in self.sections.iter().enumerate() {
+            if section.kind != SHT_RELA && section.kind != SHT_REL {
+                continue;
+            }
+            let ctx = || format!("relocation section {index} ({})", self.section_name(index));
+            let target = section.info as usize;
+            let Some(target_section) = self.sections.get(target) else {
+                return Err(Error::OutOfBounds {
+                    what: "relocation section sh_info (target section index)",
+                    offset: target as u64,
+                    len: 1,
+                    limit: self.sections.len() as u64,
+                })
+                .with_context(ctx);
+            };
+            if c_str(self.shstrtab, section.name, "elf section name").ok() == Some(b".rela.eh_frame".as_slice()) {
+                continue;
+            }
+            if self.layout.sections.get(target).copied().flatten().is_none() {
+                continue; // relocations for debug info or other unloaded sections
+            }
+            if section.kind == SHT_REL {
+                return Err(Error::Unsupported { what: "SHT_REL relocation section (only SHT_RELA)", value: index as u64 })
+                    .with_context(ctx);
+            }
+            if target_section.kind == SHT_NOBITS {
+                return Err(Error::Malformed {
+                    what: "elf section header",
+                    at: index as u64,
+                    reason: "relocations target a SHT_NOBITS section",
+                })
+                .with_context(ctx);
+            }
+            if section.entsize != RELA_SIZE {
+                return Err(Error::Mismatch { what: "SHT_RELA sh_entsize", expected: RELA_SIZE, found: section.entsize })
+                    .with_context(ctx);
+            }
+            if section.size % RELA_SIZE != 0 {
+                return Err(Error::Malformed {
+                    what: "elf section header",
+                    at: index as u64,
+                    reason: "SHT_RELA size is not a multiple of 24",
+                })
+                .with_context(ctx);
+            }
+            if symtab_index != Some(section.link as usize) {
+                return Err(Error::Malformed {
+                    what: "elf section header",
+                    at: index as u64,
+                    reason: "SHT_RELA sh_link is not the symbol table",
+                })
+                .with_context(ctx);
+            }
+            let entries = slice(self.bytes, section.offset, section.size, "elf relocation entries").with_context(ctx)?;
+            sets.push(RelaSet { index, target, entries });
+        }
+        Ok(sets)
+    }
+
+    fn apply(
+        &self,
+        image: &mut [u8],
+        image_addr: u64,
+        r: Reloc,
+        cache: &mut [Option<u64>],
+        resolve: &dyn Fn(&str) -> Option<u64>,
+    ) -> Result<()> {
+        let arch = self.arch;
+        let width = match (arch, r.ty) {
+            (Arch::X86_64, R_X86_64_NONE) | (Arch::Aarch64, R_AARCH64_NONE_0 | R_AARCH64_NONE) => return Ok(()),
+            (Arch::X86_64, R_X86_64_64) | (Arch::Aarch64, R_AARCH64_ABS64) => 8,
+            (Arch::X86_64, R_X86_64_PC32 | R_X86_64_PLT32 | R_X86_64_32 | R_X86_64_32S) => 4,
+            (
+                Arch::Aarch64,
+                R_AARCH64_PREL32
+                | R_AARCH64_ADR_PREL_PG_HI21
+                | R_AARCH64_ADD_ABS_LO12_NC
+                | R_AARCH64_LDST8_ABS_LO12_NC
+                | R_AARCH64_LDST16_ABS_LO12_NC
+                | R_AARCH64_LDST32_ABS_LO12_NC
+                | R_AARCH64_LDST64_ABS_LO12_NC
+                | R_AARCH64_LDST128_ABS_LO12_NC
+                | R_AARCH64_CALL26
+                | R_AARCH64_JUMP26,
+            ) => 4,
+            _ => return Err(Error::Unsupported { what: "elf relocation type", value: r.ty.into() }),
+        };
+        // Bounds of the patched place inside its section (and therefore inside the image).
+        let section_size = self.sections.get(r.target).map_or(0, |s| s.size);
+        let base = self.layout.sections.get(r.target).copied().flatten().unwrap_or(0);
+        match r.r_offset.checked_add(width) {
+            Some(end) if end <= section_size => {}
+            _ => {
+                return Err(Error::OutOfBounds {
+                    what: "relocation r_offset",
+                    offset: r.r_offset,
+                    len: width,
+                    limit: section_size,
+                });
+            }
+        }
+        let place = base + r.r_offset; // both within MAX_IMAGE_SIZE
+        let p = i128::from(image_addr) + i128::from(place);
+        let s = if r.sym_index == 0 { 0 } else { self.symbol_address(r.sym_index, image_addr, cache, resolve)? };
+        let sa = i128::from(s) + i128::from(r.addend);
+        let field = slice_mut(image, place, width, "elf load image")?;
+        match arch {
+            Arch::X86_64 => match r.ty {
+                R_X86_64_64 => field.copy_from_slice(&(sa as u64).to_le_bytes()),
+                R_X86_64_32 => write_u32(field, fit_u32(sa)?),
+                R_X86_64_32S => write_u32(field, fit_i32(sa)? as u32),
+                R_X86_64_PC32 => write_u32(field, fit_i32(sa - p)? as u32),
+                _ /* R_X86_64_PLT32 */ => {
+                    let value = match (fit_i32(sa - p), r.veneer) {
+                        (Ok(v), _) => v,
+                        (Err(e), Some(slot)) if r.addend == -4 => {
+                            let target = sa + 4; // the call's destination
+                            let mut veneer = [0xcc_u8; VENEER_SIZE as usize];
+                            veneer[..6].copy_from_slice(&[0xff, 0x25, 0, 0, 0, 0]); // jmp *0(%rip)
+                            veneer[6..14].copy_from_slice(&(target as u64).to_le_bytes());
+                            slice_mut(image, slot, VENEER_SIZE, "elf veneer area")?.copy_from_slice(&veneer);
+                            let v = i128::from(image_addr) + i128::from(slot) + i128::from(r.addend) - p;
+                            fit_i32(v).map_err(|_| e)?
+                        }
+                        (Err(e), _) => return Err(e),
+                    };
+                    let field = slice_mut(image, place, width, "elf load image")?;
+                    write_u32(field, value as u32);
+                }
+            },
+            Arch::Aarch64 => {
+                let insn = read_u32(field);
+                let patched = match r.ty {
+                    R_AARCH64_ABS64 => {
+                        field.copy_from_slice(&(sa as u64).to_le_bytes());
+                        return Ok(());
+                    }
+                    R_AARCH64_PREL32 => {
+                        let x = sa - p;
+                        if !(-(1i128 << 31)..(1i128 << 32)).contains(&x) {
+                            return Err(range_error("value outside [-2^31, 2^32)"));
+                        }
+                        x as u32
+                    }
+                    R_AARCH64_ADR_PREL_PG_HI21 => {
+                        let x = (sa & !0xfff) - (p & !0xfff);
+                        if !(-(1i128 << 32)..(1i128 << 32)).contains(&x) {
+                            return Err(range_error("page delta outside +-4 GiB"));
+                        }
+                        let imm = ((x >> 12) as u32) & 0x1f_ffff;
+                        (insn & !((0x3 << 29) | (0x7_ffff << 5))) | ((imm & 0x3) << 29) | ((imm >> 2) << 5)
+                    }
+                    R_AARCH64_ADD_ABS_LO12_NC => encode_lo12(insn, sa, 0)?,
+                    R_AARCH64_LDST8_ABS_LO12_NC => encode_lo12(insn, sa, 0)?,
+                    R_AARCH64_LDST16_ABS_LO12_NC => encode_lo12(insn, sa, 1)?,
+                    R_AARCH64_LDST32_ABS_LO12_NC => encode_lo12(insn, sa, 2)?,
+                    R_AARCH64_LDST64_ABS_LO12_NC => encode_lo12(insn, sa, 3)?,
+                    R_AARCH64_LDST128_ABS_LO12_NC => encode_lo12(insn, sa, 4)?,
+                    _ /* CALL26 | JUMP26 */ => {
+                        if sa & 0x3 != 0 {
+                            return Err(Error::Misaligned { what: "branch target", value: sa as u64, align: 4 });
+                        }
+                        let range = -(1i128 << 27)..(1i128 << 27);
+                        let mut x = sa - p;
+                        if !range.contains(&x) {
+                            let slot = r.veneer.unwrap_or(0);
+                            let mut veneer = [0u8; VENEER_SIZE as usize];
+                            veneer[..4].copy_from_slice(&A64_LDR_X16_PC8.to_le_bytes());
+                            veneer[4..8].copy_from_slice(&A64_BR_X16.to_le_bytes());
+                            veneer[8..].copy_from_slice(&(sa as u64).to_le_bytes());
+                            slice_mut(image, slot, VENEER_SIZE, "elf veneer area")?.copy_from_slice(&veneer);
+                            x = i128::from(image_addr) + i128::from(slot) - p;
+                            if !range.contains(&x) {
+                                return Err(range_error("veneer outside +-128 MiB of the branch"));
+                            }
+                        }
+                        (insn & !0x03ff_ffff) | (((x >> 2) as u32) & 0x03ff_ffff)
+                    }
+                };
+                write_u32(slice_mut(image, place, width, "elf load image")?, patched);
+            }
+        }
+        Ok(())
+    }
+
+    fn symbol_count(&self) -> u64 {
+        self.symtab.len() as u64 / SYM_SIZE
+    }
+
+    fn symbol(&self, index: u64) -> Result<Symbol> {
+        let count = self.symbol_count();
+        if index >= count {
+            return Err(Error::OutOfBounds { what: "elf symbol index", offset: index, len: 1, limit: count });
+        }
+        let rec = Rec(slice(self.symtab, index * SYM_SIZE, SYM_SIZE, "elf symbol table")?);
+        Ok(Symbol { name: rec.u32(0), info: rec.u8(4), shndx: rec.u16(6), value: rec.u64(8) })
+    }
+
+    fn symbol_name(&self, index: u64, sym: Symbol) -> Result<&'a str> {
+        let bytes = c_str(self.strtab, sym.name, "elf symbol name")?;
+        core::str::from_utf8(bytes).map_err(|_| Error::Malformed {
+            what: "elf symbol name",
+            at: index,
+            reason: "symbol name is not UTF-8",
+        })
+    }
+
+    /// A label for messages: `symbol 3 "expf"`, or the section name for section symbols.
+    fn symbol_label(&self, index: u64) -> String {
+        match self.symbol(index) {
+            Ok(sym) => match self.symbol_name(index, sym) {
+                Ok(name) if !name.is_empty() => format!("symbol {index} `{name}`"),
+                _ if usize::from(sym.shndx) < self.sections.len() && sym.shndx != SHN_UNDEF => {
+                    format!("symbol {index} (section {})", self.section_name(usize::from(sym.shndx)))
+                }
+                _ => format!("symbol {index}"),
+            },
+            Err(_) => format!("symbol {index} (out of range)"),
+        }
+    }
+
+    fn section_name(&self, index: usize) -> String {
+        let name = self
+            .sections
+            .get(index)
+            .and_then(|s| c_str(self.shstrtab, s.name, "elf section name").ok())
+            .and_then(|b| core::str::from_utf8(b).ok())
+            .unwrap_or("");
+        if name.is_empty() { format!("section {index}") } else { String::from(name) }
+    }
+
+    fn symbol_address(
+        &self,
+        index: u64,
+        image_addr: u64,
+        cache: &mut [Option<u64>],
+        resolve: &dyn Fn(&str) -> Option<u64>,
+    ) -> Result<u64> {
+        if let Some(Some(addr)) = cache.get(index as usize) {
+            return Ok(*addr);
+        }
+        let sym = self.symbol(index)?;
+        if sym.kind() == STT_TLS {
+            return Err(Error::Unsupported { what: "thread-local (STT_TLS) symbol", value: index });
+        }
+        let addr = match sym.shndx {
+            SHN_UNDEF => {
+                let name = self.symbol_name(index, sym)?;
+                match resolve(name) {
+                    Some(addr) => addr,
+                    None if sym.bind() == STB_WEAK => 0,
+                    None => {
+                        return Err(Error::Malformed {
+                            what: "elf symbol",
+                            at: index,
+                            reason: "undefined symbol that the resolver does not provide",
+                        })
+                        .with_context(|| format!("unresolved symbol `{name}`"));
+                    }
+                }
+            }
+            SHN_ABS => sym.value,
+            SHN_COMMON => {
+                return Err(Error::Unsupported { what: "common symbol (SHN_COMMON; build with -fno-common)", value: index });
+            }
+            SHN_XINDEX => {
+                return Err(Error::Unsupported { what: "symbol with an extended section index (SHN_XINDEX)", value: index });
+            }
+            shndx if shndx >= SHN_LORESERVE => {
+                return Err(Error::Unsupported { what: "symbol with a reserved section index", value: shndx.into() });
+            }
+            shndx => {
+                let shndx = usize::from(shndx);
+                let section = self.sections.get(shndx).ok_or(Error::OutOfBounds {
+                    what: "symbol st_shndx",
+                    offset: shndx as u64,
+                    len: 1,
+                    limit: self.sections.len() as u64,
+                })?;
+                let Some(base) = self.layout.sections.get(shndx).copied().flatten() else {
+                    return Err(Error::Malformed {
+                        what: "elf symbol",
+                        at: index,
+                        reason: "symbol is defined in a section that is not loaded",
+                    });
+                };
+                if sym.value > section.size {
+                    return Err(Error::OutOfBounds {
+                        what: "symbol st_value",
+                        offset: sym.value,
+                        len: 0,
+                        limit: section.size,
+                    });
+                }
+                image_addr + base + sym.value // within the image, which does not wrap
+            }
+        };
+        if let Some(entry) = cache.get_mut(index as usize) {
+            *entry = Some(addr);
+        }
+        Ok(addr)
+    }
+}
+
+/// One relocation entry, decoded.
+#[derive(Clone, Copy)]
+struct Reloc {
+    target: usize,
+    r_offset: u64,
+    sym_index: u64,
+    ty: u32,
+    addend: i64,
+    /// Image offset of this branch relocation's veneer slot.
+    veneer: Option<u64>,
+}
+
+fn read_section(bytes: &[u8], shoff: u64, index: u64) -> Result<Section> {
+    let offset = index.checked_mul(SHDR_SIZE).and_then(|o| o.checked_add(shoff)).ok_or(Error::OutOfBounds {
+        what: "elf section header",
+        offset: shoff,
+        len: SHDR_SIZE,
+        limit: bytes.len() as u64,
+    })?;
+    let rec = Rec(slice(bytes, offset, SHDR_SIZE, "elf section header")?);
+    Ok(Section {
+        name: rec.u32(0),
+        kind: rec.u32(4),
+        flags: rec.u64(8),
+        offset: rec.u64(0x18),
+        size: rec.u64(0x20),
+        link: rec.u32(0x28),
+        info: rec.u32(0x2c),
+        align: rec.u64(0x30),
+        entsize: rec.u64(0x38),
+    })
+}
+
+/// The symbol table (index, entries, string table), if the object has one.
+fn find_symtab<'a>(bytes: &'a [u8], sections: &[Section]) -> Result<(Option<usize>, &'a [u8], &'a [u8])> {
+    let mut found = None;
+    for (index, section) in sections.iter().enumerate() {
+        if section.kind != SHT_SYMTAB {
+            continue;
+        }
+        if found.is_some() {
+            return Err(Error::Malformed { what: "elf section header", at: index as u64, reason: "second SHT_SYMTAB" });
+        }
+        found = Some((index, *section));
+    }
+    let Some((index, section)) = found else { return Ok((None, &[], &[])) };
+    let ctx = || format!("symbol table (section {index})");
+    if section.entsize != SYM_SIZE {
+        return Err(Error::Mismatch { what: "SHT_SYMTAB sh_entsize", expected: SYM_SIZE, found: section.entsize })
+            .with_context(ctx);
+    }
+    if section.size % SYM_SIZE != 0 {
+        return Err(Error::Malformed {
+            what: "elf section header",
+            at: index as u64,
+            reason: "SHT_SYMTAB size is not a multiple of 24",
+        })
+        .with_context(ctx);
+    }
+    let symtab = slice(bytes, section.offset, section.size, "elf symbol table").with_context(ctx)?;
+    let strtab = match sections.get(section.link as usize) {
+        Some(s) if s.kind == SHT_STRTAB => slice(bytes, s.offset, s.size, "elf symbol string table").with_context(ctx)?,
+        _ => {
+            return Err(Error::Malformed {
+                what: "elf section header",
+                at: index as u64,
+                reason: "SHT_SYMTAB sh_link is not a string table",
+            })
+            .with_context(ctx);
+        }
+    };
+    Ok((Some(index), symtab, strtab))
+}
+
+fn slice_mut<'b>(bytes: &'b mut [u8], offset: u64, len: u64, what: &'static str) -> Result<&'b mut [u8]> {
+    let limit = bytes.len() as u64;
+    let oob = Error::OutOfBounds { what, offset, len, limit };
+    let end = offset.checked_add(len).ok_or_else(|| oob.clone())?;
+    match (usize::try_from(offset), usize::try_from(end)) {
+        (Ok(start), Ok(end)) => bytes.get_mut(start..end).ok_or(oob),
+        _ => Err(oob),
+    }
+}
+
+fn read_u32(field: &[u8]) -> u32 {
+    Rec(field).u32(0)
+}
+
+fn write_u32(field: &mut [u8], value: u32) {
+    for (dst, src) in field.iter_mut().zip(value.to_le_bytes()) {
+        *dst = src;
+    }
+}
+
+fn range_error(reason: &'static str) -> Error {
+    Error::Malformed { what: "elf relocation", at: 0, reason }
+}
+
+fn fit_i32(value: i128) -> Result<i32> {
+    i32::try_from(value).map_err(|_| range_error("value does not fit a signed 32-bit field"))
+}
+
+fn fit_u32(value: i128) -> Result<u32> {
+    u32::try_from(value).map_err(|_| range_error("value does not fit an unsigned 32-bit field"))
+}
+
+/// Put the low 12 bits of `sa`, scaled down by `1 << shift`, into the imm12 field [21:10].
+fn encode_lo12(insn: u32, sa: i128, shift: u32) -> Result<u32> {
+    let lo12 = (sa & 0xfff) as u32;
+    let align = 1u32 << shift;
+    if lo12 % align != 0 {
+        return Err(Error::Misaligned { what: "load/store target for the access size", value: sa as u64, align: align.into() });
+    }
+    Ok((insn & !(0xfff << 10)) | ((lo12 >> shift) << 10))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lo12_scales_and_checks_alignment() {
+        // LDR q0, [x0] = 0x3dc00000; an offset of 0x230 scaled by 16 is 0x23.
+        assert_eq!(encode_lo12(0x3dc0_0000, 0x1_2230, 4).unwrap(), 0x3dc0_0000 | (0x23 << 10));
+        // An 8-byte-aligned target fails the 16-byte scale.
+        assert!(matches!(encode_lo12(0x3dc0_0000, 0x1_2238, 4), Err(Error::Misaligned { align: 16, .. })));
+        // The old imm12 is replaced, other bits kept.
+        assert_eq!(encode_lo12(0x9100_0000 | (0xfff << 10), 0x7ff, 0).unwrap(), 0x9100_0000 | (0x7ff << 10));
+    }
+
+    #[test]
+    fn fit_checks_32_bit_ranges_at_the_edges() {
+        assert_eq!(fit_i32(i128::from(i32::MIN)).unwrap(), i32::MIN);
+        assert!(fit_i32(i128::from(i32::MAX) + 1).is_err());
+        assert_eq!(fit_u32(i128::from(u32::MAX)).unwrap(), u32::MAX);
+        assert!(fit_u32(-1).is_err());
+    }
+
+    #[test]
+    fn c_str_rejects_unterminated_and_out_of_range() {
+        assert_eq!(c_str(b"\0abc\0", 1, "t").unwrap(), b"abc");
+        assert!(matches!(c_str(b"\0abc", 1, "t"), Err(Error::Malformed { .. })));
+        assert!(matches!(c_str(b"\0abc\0", 9, "t"), Err(Error::OutOfBounds { .. })));
+    }
+
+    #[test]
+    fn relocation_names_cover_the_applied_types() {
+        for ty in [1, 2, 4, 10, 11] {
+            assert!(relocation_name(Arch::X86_64, ty).is_some(), "{ty}");
+        }
+        for ty in [257, 261, 275, 277, 278, 282, 283, 284, 285, 286, 299] {
+            assert!(relocation_name(Arch::Aarch64, ty).is_some(), "{ty}");
+        }
+        assert_eq!(relocation_name(Arch::X86_64, 41), Some("R_X86_64_GOTPCRELX"));
+        assert_eq!(relocation_name(Arch::Aarch64, 9999), None);
+    }
+}

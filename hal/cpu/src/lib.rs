@@ -1,0 +1,25 @@
+//! # hcq-cpu — the CPU backend of hcq
+//!
+//! Runs tinygrad's clang-built CPU kernels natively. The [`elf`] module (`no_std` + `alloc`)
+//! parses, lays out and relocates ELF64 relocatable objects for x86-64 and AArch64 into any byte
+//! buffer; the `exec` module (feature `std`, Linux/macOS on x86-64/AArch64) puts them into W^X
+//! executable memory and hands out callable entry points.
+//!
+//! Features: `std` (default; enables `exec` and `hcq/std`). Without it the crate is `no_std`
+//! and needs only `alloc`.
+#![no_std]
+#![warn(missing_docs)]
+
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+pub mod elf;
+#[cfg(all(
+    feature = "std",
+    any(target_os = "linux", target_os = "macos"),
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+pub mod exec;
+
+pub use elf::{Arch, ElfObject, Layout};
