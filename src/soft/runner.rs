@@ -155,10 +155,10 @@ impl DeviceRegs for Regs {
 pub trait Executor: Send + Sync + 'static {
     /// Run program `program` with the kernel arguments at device address `kernargs`
     /// (read them through `mem`).
-    fn exec(&self, mem: &SoftMemory, program: u64, kernargs: u64, global: [u32; 3], local: [u32; 3]) -> Result<()>;
+    fn exec(&self, mem: &SoftContext, program: u64, kernargs: u64, global: [u32; 3], local: [u32; 3]) -> Result<()>;
 
     /// Copy `bytes` from `src` to `dst`. Default: unsupported.
-    fn copy(&self, mem: &SoftMemory, dst: u64, src: u64, bytes: u64) -> Result<()> {
+    fn copy(&self, mem: &SoftContext, dst: u64, src: u64, bytes: u64) -> Result<()> {
         let _ = (mem, dst, src);
         Err(Error::Unsupported { what: "copy on this soft device", value: bytes })
     }
@@ -172,14 +172,21 @@ pub trait Executor: Send + Sync + 'static {
     }
 }
 
-/// Device memory a soft executor may read kernel arguments from: the kernel-argument pool and
+/// What a soft executor sees of its device: the engine state, and the memory it may read kernel
+/// arguments from: the kernel-argument pool and
 /// any region added with [`SoftDevice::add_kernarg_region`] (a captured graph's own arguments).
-pub struct SoftMemory {
+pub struct SoftContext {
     kernargs: Arc<HostRegion>,
     extra: std::sync::RwLock<Vec<Arc<HostRegion>>>,
+    hcq: Arc<Hcq>,
 }
 
-impl SoftMemory {
+impl SoftContext {
+    /// The device's engine state (its profiler, its timeline).
+    pub fn hcq(&self) -> &Hcq {
+        &self.hcq
+    }
+
     /// Copy `out.len()` bytes of kernel arguments at device address `addr`; anything outside
     /// the pool is an error.
     pub fn read_kernargs(&self, addr: u64, out: &mut [u8]) -> Result<()> {
@@ -246,7 +253,7 @@ pub struct SoftDevice {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
     kernargs: Arc<HostRegion>,
-    memory: Arc<SoftMemory>,
+    memory: Arc<SoftContext>,
 }
 
 impl core::fmt::Debug for SoftDevice {
@@ -292,7 +299,11 @@ impl SoftDevice {
         let tl_signal = super::HOST_SIGNALS.alloc(0);
         let hcq = Arc::new(Hcq::new(name.clone(), tl_signal, encoder, engines, kpool, hooks)?);
         let shared = Arc::new(Shared { stop: AtomicBool::new(false) });
-        let memory = Arc::new(SoftMemory { kernargs: kmem.clone(), extra: std::sync::RwLock::new(Vec::new()) });
+        let memory = Arc::new(SoftContext {
+            kernargs: kmem.clone(),
+            extra: std::sync::RwLock::new(Vec::new()),
+            hcq: hcq.clone(),
+        });
         let mut threads = Vec::with_capacity(n);
         for (e, (mem, words)) in rings.into_iter().enumerate() {
             let ctx = CpThread {
@@ -382,7 +393,7 @@ struct CpThread {
     words: u64,
     regs: Arc<dyn DeviceRegs>,
     exec: Arc<dyn Executor>,
-    memory: Arc<SoftMemory>,
+    memory: Arc<SoftContext>,
     hcq: Arc<Hcq>,
     shared: Arc<Shared>,
     idle_spin: Duration,
@@ -481,7 +492,7 @@ mod tests {
 
     struct Nop;
     impl Executor for Nop {
-        fn exec(&self, _: &SoftMemory, _: u64, _: u64, _: [u32; 3], _: [u32; 3]) -> Result<()> {
+        fn exec(&self, _: &SoftContext, _: u64, _: u64, _: [u32; 3], _: [u32; 3]) -> Result<()> {
             Ok(())
         }
     }

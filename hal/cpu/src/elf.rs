@@ -424,7 +424,11 @@ impl<'a> ElfObject<'a> {
         let e_shnum = ehdr.u16(0x3c);
         let e_shstrndx = ehdr.u16(0x3e);
         if shoff == 0 {
-            return Err(Error::Malformed { what: "elf header", at: 0x28, reason: "no section header table (e_shoff = 0)" });
+            return Err(Error::Malformed {
+                what: "elf header",
+                at: 0x28,
+                reason: "no section header table (e_shoff = 0)",
+            });
         }
         if u64::from(shentsize) != SHDR_SIZE {
             return Err(Error::Mismatch { what: "elf e_shentsize", expected: SHDR_SIZE, found: shentsize.into() });
@@ -630,7 +634,10 @@ impl<'a> ElfObject<'a> {
             return Err(Error::Misaligned { what: "elf load image address", value: image_addr, align: layout.align });
         }
         if image_addr.checked_add(size).is_none() {
-            return Err(Error::InvalidArgument { what: "elf load image address (image would wrap)", value: image_addr });
+            return Err(Error::InvalidArgument {
+                what: "elf load image address (image would wrap)",
+                value: image_addr,
+            });
         }
         let entry_offset = self.entry_offset(entry)?;
 
@@ -652,7 +659,8 @@ impl<'a> ElfObject<'a> {
             dst.copy_from_slice(src);
         }
 
-        let mut cache: Vec<Option<u64>> = vec![None; if self.relas.is_empty() { 0 } else { self.symbol_count() as usize }];
+        let mut cache: Vec<Option<u64>> =
+            vec![None; if self.relas.is_empty() { 0 } else { self.symbol_count() as usize }];
         let mut slot = 0u64;
         for set in &self.relas {
             for (k, entry) in set.entries.chunks_exact(RELA_SIZE as usize).enumerate() {
@@ -759,8 +767,11 @@ impl<'a> ElfObject<'a> {
                 continue; // relocations for debug info or other unloaded sections
             }
             if section.kind == SHT_REL {
-                return Err(Error::Unsupported { what: "SHT_REL relocation section (only SHT_RELA)", value: index as u64 })
-                    .with_context(ctx);
+                return Err(Error::Unsupported {
+                    what: "SHT_REL relocation section (only SHT_RELA)",
+                    value: index as u64,
+                })
+                .with_context(ctx);
             }
             if target_section.kind == SHT_NOBITS {
                 return Err(Error::Malformed {
@@ -771,8 +782,12 @@ impl<'a> ElfObject<'a> {
                 .with_context(ctx);
             }
             if section.entsize != RELA_SIZE {
-                return Err(Error::Mismatch { what: "SHT_RELA sh_entsize", expected: RELA_SIZE, found: section.entsize })
-                    .with_context(ctx);
+                return Err(Error::Mismatch {
+                    what: "SHT_RELA sh_entsize",
+                    expected: RELA_SIZE,
+                    found: section.entsize,
+                })
+                .with_context(ctx);
             }
             if section.size % RELA_SIZE != 0 {
                 return Err(Error::Malformed {
@@ -790,7 +805,8 @@ impl<'a> ElfObject<'a> {
                 })
                 .with_context(ctx);
             }
-            let entries = slice(self.bytes, section.offset, section.size, "elf relocation entries").with_context(ctx)?;
+            let entries =
+                slice(self.bytes, section.offset, section.size, "elf relocation entries").with_context(ctx)?;
             sets.push(RelaSet { index, target, entries });
         }
         Ok(sets)
@@ -1000,10 +1016,16 @@ impl<'a> ElfObject<'a> {
             }
             SHN_ABS => sym.value,
             SHN_COMMON => {
-                return Err(Error::Unsupported { what: "common symbol (SHN_COMMON; build with -fno-common)", value: index });
+                return Err(Error::Unsupported {
+                    what: "common symbol (SHN_COMMON; build with -fno-common)",
+                    value: index,
+                });
             }
             SHN_XINDEX => {
-                return Err(Error::Unsupported { what: "symbol with an extended section index (SHN_XINDEX)", value: index });
+                return Err(Error::Unsupported {
+                    what: "symbol with an extended section index (SHN_XINDEX)",
+                    value: index,
+                });
             }
             shndx if shndx >= SHN_LORESERVE => {
                 return Err(Error::Unsupported { what: "symbol with a reserved section index", value: shndx.into() });
@@ -1102,7 +1124,9 @@ fn find_symtab<'a>(bytes: &'a [u8], sections: &[Section]) -> Result<(Option<usiz
     }
     let symtab = slice(bytes, section.offset, section.size, "elf symbol table").with_context(ctx)?;
     let strtab = match sections.get(section.link as usize) {
-        Some(s) if s.kind == SHT_STRTAB => slice(bytes, s.offset, s.size, "elf symbol string table").with_context(ctx)?,
+        Some(s) if s.kind == SHT_STRTAB => {
+            slice(bytes, s.offset, s.size, "elf symbol string table").with_context(ctx)?
+        }
         _ => {
             return Err(Error::Malformed {
                 what: "elf section header",
@@ -1152,7 +1176,11 @@ fn encode_lo12(insn: u32, sa: i128, shift: u32) -> Result<u32> {
     let lo12 = (sa & 0xfff) as u32;
     let align = 1u32 << shift;
     if lo12 % align != 0 {
-        return Err(Error::Misaligned { what: "load/store target for the access size", value: sa as u64, align: align.into() });
+        return Err(Error::Misaligned {
+            what: "load/store target for the access size",
+            value: sa as u64,
+            align: align.into(),
+        });
     }
     Ok((insn & !(0xfff << 10)) | ((lo12 >> shift) << 10))
 }

@@ -165,8 +165,7 @@ impl LoadedObject {
         }
         let obj = ElfObject::parse_for(bytes, arch)?;
         let size = obj.layout().size as usize; // at most MAX_IMAGE_SIZE
-        let (mem, entry) =
-            ExecMemory::new(size, |image, addr| obj.load_into(image, addr, entry_symbol, resolve))?;
+        let (mem, entry) = ExecMemory::new(size, |image, addr| obj.load_into(image, addr, entry_symbol, resolve))?;
         Ok(LoadedObject { mem, entry, arch })
     }
 
@@ -206,9 +205,9 @@ impl LoadedObject {
 /// Names [`default_resolver`] resolves: memory functions clang emits for large copies and
 /// fills, and the `float`/`double` libm functions kernels may call.
 pub const DEFAULT_IMPORTS: &[&CStr] = &[
-    c"memset", c"memcpy", c"memmove", c"sqrtf", c"sqrt", c"expf", c"exp", c"exp2f", c"exp2", c"logf", c"log",
-    c"log2f", c"log2", c"sinf", c"sin", c"cosf", c"cos", c"powf", c"pow", c"tanhf", c"tanh", c"floorf", c"floor",
-    c"ceilf", c"ceil", c"fmaf", c"fma",
+    c"memset", c"memcpy", c"memmove", c"sqrtf", c"sqrt", c"expf", c"exp", c"exp2f", c"exp2", c"logf", c"log", c"log2f",
+    c"log2", c"sinf", c"sin", c"cosf", c"cos", c"powf", c"pow", c"tanhf", c"tanh", c"floorf", c"floor", c"ceilf",
+    c"ceil", c"fmaf", c"fma",
 ];
 
 /// Resolve an undefined symbol of a kernel object against this process, for the names in

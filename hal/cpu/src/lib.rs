@@ -14,6 +14,13 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+#[cfg(all(
+    feature = "std",
+    any(target_os = "linux", target_os = "macos"),
+    any(target_arch = "x86_64", target_arch = "aarch64"),
+    not(all(target_os = "macos", target_arch = "aarch64"))
+))]
+pub mod device;
 pub mod elf;
 #[cfg(all(
     feature = "std",

@@ -16,7 +16,7 @@ use hcq::error::{Error, Result};
 use hcq::hcq::Hcq;
 use hcq::mmio::{HostRegion, MmioBus, Width};
 use hcq::queue::Command;
-use hcq::soft::runner::{DeviceRegs, Executor, SoftConfig, SoftDevice, SoftMemory};
+use hcq::soft::runner::{DeviceRegs, Executor, SoftConfig, SoftContext, SoftDevice};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -112,7 +112,7 @@ impl SimExec {
 }
 
 impl Executor for SimExec {
-    fn exec(&self, mem: &SoftMemory, program: u64, kernargs: u64, global: [u32; 3], local: [u32; 3]) -> Result<()> {
+    fn exec(&self, mem: &SoftContext, program: u64, kernargs: u64, global: [u32; 3], local: [u32; 3]) -> Result<()> {
         let progs = self.programs.read().unwrap_or_else(|p| p.into_inner());
         let p = progs
             .get(usize::try_from(program).unwrap_or(usize::MAX))
@@ -127,7 +127,7 @@ impl Executor for SimExec {
         (p.f)(args, global, local)
     }
 
-    fn copy(&self, _mem: &SoftMemory, dst: u64, src: u64, bytes: u64) -> Result<()> {
+    fn copy(&self, _mem: &SoftContext, dst: u64, src: u64, bytes: u64) -> Result<()> {
         let (s, so) = self.region(src, bytes)?;
         let (d, dof) = self.region(dst, bytes)?;
         let mut chunk = [0u8; 4096];

@@ -62,14 +62,7 @@ impl ObjBuilder {
 
     /// A section with file data (PROGBITS unless `kind` says otherwise); returns its index.
     pub fn section(&mut self, name: &str, kind: u32, flags: u64, align: u64, data: &[u8]) -> u16 {
-        self.secs.push(Sec {
-            name: name.into(),
-            kind,
-            flags,
-            data: data.to_vec(),
-            size: data.len() as u64,
-            align,
-        });
+        self.secs.push(Sec { name: name.into(), kind, flags, data: data.to_vec(), size: data.len() as u64, align });
         self.secs.len() as u16
     }
 

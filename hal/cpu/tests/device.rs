@@ -1,0 +1,137 @@
+//! The CPU device: kernels through queues, core_id fan-out, copies, errors.
+#![cfg(all(any(target_os = "linux", target_os = "macos"), any(target_arch = "x86_64", target_arch = "aarch64")))]
+
+use hcq::buffer::Buffer;
+use hcq::device::{Device, Registry};
+use hcq::dtype::DType;
+use hcq::error::Error;
+use hcq::program::{Param, ParamKind, ProgramImage};
+use hcq_cpu::device::{CpuDevice, cpu_kind};
+use std::sync::Arc;
+
+fn obj(dir: &str, stem: &str) -> Vec<u8> {
+    let suffix = if cfg!(target_arch = "aarch64") { ".aarch64.o" } else { ".o" };
+    std::fs::read(format!("{}/tests/data/{dir}/{stem}{suffix}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+fn image(name: &str, binary: Vec<u8>, sig: &[(Option<&str>, DType, ParamKind)]) -> ProgramImage {
+    ProgramImage {
+        name: name.into(),
+        target: "CPU".into(),
+        binary: Arc::from(binary),
+        entry: name.into(),
+        signature: sig
+            .iter()
+            .enumerate()
+            .map(|(i, (n, d, k))| Param { name: n.map(Into::into), slot: i as u32, dtype: *d, shape: vec![], kind: *k })
+            .collect(),
+    }
+}
+
+#[test]
+fn chain100_runs_through_the_queue_and_matches_tinygrad_bit_for_bit() {
+    let reg = Registry::new();
+    reg.register(cpu_kind());
+    let dev = reg.open("cpu:0").unwrap();
+    assert_eq!(dev.name(), "CPU");
+    let buf = |n| Buffer::new(dev.clone(), n, DType::F32, Default::default()).unwrap();
+    let prog = dev
+        .load_program(&image(
+            "E_4_4",
+            obj("chain100", "prog_000_E_4_4"),
+            &[(None, DType::F32, ParamKind::Buffer), (None, DType::F32, ParamKind::Buffer)],
+        ))
+        .unwrap();
+    let (a, b) = (buf(16), buf(16));
+    let input = std::fs::read(format!("{}/tests/data/chain100/buf_000.bin", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    a.copy_in(&input).unwrap();
+    let (pa, pb) = (a.device_addr().unwrap(), b.device_addr().unwrap());
+    for i in 0..100 {
+        let (dst, src) = if i % 2 == 0 { (pb, pa) } else { (pa, pb) };
+        prog.call(&[dst, src], &[], [1; 3], [1; 3], false).unwrap();
+    }
+    dev.synchronize().unwrap();
+    let mut out = vec![0u8; 64];
+    a.copy_out(&mut out).unwrap();
+    let expected =
+        std::fs::read(format!("{}/tests/data/chain100/expected_000.bin", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    assert_eq!(f32s(&out), f32s(&expected));
+    assert_eq!(f32s(&out)[0], f32s(&input)[0] + 100.0);
+}
+
+#[test]
+fn core_id_launches_run_every_tid_exactly_once() {
+    let dev = CpuDevice::new("CPU", 3).unwrap();
+    assert_eq!(dev.cores(), 3);
+    let prog = dev
+        .load_program(&image(
+            "fill",
+            obj("coreid", "fill"),
+            &[
+                (None, DType::I32, ParamKind::Buffer),
+                (Some("n"), DType::I32, ParamKind::Value),
+                (Some("core_id"), DType::I32, ParamKind::Value),
+            ],
+        ))
+        .unwrap();
+    let per = 1000u64;
+    let cores = 37u32;
+    let out = Buffer::new(dev.clone(), per * cores as u64, DType::I32, Default::default()).unwrap();
+    for _ in 0..20 {
+        prog.call(&[out.device_addr().unwrap()], &[per as i64, 0], [cores, 1, 1], [1; 3], true).unwrap();
+    }
+    let mut got = vec![0u8; out.nbytes() as usize];
+    out.copy_out(&mut got).unwrap();
+    for (idx, c) in got.chunks(4).enumerate() {
+        let mut x = (idx as u32).wrapping_mul(2654435761);
+        for _ in 0..64 {
+            x = x.wrapping_mul(1103515245).wrapping_add(12345);
+        }
+        assert_eq!(i32::from_le_bytes(c.try_into().unwrap()), (x >> 1) as i32, "element {idx}");
+    }
+}
+
+#[test]
+fn copies_stay_inside_device_memory() {
+    let dev = CpuDevice::new("CPU", 1).unwrap();
+    let dyn_dev: Arc<dyn Device> = dev.clone();
+    let a = Buffer::new(dyn_dev.clone(), 64, DType::U8, Default::default()).unwrap();
+    let b = Buffer::new(dyn_dev.clone(), 64, DType::U8, Default::default()).unwrap();
+    a.copy_in(&[7u8; 64]).unwrap();
+    let hcq = dev.soft().hcq();
+    let mut q = hcq.queue().unwrap();
+    q.copy(b.device_addr().unwrap(), a.device_addr().unwrap(), 64).unwrap();
+    hcq.submit(1, &mut q).unwrap();
+    hcq.synchronize().unwrap();
+    let mut out = [0u8; 64];
+    b.copy_out(&mut out).unwrap();
+    assert_eq!(out, [7u8; 64]);
+    // a copy out of bounds of the allocation faults the device with a clear error
+    let mut q = hcq.queue().unwrap();
+    q.copy(b.device_addr().unwrap(), a.device_addr().unwrap(), 1 << 20).unwrap();
+    hcq.submit(1, &mut q).unwrap();
+    let e = hcq.synchronize().unwrap_err();
+    assert!(matches!(e.root(), Error::OutOfBounds { what: "CPU copy: not device memory", .. }), "{e}");
+}
+
+#[test]
+fn bad_objects_and_argument_counts_are_errors() {
+    let dev = CpuDevice::new("CPU", 1).unwrap();
+    assert!(dev.load_kernel(b"not an elf", "x", 1, None).is_err());
+    let o = obj("chain100", "prog_000_E_4_4");
+    assert!(dev.load_kernel(&o, "no_such_symbol", 2, None).is_err());
+    assert!(matches!(dev.load_kernel(&o, "E_4_4", 64, None), Err(Error::Unsupported { .. })));
+    assert!(matches!(dev.load_kernel(&o, "E_4_4", 2, Some(2)), Err(Error::OutOfBounds { .. })));
+    let p = dev
+        .load_program(&image(
+            "E_4_4",
+            o,
+            &[(None, DType::F32, ParamKind::Buffer), (None, DType::F32, ParamKind::Buffer)],
+        ))
+        .unwrap();
+    assert!(matches!(p.call(&[0], &[], [1; 3], [1; 3], true), Err(Error::Mismatch { .. })));
+}
