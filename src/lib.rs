@@ -17,6 +17,7 @@ extern crate std;
 #[macro_use]
 mod fmt;
 
+pub mod bundle;
 pub mod dtype;
 pub mod error;
 pub mod mmio;
