@@ -15,6 +15,7 @@
 //! | [`deps`] | range-based read/write hazard tracking |
 //! | [`program`] | program images, kernel-argument layout |
 //! | [`device`] | the device trait, canonical names, registry, enumeration |
+//! | [`bundle`] | model bundles: the v1 directory importer, the zero-copy `.hcqb` format |
 //! | [`signal`] | signals in device-visible memory, waits with timeouts |
 //! | [`timeline`] | per-device submission order, hang detection |
 //! | [`queue`] | queue builder, backend encoders, patchable replay |
@@ -39,6 +40,7 @@ mod fmt;
 pub mod allocator;
 #[cfg(feature = "alloc")]
 pub mod buffer;
+pub mod bundle;
 #[cfg(feature = "alloc")]
 pub mod deps;
 #[cfg(feature = "alloc")]

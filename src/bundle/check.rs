@@ -1,0 +1,258 @@
+//! The semantic rules every bundle obeys, shared by [`super::model::BundleModel::validate`] and
+//! [`super::hcqb::Hcqb::parse`] so the two can never disagree. No allocation: each rule looks at
+//! one record and the few numbers it refers to; the callers walk the tables and attach locations.
+
+use super::ArgView;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+
+/// What a launch needs to know about its program.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ProgramShape {
+    pub n_buffer_args: u32,
+    pub n_params: usize,
+    pub n_vars: usize,
+    pub core_id_arg: Option<u32>,
+    pub n_objects: usize,
+}
+
+/// The counts of a kernel launch.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KernelShape {
+    pub n_args: usize,
+    pub n_vals: usize,
+    pub core_id_arg: Option<u32>,
+    pub global_size: [u32; 3],
+}
+
+/// `view` lies inside its base buffer (`buffer_nbytes` is `None` when the index is out of range).
+pub(crate) fn view(what: &'static str, view: ArgView, buffer_nbytes: Option<u64>, n_buffers: usize) -> Result<()> {
+    let Some(size) = buffer_nbytes else {
+        return Err(Error::OutOfBounds {
+            what: "buffer index",
+            offset: view.buffer as u64,
+            len: 1,
+            limit: n_buffers as u64,
+        });
+    };
+    match view.end() {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(Error::OutOfBounds { what, offset: view.offset, len: view.nbytes, limit: size }),
+    }
+}
+
+/// Bytes spanned by `shape` elements of `dtype` (the product of the dimensions times the size).
+pub(crate) fn footprint(dtype: DType, shape: impl Iterator<Item = u64>) -> Result<u64> {
+    let mut n: u64 = dtype.size() as u64;
+    for d in shape {
+        n = n.checked_mul(d).ok_or(Error::Malformed {
+            what: "bundle shape",
+            at: d,
+            reason: "element count overflows",
+        })?;
+    }
+    Ok(n)
+}
+
+/// A buffer's starting bytes fit in it.
+pub(crate) fn initial(len: u64, nbytes: u64) -> Result<()> {
+    if len > nbytes {
+        return Err(Error::OutOfBounds { what: "buffer initial data", offset: 0, len, limit: nbytes });
+    }
+    Ok(())
+}
+
+/// An input or output: inside its buffer, its shape spans exactly its bytes, and the expected
+/// bytes (outputs) are exactly as long as the view.
+pub(crate) fn tensor(
+    v: ArgView,
+    buffer_nbytes: Option<u64>,
+    n_buffers: usize,
+    shape_bytes: u64,
+    expected_len: Option<u64>,
+) -> Result<()> {
+    view("model input/output view", v, buffer_nbytes, n_buffers)?;
+    if shape_bytes != v.nbytes {
+        return Err(Error::Mismatch { what: "view shape bytes vs nbytes", expected: v.nbytes, found: shape_bytes });
+    }
+    if let Some(len) = expected_len
+        && len != v.nbytes
+    {
+        return Err(Error::Mismatch { what: "expected output length", expected: v.nbytes, found: len });
+    }
+    Ok(())
+}
+
+/// A program's own shape: signature length, `core_id_arg` slot, at least one object.
+pub(crate) fn program(p: &ProgramShape) -> Result<()> {
+    let want = (p.n_buffer_args as usize).checked_add(p.n_vars);
+    if want != Some(p.n_params) {
+        return Err(Error::Mismatch {
+            what: "signature length vs n_buffer_args + vars",
+            expected: want.map_or(u64::MAX, |w| w as u64),
+            found: p.n_params as u64,
+        });
+    }
+    if let Some(c) = p.core_id_arg {
+        if c as usize >= p.n_params {
+            return Err(Error::OutOfBounds {
+                what: "program core_id_arg",
+                offset: c as u64,
+                len: 1,
+                limit: p.n_params as u64,
+            });
+        }
+        if c < p.n_buffer_args {
+            return Err(Error::Malformed {
+                what: "program core_id_arg",
+                at: c as u64,
+                reason: "names a buffer slot, not an integer slot",
+            });
+        }
+    }
+    if p.n_objects == 0 {
+        return Err(Error::Malformed { what: "bundle program", at: 0, reason: "no object for any architecture" });
+    }
+    Ok(())
+}
+
+/// Parameter `j` of a signature: slots are positions, buffers come first.
+pub(crate) fn param(j: usize, slot: u32, is_buffer: bool, n_buffer_args: u32) -> Result<()> {
+    if slot as usize != j {
+        return Err(Error::Mismatch { what: "signature slot vs position", expected: j as u64, found: slot as u64 });
+    }
+    if is_buffer != (slot < n_buffer_args) {
+        return Err(Error::Malformed {
+            what: "program signature",
+            at: j as u64,
+            reason: "buffer parameters must be exactly the first n_buffer_args slots",
+        });
+    }
+    Ok(())
+}
+
+/// A kernel launch against its program (`None` when the program index is out of range).
+pub(crate) fn kernel(program_index: u32, k: &KernelShape, p: Option<&ProgramShape>, n_programs: usize) -> Result<()> {
+    let Some(p) = p else {
+        return Err(Error::OutOfBounds {
+            what: "launch program index",
+            offset: program_index as u64,
+            len: 1,
+            limit: n_programs as u64,
+        });
+    };
+    if k.n_args != p.n_buffer_args as usize {
+        return Err(Error::Mismatch {
+            what: "launch argument count vs program n_buffer_args",
+            expected: p.n_buffer_args as u64,
+            found: k.n_args as u64,
+        });
+    }
+    if k.n_vals != p.n_vars {
+        return Err(Error::Mismatch {
+            what: "launch value count vs program vars",
+            expected: p.n_vars as u64,
+            found: k.n_vals as u64,
+        });
+    }
+    if k.core_id_arg != p.core_id_arg {
+        return Err(Error::Mismatch {
+            what: "launch core_id_arg vs program core_id_arg (none = 0xffffffff)",
+            expected: p.core_id_arg.map_or(u32::MAX, |c| c) as u64,
+            found: k.core_id_arg.map_or(u32::MAX, |c| c) as u64,
+        });
+    }
+    if k.core_id_arg.is_some() && k.global_size[0] == 0 {
+        return Err(Error::InvalidArgument {
+            what: "core_id launch with global_size[0] == 0 (no thread runs)",
+            value: 0,
+        });
+    }
+    Ok(())
+}
+
+/// Value `k` of a kernel launch: `None` exactly at the `core_id_arg` slot (`n_buffer_args + k`).
+pub(crate) fn val(k: usize, value: Option<i64>, n_buffer_args: u32, core_id_arg: Option<u32>) -> Result<()> {
+    let is_core_id = core_id_arg.is_some_and(|c| (c as usize).checked_sub(n_buffer_args as usize) == Some(k));
+    match (value, is_core_id) {
+        (None, false) => Err(Error::Malformed {
+            what: "launch vals",
+            at: k as u64,
+            reason: "null value outside the core_id_arg slot",
+        }),
+        (Some(_), true) => {
+            Err(Error::Malformed { what: "launch vals", at: k as u64, reason: "core_id_arg slot must hold null" })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Argument of a kernel launch: inside its buffer and at least as large as the parameter the
+/// kernel declared for it (`param_bytes`), so the kernel cannot run past the view.
+pub(crate) fn kernel_arg(a: ArgView, buffer_nbytes: Option<u64>, n_buffers: usize, param_bytes: u64) -> Result<()> {
+    view("launch argument view", a, buffer_nbytes, n_buffers)?;
+    if a.nbytes < param_bytes {
+        return Err(Error::OutOfBounds {
+            what: "kernel parameter footprint vs launch argument",
+            offset: 0,
+            len: param_bytes,
+            limit: a.nbytes,
+        });
+    }
+    Ok(())
+}
+
+/// A copy launch moves `dst.nbytes` bytes: both sides must be that long.
+pub(crate) fn copy_sizes(dst: ArgView, src: ArgView) -> Result<()> {
+    if dst.nbytes != src.nbytes {
+        return Err(Error::Mismatch { what: "copy launch dst vs src nbytes", expected: dst.nbytes, found: src.nbytes });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(buffer: u32, offset: u64, nbytes: u64) -> ArgView {
+        ArgView { buffer, offset, nbytes, dtype: DType::F32 }
+    }
+
+    #[test]
+    fn views_must_end_inside_their_buffer_even_when_the_sum_overflows() {
+        assert!(view("x", v(0, 256, 256), Some(512), 1).is_ok());
+        assert!(matches!(view("x", v(0, 257, 256), Some(512), 1), Err(Error::OutOfBounds { offset: 257, .. })));
+        assert!(matches!(view("x", v(0, u64::MAX, 2), Some(512), 1), Err(Error::OutOfBounds { .. })));
+        assert!(matches!(
+            view("x", v(3, 0, 1), None, 2),
+            Err(Error::OutOfBounds { what: "buffer index", offset: 3, limit: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn null_values_are_allowed_only_at_the_core_id_slot() {
+        // 2 buffer args, core_id at argv slot 3 = vals[1].
+        assert!(val(0, Some(5), 2, Some(3)).is_ok());
+        assert!(val(1, None, 2, Some(3)).is_ok());
+        assert!(val(1, Some(0), 2, Some(3)).is_err());
+        assert!(val(0, None, 2, Some(3)).is_err());
+        assert!(val(0, None, 2, None).is_err());
+    }
+
+    #[test]
+    fn program_shape_rules() {
+        let ok = ProgramShape { n_buffer_args: 2, n_params: 3, n_vars: 1, core_id_arg: Some(2), n_objects: 1 };
+        assert!(program(&ok).is_ok());
+        assert!(program(&ProgramShape { n_params: 4, ..ok }).is_err());
+        assert!(program(&ProgramShape { core_id_arg: Some(1), ..ok }).is_err());
+        assert!(program(&ProgramShape { core_id_arg: Some(3), ..ok }).is_err());
+        assert!(program(&ProgramShape { n_objects: 0, ..ok }).is_err());
+    }
+
+    #[test]
+    fn footprint_multiplies_and_refuses_overflow() {
+        assert_eq!(footprint(DType::F32, [8u64, 32].into_iter()).unwrap(), 1024);
+        assert_eq!(footprint(DType::F64, core::iter::empty()).unwrap(), 8);
+        assert!(footprint(DType::F32, [u64::MAX, 2].into_iter()).is_err());
+    }
+}

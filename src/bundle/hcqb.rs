@@ -1,0 +1,923 @@
+//! `.hcqb`: a bundle packed into one file, read in place without allocation.
+//!
+//! Layout (all integers little-endian, every record alignment 1; see [`raw`] for each field):
+//!
+//! | bytes | content |
+//! | --- | --- |
+//! | 0..384 | [`raw::Header`]: magic `HCQB`, version (u16 major, u16 minor), file size, model strings, the table of 13 sections (offset, size, count, CRC-32), header CRC-32 |
+//! | sections | strings (UTF-8), data (blobs), dims (u64), buffers, inputs, outputs, programs, params, vars, objects, launches, args, vals |
+//!
+//! [`Hcqb::parse`] checks, in order: the magic; the major version (another major is
+//! [`Error::Unsupported`] `"hcqb version"`); that the header is complete; the header CRC;
+//! the file size; every section (8-byte aligned, after the header, inside the file, size =
+//! count × record size, no two overlapping) and its CRC (a mismatch is [`Error::Mismatch`]
+//! `"hcqb checksum of ..."`); that the string section is UTF-8; and then every record: each
+//! string and blob reference inside its section, each `first`/`len` range inside its table,
+//! each code (dtype, role, architecture, launch kind) known, and the same semantic rules as
+//! [`BundleModel::validate`](super::model::BundleModel::validate) (views inside buffers,
+//! launches matching their programs, `core_id` slots). Structural problems are
+//! [`Error::Malformed`] with the byte offset in the file. After `parse` returns `Ok`, no
+//! accessor can fail or go out of bounds; accessors that take an index return `None` only for
+//! an index past the end.
+//!
+//! Reading needs neither `std` nor `alloc` and copies nothing: names are `&str` and blobs
+//! `&[u8]` into the file. [`write()`] and [`Hcqb::to_model`] need `alloc`.
+//!
+//! Limits: the CRC-32s detect corruption, not tampering (there is no signature). Object blobs
+//! are not parsed here (the ELF loader checks them). Without `alloc`, semantic errors carry no
+//! "launch 3 arg 1" location, only the values involved.
+
+pub mod raw;
+
+use zerocopy::byteorder::{LE, U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use super::crc::crc32;
+use super::{Arch, ArgView, BufferRole, Loc, at, check};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use raw::{NONE32, NONE64, SectionKind};
+
+/// A parsed, fully validated `.hcqb` file borrowed from its bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Hcqb<'a> {
+    bytes: &'a [u8],
+    header: &'a raw::Header,
+    pools: Pools<'a>,
+    buffers: &'a [raw::Buffer],
+    inputs: &'a [raw::View],
+    outputs: &'a [raw::View],
+    programs: &'a [raw::Program],
+    params: &'a [raw::Param],
+    vars: &'a [raw::StrRef],
+    objects: &'a [raw::Object],
+    launches: &'a [raw::Launch],
+    args: &'a [raw::Arg],
+    vals: &'a [raw::Val],
+}
+
+/// The three sections that records point into.
+#[derive(Clone, Copy, Debug)]
+struct Pools<'a> {
+    strings: &'a str,
+    data: &'a [u8],
+    dims: &'a [U64<LE>],
+}
+
+fn malformed(what: &'static str, at: u64, reason: &'static str) -> Error {
+    Error::Malformed { what, at, reason }
+}
+
+/// `table[first .. first + len]`, if it is inside the table.
+fn sub<T>(table: &[T], first: U32<LE>, len: U32<LE>) -> Option<&[T]> {
+    let first = first.get() as usize;
+    table.get(first..first.checked_add(len.get() as usize)?)
+}
+
+fn dtype(code: u8) -> Result<DType> {
+    DType::from_code(code)
+}
+
+fn opt_u32(v: U32<LE>) -> Option<u32> {
+    match v.get() {
+        NONE32 => None,
+        c => Some(c),
+    }
+}
+
+fn dims3(v: &[U32<LE>; 3]) -> [u32; 3] {
+    [v[0].get(), v[1].get(), v[2].get()]
+}
+
+fn decode_arg(a: &raw::Arg) -> Result<ArgView> {
+    Ok(ArgView { buffer: a.buffer.get(), offset: a.offset.get(), nbytes: a.nbytes.get(), dtype: dtype(a.dtype)? })
+}
+
+/// Decode an argument of a validated file (the dtype code was checked by `parse`).
+fn arg_view(a: &raw::Arg) -> ArgView {
+    ArgView {
+        buffer: a.buffer.get(),
+        offset: a.offset.get(),
+        nbytes: a.nbytes.get(),
+        dtype: DType::from_code(a.dtype).unwrap_or(DType::U8),
+    }
+}
+
+fn val(v: &raw::Val) -> Option<i64> {
+    (v.flags & raw::VAL_PRESENT != 0).then(|| v.value.get())
+}
+
+impl<'a> Pools<'a> {
+    fn str(&self, r: raw::StrRef) -> Result<Option<&'a str>> {
+        if r.offset.get() == NONE32 {
+            return Ok(None);
+        }
+        let start = r.offset.get() as usize;
+        let end = start.checked_add(r.len.get() as usize);
+        end.and_then(|end| self.strings.get(start..end)).map(Some).ok_or(malformed(
+            "hcqb string reference",
+            start as u64,
+            "outside the string section or not on a UTF-8 boundary",
+        ))
+    }
+
+    fn req_str(&self, r: raw::StrRef) -> Result<&'a str> {
+        self.str(r)?.ok_or(malformed("hcqb string reference", NONE32 as u64, "required string is absent"))
+    }
+
+    fn blob(&self, r: raw::BlobRef) -> Result<Option<&'a [u8]>> {
+        let offset = r.offset.get();
+        if offset == NONE64 {
+            return Ok(None);
+        }
+        let bytes = usize::try_from(offset).ok().and_then(|start| {
+            let end = start.checked_add(usize::try_from(r.len.get()).ok()?)?;
+            self.data.get(start..end)
+        });
+        bytes.map(Some).ok_or(malformed("hcqb blob reference", offset, "outside the data section"))
+    }
+
+    fn dims(&self, first: U32<LE>, len: U32<LE>) -> Result<&'a [U64<LE>]> {
+        sub(self.dims, first, len).ok_or(malformed(
+            "hcqb dims reference",
+            first.get() as u64,
+            "outside the dims section",
+        ))
+    }
+}
+
+/// A base buffer of a parsed file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufferRef<'a> {
+    /// Size in bytes.
+    pub nbytes: u64,
+    /// Declared element type.
+    pub dtype: DType,
+    /// What it holds.
+    pub role: BufferRole,
+    /// It also holds an output.
+    pub also_output: bool,
+    /// Starting bytes (at most `nbytes`; the rest starts zeroed).
+    pub initial: Option<&'a [u8]>,
+}
+
+/// A model input or output of a parsed file.
+#[derive(Clone, Copy, Debug)]
+pub struct TensorRef<'a> {
+    /// Where it sits.
+    pub view: ArgView,
+    /// Expected bytes after a run (outputs that have them; exactly `view.nbytes` long).
+    pub expected: Option<&'a [u8]>,
+    shape: &'a [U64<LE>],
+}
+
+impl<'a> TensorRef<'a> {
+    /// Row-major shape.
+    pub fn shape(&self) -> impl ExactSizeIterator<Item = u64> + 'a {
+        self.shape.iter().map(|d| d.get())
+    }
+}
+
+/// One signature parameter of a parsed file.
+#[derive(Clone, Copy, Debug)]
+pub struct ParamRef<'a> {
+    /// Name, if recorded.
+    pub name: Option<&'a str>,
+    /// Slot (its position).
+    pub slot: u32,
+    /// Element or integer type.
+    pub dtype: DType,
+    /// A buffer pointer rather than an integer.
+    pub is_buffer: bool,
+    shape: &'a [U64<LE>],
+}
+
+impl<'a> ParamRef<'a> {
+    /// Declared shape (element count for buffers; empty for scalars).
+    pub fn shape(&self) -> impl ExactSizeIterator<Item = u64> + 'a {
+        self.shape.iter().map(|d| d.get())
+    }
+}
+
+/// A program of a parsed file.
+#[derive(Clone, Copy, Debug)]
+pub struct ProgramRef<'a> {
+    /// Kernel name (not unique in a bundle).
+    pub name: &'a str,
+    /// Entry symbol.
+    pub symbol: &'a str,
+    /// Number of leading buffer parameters.
+    pub n_buffer_args: u32,
+    /// Slot of the thread index, if any.
+    pub core_id_arg: Option<u32>,
+    /// Opaque Adreno metadata (the v1 manifest's `adreno` object as JSON), if present.
+    pub adreno: Option<&'a [u8]>,
+    pools: Pools<'a>,
+    params: &'a [raw::Param],
+    vars: &'a [raw::StrRef],
+    objects: &'a [raw::Object],
+}
+
+impl<'a> ProgramRef<'a> {
+    fn param_at(&self, p: &raw::Param) -> Result<ParamRef<'a>> {
+        Ok(ParamRef {
+            name: self.pools.str(p.name)?,
+            slot: p.slot.get(),
+            dtype: dtype(p.dtype)?,
+            is_buffer: p.flags & raw::PARAM_IS_BUFFER != 0,
+            shape: self.pools.dims(p.dims_first, p.dims_len)?,
+        })
+    }
+
+    /// The signature, in slot order.
+    pub fn params(&self) -> impl ExactSizeIterator<Item = ParamRef<'a>> + 'a {
+        let this = *self;
+        self.params.iter().map(move |p| {
+            this.param_at(p).unwrap_or(ParamRef { name: None, slot: 0, dtype: DType::U8, is_buffer: false, shape: &[] })
+        })
+    }
+
+    /// Number of signature parameters.
+    pub fn n_params(&self) -> usize {
+        self.params.len()
+    }
+
+    /// Names of the integer parameters, in order.
+    pub fn vars(&self) -> impl ExactSizeIterator<Item = &'a str> + 'a {
+        let pools = self.pools;
+        self.vars.iter().map(move |v| pools.req_str(*v).unwrap_or(""))
+    }
+
+    /// The object for `arch`, if the bundle has one.
+    pub fn object(&self, arch: Arch) -> Option<&'a [u8]> {
+        self.objects().find(|(a, _)| *a == arch).map(|(_, b)| b)
+    }
+
+    /// Every object with its architecture.
+    pub fn objects(&self) -> impl Iterator<Item = (Arch, &'a [u8])> + 'a {
+        let pools = self.pools;
+        self.objects.iter().filter_map(move |o| Some((Arch::from_code(o.arch.get()).ok()?, pools.blob(o.blob).ok()??)))
+    }
+}
+
+/// A kernel launch of a parsed file.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelRef<'a> {
+    /// Program index.
+    pub program: u32,
+    /// Kernel name.
+    pub name: &'a str,
+    /// CPU grid; with `core_id_arg`, `global_size[0]` calls.
+    pub global_size: [u32; 3],
+    /// CPU local size (meaningless on CPU).
+    pub local_size: [u32; 3],
+    /// Slot of the thread index, if any.
+    pub core_id_arg: Option<u32>,
+    /// The Adreno grid, if present.
+    pub gpu: Option<GpuRef<'a>>,
+    args: &'a [raw::Arg],
+    vals: &'a [raw::Val],
+}
+
+impl<'a> KernelRef<'a> {
+    /// Buffer arguments, one per buffer parameter.
+    pub fn args(&self) -> impl ExactSizeIterator<Item = ArgView> + 'a {
+        self.args.iter().map(arg_view)
+    }
+
+    /// Argument `j`.
+    pub fn arg(&self, j: usize) -> Option<ArgView> {
+        self.args.get(j).map(arg_view)
+    }
+
+    /// Number of arguments.
+    pub fn n_args(&self) -> usize {
+        self.args.len()
+    }
+
+    /// Integer values, one per var; `None` exactly at the `core_id_arg` slot.
+    pub fn vals(&self) -> impl ExactSizeIterator<Item = Option<i64>> + 'a {
+        self.vals.iter().map(val)
+    }
+
+    /// Indices of the arguments the kernel writes, ascending.
+    pub fn outs(&self) -> impl Iterator<Item = u32> + 'a {
+        self.args.iter().enumerate().filter(|(_, a)| a.flags & raw::ARG_OUT != 0).map(|(j, _)| j as u32)
+    }
+
+    /// Indices of the arguments the kernel reads, ascending.
+    pub fn ins(&self) -> impl Iterator<Item = u32> + 'a {
+        self.args.iter().enumerate().filter(|(_, a)| a.flags & raw::ARG_IN != 0).map(|(j, _)| j as u32)
+    }
+}
+
+/// The Adreno dispatch of a kernel launch.
+#[derive(Clone, Copy, Debug)]
+pub struct GpuRef<'a> {
+    /// Work-group count.
+    pub global_size: [u32; 3],
+    /// Work-group size.
+    pub local_size: [u32; 3],
+    vals: &'a [raw::Val],
+}
+
+impl<'a> GpuRef<'a> {
+    /// Integer arguments of the GPU kernel.
+    pub fn vals(&self) -> impl ExactSizeIterator<Item = i64> + 'a {
+        self.vals.iter().map(|v| v.value.get())
+    }
+}
+
+/// One launch of a parsed file.
+#[derive(Clone, Copy, Debug)]
+pub enum LaunchRef<'a> {
+    /// Call a program.
+    Kernel(KernelRef<'a>),
+    /// memcpy `dst.nbytes` bytes.
+    Copy {
+        /// Destination.
+        dst: ArgView,
+        /// Source.
+        src: ArgView,
+    },
+}
+
+/// The bytes of section `kind`: aligned, after the header, inside the file, size = count ×
+/// record size. (Overlaps and checksums are checked separately.)
+fn locate<'a>(bytes: &'a [u8], header: &raw::Header, kind: SectionKind) -> Result<&'a [u8]> {
+    let e = &header.sections[kind as usize];
+    let what = kind.what();
+    let (offset, size, count) = (e.offset.get(), e.size.get(), e.count.get());
+    if (count as u64).checked_mul(kind.record_size() as u64) != Some(size) {
+        return Err(malformed(what, offset, "section size is not its record count times the record size"));
+    }
+    let region = if size == 0 {
+        &[][..]
+    } else {
+        if !offset.is_multiple_of(raw::SECTION_ALIGN) {
+            return Err(malformed(what, offset, "section is not 8-byte aligned"));
+        }
+        if offset < raw::HEADER_SIZE as u64 {
+            return Err(malformed(what, offset, "section overlaps the header"));
+        }
+        let end = offset.checked_add(size).filter(|&end| end <= bytes.len() as u64);
+        let range = end.and_then(|end| Some(usize::try_from(offset).ok()?..usize::try_from(end).ok()?));
+        range.and_then(|r| bytes.get(r)).ok_or(malformed(
+            what,
+            offset,
+            "section runs past the end of the file (truncated file?)",
+        ))?
+    };
+    Ok(region)
+}
+
+/// A launch record with the argument and value ranges it refers to.
+struct RawLaunch<'a> {
+    launch: &'a raw::Launch,
+    args: &'a [raw::Arg],
+    vals: &'a [raw::Val],
+    gpu_vals: &'a [raw::Val],
+}
+
+/// The bytes of section `kind`, located and checked against its CRC.
+fn section<'a>(bytes: &'a [u8], header: &raw::Header, kind: SectionKind) -> Result<&'a [u8]> {
+    let region = locate(bytes, header, kind)?;
+    let e = &header.sections[kind as usize];
+    let found = crc32(region);
+    if found != e.crc.get() {
+        return Err(Error::Mismatch { what: kind.checksum_what(), expected: e.crc.get() as u64, found: found as u64 });
+    }
+    Ok(region)
+}
+
+fn table<'a, T: FromBytes + KnownLayout + Immutable>(
+    bytes: &'a [u8],
+    header: &raw::Header,
+    kind: SectionKind,
+) -> Result<&'a [T]> {
+    let region = section(bytes, header, kind)?;
+    <[T]>::ref_from_bytes(region).map_err(|_| {
+        malformed(kind.what(), header.sections[kind as usize].offset.get(), "records do not fit the section")
+    })
+}
+
+fn check_overlaps(header: &raw::Header) -> Result<()> {
+    for (i, a) in header.sections.iter().enumerate() {
+        for b in header.sections.iter().skip(i + 1) {
+            let (a0, a1) = (a.offset.get(), a.offset.get().saturating_add(a.size.get()));
+            let (b0, b1) = (b.offset.get(), b.offset.get().saturating_add(b.size.get()));
+            if a.size.get() != 0 && b.size.get() != 0 && a0 < b1 && b0 < a1 {
+                return Err(malformed("hcqb section table", a0.max(b0), "sections overlap"));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl<'a> Hcqb<'a> {
+    /// Parse and validate a whole file (see the module docs for every check). Bytes after the
+    /// header's file size are ignored.
+    pub fn parse(bytes: &'a [u8]) -> Result<Hcqb<'a>> {
+        let len = bytes.len() as u64;
+        let magic = bytes.get(..4).ok_or(malformed("hcqb header", len, "truncated file (no magic)"))?;
+        if magic != raw::MAGIC {
+            return Err(malformed("hcqb header", 0, "bad magic (not an .hcqb file)"));
+        }
+        let Some(&[lo, hi]) = bytes.get(4..6) else {
+            return Err(malformed("hcqb header", len, "truncated file (no version)"));
+        };
+        let major = u16::from_le_bytes([lo, hi]);
+        if major != raw::VERSION_MAJOR {
+            return Err(Error::Unsupported { what: "hcqb version", value: major as u64 });
+        }
+        let (header, _) = raw::Header::ref_from_prefix(bytes)
+            .map_err(|_| malformed("hcqb header", len, "truncated file (header incomplete)"))?;
+        let covered = header.as_bytes().get(..raw::HEADER_CRC_OFFSET).unwrap_or(&[]);
+        let found = crc32(covered);
+        if found != header.header_crc.get() {
+            return Err(Error::Mismatch {
+                what: "hcqb checksum of the header",
+                expected: header.header_crc.get() as u64,
+                found: found as u64,
+            });
+        }
+        let file_size = header.file_size.get();
+        if file_size > len {
+            return Err(malformed("hcqb file", len, "truncated file (shorter than the size in its header)"));
+        }
+        if file_size < raw::HEADER_SIZE as u64 {
+            let at = core::mem::offset_of!(raw::Header, file_size) as u64;
+            return Err(malformed("hcqb header", at, "file size smaller than the header"));
+        }
+        let bytes = usize::try_from(file_size).ok().and_then(|n| bytes.get(..n)).ok_or(malformed(
+            "hcqb file",
+            len,
+            "file size does not fit this machine",
+        ))?;
+        if header.flags.get() != 0 {
+            return Err(Error::Unsupported { what: "hcqb header flags", value: header.flags.get() as u64 });
+        }
+        for kind in SectionKind::ALL {
+            locate(bytes, header, kind)?;
+        }
+        check_overlaps(header)?;
+        let strings = section(bytes, header, SectionKind::Strings)?;
+        let strings = core::str::from_utf8(strings).map_err(|e| {
+            let base = header.sections[SectionKind::Strings as usize].offset.get();
+            malformed("hcqb string section", base.saturating_add(e.valid_up_to() as u64), "not UTF-8")
+        })?;
+        let file = Hcqb {
+            bytes,
+            header,
+            pools: Pools {
+                strings,
+                data: section(bytes, header, SectionKind::Data)?,
+                dims: table(bytes, header, SectionKind::Dims)?,
+            },
+            buffers: table(bytes, header, SectionKind::Buffers)?,
+            inputs: table(bytes, header, SectionKind::Inputs)?,
+            outputs: table(bytes, header, SectionKind::Outputs)?,
+            programs: table(bytes, header, SectionKind::Programs)?,
+            params: table(bytes, header, SectionKind::Params)?,
+            vars: table(bytes, header, SectionKind::Vars)?,
+            objects: table(bytes, header, SectionKind::Objects)?,
+            launches: table(bytes, header, SectionKind::Launches)?,
+            args: table(bytes, header, SectionKind::Args)?,
+            vals: table(bytes, header, SectionKind::Vals)?,
+        };
+        file.validate()?;
+        Ok(file)
+    }
+
+    /// File offset of record `i` of `kind` (for error messages).
+    fn record_at(&self, kind: SectionKind, i: usize) -> u64 {
+        let e = &self.header.sections[kind as usize];
+        e.offset.get().saturating_add((i as u64).saturating_mul(kind.record_size() as u64))
+    }
+
+    fn validate(&self) -> Result<()> {
+        let h = self.header;
+        self.pools.req_str(h.model)?;
+        self.pools.req_str(h.tinygrad_version)?;
+        self.pools.str(h.level_x86_64)?;
+        self.pools.str(h.level_aarch64)?;
+        Arch::from_code(h.expected_from as u32)?;
+        for i in 0..self.buffers.len() {
+            self.try_buffer(i).map_err(|e| at(e, Loc::Buffer(i)))?;
+        }
+        for i in 0..self.inputs.len() {
+            self.check_tensor(SectionKind::Inputs, i).map_err(|e| at(e, Loc::Input(i)))?;
+        }
+        for i in 0..self.outputs.len() {
+            self.check_tensor(SectionKind::Outputs, i).map_err(|e| at(e, Loc::Output(i)))?;
+        }
+        for i in 0..self.programs.len() {
+            self.check_program(i)?;
+        }
+        for i in 0..self.launches.len() {
+            self.check_launch(i)?;
+        }
+        Ok(())
+    }
+
+    fn buffer_nbytes(&self, i: u32) -> Option<u64> {
+        self.buffers.get(i as usize).map(|b| b.nbytes.get())
+    }
+
+    fn try_buffer(&self, i: usize) -> Result<BufferRef<'a>> {
+        let b = self.buffers.get(i).ok_or(Error::OutOfBounds {
+            what: "buffer index",
+            offset: i as u64,
+            len: 1,
+            limit: self.buffers.len() as u64,
+        })?;
+        let r = BufferRef {
+            nbytes: b.nbytes.get(),
+            dtype: dtype(b.dtype)?,
+            role: BufferRole::from_code(b.role)?,
+            also_output: b.flags & raw::BUFFER_ALSO_OUTPUT != 0,
+            initial: self.pools.blob(b.initial)?,
+        };
+        if let Some(data) = r.initial {
+            check::initial(data.len() as u64, r.nbytes)?;
+        }
+        Ok(r)
+    }
+
+    fn try_tensor(&self, kind: SectionKind, i: usize) -> Result<TensorRef<'a>> {
+        let t = if kind == SectionKind::Inputs { self.inputs } else { self.outputs };
+        let v = t.get(i).ok_or(Error::OutOfBounds {
+            what: kind.what(),
+            offset: i as u64,
+            len: 1,
+            limit: t.len() as u64,
+        })?;
+        let expected = self.pools.blob(v.expected)?;
+        if kind == SectionKind::Inputs && expected.is_some() {
+            return Err(malformed(kind.what(), self.record_at(kind, i), "an input carries expected bytes"));
+        }
+        Ok(TensorRef {
+            view: ArgView {
+                buffer: v.buffer.get(),
+                offset: v.offset.get(),
+                nbytes: v.nbytes.get(),
+                dtype: dtype(v.dtype)?,
+            },
+            expected,
+            shape: self.pools.dims(v.dims_first, v.dims_len)?,
+        })
+    }
+
+    fn check_tensor(&self, kind: SectionKind, i: usize) -> Result<()> {
+        let t = self.try_tensor(kind, i)?;
+        let bytes = check::footprint(t.view.dtype, t.shape())?;
+        let expected = t.expected.map(|e| e.len() as u64);
+        check::tensor(t.view, self.buffer_nbytes(t.view.buffer), self.buffers.len(), bytes, expected)
+    }
+
+    fn try_program(&self, i: usize) -> Result<ProgramRef<'a>> {
+        let p = self.programs.get(i).ok_or(Error::OutOfBounds {
+            what: "program index",
+            offset: i as u64,
+            len: 1,
+            limit: self.programs.len() as u64,
+        })?;
+        let rec = self.record_at(SectionKind::Programs, i);
+        Ok(ProgramRef {
+            name: self.pools.req_str(p.name)?,
+            symbol: self.pools.req_str(p.symbol)?,
+            n_buffer_args: p.n_buffer_args.get(),
+            core_id_arg: opt_u32(p.core_id_arg),
+            adreno: self.pools.blob(p.adreno)?,
+            pools: self.pools,
+            params: sub(self.params, p.params_first, p.params_len).ok_or(malformed(
+                "hcqb program table",
+                rec,
+                "parameter range outside the parameter table",
+            ))?,
+            vars: sub(self.vars, p.vars_first, p.vars_len).ok_or(malformed(
+                "hcqb program table",
+                rec,
+                "var range outside the var table",
+            ))?,
+            objects: sub(self.objects, p.objects_first, p.objects_len).ok_or(malformed(
+                "hcqb program table",
+                rec,
+                "object range outside the object table",
+            ))?,
+        })
+    }
+
+    fn program_shape(&self, i: u32) -> Option<check::ProgramShape> {
+        let p = self.programs.get(i as usize)?;
+        Some(check::ProgramShape {
+            n_buffer_args: p.n_buffer_args.get(),
+            n_params: p.params_len.get() as usize,
+            n_vars: p.vars_len.get() as usize,
+            core_id_arg: opt_u32(p.core_id_arg),
+            n_objects: p.objects_len.get() as usize,
+        })
+    }
+
+    fn check_program(&self, i: usize) -> Result<()> {
+        let p = self.try_program(i).map_err(|e| at(e, Loc::Program(i)))?;
+        for (j, raw_param) in p.params.iter().enumerate() {
+            let param = p.param_at(raw_param).map_err(|e| at(e, Loc::Param(i, j)))?;
+            check::param(j, param.slot, param.is_buffer, p.n_buffer_args)
+                .and_then(|()| check::footprint(param.dtype, param.shape()).map(|_| ()))
+                .map_err(|e| at(e, Loc::Param(i, j)))?;
+        }
+        for (j, v) in p.vars.iter().enumerate() {
+            self.pools.req_str(*v).map_err(|e| at(e, Loc::Var(i, j)))?;
+        }
+        let mut seen = 0u32;
+        for (j, o) in p.objects.iter().enumerate() {
+            let arch = Arch::from_code(o.arch.get()).map_err(|e| at(e, Loc::Object(i, j)))?;
+            if seen & (1 << arch.code()) != 0 {
+                let rec = self.record_at(SectionKind::Programs, i);
+                return Err(at(
+                    malformed("hcqb program table", rec, "two objects for one architecture"),
+                    Loc::Object(i, j),
+                ));
+            }
+            seen |= 1 << arch.code();
+            if self.pools.blob(o.blob).map_err(|e| at(e, Loc::Object(i, j)))?.is_none() {
+                let rec = self.record_at(SectionKind::Programs, i);
+                return Err(at(malformed("hcqb program table", rec, "object without bytes"), Loc::Object(i, j)));
+            }
+        }
+        let shape = self.program_shape(i as u32).ok_or(Error::OutOfBounds {
+            what: "program index",
+            offset: i as u64,
+            len: 1,
+            limit: self.programs.len() as u64,
+        })?;
+        check::program(&shape).map_err(|e| at(e, Loc::Program(i)))
+    }
+
+    fn raw_launch(&self, i: usize) -> Result<RawLaunch<'a>> {
+        let l = self.launches.get(i).ok_or(Error::OutOfBounds {
+            what: "launch index",
+            offset: i as u64,
+            len: 1,
+            limit: self.launches.len() as u64,
+        })?;
+        let rec = self.record_at(SectionKind::Launches, i);
+        let args = sub(self.args, l.args_first, l.args_len).ok_or(malformed(
+            "hcqb launch table",
+            rec,
+            "argument range outside the argument table",
+        ))?;
+        let vals = sub(self.vals, l.vals_first, l.vals_len).ok_or(malformed(
+            "hcqb launch table",
+            rec,
+            "value range outside the value table",
+        ))?;
+        let gpu_vals = sub(self.vals, l.gpu_vals_first, l.gpu_vals_len).ok_or(malformed(
+            "hcqb launch table",
+            rec,
+            "GPU value range outside the value table",
+        ))?;
+        Ok(RawLaunch { launch: l, args, vals, gpu_vals })
+    }
+
+    fn try_launch(&self, i: usize) -> Result<LaunchRef<'a>> {
+        let RawLaunch { launch: l, args, vals, gpu_vals } = self.raw_launch(i)?;
+        let rec = self.record_at(SectionKind::Launches, i);
+        match l.kind {
+            raw::LAUNCH_KERNEL => {
+                if l.flags & raw::LAUNCH_HAS_GPU == 0 && !gpu_vals.is_empty() {
+                    return Err(malformed("hcqb launch table", rec, "GPU values without a GPU grid"));
+                }
+                let gpu = (l.flags & raw::LAUNCH_HAS_GPU != 0).then_some(GpuRef {
+                    global_size: dims3(&l.gpu_global_size),
+                    local_size: dims3(&l.gpu_local_size),
+                    vals: gpu_vals,
+                });
+                Ok(LaunchRef::Kernel(KernelRef {
+                    program: l.program.get(),
+                    name: self.pools.req_str(l.name)?,
+                    global_size: dims3(&l.global_size),
+                    local_size: dims3(&l.local_size),
+                    core_id_arg: opt_u32(l.core_id_arg),
+                    gpu,
+                    args,
+                    vals,
+                }))
+            }
+            raw::LAUNCH_COPY => {
+                if l.program.get() != NONE32 || l.flags != 0 || !vals.is_empty() || !gpu_vals.is_empty() {
+                    return Err(malformed(
+                        "hcqb launch table",
+                        rec,
+                        "a copy launch has no program, values or GPU grid",
+                    ));
+                }
+                match args {
+                    [dst, src] => Ok(LaunchRef::Copy { dst: decode_arg(dst)?, src: decode_arg(src)? }),
+                    _ => {
+                        Err(malformed("hcqb launch table", rec, "a copy launch needs exactly two arguments (dst, src)"))
+                    }
+                }
+            }
+            kind => Err(Error::Unsupported { what: "hcqb launch kind", value: kind as u64 }),
+        }
+    }
+
+    fn check_launch(&self, i: usize) -> Result<()> {
+        let launch = self.try_launch(i).map_err(|e| at(e, Loc::Launch(i)))?;
+        let n_buffers = self.buffers.len();
+        let k = match launch {
+            LaunchRef::Copy { dst, src } => {
+                check::view("copy destination view", dst, self.buffer_nbytes(dst.buffer), n_buffers)
+                    .map_err(|e| at(e, Loc::CopyDst(i)))?;
+                check::view("copy source view", src, self.buffer_nbytes(src.buffer), n_buffers)
+                    .map_err(|e| at(e, Loc::CopySrc(i)))?;
+                return check::copy_sizes(dst, src).map_err(|e| at(e, Loc::Launch(i)));
+            }
+            LaunchRef::Kernel(k) => k,
+        };
+        let shape = check::KernelShape {
+            n_args: k.args.len(),
+            n_vals: k.vals.len(),
+            core_id_arg: k.core_id_arg,
+            global_size: k.global_size,
+        };
+        let ps = self.program_shape(k.program);
+        check::kernel(k.program, &shape, ps.as_ref(), self.programs.len()).map_err(|e| at(e, Loc::Launch(i)))?;
+        let p = self.try_program(k.program as usize).map_err(|e| at(e, Loc::Launch(i)))?;
+        for (j, a) in k.args.iter().enumerate() {
+            let arg = decode_arg(a).map_err(|e| at(e, Loc::LaunchArg(i, j)))?;
+            let param_bytes = match p.params.get(j) {
+                Some(raw_param) => p.param_at(raw_param).and_then(|param| check::footprint(param.dtype, param.shape())),
+                None => Ok(0),
+            };
+            param_bytes
+                .and_then(|pb| check::kernel_arg(arg, self.buffer_nbytes(arg.buffer), n_buffers, pb))
+                .map_err(|e| at(e, Loc::LaunchArg(i, j)))?;
+        }
+        for (j, v) in k.vals.iter().enumerate() {
+            check::val(j, val(v), p.n_buffer_args, p.core_id_arg).map_err(|e| at(e, Loc::LaunchVal(i, j)))?;
+        }
+        if let Some(gpu) = k.gpu {
+            for (j, v) in gpu.vals.iter().enumerate() {
+                if v.flags & raw::VAL_PRESENT == 0 {
+                    return Err(at(
+                        malformed("hcqb value table", j as u64, "GPU values cannot be null"),
+                        Loc::GpuVal(i, j),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The whole file (exactly the header's file size).
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// `(major, minor)` format version of the file.
+    pub fn version(&self) -> (u16, u16) {
+        (self.header.version_major.get(), self.header.version_minor.get())
+    }
+
+    /// Version of the interchange format the bundle came from.
+    pub fn source_version(&self) -> u32 {
+        self.header.source_version.get()
+    }
+
+    /// Model name.
+    pub fn model_name(&self) -> &'a str {
+        self.pools.req_str(self.header.model).unwrap_or("")
+    }
+
+    /// tinygrad version of the exporter.
+    pub fn tinygrad_version(&self) -> &'a str {
+        self.pools.req_str(self.header.tinygrad_version).unwrap_or("")
+    }
+
+    /// Lowest CPU level the `arch` objects need, if recorded (see
+    /// [`ArchLevels`](super::model::ArchLevels) for what a missing level means).
+    pub fn arch_level(&self, arch: Arch) -> Option<&'a str> {
+        let r = match arch {
+            Arch::X86_64 => self.header.level_x86_64,
+            Arch::Aarch64 => self.header.level_aarch64,
+            Arch::AdrenoA630 => return None,
+        };
+        self.pools.str(r).ok().flatten()
+    }
+
+    /// The architecture whose objects produced the expected outputs.
+    pub fn expected_from(&self) -> Arch {
+        Arch::from_code(self.header.expected_from as u32).unwrap_or(Arch::X86_64)
+    }
+
+    /// Number of programs.
+    pub fn n_programs(&self) -> usize {
+        self.programs.len()
+    }
+
+    /// Program `i`.
+    pub fn program(&self, i: usize) -> Option<ProgramRef<'a>> {
+        self.try_program(i).ok()
+    }
+
+    /// All programs, by index.
+    pub fn programs(&self) -> impl ExactSizeIterator<Item = ProgramRef<'a>> + '_ {
+        (0..self.programs.len()).filter_map(|i| self.program(i)).exact_len(self.programs.len())
+    }
+
+    /// The object of program `prog` for `arch`.
+    pub fn object(&self, prog: usize, arch: Arch) -> Option<&'a [u8]> {
+        self.program(prog)?.object(arch)
+    }
+
+    /// Number of buffers.
+    pub fn n_buffers(&self) -> usize {
+        self.buffers.len()
+    }
+
+    /// Buffer `i`.
+    pub fn buffer(&self, i: usize) -> Option<BufferRef<'a>> {
+        self.try_buffer(i).ok()
+    }
+
+    /// All buffers, by index.
+    pub fn buffers(&self) -> impl ExactSizeIterator<Item = BufferRef<'a>> + '_ {
+        (0..self.buffers.len()).filter_map(|i| self.buffer(i)).exact_len(self.buffers.len())
+    }
+
+    /// Starting bytes of buffer `buf`, if it has any.
+    pub fn initial_data(&self, buf: usize) -> Option<&'a [u8]> {
+        self.buffer(buf)?.initial
+    }
+
+    /// The model's inputs, by index.
+    pub fn inputs(&self) -> impl ExactSizeIterator<Item = TensorRef<'a>> + '_ {
+        (0..self.inputs.len()).filter_map(|i| self.try_tensor(SectionKind::Inputs, i).ok()).exact_len(self.inputs.len())
+    }
+
+    /// The model's outputs with their expected bytes, by index.
+    pub fn outputs(&self) -> impl ExactSizeIterator<Item = TensorRef<'a>> + '_ {
+        (0..self.outputs.len())
+            .filter_map(|i| self.try_tensor(SectionKind::Outputs, i).ok())
+            .exact_len(self.outputs.len())
+    }
+
+    /// Number of launches.
+    pub fn n_launches(&self) -> usize {
+        self.launches.len()
+    }
+
+    /// Launch `i`.
+    pub fn launch(&self, i: usize) -> Option<LaunchRef<'a>> {
+        self.try_launch(i).ok()
+    }
+
+    /// All launches, in execution order.
+    pub fn launches(&self) -> impl ExactSizeIterator<Item = LaunchRef<'a>> + '_ {
+        (0..self.launches.len()).filter_map(|i| self.launch(i)).exact_len(self.launches.len())
+    }
+}
+
+/// An iterator that yields at most a known number of items and reports that number as its
+/// length. Used for accessors over validated tables, where every item decodes, so the
+/// reported length is exact.
+struct Exact<I> {
+    inner: I,
+    left: usize,
+}
+
+impl<I: Iterator> Iterator for Exact<I> {
+    type Item = I::Item;
+    fn next(&mut self) -> Option<I::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        let item = self.inner.next();
+        self.left = if item.is_some() { self.left - 1 } else { 0 };
+        item
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl<I: Iterator> ExactSizeIterator for Exact<I> {}
+
+trait ExactLen: Iterator + Sized {
+    fn exact_len(self, n: usize) -> Exact<Self> {
+        Exact { inner: self, left: n }
+    }
+}
+
+impl<I: Iterator> ExactLen for I {}
+
+#[cfg(feature = "alloc")]
+mod write;
+#[cfg(feature = "alloc")]
+pub use write::{reseal, write};
+
+#[cfg(all(test, feature = "alloc"))]
+mod tests;

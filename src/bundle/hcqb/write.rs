@@ -1,0 +1,450 @@
+//! Packing a [`BundleModel`] into `.hcqb` bytes, and unpacking a parsed file back into a model.
+
+use alloc::collections::BTreeMap;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use zerocopy::IntoBytes;
+use zerocopy::byteorder::{I64, LE, U16, U32, U64};
+
+use super::raw::{self, NONE32, NONE64, SECTION_COUNT, SectionKind};
+use super::{Hcqb, LaunchRef};
+use crate::bundle::crc::crc32;
+use crate::bundle::model::{
+    ArchLevels, Buffer, BundleModel, GpuLaunch, Input, KernelLaunch, Launch, Objects, Output, Param, Program,
+};
+use crate::bundle::{Arch, ArgView};
+use crate::error::{Error, Result};
+
+fn u32_of(what: &'static str, n: usize) -> Result<u32> {
+    u32::try_from(n).ok().filter(|&v| v != NONE32).ok_or(Error::OutOfSpace {
+        what,
+        requested: n as u64,
+        capacity: NONE32 as u64 - 1,
+    })
+}
+
+fn le32(v: u32) -> U32<LE> {
+    U32::new(v)
+}
+
+fn le64(v: u64) -> U64<LE> {
+    U64::new(v)
+}
+
+fn dims3(v: [u32; 3]) -> [U32<LE>; 3] {
+    [le32(v[0]), le32(v[1]), le32(v[2])]
+}
+
+#[derive(Default)]
+struct Builder<'m> {
+    strings: Vec<u8>,
+    string_index: BTreeMap<&'m str, raw::StrRef>,
+    data: Vec<u8>,
+    blob_index: BTreeMap<&'m [u8], raw::BlobRef>,
+    dims: Vec<U64<LE>>,
+    buffers: Vec<raw::Buffer>,
+    inputs: Vec<raw::View>,
+    outputs: Vec<raw::View>,
+    programs: Vec<raw::Program>,
+    params: Vec<raw::Param>,
+    vars: Vec<raw::StrRef>,
+    objects: Vec<raw::Object>,
+    launches: Vec<raw::Launch>,
+    args: Vec<raw::Arg>,
+    vals: Vec<raw::Val>,
+}
+
+impl<'m> Builder<'m> {
+    /// Intern a string (equal strings share bytes).
+    fn str(&mut self, s: &'m str) -> Result<raw::StrRef> {
+        if let Some(r) = self.string_index.get(s) {
+            return Ok(*r);
+        }
+        let r = raw::StrRef {
+            offset: le32(u32_of("hcqb string section", self.strings.len())?),
+            len: le32(u32_of("hcqb string length", s.len())?),
+        };
+        u32_of("hcqb string section", self.strings.len() + s.len())?;
+        self.strings.extend_from_slice(s.as_bytes());
+        self.string_index.insert(s, r);
+        Ok(r)
+    }
+
+    fn opt_str(&mut self, s: Option<&'m str>) -> Result<raw::StrRef> {
+        match s {
+            Some(s) => self.str(s),
+            None => Ok(raw::StrRef { offset: le32(NONE32), len: le32(0) }),
+        }
+    }
+
+    /// Add a blob at a 16-byte aligned offset of the data section (equal blobs share bytes).
+    fn blob(&mut self, b: Option<&'m [u8]>) -> raw::BlobRef {
+        let Some(b) = b else { return raw::BlobRef { offset: le64(NONE64), len: le64(0) } };
+        if let Some(r) = self.blob_index.get(b) {
+            return *r;
+        }
+        let start = self.data.len().next_multiple_of(raw::WRITER_ALIGN);
+        self.data.resize(start, 0);
+        self.data.extend_from_slice(b);
+        let r = raw::BlobRef { offset: le64(start as u64), len: le64(b.len() as u64) };
+        self.blob_index.insert(b, r);
+        r
+    }
+
+    fn dims(&mut self, shape: &[u64]) -> Result<(U32<LE>, U32<LE>)> {
+        let first = u32_of("hcqb dims section", self.dims.len())?;
+        self.dims.extend(shape.iter().map(|&d| le64(d)));
+        u32_of("hcqb dims section", self.dims.len())?;
+        Ok((le32(first), le32(u32_of("hcqb shape rank", shape.len())?)))
+    }
+
+    fn view(&mut self, view: &ArgView, shape: &[u64], expected: Option<&'m [u8]>) -> Result<raw::View> {
+        let (dims_first, dims_len) = self.dims(shape)?;
+        Ok(raw::View {
+            buffer: le32(view.buffer),
+            dtype: view.dtype.code(),
+            reserved: [0; 3],
+            offset: le64(view.offset),
+            nbytes: le64(view.nbytes),
+            dims_first,
+            dims_len,
+            expected: self.blob(expected),
+        })
+    }
+
+    fn arg(&mut self, a: &ArgView, flags: u8) {
+        self.args.push(raw::Arg {
+            buffer: le32(a.buffer),
+            dtype: a.dtype.code(),
+            flags,
+            reserved: [0; 2],
+            offset: le64(a.offset),
+            nbytes: le64(a.nbytes),
+        });
+    }
+
+    fn val(&mut self, v: Option<i64>) {
+        self.vals.push(raw::Val {
+            value: I64::new(v.unwrap_or(0)),
+            flags: if v.is_some() { raw::VAL_PRESENT } else { 0 },
+            reserved: [0; 7],
+        });
+    }
+
+    fn program(&mut self, p: &'m Program) -> Result<raw::Program> {
+        let params_first = u32_of("hcqb parameter table", self.params.len())?;
+        for param in &p.signature {
+            let name = self.opt_str(param.name.as_deref())?;
+            let (dims_first, dims_len) = self.dims(&param.shape)?;
+            self.params.push(raw::Param {
+                name,
+                slot: le32(param.slot),
+                dtype: param.dtype.code(),
+                flags: if param.is_buffer { raw::PARAM_IS_BUFFER } else { 0 },
+                reserved: [0; 2],
+                dims_first,
+                dims_len,
+            });
+        }
+        let vars_first = u32_of("hcqb var table", self.vars.len())?;
+        for v in &p.vars {
+            let r = self.str(v)?;
+            self.vars.push(r);
+        }
+        let objects_first = u32_of("hcqb object table", self.objects.len())?;
+        for arch in Arch::ALL {
+            if let Some(bytes) = p.objects.get(arch) {
+                let blob = self.blob(Some(bytes));
+                self.objects.push(raw::Object { arch: le32(arch.code() as u32), reserved: le32(0), blob });
+            }
+        }
+        Ok(raw::Program {
+            name: self.str(&p.name)?,
+            symbol: self.str(&p.symbol)?,
+            n_buffer_args: le32(p.n_buffer_args),
+            core_id_arg: le32(p.core_id_arg.unwrap_or(NONE32)),
+            params_first: le32(params_first),
+            params_len: le32(u32_of("hcqb signature length", p.signature.len())?),
+            vars_first: le32(vars_first),
+            vars_len: le32(u32_of("hcqb var count", p.vars.len())?),
+            objects_first: le32(objects_first),
+            objects_len: le32(u32_of("hcqb object count", p.objects.count())?),
+            adreno: self.blob(p.adreno.as_deref()),
+        })
+    }
+
+    fn launch(&mut self, l: &'m Launch) -> Result<raw::Launch> {
+        let zero3 = [le32(0); 3];
+        let args_first = u32_of("hcqb argument table", self.args.len())?;
+        let vals_first = u32_of("hcqb value table", self.vals.len())?;
+        match l {
+            Launch::Copy { dst, src } => {
+                self.arg(dst, raw::ARG_OUT);
+                self.arg(src, raw::ARG_IN);
+                Ok(raw::Launch {
+                    kind: raw::LAUNCH_COPY,
+                    flags: 0,
+                    reserved0: [0; 2],
+                    program: le32(NONE32),
+                    name: self.opt_str(None)?,
+                    global_size: zero3,
+                    local_size: zero3,
+                    args_first: le32(args_first),
+                    args_len: le32(2),
+                    vals_first: le32(vals_first),
+                    vals_len: le32(0),
+                    core_id_arg: le32(NONE32),
+                    gpu_global_size: zero3,
+                    gpu_local_size: zero3,
+                    gpu_vals_first: le32(vals_first),
+                    gpu_vals_len: le32(0),
+                    reserved1: le32(0),
+                })
+            }
+            Launch::Kernel(k) => {
+                for (j, a) in k.args.iter().enumerate() {
+                    let j = j as u32;
+                    let out = if k.outs.contains(&j) { raw::ARG_OUT } else { 0 };
+                    let inp = if k.ins.contains(&j) { raw::ARG_IN } else { 0 };
+                    self.arg(a, out | inp);
+                }
+                for v in &k.vals {
+                    self.val(*v);
+                }
+                let gpu_vals_first = u32_of("hcqb value table", self.vals.len())?;
+                if let Some(g) = &k.gpu {
+                    for v in &g.vals {
+                        self.val(Some(*v));
+                    }
+                }
+                u32_of("hcqb argument table", self.args.len())?;
+                u32_of("hcqb value table", self.vals.len())?;
+                Ok(raw::Launch {
+                    kind: raw::LAUNCH_KERNEL,
+                    flags: if k.gpu.is_some() { raw::LAUNCH_HAS_GPU } else { 0 },
+                    reserved0: [0; 2],
+                    program: le32(k.program),
+                    name: self.str(&k.name)?,
+                    global_size: dims3(k.global_size),
+                    local_size: dims3(k.local_size),
+                    args_first: le32(args_first),
+                    args_len: le32(u32_of("hcqb argument count", k.args.len())?),
+                    vals_first: le32(vals_first),
+                    vals_len: le32(u32_of("hcqb value count", k.vals.len())?),
+                    core_id_arg: le32(k.core_id_arg.unwrap_or(NONE32)),
+                    gpu_global_size: dims3(k.gpu.as_ref().map_or([0; 3], |g| g.global_size)),
+                    gpu_local_size: dims3(k.gpu.as_ref().map_or([0; 3], |g| g.local_size)),
+                    gpu_vals_first: le32(gpu_vals_first),
+                    gpu_vals_len: le32(u32_of("hcqb value count", k.gpu.as_ref().map_or(0, |g| g.vals.len()))?),
+                    reserved1: le32(0),
+                })
+            }
+        }
+    }
+}
+
+/// Pack `model` into `.hcqb` bytes: sections in [`SectionKind`] order after the header, each
+/// and every blob 16-byte aligned, equal strings and equal blobs stored once, all CRCs set.
+///
+/// This is a serializer, not a validator: it writes what it is given (so tests can make files
+/// that [`Hcqb::parse`] must refuse). Call [`BundleModel::validate`] first for a model you built
+/// by hand; the v1 importer already has. Fails only with [`Error::OutOfSpace`] when a table
+/// outgrows its 32-bit indices.
+pub fn write(model: &BundleModel) -> Result<Vec<u8>> {
+    let mut b = Builder::default();
+    for buf in &model.buffers {
+        let initial = b.blob(buf.initial.as_deref());
+        b.buffers.push(raw::Buffer {
+            nbytes: le64(buf.nbytes),
+            initial,
+            dtype: buf.dtype.code(),
+            role: buf.role.code(),
+            flags: if buf.also_output { raw::BUFFER_ALSO_OUTPUT } else { 0 },
+            reserved: [0; 5],
+        });
+    }
+    for t in &model.inputs {
+        let v = b.view(&t.view, &t.shape, None)?;
+        b.inputs.push(v);
+    }
+    for t in &model.outputs {
+        let v = b.view(&t.view, &t.shape, t.expected.as_deref())?;
+        b.outputs.push(v);
+    }
+    for p in &model.programs {
+        let r = b.program(p)?;
+        b.programs.push(r);
+    }
+    for l in &model.launches {
+        let r = b.launch(l)?;
+        b.launches.push(r);
+    }
+    let model_name = b.str(&model.name)?;
+    let tinygrad_version = b.str(&model.tinygrad_version)?;
+    let level_x86_64 = b.opt_str(model.arch_levels.x86_64.as_deref())?;
+    let level_aarch64 = b.opt_str(model.arch_levels.aarch64.as_deref())?;
+
+    let regions: [(&[u8], usize); SECTION_COUNT] = [
+        (&b.strings, b.strings.len()),
+        (&b.data, b.data.len()),
+        (b.dims.as_bytes(), b.dims.len()),
+        (b.buffers.as_bytes(), b.buffers.len()),
+        (b.inputs.as_bytes(), b.inputs.len()),
+        (b.outputs.as_bytes(), b.outputs.len()),
+        (b.programs.as_bytes(), b.programs.len()),
+        (b.params.as_bytes(), b.params.len()),
+        (b.vars.as_bytes(), b.vars.len()),
+        (b.objects.as_bytes(), b.objects.len()),
+        (b.launches.as_bytes(), b.launches.len()),
+        (b.args.as_bytes(), b.args.len()),
+        (b.vals.as_bytes(), b.vals.len()),
+    ];
+    let mut out = alloc::vec![0u8; raw::HEADER_SIZE];
+    let mut sections = [raw::SectionEntry::default(); SECTION_COUNT];
+    for (kind, (bytes, count)) in SectionKind::ALL.iter().zip(regions) {
+        let start = out.len().next_multiple_of(raw::WRITER_ALIGN);
+        out.resize(start, 0);
+        out.extend_from_slice(bytes);
+        sections[*kind as usize] = raw::SectionEntry {
+            offset: le64(if bytes.is_empty() { 0 } else { start as u64 }),
+            size: le64(bytes.len() as u64),
+            count: le32(u32_of(kind.what(), count)?),
+            crc: le32(crc32(bytes)),
+        };
+    }
+    let mut header = raw::Header {
+        magic: raw::MAGIC,
+        version_major: U16::new(raw::VERSION_MAJOR),
+        version_minor: U16::new(raw::VERSION_MINOR),
+        flags: le32(0),
+        source_version: le32(model.format_version),
+        file_size: le64(out.len() as u64),
+        model: model_name,
+        tinygrad_version,
+        level_x86_64,
+        level_aarch64,
+        expected_from: model.expected_from.code(),
+        reserved0: [0; 7],
+        sections,
+        reserved1: le32(0),
+        header_crc: le32(0),
+    };
+    header.header_crc = le32(crc32(&header.as_bytes()[..raw::HEADER_CRC_OFFSET]));
+    out[..raw::HEADER_SIZE].copy_from_slice(header.as_bytes());
+    Ok(out)
+}
+
+/// Recompute every checksum of a packed file in place (the section CRCs, then the header CRC),
+/// after a tool edited its bytes. Fails if the header is incomplete or a section lies outside
+/// `bytes`. The result still has to pass [`Hcqb::parse`].
+pub fn reseal(bytes: &mut [u8]) -> Result<()> {
+    use zerocopy::FromBytes;
+    let len = bytes.len() as u64;
+    let header = raw::Header::read_from_prefix(bytes)
+        .map_err(|_| Error::Malformed { what: "hcqb header", at: len, reason: "truncated file (header incomplete)" })?
+        .0;
+    let mut header = header;
+    for kind in SectionKind::ALL {
+        let e = &mut header.sections[kind as usize];
+        let region = usize::try_from(e.offset.get()).ok().and_then(|start| {
+            let end = start.checked_add(usize::try_from(e.size.get()).ok()?)?;
+            bytes.get(start..end)
+        });
+        let region = region.ok_or(Error::Malformed {
+            what: kind.what(),
+            at: e.offset.get(),
+            reason: "section runs past the end of the file",
+        })?;
+        e.crc = le32(crc32(region));
+    }
+    header.header_crc = le32(crc32(&header.as_bytes()[..raw::HEADER_CRC_OFFSET]));
+    bytes[..raw::HEADER_SIZE].copy_from_slice(header.as_bytes());
+    Ok(())
+}
+
+impl Hcqb<'_> {
+    /// Unpack into an owned model; `write(&file.to_model())` packs the same bundle again.
+    pub fn to_model(&self) -> BundleModel {
+        let buffers = self
+            .buffers()
+            .map(|b| Buffer {
+                nbytes: b.nbytes,
+                dtype: b.dtype,
+                role: b.role,
+                also_output: b.also_output,
+                initial: b.initial.map(<[u8]>::to_vec),
+            })
+            .collect();
+        let inputs = self.inputs().map(|t| Input { view: t.view, shape: t.shape().collect() }).collect();
+        let outputs = self
+            .outputs()
+            .map(|t| Output { view: t.view, shape: t.shape().collect(), expected: t.expected.map(<[u8]>::to_vec) })
+            .collect();
+        let programs = self
+            .programs()
+            .map(|p| {
+                let mut objects = Objects::default();
+                for (arch, bytes) in p.objects() {
+                    objects.set(arch, Some(bytes.to_vec()));
+                }
+                Program {
+                    name: p.name.to_string(),
+                    symbol: p.symbol.to_string(),
+                    signature: p
+                        .params()
+                        .map(|q| Param {
+                            name: q.name.map(ToString::to_string),
+                            slot: q.slot,
+                            dtype: q.dtype,
+                            shape: q.shape().collect(),
+                            is_buffer: q.is_buffer,
+                        })
+                        .collect(),
+                    n_buffer_args: p.n_buffer_args,
+                    vars: p.vars().map(ToString::to_string).collect(),
+                    core_id_arg: p.core_id_arg,
+                    objects,
+                    adreno: p.adreno.map(<[u8]>::to_vec),
+                }
+            })
+            .collect();
+        let launches = self
+            .launches()
+            .map(|l| match l {
+                LaunchRef::Copy { dst, src } => Launch::Copy { dst, src },
+                LaunchRef::Kernel(k) => Launch::Kernel(KernelLaunch {
+                    program: k.program,
+                    name: k.name.to_string(),
+                    global_size: k.global_size,
+                    local_size: k.local_size,
+                    args: k.args().collect(),
+                    vals: k.vals().collect(),
+                    core_id_arg: k.core_id_arg,
+                    outs: k.outs().collect(),
+                    ins: k.ins().collect(),
+                    gpu: k.gpu.map(|g| GpuLaunch {
+                        global_size: g.global_size,
+                        local_size: g.local_size,
+                        vals: g.vals().collect(),
+                    }),
+                }),
+            })
+            .collect();
+        BundleModel {
+            name: self.model_name().to_string(),
+            format_version: self.source_version(),
+            tinygrad_version: self.tinygrad_version().to_string(),
+            arch_levels: ArchLevels {
+                x86_64: self.arch_level(Arch::X86_64).map(String::from),
+                aarch64: self.arch_level(Arch::Aarch64).map(String::from),
+            },
+            expected_from: self.expected_from(),
+            buffers,
+            inputs,
+            outputs,
+            programs,
+            launches,
+        }
+    }
+}

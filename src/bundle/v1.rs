@@ -1,0 +1,433 @@
+//! Import of the `tg-cpu-bundle` version 1 interchange directory (a `manifest.json` plus one
+//! file per object, buffer and expected output), as tinygrad's exporter writes it.
+//!
+//! [`import_dir`] reads the manifest, refuses another `format` or `version`
+//! ([`Error::Unsupported`]), loads every file the manifest names (only plain relative names
+//! inside the directory: `..` or absolute paths are refused), checks each `sha256` and, for
+//! objects, `nbytes` where the manifest gives them (a mismatch is an [`Error::Mismatch`] naming
+//! the file), and ends with [`BundleModel::validate`]. Errors name the manifest field
+//! (`"manifest.json: launches[3].args[1].offset: ..."`).
+//!
+//! What the importer assumes where the manifest is silent:
+//! - no `arch_levels` (older bundles): both levels are `None`, i.e. the objects are treated as
+//!   built for the exporting machine only, like `"native"`;
+//! - no `expected_from`: `x86_64` (the only producer of v1 expected outputs);
+//! - no `programs[].objects` (older bundles): the top-level `file`/`sha256`/`nbytes` are the
+//!   x86-64 object; object keys other than `x86_64`, `aarch64`, `adreno_a630` are ignored;
+//! - no `adreno` / `adreno_a630` / `gpu_*` fields (bundles exported without the GPU option):
+//!   those parts are `None`;
+//! - no `outs`/`ins`: empty lists (they are informational); they are sorted and deduplicated;
+//! - `vars` entries may be names or objects with a `name` field; signature `name` may be null;
+//! - no `file` on an output: no expected bytes.
+//!
+//! Everything else the format lists for running a bundle is required, and every other field
+//! (`toolchain`, `calling_convention`, `display_name`, `source_file`, ...) is ignored.
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use std::path::{Component, Path};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::model::{
+    ArchLevels, Buffer, BundleModel, GpuLaunch, Input, KernelLaunch, Launch, Objects, Output, Param, Program,
+};
+use super::{Arch, ArgView, BufferRole};
+use crate::dtype::DType;
+use crate::error::{Error, Result, ResultExt};
+
+/// The manifest's file name.
+pub const MANIFEST: &str = "manifest.json";
+/// The `format` this importer reads.
+pub const FORMAT: &str = "tg-cpu-bundle";
+/// The `version` this importer reads.
+pub const VERSION: u64 = 1;
+
+/// A JSON value with its path in the manifest, for error messages.
+struct Node<'v> {
+    value: &'v Value,
+    path: String,
+}
+
+fn field_error(path: &str, reason: &'static str) -> Error {
+    Error::Malformed { what: "bundle manifest field", at: 0, reason }.context(format!("{MANIFEST}: {path}"))
+}
+
+impl<'v> Node<'v> {
+    fn child(&self, key: &str, value: &'v Value) -> Node<'v> {
+        let path = if self.path.is_empty() { key.to_string() } else { format!("{}.{key}", self.path) };
+        Node { value, path }
+    }
+
+    /// An optional field: `None` when missing or `null`.
+    fn opt(&self, key: &str) -> Option<Node<'v>> {
+        match self.value.get(key) {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(self.child(key, v)),
+        }
+    }
+
+    /// A required field.
+    fn get(&self, key: &str) -> Result<Node<'v>> {
+        if !self.value.is_object() {
+            return Err(field_error(&self.path, "wrong type (expected an object)"));
+        }
+        self.opt(key).ok_or_else(|| field_error(&self.child(key, &Value::Null).path, "missing required field"))
+    }
+
+    fn u64(&self) -> Result<u64> {
+        self.value.as_u64().ok_or_else(|| field_error(&self.path, "wrong type (expected an unsigned integer)"))
+    }
+
+    fn u32(&self) -> Result<u32> {
+        u32::try_from(self.u64()?).map_err(|_| field_error(&self.path, "value does not fit 32 bits"))
+    }
+
+    fn i64(&self) -> Result<i64> {
+        self.value.as_i64().ok_or_else(|| field_error(&self.path, "wrong type (expected an integer)"))
+    }
+
+    fn str(&self) -> Result<&'v str> {
+        self.value.as_str().ok_or_else(|| field_error(&self.path, "wrong type (expected a string)"))
+    }
+
+    fn array(&self) -> Result<Vec<Node<'v>>> {
+        let items = self.value.as_array().ok_or_else(|| field_error(&self.path, "wrong type (expected an array)"))?;
+        Ok(items.iter().enumerate().map(|(i, v)| Node { value: v, path: format!("{}[{i}]", self.path) }).collect())
+    }
+
+    fn dtype(&self) -> Result<DType> {
+        let name = self.str()?;
+        DType::from_name(name).with_context(|| format!("{MANIFEST}: {}: dtype {name:?}", self.path))
+    }
+
+    fn u64_list(&self) -> Result<Vec<u64>> {
+        self.array()?.iter().map(Node::u64).collect()
+    }
+
+    fn u32_list(&self) -> Result<Vec<u32>> {
+        self.array()?.iter().map(Node::u32).collect()
+    }
+
+    fn dims3(&self) -> Result<[u32; 3]> {
+        match self.u32_list()?.as_slice() {
+            &[x, y, z] => Ok([x, y, z]),
+            _ => Err(field_error(&self.path, "expected exactly three sizes")),
+        }
+    }
+
+    fn view(&self) -> Result<ArgView> {
+        Ok(ArgView {
+            buffer: self.get("buffer")?.u32()?,
+            offset: self.get("offset")?.u64()?,
+            nbytes: self.get("nbytes")?.u64()?,
+            dtype: self.get("dtype")?.dtype()?,
+        })
+    }
+
+    /// `id`, when present, must equal the list position.
+    fn check_id(&self, index: usize) -> Result<()> {
+        if let Some(id) = self.opt("id")
+            && id.u64()? != index as u64
+        {
+            return Err(field_error(&id.path, "id is not the entry's position in its list"));
+        }
+        Ok(())
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn first_u64(bytes: &[u8]) -> u64 {
+    let mut head = [0u8; 8];
+    for (d, s) in head.iter_mut().zip(bytes) {
+        *d = *s;
+    }
+    u64::from_be_bytes(head)
+}
+
+fn parse_sha256(node: &Node<'_>) -> Result<[u8; 32]> {
+    let s = node.str()?;
+    let mut out = [0u8; 32];
+    if s.len() != 64 || !s.is_ascii() {
+        return Err(field_error(&node.path, "sha256 must be 64 hex digits"));
+    }
+    for (i, byte) in out.iter_mut().enumerate() {
+        let pair = s.get(2 * i..2 * i + 2).unwrap_or("");
+        *byte = u8::from_str_radix(pair, 16).map_err(|_| field_error(&node.path, "sha256 must be 64 hex digits"))?;
+    }
+    Ok(out)
+}
+
+/// Read one bundle file: `name` must be a plain relative path inside `dir`.
+fn read_file(dir: &Path, name: &str, field: &str) -> Result<Vec<u8>> {
+    let rel = Path::new(name);
+    if name.is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Err(Error::Malformed {
+            what: "bundle file name",
+            at: 0,
+            reason: "must be a relative path inside the bundle directory",
+        }
+        .context(format!("{MANIFEST}: {field}: {name:?}")));
+    }
+    let path = dir.join(rel);
+    std::fs::read(&path).map_err(|e| {
+        Error::Os { what: "read bundle file", errno: e.raw_os_error().unwrap_or(0) }
+            .context(format!("{MANIFEST}: {field}: {}: {e}", path.display()))
+    })
+}
+
+/// Load the file that `entry.file_key` names, checking `entry.sha256` and, if `size_key` is
+/// given, `entry.<size_key>` against the file length.
+fn load(dir: &Path, entry: &Node<'_>, file_key: &str, size_key: Option<&str>) -> Result<Vec<u8>> {
+    let file = entry.get(file_key)?;
+    let name = file.str()?;
+    let bytes = read_file(dir, name, &file.path)?;
+    if let Some(size) = size_key.and_then(|k| entry.opt(k)) {
+        let want = size.u64()?;
+        if want != bytes.len() as u64 {
+            return Err(Error::Mismatch { what: "bundle file size", expected: want, found: bytes.len() as u64 }
+                .context(format!("{MANIFEST}: {}: file {name} has {} bytes", size.path, bytes.len())));
+        }
+    }
+    if let Some(sha) = entry.opt("sha256") {
+        let want = parse_sha256(&sha)?;
+        let found: [u8; 32] = Sha256::digest(&bytes).into();
+        if want != found {
+            return Err(Error::Mismatch {
+                what: "bundle file sha256",
+                expected: first_u64(&want),
+                found: first_u64(&found),
+            }
+            .context(format!(
+                "{MANIFEST}: {}: file {name} has sha256 {}, the manifest says {}",
+                sha.path,
+                hex(&found),
+                hex(&want)
+            )));
+        }
+    }
+    Ok(bytes)
+}
+
+/// Import the v1 bundle in directory `path` (see the module docs for every check and default).
+pub fn import_dir(path: impl AsRef<Path>) -> Result<BundleModel> {
+    let dir = path.as_ref();
+    import(dir).with_context(|| format!("bundle {}", dir.display()))
+}
+
+fn import(dir: &Path) -> Result<BundleModel> {
+    let text = read_file(dir, MANIFEST, MANIFEST)?;
+    let value: Value = serde_json::from_slice(&text).map_err(|e| {
+        Error::Malformed { what: "bundle manifest", at: e.line() as u64, reason: "not valid JSON" }
+            .context(format!("{MANIFEST}: {e}"))
+    })?;
+    let root = Node { value: &value, path: String::new() };
+    let format = root.get("format")?.str()?;
+    if format != FORMAT {
+        return Err(Error::Unsupported { what: "bundle format (this importer reads tg-cpu-bundle)", value: 0 }
+            .context(format!("{MANIFEST}: format {format:?}")));
+    }
+    let version = root.get("version")?.u64()?;
+    if version != VERSION {
+        return Err(Error::Unsupported { what: "tg-cpu-bundle version", value: version }.context(MANIFEST));
+    }
+
+    let levels = root.opt("arch_levels");
+    let level = |arch: Arch| -> Result<Option<String>> {
+        match levels.as_ref().and_then(|l| l.opt(arch.name())) {
+            Some(n) => Ok(Some(n.str()?.to_string())),
+            None => Ok(None),
+        }
+    };
+    let expected_from = match root.opt("expected_from") {
+        Some(n) => Arch::from_name(n.str()?).with_context(|| format!("{MANIFEST}: {}", n.path))?,
+        None => Arch::X86_64,
+    };
+
+    let mut buffers = Vec::new();
+    for (i, b) in root.get("buffers")?.array()?.iter().enumerate() {
+        b.check_id(i)?;
+        let role_node = b.get("role")?;
+        let role =
+            BufferRole::from_name(role_node.str()?).with_context(|| format!("{MANIFEST}: {}", role_node.path))?;
+        let initial = match b.opt("file") {
+            Some(_) => Some(load(dir, b, "file", None)?),
+            None if matches!(role, BufferRole::Input | BufferRole::Weight) => {
+                return Err(field_error(&format!("{}.file", b.path), "input and weight buffers need a file"));
+            }
+            None => None,
+        };
+        buffers.push(Buffer {
+            nbytes: b.get("nbytes")?.u64()?,
+            dtype: b.get("dtype")?.dtype()?,
+            role,
+            also_output: match b.opt("also_output") {
+                Some(n) => n.value.as_bool().ok_or_else(|| field_error(&n.path, "wrong type (expected a boolean)"))?,
+                None => false,
+            },
+            initial,
+        });
+    }
+
+    let mut inputs = Vec::new();
+    for t in root.get("inputs")?.array()? {
+        let input = Input { view: t.view()?, shape: t.get("shape")?.u64_list()? };
+        inputs.push((t.get("index")?.u64()?, input));
+    }
+    let inputs = in_index_order(inputs, "inputs")?;
+    let mut outputs = Vec::new();
+    for t in root.get("outputs")?.array()? {
+        let expected = match t.opt("file") {
+            Some(_) => Some(load(dir, &t, "file", None)?),
+            None => None,
+        };
+        let output = Output { view: t.view()?, shape: t.get("shape")?.u64_list()?, expected };
+        outputs.push((t.get("index")?.u64()?, output));
+    }
+    let outputs = in_index_order(outputs, "outputs")?;
+
+    let mut programs = Vec::new();
+    for (i, p) in root.get("programs")?.array()?.iter().enumerate() {
+        p.check_id(i)?;
+        programs.push(program(dir, p)?);
+    }
+    let mut launches = Vec::new();
+    for l in root.get("launches")?.array()? {
+        launches.push(launch(&l)?);
+    }
+
+    let model = BundleModel {
+        name: root.get("model")?.str()?.to_string(),
+        format_version: VERSION as u32,
+        tinygrad_version: root.get("tinygrad_version")?.str()?.to_string(),
+        arch_levels: ArchLevels { x86_64: level(Arch::X86_64)?, aarch64: level(Arch::Aarch64)? },
+        expected_from,
+        buffers,
+        inputs,
+        outputs,
+        programs,
+        launches,
+    };
+    model.validate()?;
+    Ok(model)
+}
+
+/// Order entries by their `index`, which must be exactly `0..n`.
+fn in_index_order<T>(mut entries: Vec<(u64, T)>, list: &str) -> Result<Vec<T>> {
+    entries.sort_by_key(|(index, _)| *index);
+    for (position, (index, _)) in entries.iter().enumerate() {
+        if *index != position as u64 {
+            return Err(field_error(list, "indices must be 0..n without gaps or repeats"));
+        }
+    }
+    Ok(entries.into_iter().map(|(_, t)| t).collect())
+}
+
+fn program(dir: &Path, p: &Node<'_>) -> Result<Program> {
+    let n_buffer_args = p.get("n_buffer_args")?.u32()?;
+    let mut signature = Vec::new();
+    for (j, s) in p.get("signature")?.array()?.iter().enumerate() {
+        signature.push(Param {
+            name: match s.opt("name") {
+                Some(n) => Some(n.str()?.to_string()),
+                None => None,
+            },
+            slot: s.get("slot")?.u32()?,
+            dtype: s.get("dtype")?.dtype()?,
+            shape: match s.opt("shape") {
+                Some(n) => n.u64_list()?,
+                None => Vec::new(),
+            },
+            is_buffer: (j as u64) < n_buffer_args as u64,
+        });
+    }
+    let mut vars = Vec::new();
+    for v in p.get("vars")?.array()? {
+        let name = match v.value {
+            Value::String(s) => s.as_str(),
+            Value::Object(_) => v.get("name")?.str()?,
+            _ => return Err(field_error(&v.path, "wrong type (expected a name or an object with a name)")),
+        };
+        vars.push(name.to_string());
+    }
+    let mut objects = Objects::default();
+    match p.opt("objects") {
+        Some(objs) => {
+            let map =
+                objs.value.as_object().ok_or_else(|| field_error(&objs.path, "wrong type (expected an object)"))?;
+            for (key, value) in map {
+                let Ok(arch) = Arch::from_name(key) else { continue };
+                let entry = objs.child(key, value);
+                objects.set(arch, Some(load(dir, &entry, "file", Some("nbytes"))?));
+            }
+        }
+        None => objects.x86_64 = Some(load(dir, p, "file", Some("nbytes"))?),
+    }
+    let adreno = match p.opt("adreno") {
+        Some(a) => Some(serde_json::to_vec(a.value).map_err(|_| field_error(&a.path, "cannot re-encode as JSON"))?),
+        None => None,
+    };
+    Ok(Program {
+        name: p.get("name")?.str()?.to_string(),
+        symbol: p.get("symbol")?.str()?.to_string(),
+        signature,
+        n_buffer_args,
+        vars,
+        core_id_arg: p.opt("core_id_arg").map(|n| n.u32()).transpose()?,
+        objects,
+        adreno,
+    })
+}
+
+fn sorted_indices(node: Option<Node<'_>>) -> Result<Vec<u32>> {
+    let mut list = match node {
+        Some(n) => n.u32_list()?,
+        None => Vec::new(),
+    };
+    list.sort_unstable();
+    list.dedup();
+    Ok(list)
+}
+
+fn launch(l: &Node<'_>) -> Result<Launch> {
+    let kind = l.get("kind")?;
+    match kind.str()? {
+        "kernel" => {
+            let mut vals = Vec::new();
+            for v in l.get("vals")?.array()? {
+                vals.push(if v.value.is_null() { None } else { Some(v.i64()?) });
+            }
+            let gpu = match l.opt("gpu_global_size") {
+                Some(g) => Some(GpuLaunch {
+                    global_size: g.dims3()?,
+                    local_size: l.get("gpu_local_size")?.dims3()?,
+                    vals: match l.opt("gpu_vals") {
+                        Some(v) => v.array()?.iter().map(Node::i64).collect::<Result<_>>()?,
+                        None => Vec::new(),
+                    },
+                }),
+                None => None,
+            };
+            Ok(Launch::Kernel(KernelLaunch {
+                program: l.get("program")?.u32()?,
+                name: l.get("name")?.str()?.to_string(),
+                global_size: l.get("global_size")?.dims3()?,
+                local_size: l.get("local_size")?.dims3()?,
+                args: l.get("args")?.array()?.iter().map(Node::view).collect::<Result<_>>()?,
+                vals,
+                core_id_arg: l.opt("core_id_arg").map(|n| n.u32()).transpose()?,
+                outs: sorted_indices(l.opt("outs"))?,
+                ins: sorted_indices(l.opt("ins"))?,
+                gpu,
+            }))
+        }
+        "copy" => Ok(Launch::Copy { dst: l.get("dst")?.view()?, src: l.get("src")?.view()? }),
+        other => Err(Error::Unsupported { what: "launch kind", value: 0 }
+            .context(format!("{MANIFEST}: {}: {other:?}", kind.path))),
+    }
+}
