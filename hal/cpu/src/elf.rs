@@ -424,7 +424,11 @@ impl<'a> ElfObject<'a> {
         let e_shnum = ehdr.u16(0x3c);
         let e_shstrndx = ehdr.u16(0x3e);
         if shoff == 0 {
-            return Err(Error::Malformed { what: "elf header", at: 0x28, reason: "no section header table (e_shoff = 0)" });
+            return Err(Error::Malformed {
+                what: "elf header",
+                at: 0x28,
+                reason: "no section header table (e_shoff = 0)",
+            });
         }
         if u64::from(shentsize) != SHDR_SIZE {
             return Err(Error::Mismatch { what: "elf e_shentsize", expected: SHDR_SIZE, found: shentsize.into() });
@@ -626,11 +630,14 @@ impl<'a> ElfObject<'a> {
         if (image.len() as u64) < size {
             return Err(Error::OutOfSpace { what: "elf load image", requested: size, capacity: image.len() as u64 });
         }
-        if image_addr % layout.align != 0 {
+        if !image_addr.is_multiple_of(layout.align) {
             return Err(Error::Misaligned { what: "elf load image address", value: image_addr, align: layout.align });
         }
         if image_addr.checked_add(size).is_none() {
-            return Err(Error::InvalidArgument { what: "elf load image address (image would wrap)", value: image_addr });
+            return Err(Error::InvalidArgument {
+                what: "elf load image address (image would wrap)",
+                value: image_addr,
+            });
         }
         let entry_offset = self.entry_offset(entry)?;
 
@@ -652,7 +659,8 @@ impl<'a> ElfObject<'a> {
             dst.copy_from_slice(src);
         }
 
-        let mut cache: Vec<Option<u64>> = vec![None; if self.relas.is_empty() { 0 } else { self.symbol_count() as usize }];
+        let mut cache: Vec<Option<u64>> =
+            vec![None; if self.relas.is_empty() { 0 } else { self.symbol_count() as usize }];
         let mut slot = 0u64;
         for set in &self.relas {
             for (k, entry) in set.entries.chunks_exact(RELA_SIZE as usize).enumerate() {
@@ -759,8 +767,11 @@ impl<'a> ElfObject<'a> {
                 continue; // relocations for debug info or other unloaded sections
             }
             if section.kind == SHT_REL {
-                return Err(Error::Unsupported { what: "SHT_REL relocation section (only SHT_RELA)", value: index as u64 })
-                    .with_context(ctx);
+                return Err(Error::Unsupported {
+                    what: "SHT_REL relocation section (only SHT_RELA)",
+                    value: index as u64,
+                })
+                .with_context(ctx);
             }
             if target_section.kind == SHT_NOBITS {
                 return Err(Error::Malformed {
@@ -771,10 +782,14 @@ impl<'a> ElfObject<'a> {
                 .with_context(ctx);
             }
             if section.entsize != RELA_SIZE {
-                return Err(Error::Mismatch { what: "SHT_RELA sh_entsize", expected: RELA_SIZE, found: section.entsize })
-                    .with_context(ctx);
+                return Err(Error::Mismatch {
+                    what: "SHT_RELA sh_entsize",
+                    expected: RELA_SIZE,
+                    found: section.entsize,
+                })
+                .with_context(ctx);
             }
-            if section.size % RELA_SIZE != 0 {
+            if !section.size.is_multiple_of(RELA_SIZE) {
                 return Err(Error::Malformed {
                     what: "elf section header",
                     at: index as u64,
@@ -790,7 +805,8 @@ impl<'a> ElfObject<'a> {
                 })
                 .with_context(ctx);
             }
-            let entries = slice(self.bytes, section.offset, section.size, "elf relocation entries").with_context(ctx)?;
+            let entries =
+                slice(self.bytes, section.offset, section.size, "elf relocation entries").with_context(ctx)?;
             sets.push(RelaSet { index, target, entries });
         }
         Ok(sets)
@@ -825,8 +841,17 @@ impl<'a> ElfObject<'a> {
             _ => return Err(Error::Unsupported { what: "elf relocation type", value: r.ty.into() }),
         };
         // Bounds of the patched place inside its section (and therefore inside the image).
-        let section_size = self.sections.get(r.target).map_or(0, |s| s.size);
-        let base = self.layout.sections.get(r.target).copied().flatten().unwrap_or(0);
+        let (Some(section), Some(base)) =
+            (self.sections.get(r.target), self.layout.sections.get(r.target).copied().flatten())
+        else {
+            // collect_relas keeps only relocations of laid-out sections.
+            return Err(Error::Malformed {
+                what: "elf relocation",
+                at: r.target as u64,
+                reason: "target section is not loaded",
+            });
+        };
+        let section_size = section.size;
         match r.r_offset.checked_add(width) {
             Some(end) if end <= section_size => {}
             _ => {
@@ -902,7 +927,9 @@ impl<'a> ElfObject<'a> {
                         let range = -(1i128 << 27)..(1i128 << 27);
                         let mut x = sa - p;
                         if !range.contains(&x) {
-                            let slot = r.veneer.unwrap_or(0);
+                            let Some(slot) = r.veneer else {
+                                return Err(range_error("branch out of range and no veneer slot"));
+                            };
                             let mut veneer = [0u8; VENEER_SIZE as usize];
                             veneer[..4].copy_from_slice(&A64_LDR_X16_PC8.to_le_bytes());
                             veneer[4..8].copy_from_slice(&A64_BR_X16.to_le_bytes());
@@ -1000,10 +1027,16 @@ impl<'a> ElfObject<'a> {
             }
             SHN_ABS => sym.value,
             SHN_COMMON => {
-                return Err(Error::Unsupported { what: "common symbol (SHN_COMMON; build with -fno-common)", value: index });
+                return Err(Error::Unsupported {
+                    what: "common symbol (SHN_COMMON; build with -fno-common)",
+                    value: index,
+                });
             }
             SHN_XINDEX => {
-                return Err(Error::Unsupported { what: "symbol with an extended section index (SHN_XINDEX)", value: index });
+                return Err(Error::Unsupported {
+                    what: "symbol with an extended section index (SHN_XINDEX)",
+                    value: index,
+                });
             }
             shndx if shndx >= SHN_LORESERVE => {
                 return Err(Error::Unsupported { what: "symbol with a reserved section index", value: shndx.into() });
@@ -1092,7 +1125,7 @@ fn find_symtab<'a>(bytes: &'a [u8], sections: &[Section]) -> Result<(Option<usiz
         return Err(Error::Mismatch { what: "SHT_SYMTAB sh_entsize", expected: SYM_SIZE, found: section.entsize })
             .with_context(ctx);
     }
-    if section.size % SYM_SIZE != 0 {
+    if !section.size.is_multiple_of(SYM_SIZE) {
         return Err(Error::Malformed {
             what: "elf section header",
             at: index as u64,
@@ -1102,7 +1135,9 @@ fn find_symtab<'a>(bytes: &'a [u8], sections: &[Section]) -> Result<(Option<usiz
     }
     let symtab = slice(bytes, section.offset, section.size, "elf symbol table").with_context(ctx)?;
     let strtab = match sections.get(section.link as usize) {
-        Some(s) if s.kind == SHT_STRTAB => slice(bytes, s.offset, s.size, "elf symbol string table").with_context(ctx)?,
+        Some(s) if s.kind == SHT_STRTAB => {
+            slice(bytes, s.offset, s.size, "elf symbol string table").with_context(ctx)?
+        }
         _ => {
             return Err(Error::Malformed {
                 what: "elf section header",
@@ -1151,8 +1186,12 @@ fn fit_u32(value: i128) -> Result<u32> {
 fn encode_lo12(insn: u32, sa: i128, shift: u32) -> Result<u32> {
     let lo12 = (sa & 0xfff) as u32;
     let align = 1u32 << shift;
-    if lo12 % align != 0 {
-        return Err(Error::Misaligned { what: "load/store target for the access size", value: sa as u64, align: align.into() });
+    if !lo12.is_multiple_of(align) {
+        return Err(Error::Misaligned {
+            what: "load/store target for the access size",
+            value: sa as u64,
+            align: align.into(),
+        });
     }
     Ok((insn & !(0xfff << 10)) | ((lo12 >> shift) << 10))
 }

@@ -9,9 +9,12 @@
 //! [`default_resolver`] resolves a small allow-list of libc/libm functions that clang may call
 //! from kernels ([`DEFAULT_IMPORTS`]).
 //!
-//! Limits: macOS with the hardened runtime needs `MAP_JIT`, which this module does not use
-//! (plain `mmap` + `mprotect` works for ordinary, non-hardened processes); only x86-64 and
-//! AArch64 Linux were tested.
+//! Limits:
+//! - The whole image, writable sections (`.data`, `.bss`) included, is read+execute after
+//!   loading, so a kernel that writes a global variable faults. tinygrad kernels never do.
+//! - macOS with the hardened runtime needs `MAP_JIT`, which this module does not use (plain
+//!   `mmap` + `mprotect` works for ordinary, non-hardened processes). Tested on x86-64 Linux
+//!   natively and on AArch64 Linux under `qemu-aarch64`; macOS is untested.
 
 use crate::elf::{Arch, ElfObject};
 use core::ffi::{CStr, c_void};
@@ -128,7 +131,8 @@ fn sync_icache(start: *mut u8, len: usize) {
 
 #[cfg(not(target_arch = "aarch64"))]
 fn sync_icache(_start: *mut u8, _len: usize) {
-    // x86-64 keeps instruction fetch coherent with stores; the mprotect is serialising enough.
+    // x86-64 hardware keeps instruction fetch coherent with earlier stores to the same
+    // addresses (self-modifying code is detected); no maintenance is needed.
 }
 
 /// A relocatable object loaded into executable memory.
@@ -165,8 +169,7 @@ impl LoadedObject {
         }
         let obj = ElfObject::parse_for(bytes, arch)?;
         let size = obj.layout().size as usize; // at most MAX_IMAGE_SIZE
-        let (mem, entry) =
-            ExecMemory::new(size, |image, addr| obj.load_into(image, addr, entry_symbol, resolve))?;
+        let (mem, entry) = ExecMemory::new(size, |image, addr| obj.load_into(image, addr, entry_symbol, resolve))?;
         Ok(LoadedObject { mem, entry, arch })
     }
 
@@ -206,9 +209,9 @@ impl LoadedObject {
 /// Names [`default_resolver`] resolves: memory functions clang emits for large copies and
 /// fills, and the `float`/`double` libm functions kernels may call.
 pub const DEFAULT_IMPORTS: &[&CStr] = &[
-    c"memset", c"memcpy", c"memmove", c"sqrtf", c"sqrt", c"expf", c"exp", c"exp2f", c"exp2", c"logf", c"log",
-    c"log2f", c"log2", c"sinf", c"sin", c"cosf", c"cos", c"powf", c"pow", c"tanhf", c"tanh", c"floorf", c"floor",
-    c"ceilf", c"ceil", c"fmaf", c"fma",
+    c"memset", c"memcpy", c"memmove", c"sqrtf", c"sqrt", c"expf", c"exp", c"exp2f", c"exp2", c"logf", c"log", c"log2f",
+    c"log2", c"sinf", c"sin", c"cosf", c"cos", c"powf", c"pow", c"tanhf", c"tanh", c"floorf", c"floor", c"ceilf",
+    c"ceil", c"fmaf", c"fma",
 ];
 
 /// Resolve an undefined symbol of a kernel object against this process, for the names in

@@ -281,8 +281,8 @@ mod run {
 
     #[test]
     fn missing_entry_symbol_is_named() {
-        let err = LoadedObject::load(CHAIN100.object(Arch::host()), Arch::host(), "E_9_9", &default_resolver)
-            .unwrap_err();
+        let err =
+            LoadedObject::load(CHAIN100.object(Arch::host()), Arch::host(), "E_9_9", &default_resolver).unwrap_err();
         assert!(err.to_string().contains("`E_9_9`"), "{err}");
     }
 }

@@ -87,7 +87,7 @@ fn x86_near_plt32_leaves_the_veneer_slot_unused() {
 }
 
 fn err_text(result: hcq::Result<(Vec<u8>, u64, hcq_cpu::Layout)>) -> (Error, String) {
-    let err = result.err().expect("load must fail");
+    let err = result.expect_err("load must fail");
     let text = err.to_string();
     (err, text)
 }
@@ -323,8 +323,7 @@ fn unresolved_symbols_are_named_and_weak_ones_are_zero() {
     let (_, msg) = err_text(load_at(&obj, X_BASE, "entry", &no_imports));
     assert!(msg.contains("unresolved symbol `missing_fn`"), "{msg}");
     // The resolver is asked by name.
-    let (image, _, _) =
-        load_at(&obj, X_BASE, "entry", &|n: &str| (n == "missing_fn").then_some(0xabcdef)).unwrap();
+    let (image, _, _) = load_at(&obj, X_BASE, "entry", &|n: &str| (n == "missing_fn").then_some(0xabcdef)).unwrap();
     assert_eq!(get_u64(&image, 0), 0xabcdef);
 }
 
