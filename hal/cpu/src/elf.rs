@@ -630,7 +630,7 @@ impl<'a> ElfObject<'a> {
         if (image.len() as u64) < size {
             return Err(Error::OutOfSpace { what: "elf load image", requested: size, capacity: image.len() as u64 });
         }
-        if image_addr % layout.align != 0 {
+        if !image_addr.is_multiple_of(layout.align) {
             return Err(Error::Misaligned { what: "elf load image address", value: image_addr, align: layout.align });
         }
         if image_addr.checked_add(size).is_none() {
@@ -789,7 +789,7 @@ impl<'a> ElfObject<'a> {
                 })
                 .with_context(ctx);
             }
-            if section.size % RELA_SIZE != 0 {
+            if !section.size.is_multiple_of(RELA_SIZE) {
                 return Err(Error::Malformed {
                     what: "elf section header",
                     at: index as u64,
@@ -841,8 +841,17 @@ impl<'a> ElfObject<'a> {
             _ => return Err(Error::Unsupported { what: "elf relocation type", value: r.ty.into() }),
         };
         // Bounds of the patched place inside its section (and therefore inside the image).
-        let section_size = self.sections.get(r.target).map_or(0, |s| s.size);
-        let base = self.layout.sections.get(r.target).copied().flatten().unwrap_or(0);
+        let (Some(section), Some(base)) =
+            (self.sections.get(r.target), self.layout.sections.get(r.target).copied().flatten())
+        else {
+            // collect_relas keeps only relocations of laid-out sections.
+            return Err(Error::Malformed {
+                what: "elf relocation",
+                at: r.target as u64,
+                reason: "target section is not loaded",
+            });
+        };
+        let section_size = section.size;
         match r.r_offset.checked_add(width) {
             Some(end) if end <= section_size => {}
             _ => {
@@ -918,7 +927,9 @@ impl<'a> ElfObject<'a> {
                         let range = -(1i128 << 27)..(1i128 << 27);
                         let mut x = sa - p;
                         if !range.contains(&x) {
-                            let slot = r.veneer.unwrap_or(0);
+                            let Some(slot) = r.veneer else {
+                                return Err(range_error("branch out of range and no veneer slot"));
+                            };
                             let mut veneer = [0u8; VENEER_SIZE as usize];
                             veneer[..4].copy_from_slice(&A64_LDR_X16_PC8.to_le_bytes());
                             veneer[4..8].copy_from_slice(&A64_BR_X16.to_le_bytes());
@@ -1114,7 +1125,7 @@ fn find_symtab<'a>(bytes: &'a [u8], sections: &[Section]) -> Result<(Option<usiz
         return Err(Error::Mismatch { what: "SHT_SYMTAB sh_entsize", expected: SYM_SIZE, found: section.entsize })
             .with_context(ctx);
     }
-    if section.size % SYM_SIZE != 0 {
+    if !section.size.is_multiple_of(SYM_SIZE) {
         return Err(Error::Malformed {
             what: "elf section header",
             at: index as u64,
@@ -1175,7 +1186,7 @@ fn fit_u32(value: i128) -> Result<u32> {
 fn encode_lo12(insn: u32, sa: i128, shift: u32) -> Result<u32> {
     let lo12 = (sa & 0xfff) as u32;
     let align = 1u32 << shift;
-    if lo12 % align != 0 {
+    if !lo12.is_multiple_of(align) {
         return Err(Error::Misaligned {
             what: "load/store target for the access size",
             value: sa as u64,

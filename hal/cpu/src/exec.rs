@@ -9,9 +9,12 @@
 //! [`default_resolver`] resolves a small allow-list of libc/libm functions that clang may call
 //! from kernels ([`DEFAULT_IMPORTS`]).
 //!
-//! Limits: macOS with the hardened runtime needs `MAP_JIT`, which this module does not use
-//! (plain `mmap` + `mprotect` works for ordinary, non-hardened processes); only x86-64 and
-//! AArch64 Linux were tested.
+//! Limits:
+//! - The whole image, writable sections (`.data`, `.bss`) included, is read+execute after
+//!   loading, so a kernel that writes a global variable faults. tinygrad kernels never do.
+//! - macOS with the hardened runtime needs `MAP_JIT`, which this module does not use (plain
+//!   `mmap` + `mprotect` works for ordinary, non-hardened processes). Tested on x86-64 Linux
+//!   natively and on AArch64 Linux under `qemu-aarch64`; macOS is untested.
 
 use crate::elf::{Arch, ElfObject};
 use core::ffi::{CStr, c_void};
@@ -128,7 +131,8 @@ fn sync_icache(start: *mut u8, len: usize) {
 
 #[cfg(not(target_arch = "aarch64"))]
 fn sync_icache(_start: *mut u8, _len: usize) {
-    // x86-64 keeps instruction fetch coherent with stores; the mprotect is serialising enough.
+    // x86-64 hardware keeps instruction fetch coherent with earlier stores to the same
+    // addresses (self-modifying code is detected); no maintenance is needed.
 }
 
 /// A relocatable object loaded into executable memory.

@@ -7,6 +7,18 @@
 //!
 //! Features: `std` (default; enables `exec` and `hcq/std`). Without it the crate is `no_std`
 //! and needs only `alloc`.
+//!
+//! Testing: `cargo test -p hcq-cpu` runs the host architecture's kernels natively and checks
+//! both architectures' relocations on synthetic objects. The AArch64 kernels run under QEMU user
+//! mode with the cross toolchain (`gcc-aarch64-linux-gnu`, `qemu-user`):
+//!
+//! ```sh
+//! CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
+//! CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" \
+//!   cargo test -p hcq-cpu --target aarch64-unknown-linux-gnu
+//! ```
+//!
+//! The loader is fuzzed by `tests/fuzz` (target `elf`, see there).
 #![no_std]
 #![warn(missing_docs)]
 

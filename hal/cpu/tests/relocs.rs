@@ -87,7 +87,7 @@ fn x86_near_plt32_leaves_the_veneer_slot_unused() {
 }
 
 fn err_text(result: hcq::Result<(Vec<u8>, u64, hcq_cpu::Layout)>) -> (Error, String) {
-    let err = result.err().expect("load must fail");
+    let err = result.expect_err("load must fail");
     let text = err.to_string();
     (err, text)
 }

@@ -39,6 +39,11 @@ struct Sec {
     align: u64,
 }
 
+/// One RELA entry: (r_offset, r_info, r_addend).
+type RelaEntry = (u64, u64, i64);
+/// A section header: (name, type, flags, offset, size, link, info, addralign, entsize).
+type Shdr = (u32, u32, u64, u64, u64, u32, u32, u64, u64);
+
 struct Sym {
     name: String,
     info: u8,
@@ -52,7 +57,7 @@ pub struct ObjBuilder {
     machine: u16,
     secs: Vec<Sec>,
     syms: Vec<Sym>,
-    relas: Vec<(u16, Vec<(u64, u64, i64)>)>,
+    relas: Vec<(u16, Vec<RelaEntry>)>,
 }
 
 impl ObjBuilder {
@@ -112,7 +117,7 @@ impl ObjBuilder {
     pub fn build(&self) -> Vec<u8> {
         let mut out = vec![0u8; 64];
         let pad = |out: &mut Vec<u8>, align: u64| {
-            while out.len() as u64 % align.max(1) != 0 {
+            while !(out.len() as u64).is_multiple_of(align.max(1)) {
                 out.push(0);
             }
         };
@@ -123,8 +128,7 @@ impl ObjBuilder {
             shstr.push(0);
             off
         };
-        // (name, type, flags, offset, size, link, info, align, entsize)
-        let mut headers: Vec<(u32, u32, u64, u64, u64, u32, u32, u64, u64)> = vec![(0, 0, 0, 0, 0, 0, 0, 0, 0)];
+        let mut headers: Vec<Shdr> = vec![(0, 0, 0, 0, 0, 0, 0, 0, 0)];
         for sec in &self.secs {
             pad(&mut out, sec.align.max(16));
             let off = out.len() as u64;
