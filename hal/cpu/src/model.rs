@@ -1,0 +1,416 @@
+//! A model bundle loaded on the CPU device and ready to call.
+//!
+//! [`Model::load`] takes a parsed `.hcqb` ([`Hcqb`]), checks the host can run its objects
+//! (architecture and x86-64 level), allocates every base buffer once on the device (scratch
+//! arena views stay views: `base + offset`), fills inputs and weights, loads each program's
+//! object for the host, and captures the whole launch list as one queue whose kernel arguments
+//! live in a region of their own. [`Model::call`] replays that queue: it patches the timeline
+//! values, copies the words into the ring, rings the doorbell and waits — no encoding, no
+//! allocation.
+//!
+//! [`Model::check`] compares the outputs with the bundle's expected bytes: exactly when the
+//! objects are those that produced them, else within the bundle format's stated tolerance
+//! `|got - expected| <= 1e-5 + 1e-4 * |expected|` (FMA contraction differs between
+//! architectures).
+
+use crate::device::{CpuDevice, MAX_ARGS};
+use hcq::buffer::Buffer;
+use hcq::bundle::hcqb::{Hcqb, LaunchRef};
+use hcq::bundle::{Arch, ArgView};
+use hcq::device::Device;
+use hcq::dtype::DType;
+use hcq::error::{Error, Result, ResultExt};
+use hcq::mmio::{HostRegion, MmioBus};
+use hcq::queue::HwQueue;
+use std::format;
+use std::string::String;
+use std::sync::Arc;
+use std::vec::Vec;
+
+/// Absolute term of the cross-architecture tolerance.
+pub const TOL_ABS: f64 = 1e-5;
+/// Relative term of the cross-architecture tolerance.
+pub const TOL_REL: f64 = 1e-4;
+
+/// The bundle architecture of this host's CPU, if bundles carry objects for it.
+pub fn host_arch() -> Option<Arch> {
+    Arch::host()
+}
+
+/// Check that this host can run objects built for `level` of `arch` (the bundle's
+/// `arch_levels`): x86-64-v2/v3/v4 feature sets are checked with CPUID; `native` and unknown
+/// levels cannot be checked and are refused unless `allow_unchecked`.
+pub fn check_arch_level(arch: Arch, level: Option<&str>, allow_unchecked: bool) -> Result<()> {
+    let unchecked = |why: &'static str| {
+        if allow_unchecked {
+            log::warn!("bundle objects for {}: {}; running anyway", arch.name(), why);
+            Ok(())
+        } else {
+            Err(Error::Unsupported { what: why, value: 0 })
+        }
+    };
+    match (arch, level) {
+        (_, None) | (_, Some("native")) => {
+            unchecked("objects were built for the exporting machine only (arch level native or missing)")
+        }
+        (Arch::Aarch64, Some("armv8-a")) => Ok(()),
+        #[cfg(target_arch = "x86_64")]
+        (Arch::X86_64, Some(l @ ("x86-64" | "x86-64-v2" | "x86-64-v3" | "x86-64-v4"))) => {
+            use std::arch::is_x86_feature_detected as has;
+            let v2 = has!("sse3")
+                && has!("ssse3")
+                && has!("sse4.1")
+                && has!("sse4.2")
+                && has!("popcnt")
+                && has!("cmpxchg16b");
+            let v3 = v2
+                && has!("avx")
+                && has!("avx2")
+                && has!("bmi1")
+                && has!("bmi2")
+                && has!("fma")
+                && has!("lzcnt")
+                && has!("movbe")
+                && has!("f16c");
+            let v4 =
+                v3 && has!("avx512f") && has!("avx512bw") && has!("avx512cd") && has!("avx512dq") && has!("avx512vl");
+            let ok = match l {
+                "x86-64" => true,
+                "x86-64-v2" => v2,
+                "x86-64-v3" => v3,
+                _ => v4,
+            };
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::Unsupported { what: "this CPU lacks features the bundle's x86-64 level needs", value: 0 })
+                    .with_context(|| format!("bundle objects need {l}"))
+            }
+        }
+        _ => unchecked("unknown architecture level"),
+    }
+}
+
+/// Result of comparing outputs with the expected bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckReport {
+    /// Every compared output matched (exactly, or within the tolerance).
+    pub ok: bool,
+    /// Largest absolute difference over float outputs (0 when identical or none).
+    pub max_abs_diff: f64,
+    /// Whether the comparison was exact (same objects as the expected outputs came from).
+    pub exact: bool,
+    /// Outputs compared (those with expected bytes).
+    pub compared: usize,
+    /// Elements outside the tolerance (or differing bytes when exact).
+    pub mismatches: u64,
+}
+
+/// A bundle loaded on a CPU device.
+pub struct Model {
+    dev: Arc<CpuDevice>,
+    buffers: Vec<Buffer>,
+    addrs: Vec<u64>,
+    queue: HwQueue,
+    kernargs: Arc<HostRegion>,
+    kernels: usize,
+    arch: Arch,
+    expected_from: Arch,
+    outputs: Vec<(ArgView, Option<Vec<u8>>)>,
+    inputs: Vec<ArgView>,
+    name: String,
+}
+
+impl core::fmt::Debug for Model {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Model").field("name", &self.name).field("kernels", &self.kernels).finish()
+    }
+}
+
+fn f16_to_f64(h: u16) -> f64 {
+    let sign = if h >> 15 == 1 { -1.0 } else { 1.0 };
+    let exp = (h >> 10) & 0x1f;
+    let frac = f64::from(h & 0x3ff);
+    match exp {
+        0 => sign * frac * 2f64.powi(-24),
+        0x1f => {
+            if frac == 0.0 {
+                sign * f64::INFINITY
+            } else {
+                f64::NAN
+            }
+        }
+        e => sign * (1.0 + frac / 1024.0) * 2f64.powi(i32::from(e) - 15),
+    }
+}
+
+fn element(dtype: DType, b: &[u8]) -> f64 {
+    match dtype {
+        DType::F32 => f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        DType::F64 => f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+        DType::F16 => f16_to_f64(u16::from_le_bytes([b[0], b[1]])),
+        DType::BF16 => f64::from(f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16)),
+        _ => 0.0,
+    }
+}
+
+/// Compare `got` with `expected` (both `dtype` elements): `(mismatches, max_abs_diff)`.
+/// Floats within the tolerance when `!exact`, everything else bytewise.
+pub fn compare(dtype: DType, got: &[u8], expected: &[u8], exact: bool) -> (u64, f64) {
+    let size = dtype.size();
+    let mut bad = 0u64;
+    let mut max = 0f64;
+    for (g, e) in got.chunks_exact(size).zip(expected.chunks_exact(size)) {
+        if dtype.is_float() {
+            let (gv, ev) = (element(dtype, g), element(dtype, e));
+            let d = (gv - ev).abs();
+            let same_bits = g == e;
+            if !same_bits && !(gv.is_nan() && ev.is_nan()) {
+                if d.is_nan() || d > max {
+                    max = if d.is_nan() { f64::INFINITY } else { d };
+                }
+                if exact || !(d <= TOL_ABS + TOL_REL * ev.abs()) {
+                    bad += 1;
+                }
+            }
+        } else if g != e {
+            bad += 1;
+        }
+    }
+    if got.len() != expected.len() {
+        bad += 1;
+    }
+    (bad, max)
+}
+
+impl Model {
+    /// Load `bundle` on `dev`, running the objects built for `arch` (normally the host's).
+    /// `allow_unchecked_level`: run objects whose CPU level cannot be verified (`native`).
+    pub fn load(dev: Arc<CpuDevice>, bundle: &Hcqb<'_>, arch: Arch, allow_unchecked_level: bool) -> Result<Model> {
+        if Some(arch) != Arch::host() {
+            return Err(Error::Unsupported {
+                what: "bundle architecture is not this host's",
+                value: u64::from(arch.code()),
+            });
+        }
+        check_arch_level(arch, bundle.arch_level(arch), allow_unchecked_level)?;
+        let ddev: Arc<dyn Device> = dev.clone();
+        let mut buffers = Vec::with_capacity(bundle.n_buffers());
+        let mut addrs = Vec::with_capacity(bundle.n_buffers());
+        for (i, b) in bundle.buffers().enumerate() {
+            let bytes = b.nbytes.max(1).div_ceil(16) * 16;
+            let buf = Buffer::new(ddev.clone(), bytes, DType::U8, Default::default())
+                .with_context(|| format!("buffer {i}"))?;
+            let mut init = std::vec![0u8; bytes as usize];
+            if let Some(d) = b.initial {
+                init[..d.len()].copy_from_slice(d);
+            }
+            buf.copy_in(&init).with_context(|| format!("buffer {i}"))?;
+            addrs.push(buf.device_addr()?);
+            buffers.push(buf);
+        }
+        // one kernel per program
+        let mut handles = Vec::with_capacity(bundle.n_programs());
+        for (i, p) in bundle.programs().enumerate() {
+            let obj = p
+                .object(arch)
+                .ok_or(Error::Unsupported {
+                    what: "bundle has no object for this architecture",
+                    value: u64::from(arch.code()),
+                })
+                .with_context(|| format!("program {i} ({})", p.name))?;
+            let nargs = p.n_params();
+            let h = dev
+                .load_kernel(obj, p.symbol, nargs, p.core_id_arg.map(|s| s as usize))
+                .with_context(|| format!("program {i} ({})", p.name))?;
+            handles.push(h);
+        }
+        // kernel arguments of every launch, in a region the wrapping pool never reuses
+        let mut argv_all: Vec<u64> = Vec::new();
+        let mut offsets = Vec::with_capacity(bundle.n_launches());
+        for (li, l) in bundle.launches().enumerate() {
+            if let LaunchRef::Kernel(k) = l {
+                offsets.push(argv_all.len());
+                for a in k.args() {
+                    argv_all.push(addrs[a.buffer as usize] + a.offset);
+                }
+                for v in k.vals() {
+                    argv_all.push(v.unwrap_or(0) as u64);
+                }
+                if k.n_args() + k.vals().len() > MAX_ARGS {
+                    return Err(Error::Unsupported {
+                        what: "kernel argument count (max 63)",
+                        value: (k.n_args() + k.vals().len()) as u64,
+                    })
+                    .with_context(|| format!("launch {li}"));
+                }
+            } else {
+                offsets.push(usize::MAX);
+            }
+        }
+        let kernargs = Arc::new(HostRegion::new((argv_all.len() * 8).max(8), 64)?);
+        let raw: Vec<u8> = argv_all.iter().flat_map(|a| a.to_le_bytes()).collect();
+        kernargs.write_bytes(0, &raw)?;
+        dev.soft().add_kernarg_region(kernargs.clone());
+        let hcq = dev.soft().hcq();
+        let mut queue = hcq.queue()?;
+        let mut kernels = 0;
+        for (li, l) in bundle.launches().enumerate() {
+            match l {
+                LaunchRef::Kernel(k) => {
+                    let h = handles[k.program as usize];
+                    let ka = kernargs.addr() + 8 * offsets[li] as u64;
+                    queue.exec(h, ka, k.global_size, k.local_size).with_context(|| format!("launch {li}"))?;
+                    kernels += 1;
+                }
+                LaunchRef::Copy { dst, src } => {
+                    queue.copy(
+                        addrs[dst.buffer as usize] + dst.offset,
+                        addrs[src.buffer as usize] + src.offset,
+                        dst.nbytes,
+                    )?;
+                }
+            }
+        }
+        queue.finish()?;
+        let outputs = bundle.outputs().map(|o| (o.view, o.expected.map(<[u8]>::to_vec))).collect();
+        let inputs = bundle.inputs().map(|i| i.view).collect();
+        Ok(Model {
+            dev,
+            buffers,
+            addrs,
+            queue,
+            kernargs,
+            kernels,
+            arch,
+            expected_from: bundle.expected_from(),
+            outputs,
+            inputs,
+            name: bundle.model_name().into(),
+        })
+    }
+
+    /// Kernel launches per call.
+    pub fn kernels_per_call(&self) -> usize {
+        self.kernels
+    }
+
+    /// The model's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The architecture whose objects run.
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Arc<CpuDevice> {
+        &self.dev
+    }
+
+    /// Submit one forward pass without waiting; returns the timeline value that completes it.
+    pub fn submit(&mut self) -> Result<u64> {
+        self.dev.soft().hcq().submit(0, &mut self.queue)
+    }
+
+    /// One forward pass: submit and wait. Allocates nothing.
+    pub fn call(&mut self) -> Result<()> {
+        let v = self.submit()?;
+        self.dev.soft().hcq().wait(v)
+    }
+
+    fn view_bytes(&self, v: &ArgView) -> Result<Vec<u8>> {
+        let mut out = std::vec![0u8; v.nbytes as usize];
+        let mem = self.buffers[v.buffer as usize].memory()?;
+        mem.read_cpu(v.offset, &mut out)?;
+        Ok(out)
+    }
+
+    /// Bytes of output `i` (after a call).
+    pub fn output(&self, i: usize) -> Result<Vec<u8>> {
+        let (v, _) = self.outputs.get(i).ok_or(Error::OutOfBounds {
+            what: "model output index",
+            offset: i as u64,
+            len: 1,
+            limit: self.outputs.len() as u64,
+        })?;
+        self.view_bytes(v)
+    }
+
+    /// Number of outputs.
+    pub fn n_outputs(&self) -> usize {
+        self.outputs.len()
+    }
+
+    /// Replace input `i` with `data` (exactly its size).
+    pub fn set_input(&self, i: usize, data: &[u8]) -> Result<()> {
+        let v = self.inputs.get(i).ok_or(Error::OutOfBounds {
+            what: "model input index",
+            offset: i as u64,
+            len: 1,
+            limit: self.inputs.len() as u64,
+        })?;
+        if data.len() as u64 != v.nbytes {
+            return Err(Error::Mismatch { what: "model input size", expected: v.nbytes, found: data.len() as u64 });
+        }
+        self.dev.soft().hcq().synchronize()?;
+        self.buffers[v.buffer as usize].memory()?.write_cpu(v.offset, data)
+    }
+
+    /// Compare every output that has expected bytes.
+    pub fn check(&self) -> Result<CheckReport> {
+        let exact = self.arch == self.expected_from;
+        let mut rep = CheckReport { ok: true, max_abs_diff: 0.0, exact, compared: 0, mismatches: 0 };
+        for (v, exp) in &self.outputs {
+            let Some(exp) = exp else { continue };
+            let got = self.view_bytes(v)?;
+            let (bad, max) = compare(v.dtype, &got, exp, exact);
+            rep.compared += 1;
+            rep.mismatches += bad;
+            rep.max_abs_diff = rep.max_abs_diff.max(max);
+        }
+        rep.ok = rep.mismatches == 0;
+        Ok(rep)
+    }
+
+    /// Device addresses of the base buffers.
+    pub fn buffer_addrs(&self) -> &[u64] {
+        &self.addrs
+    }
+}
+
+impl Drop for Model {
+    fn drop(&mut self) {
+        let _ = self.dev.soft().hcq().synchronize();
+        self.dev.soft().remove_kernarg_region(&self.kernargs);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tolerance_compare_follows_the_bundle_rule() {
+        let e: Vec<u8> = [1.0f32, 10.0, 0.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let ok: Vec<u8> = [1.0f32 + 1e-5, 10.0 + 5e-4, 9e-6].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let (bad, max) = compare(DType::F32, &ok, &e, false);
+        assert_eq!(bad, 0);
+        assert!(max > 4e-4 && max < 6e-4);
+        assert_eq!(compare(DType::F32, &ok, &e, true).0, 3, "exact mode counts every differing element");
+        let far: Vec<u8> = [1.001f32, 10.0, 0.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert_eq!(compare(DType::F32, &far, &e, false).0, 1);
+        assert_eq!(compare(DType::I32, &[1, 0, 0, 0], &[2, 0, 0, 0], false).0, 1);
+        let nan = f32::NAN.to_le_bytes();
+        assert_eq!(compare(DType::F32, &nan, &1.0f32.to_le_bytes(), false).0, 1, "NaN never passes");
+    }
+
+    #[test]
+    fn half_precision_decodes() {
+        assert_eq!(f16_to_f64(0x3c00), 1.0);
+        assert_eq!(f16_to_f64(0xc000), -2.0);
+        assert_eq!(element(DType::BF16, &0x3f80u16.to_le_bytes()), 1.0);
+    }
+}
