@@ -286,13 +286,20 @@ impl Signal {
             return Ok(());
         }
         let mut since = hooks.now_ns();
+        let mut now = since;
         let mut polls: u32 = 0;
         loop {
             let v = self.value();
             if reached(v, target, self.bits32) {
                 return Ok(());
             }
-            let now = hooks.now_ns();
+            polls = polls.wrapping_add(1);
+            let spinning = now.saturating_sub(since) < policy.spin_ns;
+            // while spinning, read the clock only every 16 polls (a clock read costs more
+            // than a poll)
+            if !spinning || polls.is_multiple_of(16) {
+                now = hooks.now_ns();
+            }
             if v != last {
                 last = v;
                 since = now;
@@ -310,7 +317,6 @@ impl Signal {
                     timeout_ms: policy.timeout_ns / 1_000_000,
                 });
             }
-            polls = polls.wrapping_add(1);
             if polls.is_multiple_of(64)
                 && let Some(e) = hooks.fault()
             {

@@ -166,18 +166,13 @@ fn run(path: &Path, o: RunOpts) -> Result<bool> {
     let mut times = Vec::with_capacity(o.iters);
     let progress = std::io::stderr().is_terminal() && o.iters >= 1000;
     for i in 0..o.iters {
+        let start_ns = if o.profile.is_some() { hcq::soft::runner::soft_clock_ns() } else { 0 };
         let t = Instant::now();
         model.call()?;
         let dt = t.elapsed();
         if o.profile.is_some() {
-            let end = hcq::soft::runner::soft_clock_ns();
-            prof.record(Event {
-                kind: EventKind::Call,
-                name: call_name,
-                start_ns: end - dt.as_nanos() as u64,
-                end_ns: end,
-                arg: i as u64,
-            });
+            let end_ns = hcq::soft::runner::soft_clock_ns();
+            prof.record(Event { kind: EventKind::Call, name: call_name, start_ns, end_ns, arg: i as u64 });
         }
         times.push(dt.as_secs_f64() * 1e6);
         if progress && i % 500 == 0 {

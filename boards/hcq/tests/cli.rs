@@ -1,0 +1,146 @@
+//! The `hcq` command line end to end: every sample bundle runs and checks, from its directory
+//! and from a packed file; malformed bundles give a clear error and never a panic.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn hcq(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hcq")).args(args).current_dir(root()).output().expect("run hcq")
+}
+
+fn last_json(out: &Output) -> serde_json::Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("last line is not JSON ({e}): {stdout}"))
+}
+
+const BUNDLES: [&str; 3] = ["mlp", "elementwise", "chain100"];
+
+#[test]
+fn every_sample_bundle_runs_and_matches_its_expected_outputs() {
+    for b in BUNDLES {
+        let dir = format!("examples/{b}");
+        let out = hcq(&["run", &dir, "--check", "--json", "--iters", "20"]);
+        assert!(out.status.success(), "{b}: {}", String::from_utf8_lossy(&out.stderr));
+        let j = last_json(&out);
+        assert_eq!(j["outputs_ok"], true, "{b}");
+        assert_eq!(j["bundle"], b);
+        assert_eq!(j["device"], "CPU");
+        assert_eq!(j["calls"], 20);
+        for k in ["call_us_median", "call_us_min", "max_abs_diff", "kernels_per_call"] {
+            assert!(j[k].is_number(), "{b}: {k} missing");
+        }
+    }
+}
+
+#[test]
+fn packed_files_run_like_their_directories() {
+    let tmp = std::env::temp_dir().join(format!("hcq-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    for b in BUNDLES {
+        let file = tmp.join(format!("{b}.hcqb"));
+        let out = hcq(&["pack", &format!("examples/{b}"), "-o", file.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = hcq(&["run", file.to_str().unwrap(), "--check", "--json", "--iters", "5"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let j = last_json(&out);
+        assert_eq!(j["outputs_ok"], true);
+        let kernels = if b == "chain100" {
+            100
+        } else if b == "mlp" {
+            3
+        } else {
+            1
+        };
+        assert_eq!(j["kernels_per_call"], kernels);
+        let out = hcq(&["inspect", file.to_str().unwrap()]);
+        assert!(out.status.success());
+        assert!(String::from_utf8_lossy(&out.stdout).contains(b));
+    }
+    std::fs::remove_dir_all(&tmp).ok();
+}
+
+#[test]
+fn a_corrupted_expected_output_fails_the_check_with_exit_1() {
+    let tmp = std::env::temp_dir().join(format!("hcq-cli-bad-{}", std::process::id()));
+    let src = root().join("examples/elementwise");
+    std::fs::create_dir_all(&tmp).unwrap();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), tmp.join(e.file_name())).unwrap();
+    }
+    // change one expected float and fix up its sha256 in the manifest so only the values differ
+    let exp = tmp.join("expected_000.bin");
+    let mut bytes = std::fs::read(&exp).unwrap();
+    let v = f32::from_le_bytes(bytes[0..4].try_into().unwrap()) + 0.5;
+    bytes[0..4].copy_from_slice(&v.to_le_bytes());
+    std::fs::write(&exp, &bytes).unwrap();
+    let manifest = std::fs::read_to_string(tmp.join("manifest.json")).unwrap();
+    let mut m: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    if let Some(o) = m["outputs"][0].as_object_mut() {
+        o.remove("sha256");
+    }
+    std::fs::write(tmp.join("manifest.json"), m.to_string()).unwrap();
+    let out = hcq(&["run", tmp.to_str().unwrap(), "--check", "--json", "--iters", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let j = last_json(&out);
+    assert_eq!(j["outputs_ok"], false);
+    assert!(j["max_abs_diff"].as_f64().unwrap() >= 0.49);
+    std::fs::remove_dir_all(&tmp).ok();
+}
+
+#[test]
+fn malformed_bundles_are_clear_errors_never_panics() {
+    let bad = root().join("tests/data/bundles-bad");
+    let mut n = 0;
+    for e in std::fs::read_dir(&bad).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if name == "README.md" || name == "ok-control" {
+            continue;
+        }
+        let out = hcq(&["run", p.to_str().unwrap(), "--check", "--iters", "1"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: expected an error exit\n{stderr}");
+        assert!(stderr.starts_with("hcq: error: bundle "), "{name}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+        n += 1;
+    }
+    assert!(n >= 20, "the malformed corpus is there ({n} cases)");
+    let out = hcq(&["run", "no/such/bundle", "--iters", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/bundle"));
+}
+
+#[test]
+fn devices_lists_cpu_and_sim_and_unknown_devices_are_refused() {
+    let out = hcq(&["devices"]);
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.lines().any(|l| l.contains("CPU") && l.contains("PASS")), "{s}");
+    assert!(s.lines().any(|l| l.contains("SIM") && l.contains("PASS")), "{s}");
+    let out = hcq(&["run", "examples/mlp", "--device", "nope", "--iters", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown device"));
+    let out = hcq(&["run", "examples/mlp", "--device", "SIM", "--iters", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run bundle kernels"));
+}
+
+#[test]
+fn profile_writes_a_perfetto_trace_with_every_kernel() {
+    let tmp = std::env::temp_dir().join(format!("hcq-prof-{}.json", std::process::id()));
+    let out = hcq(&["run", "examples/mlp", "--iters", "3", "--profile", tmp.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&tmp).unwrap()).unwrap();
+    let evs = j["traceEvents"].as_array().unwrap();
+    let programs: Vec<_> = evs.iter().filter(|e| e["cat"] == "program").collect();
+    assert_eq!(programs.len(), 9, "3 kernels x 3 calls");
+    assert!(programs.iter().all(|e| e["dur"].as_f64().unwrap() >= 0.0));
+    assert_eq!(evs.iter().filter(|e| e["cat"] == "call").count(), 3);
+    std::fs::remove_file(&tmp).ok();
+}
