@@ -219,7 +219,10 @@ fn run(path: &Path, o: RunOpts) -> Result<bool> {
     }
     if o.json {
         let (ok, diff) = match &report {
-            Some(r) => (if r.ok { "true" } else { "false" }.to_string(), json_num(r.max_abs_diff)),
+            Some(r) => (
+                if r.ok { "true" } else { "false" }.to_string(),
+                if r.max_abs_diff.is_finite() { format!("{:e}", r.max_abs_diff) } else { "null".into() },
+            ),
             None => ("null".into(), "null".into()),
         };
         println!(
