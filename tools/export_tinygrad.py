@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Export a tinygrad 0.14 model, captured with TinyJit, to a `tg-cpu-bundle` (version 1) directory.
 
-The format is documented in shared/bundles/README.md. This tool writes the CPU part of it: x86-64 objects (the exact bytes
+The format is documented in examples/FORMAT.md. This tool writes the CPU part of it: x86-64 objects (the exact bytes
 tinygrad loaded and ran), optionally AArch64 objects rebuilt from the same C source, the buffers' starting bytes, the
 launch list of one forward pass and the outputs tinygrad computed. Adreno objects are not produced.
 

@@ -4,11 +4,11 @@
 # Creates (or reuses) a venv with tinygrad 0.14.0 + numpy, exports tools/models/mlp.py and tools/models/wide.py (a model with
 # core_id kernels) into a temporary directory, and checks them: tools/check_bundle.py (structure, hashes, data flow, numpy
 # reference), core_id present, bundle size < 1 MiB, a second export byte-identical, a corrupted copy rejected by the checker,
-# and, if the reference bundle exists, the same manifest structure as shared/bundles/mlp.
+# and the same manifest structure as the sample bundle examples/mlp.
 # If HCQ_BIN is set, `$HCQ_BIN run DIR --check --json` runs on each exported bundle and must report "outputs_ok": true.
 #
 # Environment: TG_VENV (venv path, default target/tg-export-venv), HCQ_BIN (optional), TG_REF_MLP (reference bundle,
-# default /work/shared/bundles/mlp; the check is skipped when it does not exist), CC (the C compiler, default clang).
+# default examples/mlp in this repo; the check is skipped when it does not exist), CC (the C compiler, default clang).
 # Prints "SKIP: ..." and exits 0 when the environment cannot run the exporter (no network for pip, no clang, not x86-64).
 # Last line: "N passed, M failed"; the exit status is non-zero when M > 0.
 set -u
@@ -16,7 +16,7 @@ set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${TG_VENV:-$ROOT/target/tg-export-venv}"
 CC_BIN="${CC:-clang}"
-REF_MLP="${TG_REF_MLP:-/work/shared/bundles/mlp}"
+REF_MLP="${TG_REF_MLP:-$(cd "$(dirname "$0")/.." && pwd)/examples/mlp}"
 PASSED=0
 FAILED=0
 
