@@ -12,6 +12,7 @@
 //! queue's timeline wait (previous value) and signal (new value), copies the words into the
 //! engine's ring and rings its doorbell. Nothing on this path allocates.
 
+use crate::deps::{Access, DepsTracker};
 use crate::error::{DeviceName, Error, Result};
 use crate::profile::Profiler;
 use crate::queue::{Encoder, HwQueue};
@@ -20,6 +21,20 @@ use crate::signal::{Signal, WaitHooks};
 use crate::timeline::Timeline;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+
+/// A dependency in the hazard tracker: a point on some device's timeline (the signal's device
+/// address and the value that marks the operation done).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TimelinePoint {
+    /// Device address of the timeline signal.
+    pub signal: u64,
+    /// The value.
+    pub value: u64,
+}
+
+/// Hazard tracking shared by the devices that touch the same buffers: which timeline point last
+/// wrote or read each byte range (keyed by base buffer, e.g. its device address).
+pub type Hazards = DepsTracker<TimelinePoint>;
 
 /// One engine of a device: a ring and its doorbell.
 pub struct Engine {
@@ -120,6 +135,30 @@ impl Hcq {
     /// value that marks its completion.
     pub fn submit(&self, engine: usize, q: &mut HwQueue) -> Result<u64> {
         self.lock().submit(engine, q)
+    }
+
+    /// Build and submit a queue that touches `accesses`, waiting only for what the hazard
+    /// tracker says it must: the earlier writers of every range it touches and the earlier
+    /// readers of every range it writes, on other devices' timelines. Points on this device's own
+    /// timeline need no wait (its submissions already run in order). `build` adds the work to a
+    /// queue that already holds those waits. Returns the timeline value that completes it.
+    pub fn submit_tracked(
+        &self,
+        engine: usize,
+        hazards: &mut Hazards,
+        accesses: &[Access],
+        build: impl FnOnce(&mut HwQueue, &mut Submitter<'_>) -> Result<()>,
+    ) -> Result<u64> {
+        let mut s = self.lock();
+        let me = TimelinePoint { signal: self.timeline.signal().addr(), value: s.next_value() };
+        let mut deps = Vec::new();
+        hazards.access(accesses, me, &mut deps)?;
+        let mut q = self.queue()?;
+        for d in deps.iter().filter(|d| d.signal != me.signal) {
+            q.wait_at(d.signal, d.value)?;
+        }
+        build(&mut q, &mut s)?;
+        s.submit(engine, &mut q)
     }
 
     /// Wait for everything submitted so far (a timeout marks the device hung).

@@ -272,3 +272,50 @@ fn the_sim_device_works_through_the_registry_buffers_and_programs() {
     let report = reg.enumerate();
     assert!(report.iter().any(|r| r.name == "SIM" && r.result.is_ok()));
 }
+
+#[test]
+fn hazard_tracking_adds_exactly_the_cross_device_waits_needed() {
+    use hcq::deps::Access;
+    use hcq::hcq::Hazards;
+    use hcq::queue::Command;
+    let a = SimDevice::with_defaults("SIM").unwrap();
+    let b = two_engines("SIM:1");
+    let shared = b.alloc(64).unwrap(); // the buffer both devices touch
+    let out = b.alloc(64).unwrap();
+    let key = shared.addr();
+    let mut hz = Hazards::new();
+    let prog_a = store_program(&a, shared.clone());
+    a.faults().set_latency(Duration::from_millis(30));
+    // A writes shared[8..16] (slowly)
+    let ka = kernargs(&a, 8, 4242);
+    let va = a
+        .hcq()
+        .submit_tracked(0, &mut hz, &[Access::write(key, 8, 16)], |q, _| q.exec(prog_a, ka, [1; 3], [1; 3]).map(|_| ()))
+        .unwrap();
+    // B reads shared[8..16] into out: must wait for A's write (RAW across devices)
+    let mut seen_waits = Vec::new();
+    b.hcq()
+        .submit_tracked(1, &mut hz, &[Access::read(key, 8, 16), Access::write(out.addr(), 0, 8)], |q, _| {
+            for i in 0..q.len() {
+                if let Some(Command::Wait { addr, value }) = q.command(i) {
+                    seen_waits.push((addr, value));
+                }
+            }
+            q.copy(out.addr(), shared.addr() + 8, 8).map(|_| ())
+        })
+        .unwrap();
+    b.hcq().synchronize().unwrap();
+    assert_eq!(out.read(0, Width::U64).unwrap(), 4242, "B saw A's write");
+    let a_tl = a.hcq().timeline().signal().addr();
+    assert!(seen_waits.contains(&(a_tl, va)), "a wait on A's timeline was added: {seen_waits:?}");
+    // B touching a disjoint range needs no wait on A: only its own timeline wait remains
+    let mut waits = 0;
+    b.hcq()
+        .submit_tracked(1, &mut hz, &[Access::write(key, 32, 40)], |q, _| {
+            waits = (0..q.len()).filter(|&i| matches!(q.command(i), Some(Command::Wait { .. }))).count();
+            q.memory_barrier().map(|_| ())
+        })
+        .unwrap();
+    assert_eq!(waits, 1, "only the device's own timeline wait");
+    b.hcq().synchronize().unwrap();
+}
