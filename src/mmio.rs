@@ -16,6 +16,7 @@ pub use register::__paste;
 
 use crate::error::{Error, Result};
 use core::ptr::NonNull;
+use volatile::VolatilePtr;
 
 /// Element format of a view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -158,14 +159,14 @@ impl MmioBus for VolatileRegion {
         check_access(offset, width, self.len)?;
         // SAFETY: `offset + width <= len` and `offset` is width-aligned (checked above); the
         // base is 8-aligned and the range mapped (type invariant), so the pointer is valid and
-        // aligned for a volatile read of that width.
+        // aligned for a volatile access of that width, and no reference to it exists.
         let v = unsafe {
-            let p = self.base.as_ptr().add(offset);
+            let p = self.base.add(offset);
             match width {
-                Width::U8 => u64::from(p.read_volatile()),
-                Width::U16 => u64::from(p.cast::<u16>().read_volatile()),
-                Width::U32 => u64::from(p.cast::<u32>().read_volatile()),
-                Width::U64 => p.cast::<u64>().read_volatile(),
+                Width::U8 => u64::from(VolatilePtr::new_read_only(p).read()),
+                Width::U16 => u64::from(VolatilePtr::new_read_only(p.cast::<u16>()).read()),
+                Width::U32 => u64::from(VolatilePtr::new_read_only(p.cast::<u32>()).read()),
+                Width::U64 => VolatilePtr::new_read_only(p.cast::<u64>()).read(),
             }
         };
         Ok(v)
@@ -176,12 +177,12 @@ impl MmioBus for VolatileRegion {
         check_access(offset, width, self.len)?;
         // SAFETY: as in `read`: in bounds, aligned, mapped writable (type invariant).
         unsafe {
-            let p = self.base.as_ptr().add(offset);
+            let p = self.base.add(offset);
             match width {
-                Width::U8 => p.write_volatile(value as u8),
-                Width::U16 => p.cast::<u16>().write_volatile(value as u16),
-                Width::U32 => p.cast::<u32>().write_volatile(value as u32),
-                Width::U64 => p.cast::<u64>().write_volatile(value),
+                Width::U8 => VolatilePtr::new(p).write(value as u8),
+                Width::U16 => VolatilePtr::new(p.cast::<u16>()).write(value as u16),
+                Width::U32 => VolatilePtr::new(p.cast::<u32>()).write(value as u32),
+                Width::U64 => VolatilePtr::new(p.cast::<u64>()).write(value),
             }
         }
         Ok(())
@@ -411,6 +412,57 @@ impl MmioBus for HostRegion {
     }
 }
 
+/// A window of another bus: `len` bytes at `offset` of `parent`, addressed from 0. How a device's
+/// memory is carved into rings and pools (by a [`BumpAllocator`](crate::memory::BumpAllocator)).
+#[cfg(feature = "alloc")]
+pub struct SubRegion {
+    parent: alloc::sync::Arc<dyn MmioBus + Send + Sync>,
+    offset: usize,
+    len: usize,
+}
+
+#[cfg(feature = "alloc")]
+impl SubRegion {
+    /// The window `[offset, offset + len)` of `parent`.
+    pub fn new(parent: alloc::sync::Arc<dyn MmioBus + Send + Sync>, offset: usize, len: usize) -> Result<Self> {
+        check_range("sub-region", offset, len, parent.size())?;
+        Ok(Self { parent, offset, len })
+    }
+
+    /// Where the window starts in its parent.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl MmioBus for SubRegion {
+    #[inline]
+    fn size(&self) -> usize {
+        self.len
+    }
+    #[inline]
+    fn read(&self, offset: usize, width: Width) -> Result<u64> {
+        check_range("sub-region access", offset, width.bytes(), self.len)?;
+        self.parent.read(self.offset + offset, width)
+    }
+    #[inline]
+    fn write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
+        check_range("sub-region access", offset, width.bytes(), self.len)?;
+        self.parent.write(self.offset + offset, width, value)
+    }
+    #[inline]
+    fn write_bytes(&self, offset: usize, src: &[u8]) -> Result<()> {
+        check_range("sub-region write_bytes", offset, src.len(), self.len)?;
+        self.parent.write_bytes(self.offset + offset, src)
+    }
+    #[inline]
+    fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        check_range("sub-region read_bytes", offset, dst.len(), self.len)?;
+        self.parent.read_bytes(self.offset + offset, dst)
+    }
+}
+
 #[cfg(feature = "alloc")]
 impl Drop for HostRegion {
     fn drop(&mut self) {
@@ -478,6 +530,17 @@ mod tests {
         assert_eq!(src, dst);
         assert!(v.copy_in(60, &src).is_err());
         assert!(v.copy_in(2, &src[..4]).is_err());
+    }
+
+    #[test]
+    fn sub_regions_stay_inside_their_window() {
+        let r: alloc::sync::Arc<dyn MmioBus + Send + Sync> = alloc::sync::Arc::new(HostRegion::new(64, 8).unwrap());
+        let w = SubRegion::new(r.clone(), 16, 16).unwrap();
+        w.write(8, Width::U64, 0xabcd).unwrap();
+        assert_eq!(r.read(24, Width::U64).unwrap(), 0xabcd);
+        assert!(w.read(16, Width::U8).is_err());
+        assert!(w.write_bytes(10, &[0; 7]).is_err());
+        assert!(SubRegion::new(r, 60, 8).is_err());
     }
 
     #[test]

@@ -176,7 +176,8 @@ pub trait Executor: Send + Sync + 'static {
 /// arguments from: the kernel-argument pool and
 /// any region added with [`SoftDevice::add_kernarg_region`] (a captured graph's own arguments).
 pub struct SoftContext {
-    kernargs: Arc<HostRegion>,
+    kernargs: Arc<dyn MmioBus + Send + Sync>,
+    kernarg_base: u64,
     extra: std::sync::RwLock<Vec<Arc<HostRegion>>>,
     hcq: Arc<Hcq>,
 }
@@ -194,7 +195,7 @@ impl SoftContext {
             return Ok(());
         }
         let len = out.len() as u64;
-        if addr < self.kernargs.addr() || addr - self.kernargs.addr() + len > self.kernargs.size() as u64 {
+        if addr < self.kernarg_base || addr - self.kernarg_base + len > self.kernargs.size() as u64 {
             let extra = self.extra.read().unwrap_or_else(|p| p.into_inner());
             for r in extra.iter() {
                 if let Some(off) = addr.checked_sub(r.addr())
@@ -204,7 +205,7 @@ impl SoftContext {
                 }
             }
         }
-        let off = addr.checked_sub(self.kernargs.addr()).ok_or(Error::OutOfBounds {
+        let off = addr.checked_sub(self.kernarg_base).ok_or(Error::OutOfBounds {
             what: "kernel arguments",
             offset: addr,
             len: out.len() as u64,
@@ -252,8 +253,9 @@ pub struct SoftDevice {
     regs: Arc<dyn DeviceRegs>,
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
-    kernargs: Arc<HostRegion>,
     memory: Arc<SoftContext>,
+    /// The device memory the rings and the kernel-argument pool are carved from.
+    _mem: Arc<HostRegion>,
 }
 
 impl core::fmt::Debug for SoftDevice {
@@ -287,20 +289,31 @@ impl SoftDevice {
         let mut engines = Vec::with_capacity(n);
         let mut rings = Vec::with_capacity(n);
         let bell_bus: Arc<dyn MmioBus + Send> = Arc::new(RegsAsBus(regs.clone()));
+        // one block of device memory, carved by a bump allocator into the rings and the pool
+        let ring_bytes = config.ring_bytes.next_multiple_of(64);
+        let total = (ring_bytes * n).next_multiple_of(4096) + config.kernarg_bytes;
+        let mem: Arc<HostRegion> = Arc::new(HostRegion::new(total, 4096)?);
+        let parent: Arc<dyn MmioBus + Send + Sync> = mem.clone();
+        let mut carve = crate::memory::BumpAllocator::new(total as u64, 0, false);
         for (e, ename) in config.engines.iter().enumerate() {
-            let mem = Arc::new(HostRegion::new(config.ring_bytes, 64)?);
+            let off = carve.alloc(ring_bytes as u64, 64)? as usize;
+            let ring_mem = Arc::new(crate::mmio::SubRegion::new(parent.clone(), off, config.ring_bytes)?);
             let bell = Doorbell { bus: bell_bus.clone(), offset: doorbell_offset(e), width: Width::U64 };
-            let ring = CommandRing::new(mem.clone(), config.max_in_flight, bell)?;
-            rings.push((mem, ring.capacity_words()));
+            let ring = CommandRing::new(ring_mem.clone(), config.max_in_flight, bell)?;
+            rings.push((ring_mem, ring.capacity_words()));
             engines.push(Engine::new(ename, ring));
         }
-        let kmem = Arc::new(HostRegion::new(config.kernarg_bytes, 4096)?);
-        let kpool = KernargPool::new(kmem.clone(), kmem.addr(), config.max_in_flight);
+        let koff = carve.alloc(config.kernarg_bytes as u64, 4096)? as usize;
+        let kmem: Arc<dyn MmioBus + Send + Sync> =
+            Arc::new(crate::mmio::SubRegion::new(parent.clone(), koff, config.kernarg_bytes)?);
+        let kernarg_base = mem.addr() + koff as u64;
+        let kpool = KernargPool::new(kmem.clone(), kernarg_base, config.max_in_flight);
         let tl_signal = super::HOST_SIGNALS.alloc(0);
         let hcq = Arc::new(Hcq::new(name.clone(), tl_signal, encoder, engines, kpool, hooks)?);
         let shared = Arc::new(Shared { stop: AtomicBool::new(false) });
         let memory = Arc::new(SoftContext {
             kernargs: kmem.clone(),
+            kernarg_base,
             extra: std::sync::RwLock::new(Vec::new()),
             hcq: hcq.clone(),
         });
@@ -323,7 +336,7 @@ impl SoftDevice {
                 )?;
             threads.push(t);
         }
-        Ok(Self { hcq, regs, shared, threads, kernargs: kmem, memory })
+        Ok(Self { hcq, regs, shared, threads, memory, _mem: mem })
     }
 
     /// The engine state (timeline, queues, submission).
@@ -339,11 +352,6 @@ impl SoftDevice {
     /// The register file.
     pub fn regs(&self) -> &Arc<dyn DeviceRegs> {
         &self.regs
-    }
-
-    /// Memory executors read (kernel arguments).
-    pub fn kernarg_region(&self) -> &Arc<HostRegion> {
-        &self.kernargs
     }
 
     /// Let exec commands read kernel arguments from `region` too (a captured graph keeps its
@@ -389,7 +397,7 @@ impl MmioBus for RegsAsBus {
 
 struct CpThread {
     engine: usize,
-    ring: Arc<HostRegion>,
+    ring: Arc<crate::mmio::SubRegion>,
     words: u64,
     regs: Arc<dyn DeviceRegs>,
     exec: Arc<dyn Executor>,
