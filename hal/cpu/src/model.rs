@@ -165,11 +165,12 @@ pub fn compare(dtype: DType, got: &[u8], expected: &[u8], exact: bool) -> (u64, 
             let (gv, ev) = (element(dtype, g), element(dtype, e));
             let d = (gv - ev).abs();
             let same_bits = g == e;
-            if !same_bits && !(gv.is_nan() && ev.is_nan()) {
+            if !(same_bits || gv.is_nan() && ev.is_nan()) {
                 if d.is_nan() || d > max {
                     max = if d.is_nan() { f64::INFINITY } else { d };
                 }
-                if exact || !(d <= TOL_ABS + TOL_REL * ev.abs()) {
+                let within = d <= TOL_ABS + TOL_REL * ev.abs(); // false for NaN
+                if exact || !within {
                     bad += 1;
                 }
             }
