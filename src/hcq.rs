@@ -163,12 +163,26 @@ impl Hcq {
 
     /// Wait for everything submitted so far (a timeout marks the device hung).
     pub fn synchronize(&self) -> Result<()> {
-        self.timeline.synchronize(&*self.hooks)
+        self.wait(self.timeline.last_submitted())
     }
 
-    /// Wait until the timeline reaches `value`.
+    /// Wait until the timeline reaches `value`. While profiling, a wait that had to wait is
+    /// recorded as a [`Wait`](crate::profile::EventKind::Wait) event (host clock).
     pub fn wait(&self, value: u64) -> Result<()> {
-        self.timeline.wait(value, &*self.hooks)
+        if !self.profiler.is_enabled() || self.timeline.signal().is_reached(value) {
+            return self.timeline.wait(value, &*self.hooks);
+        }
+        let st = self.hooks.now_ns();
+        let r = self.timeline.wait(value, &*self.hooks);
+        let name = self.profiler.intern("wait");
+        self.profiler.record(crate::profile::Event {
+            kind: crate::profile::EventKind::Wait,
+            name,
+            start_ns: st,
+            end_ns: self.hooks.now_ns(),
+            arg: value,
+        });
+        r
     }
 }
 

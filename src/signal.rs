@@ -404,24 +404,24 @@ impl SignalPool {
     }
 }
 
-/// [`WaitHooks`] on std: `Instant` clock, `thread::yield_now`, and a 50 µs sleep.
+/// Nanoseconds since the first call in this process: the host clock of soft devices'
+/// timestamps and of host-side profile events, so both line up in one trace.
 #[cfg(feature = "std")]
-#[derive(Debug)]
-pub struct StdHooks {
-    start: std::time::Instant,
+pub fn host_clock_ns() -> u64 {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    EPOCH.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
 }
 
+/// [`WaitHooks`] on std: the process clock ([`host_clock_ns`]), `thread::yield_now`, and a
+/// 50 µs sleep.
 #[cfg(feature = "std")]
-impl Default for StdHooks {
-    fn default() -> Self {
-        Self { start: std::time::Instant::now() }
-    }
-}
+#[derive(Debug, Default)]
+pub struct StdHooks;
 
 #[cfg(feature = "std")]
 impl WaitHooks for StdHooks {
     fn now_ns(&self) -> u64 {
-        self.start.elapsed().as_nanos() as u64
+        host_clock_ns()
     }
     fn yield_now(&self) {
         std::thread::yield_now();

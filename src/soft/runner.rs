@@ -26,7 +26,7 @@ use alloc::string::ToString;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::{Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -42,8 +42,7 @@ pub const fn rptr_offset(e: usize) -> usize {
 
 /// Nanoseconds since the first call in this process: the clock of soft devices' timestamps.
 pub fn soft_clock_ns() -> u64 {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    crate::signal::host_clock_ns()
 }
 
 /// A register file the device side can read and write without side effects, and whose host
@@ -341,6 +340,12 @@ impl SoftDevice {
 
     /// The engine state (timeline, queues, submission).
     pub fn hcq(&self) -> &Hcq {
+        &self.hcq
+    }
+
+    /// The engine state, shared (for parts of a backend that outlive a borrow, e.g. an
+    /// allocator recording profile events).
+    pub fn hcq_arc(&self) -> &Arc<Hcq> {
         &self.hcq
     }
 

@@ -150,6 +150,10 @@ fn run(path: &Path, o: RunOpts) -> Result<bool> {
         .with_context(|| format!("device {name}"));
     };
     let arch = hcq_cpu::model::host_arch().ok_or(Error::Unsupported { what: "host architecture", value: 0 })?;
+    if o.profile.is_some() {
+        // from before the load, so the trace shows the buffer allocations too
+        cpu.soft().hcq().profiler().set_enabled(true);
+    }
     let t_load = Instant::now();
     let mut model =
         Model::load(cpu.clone(), &file, arch, o.allow_native).with_context(|| format!("bundle {}", path.display()))?;
@@ -159,9 +163,6 @@ fn run(path: &Path, o: RunOpts) -> Result<bool> {
     let first_us = t0.elapsed().as_secs_f64() * 1e6;
     let hcq = cpu.soft().hcq();
     let prof = hcq.profiler();
-    if o.profile.is_some() {
-        prof.set_enabled(true);
-    }
     let call_name = prof.intern(&format!("call {}", model.name()));
     let mut times = Vec::with_capacity(o.iters);
     let progress = std::io::stderr().is_terminal() && o.iters >= 1000;

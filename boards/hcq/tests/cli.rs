@@ -139,8 +139,9 @@ fn profile_writes_a_perfetto_trace_with_every_kernel() {
     let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&tmp).unwrap()).unwrap();
     let evs = j["traceEvents"].as_array().unwrap();
     let programs: Vec<_> = evs.iter().filter(|e| e["cat"] == "program").collect();
-    assert_eq!(programs.len(), 9, "3 kernels x 3 calls");
+    assert_eq!(programs.len(), 12, "3 kernels x (the first call + 3 timed calls)");
     assert!(programs.iter().all(|e| e["dur"].as_f64().unwrap() >= 0.0));
     assert_eq!(evs.iter().filter(|e| e["cat"] == "call").count(), 3);
+    assert_eq!(evs.iter().filter(|e| e["cat"] == "alloc").count(), 9, "one per mlp buffer");
     std::fs::remove_file(&tmp).ok();
 }

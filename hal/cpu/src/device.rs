@@ -366,20 +366,37 @@ impl Executor for CpuExec {
     }
 }
 
-/// The CPU device's allocator: page-aligned host memory whose ranges the copy engine checks.
+/// The CPU device's allocator: page-aligned host memory whose ranges the copy engine checks;
+/// allocations and frees are profile events.
 struct TrackedHost {
     host: HostAllocator,
     memory: Arc<RwLock<BTreeMap<u64, u64>>>,
+    hcq: std::sync::OnceLock<Weak<Hcq>>,
+}
+
+impl TrackedHost {
+    fn record(&self, kind: EventKind, bytes: u64) {
+        if let Some(hcq) = self.hcq.get().and_then(Weak::upgrade) {
+            let p = hcq.profiler();
+            if p.is_enabled() {
+                let name = p.intern(if kind == EventKind::Alloc { "alloc" } else { "free" });
+                let t = soft_clock_ns();
+                p.record(Event { kind, name, start_ns: t, end_ns: t, arg: bytes });
+            }
+        }
+    }
 }
 
 impl Allocator for TrackedHost {
     fn alloc(&self, size: u64, spec: &BufferSpec) -> Result<DeviceMemory> {
         let m = self.host.alloc(size, spec)?;
         self.memory.write().unwrap_or_else(|p| p.into_inner()).insert(m.addr(), m.size());
+        self.record(EventKind::Alloc, size);
         Ok(m)
     }
     fn free(&self, mem: DeviceMemory, spec: &BufferSpec) {
         self.memory.write().unwrap_or_else(|p| p.into_inner()).remove(&mem.addr());
+        self.record(EventKind::Free, mem.size());
         self.host.free(mem, spec)
     }
 }
@@ -416,7 +433,10 @@ impl CpuDevice {
         });
         let cfg = SoftConfig { engines: std::vec!["compute", "copy"], ..SoftConfig::default() };
         let soft = SoftDevice::new(name, &cfg, Arc::new(Regs::new(4)), exec.clone())?;
-        let alloc = LruAllocator::new(name, std::boxed::Box::new(TrackedHost { host: HostAllocator::new(), memory }));
+        let hcq = std::sync::OnceLock::new();
+        let _ = hcq.set(Arc::downgrade(soft.hcq_arc()));
+        let alloc =
+            LruAllocator::new(name, std::boxed::Box::new(TrackedHost { host: HostAllocator::new(), memory, hcq }));
         Ok(Arc::new_cyclic(|me| CpuDevice { soft, exec, alloc, name: name.to_string(), me: me.clone() }))
     }
 
