@@ -139,10 +139,9 @@ impl DeviceMemory {
             return Ok(());
         }
         let _guard = self.cpu_lock.lock();
-        // SAFETY: `start` points `offset` bytes into the CPU mapping and `offset + len <= size`
-        // (checked by `cpu_range`), so the destination is valid for `len` bytes of writes (the
-        // `from_raw_parts` contract); `src` is a distinct Rust slice, so they do not overlap; the
-        // lock excludes every other copy through this handle.
+        // `start` is `offset` bytes into the mapping and `offset + len <= size` (`cpu_range`), so
+        // the destination is valid for `len` bytes (the `from_raw_parts` contract).
+        // SAFETY: as above; `src` is a distinct slice and the lock excludes other copies.
         unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), start.as_ptr(), src.len()) };
         Ok(())
     }
@@ -545,9 +544,8 @@ mod host {
             };
             let addr = ptr.as_ptr() as u64;
             self.live.lock().insert(addr, layout);
-            // SAFETY: `ptr` is a fresh, zeroed block of `rounded >= size` bytes that nothing else
-            // references; it is freed only in `free`, when this handle comes back, and never on
-            // drop of the allocator.
+            // It is freed only in `free`, when this handle comes back, never on allocator drop.
+            // SAFETY: `ptr` is a fresh zeroed block of `rounded >= size` bytes nothing references.
             Ok(unsafe { DeviceMemory::from_raw_parts(addr, size, Some(ptr)) })
         }
 

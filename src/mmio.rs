@@ -157,9 +157,8 @@ impl MmioBus for VolatileRegion {
     #[inline]
     fn read(&self, offset: usize, width: Width) -> Result<u64> {
         check_access(offset, width, self.len)?;
-        // SAFETY: `offset + width <= len` and `offset` is width-aligned (checked above); the
-        // base is 8-aligned and the range mapped (type invariant), so the pointer is valid and
-        // aligned for a volatile access of that width, and no reference to it exists.
+        // The base is 8-aligned and `[base, base + len)` mapped (type invariant).
+        // SAFETY: in bounds and width-aligned (checked above), so valid for a volatile access.
         let v = unsafe {
             let p = self.base.add(offset);
             match width {

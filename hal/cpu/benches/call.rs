@@ -14,8 +14,8 @@ fn main() {
     divan::main();
 }
 
-const X86: &[u8] = include_bytes!("../tests/data/chain100/prog_000_E_4_4.o");
-const A64: &[u8] = include_bytes!("../tests/data/chain100/prog_000_E_4_4.aarch64.o");
+const X86: &[u8] = include_bytes!("../../../examples/chain100/prog_000_E_4_4.o");
+const A64: &[u8] = include_bytes!("../../../examples/chain100/prog_000_E_4_4.aarch64.o");
 
 fn object() -> &'static [u8] {
     match Arch::host() {

@@ -43,9 +43,8 @@ macro_rules! call_arity {
     ($f:ident, $a:ident, $($n:literal: [$($i:literal)*]),* $(,)?) => {
         match $a.len() {
             $($n => {
-                // SAFETY: the caller of `call_kernel` guarantees `$f` is an `extern "C"` function
-                // taking exactly this many integer-class arguments, and that the arguments are
-                // what it expects; pointer and function pointer have the same size.
+                // SAFETY: `call_kernel`'s contract: `$f` is an `extern "C"` fn of exactly this
+                // many integer arguments, which are what it expects (fn ptr and ptr are one size).
                 unsafe {
                     let g = core::mem::transmute::<*const (), unsafe extern "C" fn($(call_arity!(@u64 $i)),*)>($f);
                     g($($a[$i]),*)
@@ -249,9 +248,9 @@ fn run_tids(s: &FanShared, job: &Job) {
             break;
         }
         args[job.slot] = tid;
-        // SAFETY: the job was built by `CpuExec::exec` from a loaded kernel with `nargs`
-        // arguments and the launch's validated arguments; the kernel stays loaded until the
-        // device is dropped, which first stops this pool.
+        // The job comes from `CpuExec::exec`: a loaded kernel of `nargs` arguments (it stays
+        // loaded until the device drops, which first stops this pool) and the launch's arguments.
+        // SAFETY: see above; `f` takes exactly `nargs` integer arguments.
         let _ = unsafe { call_kernel(job.f as *const (), &args[..job.nargs]) };
     }
 }
@@ -349,9 +348,8 @@ impl Executor for CpuExec {
         self.check_mem(src, bytes)?;
         self.check_mem(dst, bytes)?;
         let st = soft_clock_ns();
-        // SAFETY: both ranges lie inside live allocations of this device (checked above; the
-        // allocator removes ranges only on free, after the device is idle); `copy` tolerates
-        // overlap.
+        // The allocator removes a range only on free, after the device is idle.
+        // SAFETY: both ranges lie inside live allocations (checked above); `copy` allows overlap.
         unsafe { core::ptr::copy(src as usize as *const u8, dst as usize as *mut u8, bytes as usize) };
         let prof = ctx.hcq().profiler();
         if prof.is_enabled() {

@@ -1,4 +1,4 @@
-//! The tinygrad bundle objects (copied into `tests/data/`, see its README): every object of both
+//! The tinygrad bundle objects (the sample bundles in `examples/`, see `tests/data/README.md`): every object of both
 //! architectures parses and lays out, and the host's objects are loaded into executable memory
 //! and called on the bundle's buffers, with the outputs checked against `expected_*.bin` and
 //! against the kernels' C semantics recomputed here.
@@ -19,8 +19,8 @@ macro_rules! program {
         Program {
             name: concat!($dir, "/", $stem),
             symbol: $symbol,
-            x86_64: include_bytes!(concat!("data/", $dir, "/", $stem, ".o")),
-            aarch64: include_bytes!(concat!("data/", $dir, "/", $stem, ".aarch64.o")),
+            x86_64: include_bytes!(concat!("../../../examples/", $dir, "/", $stem, ".o")),
+            aarch64: include_bytes!(concat!("../../../examples/", $dir, "/", $stem, ".aarch64.o")),
         }
     };
 }
