@@ -160,7 +160,7 @@ mod run {
         let kernel = load(&CHAIN100);
         // SAFETY: E_4_4(float* restrict, float* restrict).
         let f: Kernel2 = unsafe { kernel.as_fn() };
-        let input = Buf::from_bytes(include_bytes!("data/chain100/buf_000.bin"));
+        let input = Buf::from_bytes(include_bytes!("../../../examples/chain100/buf_000.bin"));
         let mut arena = [Buf::zeroed(16), Buf::zeroed(16)];
         let mut output = Buf::zeroed(16);
         let mut src = input.floats().as_ptr().cast_mut();
@@ -170,7 +170,7 @@ mod run {
             unsafe { f(dst, src) };
             src = dst;
         }
-        let expected = floats(include_bytes!("data/chain100/expected_000.bin"));
+        let expected = floats(include_bytes!("../../../examples/chain100/expected_000.bin"));
         assert_matches_expected(output.floats(), &expected, "chain100");
         // C semantics: 100 sequential float additions of 1.0.
         let reference: Vec<f32> = input.floats().iter().map(|&x| (0..100).fold(x, |acc, _| acc + 1.0)).collect();
@@ -193,12 +193,12 @@ mod run {
         let kernel = load(&ELEMENTWISE);
         // SAFETY: E_1024_4(float*, float*, float*), 4096 floats each.
         let f: Kernel3 = unsafe { kernel.as_fn() };
-        let mut x = Buf::from_bytes(include_bytes!("data/elementwise/buf_000.bin"));
-        let mut w = Buf::from_bytes(include_bytes!("data/elementwise/buf_002.bin"));
+        let mut x = Buf::from_bytes(include_bytes!("../../../examples/elementwise/buf_000.bin"));
+        let mut w = Buf::from_bytes(include_bytes!("../../../examples/elementwise/buf_002.bin"));
         let mut out = Buf::zeroed(4096);
         // SAFETY: three distinct buffers of 4096 aligned floats.
         unsafe { f(out.ptr(), x.ptr(), w.ptr()) };
-        let expected = floats(include_bytes!("data/elementwise/expected_000.bin"));
+        let expected = floats(include_bytes!("../../../examples/elementwise/expected_000.bin"));
         assert_matches_expected(out.floats(), &expected, "elementwise");
         let reference: Vec<f64> =
             x.floats().iter().zip(w.floats()).map(|(&a, &b)| elementwise_reference(a, b)).collect();
@@ -225,13 +225,13 @@ mod run {
         let k2 = load(&MLP2);
         // SAFETY: each kernel is void name(float*, float*, float*, float*).
         let (f0, f1, f2): (Kernel4, Kernel4, Kernel4) = unsafe { (k0.as_fn(), k1.as_fn(), k2.as_fn()) };
-        let mut x = Buf::from_bytes(include_bytes!("data/mlp/buf_000.bin"));
-        let mut w1 = Buf::from_bytes(include_bytes!("data/mlp/buf_002.bin"));
-        let mut b1 = Buf::from_bytes(include_bytes!("data/mlp/buf_003.bin"));
-        let mut w2 = Buf::from_bytes(include_bytes!("data/mlp/buf_004.bin"));
-        let mut b2 = Buf::from_bytes(include_bytes!("data/mlp/buf_005.bin"));
-        let mut w3 = Buf::from_bytes(include_bytes!("data/mlp/buf_007.bin"));
-        let mut b3 = Buf::from_bytes(include_bytes!("data/mlp/buf_008.bin"));
+        let mut x = Buf::from_bytes(include_bytes!("../../../examples/mlp/buf_000.bin"));
+        let mut w1 = Buf::from_bytes(include_bytes!("../../../examples/mlp/buf_002.bin"));
+        let mut b1 = Buf::from_bytes(include_bytes!("../../../examples/mlp/buf_003.bin"));
+        let mut w2 = Buf::from_bytes(include_bytes!("../../../examples/mlp/buf_004.bin"));
+        let mut b2 = Buf::from_bytes(include_bytes!("../../../examples/mlp/buf_005.bin"));
+        let mut w3 = Buf::from_bytes(include_bytes!("../../../examples/mlp/buf_007.bin"));
+        let mut b3 = Buf::from_bytes(include_bytes!("../../../examples/mlp/buf_008.bin"));
         // The scratch arena (4096 bytes): hidden1 at offset 0, hidden2 at offset 2048.
         let mut arena = Buf::zeroed(1024);
         let h1 = arena.ptr();
@@ -243,7 +243,7 @@ mod run {
             f1(h2, h1, w2.ptr(), b2.ptr());
             f2(out.ptr(), h2, w3.ptr(), b3.ptr());
         }
-        let expected = floats(include_bytes!("data/mlp/expected_000.bin"));
+        let expected = floats(include_bytes!("../../../examples/mlp/expected_000.bin"));
         assert_matches_expected(&out.floats()[..80], &expected, "mlp");
 
         let r1 = linear(x.floats(), w1.floats(), b1.floats(), 8, 32, 64, true);

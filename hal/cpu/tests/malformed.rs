@@ -10,10 +10,10 @@ use hcq_cpu::elf::MAX_IMAGE_SIZE;
 use hcq_cpu::{Arch, ElfObject};
 
 const OBJECTS: [(&str, &[u8]); 6] = [
-    ("chain100 x86", include_bytes!("data/chain100/prog_000_E_4_4.o")),
-    ("chain100 a64", include_bytes!("data/chain100/prog_000_E_4_4.aarch64.o")),
-    ("elementwise x86", include_bytes!("data/elementwise/prog_000_E_1024_4.o")),
-    ("mlp0 a64", include_bytes!("data/mlp/prog_000_r_8_64_32.aarch64.o")),
+    ("chain100 x86", include_bytes!("../../../examples/chain100/prog_000_E_4_4.o")),
+    ("chain100 a64", include_bytes!("../../../examples/chain100/prog_000_E_4_4.aarch64.o")),
+    ("elementwise x86", include_bytes!("../../../examples/elementwise/prog_000_E_1024_4.o")),
+    ("mlp0 a64", include_bytes!("../../../examples/mlp/prog_000_r_8_64_32.aarch64.o")),
     ("relocs x86", include_bytes!("data/relocs/relocs.o")),
     ("relocs a64", include_bytes!("data/relocs/relocs.aarch64.o")),
 ];
