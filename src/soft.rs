@@ -243,8 +243,14 @@ impl SoftCp {
             if len > MAX_PACKET_WORDS {
                 return Err(Error::Malformed { what: "soft ring packet", at: self.rptr, reason: "too long" });
             }
-            for (i, w) in buf.iter_mut().take(len).enumerate() {
-                *w = read(self.rptr + i as u64)?;
+            // the packet in one or two bulk reads (it may wrap at the ring's end)
+            let at = (self.rptr % ring_words) as usize;
+            let first = len.min(ring_words as usize - at);
+            let bytes = zerocopy::IntoBytes::as_mut_bytes(&mut buf[..len]);
+            let (a, b) = bytes.split_at_mut(first * 4);
+            ring.read_bytes(at * 4, a)?;
+            if !b.is_empty() {
+                ring.read_bytes(0, b)?;
             }
             let at = self.rptr;
             let (cmd, _) = decode_one(&buf[..len]).map_err(|e| match e {
