@@ -57,6 +57,11 @@ impl Engine {
     pub fn wptr(&self) -> u64 {
         self.ring.lock().wptr()
     }
+
+    /// The ring's capacity in words (a submission can never be larger).
+    pub fn ring_words(&self) -> u64 {
+        self.ring.lock().capacity_words()
+    }
 }
 
 /// A device's HCQ state.

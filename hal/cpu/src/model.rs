@@ -3,10 +3,11 @@
 //! [`Model::load`] takes a parsed `.hcqb` ([`Hcqb`]), checks the host can run its objects
 //! (architecture and x86-64 level), allocates every base buffer once on the device (scratch
 //! arena views stay views: `base + offset`), fills inputs and weights, loads each program's
-//! object for the host, and captures the whole launch list as one queue whose kernel arguments
-//! live in a region of their own. [`Model::call`] replays that queue: it patches the timeline
-//! values, copies the words into the ring, rings the doorbell and waits — no encoding, no
-//! allocation.
+//! object for the host, and captures the launch list as queues whose kernel arguments live in a
+//! region of their own — one queue, or several when the list would take more than a quarter of
+//! the command ring (so a model of any length fits, and the ring can hold the next call while
+//! one runs). [`Model::call`] replays them: it patches the timeline values, copies the words
+//! into the ring, rings the doorbell and waits — no encoding, no allocation.
 //!
 //! [`Model::check`] compares the outputs with the bundle's expected bytes: exactly when the
 //! objects are those that produced them, else within the bundle format's stated tolerance
@@ -111,7 +112,7 @@ pub struct Model {
     dev: Arc<CpuDevice>,
     buffers: Vec<Buffer>,
     addrs: Vec<u64>,
-    queue: HwQueue,
+    queues: Vec<HwQueue>,
     kernargs: Arc<HostRegion>,
     kernels: usize,
     arch: Arch,
@@ -254,9 +255,16 @@ impl Model {
         kernargs.write_bytes(0, &raw)?;
         dev.soft().add_kernarg_region(kernargs.clone());
         let hcq = dev.soft().hcq();
+        // a launch is at most one exec or copy packet plus the queue's timeline wait and signal
+        let max_words = (hcq.engines()[0].ring_words() / 4).max(64) as usize;
+        let mut queues = Vec::new();
         let mut queue = hcq.queue()?;
         let mut kernels = 0;
         for (li, l) in bundle.launches().enumerate() {
+            if queue.words().len() + hcq::soft::MAX_PACKET_WORDS + 8 > max_words {
+                queue.finish()?;
+                queues.push(core::mem::replace(&mut queue, hcq.queue()?));
+            }
             match l {
                 LaunchRef::Kernel(k) => {
                     let h = handles[k.program as usize];
@@ -274,13 +282,14 @@ impl Model {
             }
         }
         queue.finish()?;
+        queues.push(queue);
         let outputs = bundle.outputs().map(|o| (o.view, o.expected.map(<[u8]>::to_vec))).collect();
         let inputs = bundle.inputs().map(|i| i.view).collect();
         Ok(Model {
             dev,
             buffers,
             addrs,
-            queue,
+            queues,
             kernargs,
             kernels,
             arch,
@@ -313,7 +322,18 @@ impl Model {
 
     /// Submit one forward pass without waiting; returns the timeline value that completes it.
     pub fn submit(&mut self) -> Result<u64> {
-        self.dev.soft().hcq().submit(0, &mut self.queue)
+        let hcq = self.dev.soft().hcq();
+        let mut last = 0;
+        for q in &mut self.queues {
+            last = hcq.submit(0, q)?;
+        }
+        Ok(last)
+    }
+
+    /// Number of submissions one call makes (1 unless the launch list is longer than a quarter
+    /// of the command ring).
+    pub fn submissions_per_call(&self) -> usize {
+        self.queues.len()
     }
 
     /// One forward pass: submit and wait. Allocates nothing.

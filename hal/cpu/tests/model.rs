@@ -1,0 +1,61 @@
+//! The bundle runner on the CPU device: long launch lists, inputs, outputs.
+#![cfg(all(any(target_os = "linux", target_os = "macos"), any(target_arch = "x86_64", target_arch = "aarch64")))]
+
+use hcq::bundle::hcqb::{self, Hcqb};
+use hcq::bundle::{Arch, v1};
+use hcq_cpu::device::CpuDevice;
+use hcq_cpu::model::Model;
+
+fn examples(b: &str) -> String {
+    format!("{}/../../examples/{b}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn a_launch_list_longer_than_the_ring_is_split_into_several_submissions() {
+    // chain100's 100 launches repeated 300 times: 30,000 launches, about 330,000 ring words,
+    // five times the 64 Ki-word ring. Every repetition recomputes the output from the input.
+    let mut m = v1::import_dir(examples("chain100")).unwrap();
+    let one = m.launches.clone();
+    m.launches = (0..300).flat_map(|_| one.iter().cloned()).collect();
+    let bytes = hcqb::write(&m).unwrap();
+    let file = Hcqb::parse(&bytes).unwrap();
+    let dev = CpuDevice::new("CPU", 1).unwrap();
+    let mut model = Model::load(dev, &file, Arch::host().unwrap(), false).unwrap();
+    assert_eq!(model.kernels_per_call(), 30_000);
+    assert!(model.submissions_per_call() >= 20, "{} submissions", model.submissions_per_call());
+    for _ in 0..3 {
+        model.call().unwrap();
+    }
+    let r = model.check().unwrap();
+    assert!(r.ok && r.exact, "{r:?}");
+}
+
+#[test]
+fn a_new_input_gives_a_new_output() {
+    let m = v1::import_dir(examples("chain100")).unwrap();
+    let bytes = hcqb::write(&m).unwrap();
+    let file = Hcqb::parse(&bytes).unwrap();
+    let dev = CpuDevice::new("CPU", 1).unwrap();
+    let mut model = Model::load(dev, &file, Arch::host().unwrap(), false).unwrap();
+    let input: Vec<u8> = (0..16).flat_map(|i| (i as f32 * 0.5).to_le_bytes()).collect();
+    model.set_input(0, &input).unwrap();
+    model.call().unwrap();
+    let out = model.output(0).unwrap();
+    let got: Vec<f32> = out.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+    let want: Vec<f32> = (0..16).map(|i| i as f32 * 0.5 + 100.0).collect();
+    assert_eq!(got, want);
+    assert!(!model.check().unwrap().ok, "the expected bytes were for the bundle's own input");
+    assert!(model.set_input(0, &input[..8]).is_err(), "wrong input size");
+    assert!(model.set_input(3, &input).is_err(), "no such input");
+    assert!(model.output(9).is_err(), "no such output");
+}
+
+#[test]
+fn objects_for_another_architecture_are_refused() {
+    let m = v1::import_dir(examples("mlp")).unwrap();
+    let bytes = hcqb::write(&m).unwrap();
+    let file = Hcqb::parse(&bytes).unwrap();
+    let other = if Arch::host() == Some(Arch::X86_64) { Arch::Aarch64 } else { Arch::X86_64 };
+    let e = Model::load(CpuDevice::new("CPU", 1).unwrap(), &file, other, false).unwrap_err();
+    assert!(e.to_string().contains("not this host"), "{e}");
+}
