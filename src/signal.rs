@@ -95,8 +95,10 @@ pub struct SignalPage {
     ptr: NonNull<Slot>,
     len: usize,
     device_base: u64,
-    #[cfg(feature = "alloc")]
-    _owned: Option<alloc::boxed::Box<[Slot]>>,
+    /// The slots were allocated by [`SignalPage::new_host`] (from `Box::into_raw`) and are
+    /// freed on drop.
+    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
+    owned: bool,
 }
 
 // SAFETY: slots are only accessed through atomics; the memory lives as long as the page.
@@ -109,10 +111,14 @@ impl SignalPage {
     /// address (for devices that share the host's address space: CPU, simulated devices).
     #[cfg(feature = "alloc")]
     pub fn new_host(len: usize) -> Self {
-        let mut owned: alloc::boxed::Box<[Slot]> = (0..len.max(1)).map(|_| Slot::default()).collect();
-        let ptr = NonNull::new(owned.as_mut_ptr()).unwrap_or(NonNull::dangling());
+        let len = len.max(1);
+        let owned: alloc::boxed::Box<[Slot]> = (0..len).map(|_| Slot::default()).collect();
+        // into_raw: the page owns the slots through its pointer alone, so no later move of a
+        // Box can invalidate it
+        let raw = alloc::boxed::Box::into_raw(owned);
+        let ptr = NonNull::new(raw.cast::<Slot>()).unwrap_or(NonNull::dangling());
         let device_base = ptr.as_ptr() as u64;
-        Self { ptr, len: len.max(1), device_base, _owned: Some(owned) }
+        Self { ptr, len, device_base, owned: true }
     }
 
     /// Wrap device-visible memory a backend mapped.
@@ -123,13 +129,7 @@ impl SignalPage {
     /// device at `device_base + 16 * i`. The memory must be initialised (zeroed is fine).
     #[cfg(not(loom))]
     pub unsafe fn from_raw(ptr: NonNull<Slot>, len: usize, device_base: u64) -> Self {
-        Self {
-            ptr,
-            len,
-            device_base,
-            #[cfg(feature = "alloc")]
-            _owned: None,
-        }
+        Self { ptr, len, device_base, owned: false }
     }
 
     /// Number of slots.
@@ -167,6 +167,18 @@ impl SignalPage {
         let i = usize::try_from(off / SLOT_BYTES).ok()?;
         let slot = self.slot(i)?;
         Some((slot, off % SLOT_BYTES == 8))
+    }
+}
+
+impl Drop for SignalPage {
+    fn drop(&mut self) {
+        #[cfg(feature = "alloc")]
+        if self.owned {
+            let slice = core::ptr::slice_from_raw_parts_mut(self.ptr.as_ptr(), self.len);
+            // SAFETY: `owned` pages come from `Box::into_raw` of exactly this slice in
+            // `new_host`, and are dropped once.
+            drop(unsafe { alloc::boxed::Box::from_raw(slice) });
+        }
     }
 }
 
