@@ -408,7 +408,7 @@ fn model_catches_a_doorbell_without_release_fence() {
         let mut q = r.hcq.queue().unwrap();
         q.memory_barrier().unwrap();
         q.finish().unwrap();
-        // hand-made submission: timeline wait 0 / signal 1 already encoded by patching
+        // submitted by hand: the timeline wait stays at 0, the closing signal is patched to 1
         q.patch(q.len() - 1, Field::Value, 1).unwrap();
         let ring = &r.cps[0].ring;
         ring.write_bytes(0, le_bytes(q.words()).as_slice()).unwrap();
