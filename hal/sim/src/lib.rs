@@ -9,10 +9,13 @@
 //! - [`device`]: [`SimDevice`], the `SIM` device: the HCQ engine end to end, with command
 //!   processors on host threads that run host functions as kernels, copy memory, and inject
 //!   latency, stalls and hangs.
+//! - [`trace`]: a profiled run on a [`SimDevice`] (device timestamps around each program,
+//!   allocation events) exported as a Chrome trace and a summary table.
 #![warn(missing_docs)]
 
 pub mod device;
 pub mod mmio;
+pub mod trace;
 
 pub use device::{SimDevice, SimFaults, SimHandle, sim_kind};
 
