@@ -206,11 +206,13 @@ impl FanOut {
     /// calls are done.
     fn run(&self, job: Job) {
         let s = &self.shared;
+        // every launch hands out tids from 0, on the inline path too (no worker still reads
+        // `next`: the previous `run` returned only after all of them checked in)
+        s.next.store(0, Ordering::Release);
         if self.workers.is_empty() || job.n <= 1 {
             run_tids(s, &job);
             return;
         }
-        s.next.store(0, Ordering::Release);
         s.done_workers.store(0, Ordering::Release);
         {
             let mut g = s.job.lock().unwrap_or_else(|p| p.into_inner());
