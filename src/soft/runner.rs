@@ -480,6 +480,8 @@ impl CpThread {
                             }
                             core::hint::spin_loop();
                         }
+                        // let a thread waiting for this CPU run (the submitter, on a busy machine)
+                        std::thread::yield_now();
                     } else if let Some(n) = self.regs.wait_write(db, seen, Duration::from_millis(50)) {
                         seen = n;
                         idle_since = None;

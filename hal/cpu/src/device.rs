@@ -222,9 +222,16 @@ impl FanOut {
             s.cv.notify_all();
         }
         run_tids(s, &job);
-        // every worker checks in for every generation, so none can still read this job later
+        // every worker checks in for every generation, so none can still read this job later;
+        // yield between polls so that a worker sharing this CPU (a busy machine) gets to finish
         while s.done_workers.load(Ordering::Acquire) < self.workers.len() {
-            core::hint::spin_loop();
+            for _ in 0..64 {
+                if s.done_workers.load(Ordering::Acquire) >= self.workers.len() {
+                    return;
+                }
+                core::hint::spin_loop();
+            }
+            std::thread::yield_now();
         }
     }
 }
@@ -266,7 +273,14 @@ fn worker(s: Arc<FanShared>) {
             if s.stop.load(Ordering::Acquire) {
                 return;
             }
-            core::hint::spin_loop();
+            for _ in 0..64 {
+                if s.generation.load(Ordering::Acquire) != seen {
+                    break;
+                }
+                core::hint::spin_loop();
+            }
+            // let the command processor (or anything else waiting for this CPU) run
+            std::thread::yield_now();
         }
         let job = {
             let mut g = s.job.lock().unwrap_or_else(|p| p.into_inner());
