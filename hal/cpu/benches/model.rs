@@ -1,0 +1,244 @@
+//! Whole-model calls on the CPU device: one `Model::call()` = submit the captured launch list
+//! through the ring, the command-processor thread runs every kernel, the host waits on the
+//! timeline.
+//!
+//! Benches (divan; the `items/s` column of the model benches counts kernels, so the time per
+//! kernel is `1 / (items/s)`):
+//! - `call/{chain100,elementwise,mlp,wide}`: one call of each sample bundle, on a device with
+//!   every host core. chain100 is 100 launches of a 16-float `x + 1` kernel — its per-kernel time
+//!   is the dispatch cost.
+//! - `fanout_fill(cores)`: one launch of the `core_id` kernel `fill` (4 tids, 32 Ki ints, 64 LCG
+//!   steps each) on a device with 1 or 2 cores: the fan-out speedup is `time(1) / time(2)`.
+//! - `fanout_wide(cores)`: the `wide` model (two `core_id` matmuls of its 6 kernels) on 1 or 2
+//!   cores.
+//!
+//! After the benches, `cargo bench` (not `cargo test`) also prints a report that divan cannot
+//! express: for chain100, mlp and wide, the median call time against the median per-call sum of
+//! the kernel durations the device profiler records (the runtime's overhead around the kernels),
+//! and the fan-out speedup measured the same way (median of 1000 calls).
+//!
+//! Run: `cargo bench -p hcq-cpu --bench model`. On a shared machine, compare medians from one run.
+
+use divan::Bencher;
+use divan::counter::ItemsCount;
+use hcq::bundle::hcqb::{self, Hcqb};
+use hcq::device::Device;
+use hcq::dtype::DType;
+use hcq::profile::EventKind;
+use hcq::program::{Param, ParamKind, Program, ProgramImage};
+use hcq_cpu::device::{CpuDevice, host_cores};
+use hcq_cpu::model::{Model, host_arch};
+use std::sync::Arc;
+use std::time::Instant;
+
+fn main() {
+    divan::main();
+    let args: Vec<String> = std::env::args().collect();
+    let bench_mode = args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test" || a == "--list");
+    if bench_mode && std::env::var_os("HCQ_BENCH_NO_REPORT").is_none() {
+        report();
+    }
+}
+
+fn load(name: &str, cores: usize) -> Model {
+    let dir = format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"));
+    let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap();
+    let file = Hcqb::parse(&bytes).unwrap();
+    let dev = CpuDevice::new("CPU", cores).unwrap();
+    let mut m = Model::load(dev, &file, host_arch().unwrap(), false).unwrap();
+    m.call().unwrap();
+    assert!(m.check().unwrap().ok, "{name}: outputs do not match the bundle");
+    m
+}
+
+fn bench_model(bencher: Bencher, name: &str, cores: usize) {
+    let mut m = load(name, cores);
+    bencher.counter(ItemsCount::new(m.kernels_per_call())).bench_local(|| m.call().unwrap());
+    assert!(m.check().unwrap().ok, "{name}: outputs changed while benchmarking");
+}
+
+mod call {
+    use super::*;
+
+    #[divan::bench]
+    fn chain100(b: Bencher) {
+        bench_model(b, "chain100", host_cores());
+    }
+
+    #[divan::bench]
+    fn elementwise(b: Bencher) {
+        bench_model(b, "elementwise", host_cores());
+    }
+
+    #[divan::bench]
+    fn mlp(b: Bencher) {
+        bench_model(b, "mlp", host_cores());
+    }
+
+    #[divan::bench]
+    fn wide(b: Bencher) {
+        bench_model(b, "wide", host_cores());
+    }
+}
+
+#[divan::bench(args = [1, 2])]
+fn fanout_wide(b: Bencher, cores: usize) {
+    bench_model(b, "wide", cores);
+}
+
+/// Tids of the `fill` launch and ints each writes.
+const FILL_TIDS: u32 = 4;
+const FILL_PER_TID: usize = 8192;
+
+/// The `fill` core_id kernel loaded on a device with `cores` cores, and its output buffer.
+fn fill_kernel(cores: usize) -> (Arc<CpuDevice>, Arc<dyn Program>, hcq::buffer::Buffer) {
+    let suffix = if cfg!(target_arch = "aarch64") { ".aarch64.o" } else { ".o" };
+    let obj = std::fs::read(format!("{}/tests/data/coreid/fill{suffix}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let dev = CpuDevice::new("CPU", cores).unwrap();
+    let param = |i: u32, name: Option<&str>, kind| Param {
+        name: name.map(Into::into),
+        slot: i,
+        dtype: DType::I32,
+        shape: vec![],
+        kind,
+    };
+    let image = ProgramImage {
+        name: "fill".into(),
+        target: "CPU".into(),
+        binary: Arc::from(obj),
+        entry: "fill".into(),
+        signature: vec![
+            param(0, None, ParamKind::Buffer),
+            param(1, Some("n"), ParamKind::Value),
+            param(2, Some("core_id"), ParamKind::Value),
+        ],
+    };
+    let prog = dev.load_program(&image).unwrap();
+    let ddev: Arc<dyn Device> = dev.clone();
+    let buf =
+        hcq::buffer::Buffer::new(ddev, (FILL_TIDS as usize * FILL_PER_TID * 4) as u64, DType::U8, Default::default())
+            .unwrap();
+    (dev, prog, buf)
+}
+
+fn fill_once(prog: &dyn Program, addr: u64) {
+    prog.call(&[addr], &[FILL_PER_TID as i64, 0], [FILL_TIDS, 1, 1], [1; 3], true).unwrap();
+}
+
+#[divan::bench(args = [1, 2])]
+fn fanout_fill(b: Bencher, cores: usize) {
+    let (_dev, prog, buf) = fill_kernel(cores);
+    let addr = buf.device_addr().unwrap();
+    fill_once(&*prog, addr);
+    b.bench_local(|| fill_once(&*prog, addr));
+    let mut out = vec![0u8; FILL_TIDS as usize * FILL_PER_TID * 4];
+    buf.copy_out(&mut out).unwrap();
+    let last = i32::from_le_bytes(out[out.len() - 4..].try_into().unwrap());
+    assert_ne!(last, 0, "the last tid's slice was not written");
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+}
+
+const REPORT_CALLS: usize = 1000;
+
+/// Median call time (µs) with the profiler off, then with it on together with the median
+/// per-call sum of kernel durations (µs).
+fn overhead(name: &str) -> (usize, f64, f64, f64) {
+    let mut m = load(name, host_cores());
+    for _ in 0..50 {
+        m.call().unwrap();
+    }
+    let mut plain: Vec<f64> = (0..REPORT_CALLS)
+        .map(|_| {
+            let t = Instant::now();
+            m.call().unwrap();
+            t.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    let dev = m.device().clone();
+    let prof = dev.soft().hcq().profiler();
+    prof.set_enabled(true);
+    let mut calls = Vec::with_capacity(REPORT_CALLS);
+    let mut kernels = Vec::with_capacity(REPORT_CALLS);
+    for _ in 0..REPORT_CALLS {
+        prof.clear();
+        let t = Instant::now();
+        m.call().unwrap();
+        calls.push(t.elapsed().as_secs_f64() * 1e6);
+        let ev = prof.events();
+        let programs: Vec<_> = ev.iter().filter(|e| e.kind == EventKind::Program).collect();
+        assert_eq!(programs.len(), m.kernels_per_call(), "{name}: one Program event per kernel");
+        kernels.push(programs.iter().map(|e| e.end_ns.saturating_sub(e.start_ns)).sum::<u64>() as f64 / 1e3);
+    }
+    prof.set_enabled(false);
+    (m.kernels_per_call(), median(&mut plain), median(&mut calls), median(&mut kernels))
+}
+
+fn fill_median_us(cores: usize) -> f64 {
+    let (_dev, prog, buf) = fill_kernel(cores);
+    let addr = buf.device_addr().unwrap();
+    for _ in 0..20 {
+        fill_once(&*prog, addr);
+    }
+    let mut t: Vec<f64> = (0..REPORT_CALLS)
+        .map(|_| {
+            let t = Instant::now();
+            fill_once(&*prog, addr);
+            t.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    median(&mut t)
+}
+
+fn model_median_us(name: &str, cores: usize) -> f64 {
+    let mut m = load(name, cores);
+    for _ in 0..20 {
+        m.call().unwrap();
+    }
+    let mut t: Vec<f64> = (0..REPORT_CALLS)
+        .map(|_| {
+            let t = Instant::now();
+            m.call().unwrap();
+            t.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    median(&mut t)
+}
+
+fn report() {
+    println!();
+    println!("model call vs summed kernel time (median of {REPORT_CALLS} calls, {} cores)", host_cores());
+    println!(
+        "{:<10} {:>7} {:>12} {:>12} {:>12} {:>10} {:>12}",
+        "model", "kernels", "call us", "call+prof us", "kernels us", "overhead", "per-kernel"
+    );
+    for name in ["chain100", "mlp", "wide"] {
+        let (k, plain, profiled, ksum) = overhead(name);
+        println!(
+            "{:<10} {:>7} {:>12.2} {:>12.2} {:>12.2} {:>9.1}% {:>9.3} us",
+            name,
+            k,
+            plain,
+            profiled,
+            ksum,
+            100.0 * (profiled - ksum) / profiled,
+            plain / k as f64
+        );
+    }
+    println!(
+        "(overhead = (call+prof - kernels) / call+prof, both measured with the profiler on; per-kernel = call / kernels)"
+    );
+    println!();
+    println!("core_id fan-out (median of {REPORT_CALLS} calls)");
+    let (f1, f2) = (fill_median_us(1), fill_median_us(2));
+    println!(
+        "fill ({FILL_TIDS} tids x {FILL_PER_TID} ints): 1 core {f1:.1} us, 2 cores {f2:.1} us, speedup {:.2}x",
+        f1 / f2
+    );
+    let (w1, w2) = (model_median_us("wide", 1), model_median_us("wide", 2));
+    println!("wide (6 kernels, 2 with core_id): 1 core {w1:.1} us, 2 cores {w2:.1} us, speedup {:.2}x", w1 / w2);
+}
