@@ -66,7 +66,10 @@ pub struct Regs {
     counts: Vec<AtomicU64>,
     lock: Mutex<()>,
     cv: Condvar,
-    sleepers: AtomicU64,
+    /// Threads in `wait_write` per register: a host write notifies only when someone waits on
+    /// that register (an idle engine's sleeping CP must not cost every other engine's
+    /// doorbell a lock, a futex wake and a context switch).
+    sleepers: Vec<AtomicU64>,
 }
 
 impl Regs {
@@ -77,7 +80,7 @@ impl Regs {
             counts: (0..n).map(|_| AtomicU64::new(0)).collect(),
             lock: Mutex::new(()),
             cv: Condvar::new(),
-            sleepers: AtomicU64::new(0),
+            sleepers: (0..n).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
@@ -104,8 +107,10 @@ impl MmioBus for Regs {
     fn write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
         let i = self.index(offset, width)?;
         self.regs[i].store(value, Ordering::Release);
-        self.counts[i].fetch_add(1, Ordering::AcqRel);
-        if self.sleepers.load(Ordering::Acquire) > 0 {
+        // SeqCst on both sides (count then sleepers here, sleepers then count in `wait_write`):
+        // either the writer sees the sleeper or the sleeper sees the new count
+        self.counts[i].fetch_add(1, Ordering::SeqCst);
+        if self.sleepers[i].load(Ordering::SeqCst) > 0 {
             let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
             self.cv.notify_all();
         }
@@ -127,11 +132,12 @@ impl DeviceRegs for Regs {
     }
     fn wait_write(&self, offset: usize, seen: u64, timeout: Duration) -> Option<u64> {
         let c = self.counts.get(offset / 8)?;
-        self.sleepers.fetch_add(1, Ordering::AcqRel);
+        let sleepers = self.sleepers.get(offset / 8)?;
+        sleepers.fetch_add(1, Ordering::SeqCst);
         let mut g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let deadline = Instant::now() + timeout;
         let out = loop {
-            let n = c.load(Ordering::Acquire);
+            let n = c.load(Ordering::SeqCst);
             if n != seen {
                 break Some(n);
             }
@@ -145,7 +151,7 @@ impl DeviceRegs for Regs {
             };
         };
         drop(g);
-        self.sleepers.fetch_sub(1, Ordering::AcqRel);
+        sleepers.fetch_sub(1, Ordering::SeqCst);
         out
     }
 }
