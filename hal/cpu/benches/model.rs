@@ -7,15 +7,24 @@
 //! - `call/{chain100,elementwise,mlp,wide}`: one call of each sample bundle, on a device with
 //!   every host core. chain100 is 100 launches of a 16-float `x + 1` kernel — its per-kernel time
 //!   is the dispatch cost.
-//! - `fanout_fill(cores)`: one launch of the `core_id` kernel `fill` (4 tids, 32 Ki ints, 64 LCG
-//!   steps each) on a device with 1 or 2 cores: the fan-out speedup is `time(1) / time(2)`.
+//! - `fanout_fill(cores)`: one launch of the `core_id` kernel `fill` (4 tids, 8 Ki ints each, 64
+//!   LCG steps per int) on a device with 1 or 2 cores: the fan-out speedup is `time(1) / time(2)`.
 //! - `fanout_wide(cores)`: the `wide` model (two `core_id` matmuls of its 6 kernels) on 1 or 2
 //!   cores.
 //!
 //! After the benches, `cargo bench` (not `cargo test`) also prints a report that divan cannot
-//! express: for chain100, mlp and wide, the median call time against the median per-call sum of
-//! the kernel durations the device profiler records (the runtime's overhead around the kernels),
-//! and the fan-out speedup measured the same way (median of 1000 calls).
+//! express:
+//! - for chain100, mlp and wide, the median call time against the median per-call sum of the
+//!   kernel durations the device profiler records (the runtime's overhead around the kernels);
+//!   the profiler's own cost shows as `call+prof` minus `call`;
+//! - the fan-out speedup, 1 vs 2 cores, in interleaved rounds (so drifting load hits both
+//!   sides), for the `fill` launch, the whole `wide` call and `wide`'s core_id kernels alone
+//!   (profiler), once with the default host wait (spin, then yield) and once with a sleeping
+//!   host wait: on a machine with no more CPUs than the device has cores, the waiting host
+//!   thread competes with the core-id workers.
+//!
+//! `cargo bench -p hcq-cpu --bench model -- nothing` prints only the report;
+//! `HCQ_BENCH_NO_REPORT=1` skips it.
 //!
 //! Run: `cargo bench -p hcq-cpu --bench model`. On a shared machine, compare medians from one run.
 
@@ -26,6 +35,7 @@ use hcq::device::Device;
 use hcq::dtype::DType;
 use hcq::profile::EventKind;
 use hcq::program::{Param, ParamKind, Program, ProgramImage};
+use hcq::signal::WaitPolicy;
 use hcq_cpu::device::{CpuDevice, host_cores};
 use hcq_cpu::model::{Model, host_arch};
 use std::sync::Arc;
@@ -178,35 +188,70 @@ fn overhead(name: &str) -> (usize, f64, f64, f64) {
     (m.kernels_per_call(), median(&mut plain), median(&mut calls), median(&mut kernels))
 }
 
-fn fill_median_us(cores: usize) -> f64 {
-    let (_dev, prog, buf) = fill_kernel(cores);
-    let addr = buf.device_addr().unwrap();
-    for _ in 0..20 {
-        fill_once(&*prog, addr);
-    }
-    let mut t: Vec<f64> = (0..REPORT_CALLS)
+/// Median of `n` timings (µs) of `f`.
+fn median_us(n: usize, mut f: impl FnMut()) -> f64 {
+    let mut t: Vec<f64> = (0..n)
         .map(|_| {
             let t = Instant::now();
-            fill_once(&*prog, addr);
+            f();
             t.elapsed().as_secs_f64() * 1e6
         })
         .collect();
     median(&mut t)
 }
 
-fn model_median_us(name: &str, cores: usize) -> f64 {
-    let mut m = load(name, cores);
+/// Rounds of the fan-out comparison; each round times both devices, so drift in the machine's
+/// load hits both sides alike.
+const FANOUT_ROUNDS: usize = 5;
+const FANOUT_CALLS: usize = 200;
+
+/// `(median 1-core time, median 2-core time, median of the per-round ratios)` of `f(cores)`
+/// over [`FANOUT_ROUNDS`] interleaved rounds of [`FANOUT_CALLS`] calls.
+fn fanout(mut one: impl FnMut(), mut two: impl FnMut()) -> (f64, f64, f64) {
     for _ in 0..20 {
-        m.call().unwrap();
+        one();
+        two();
     }
-    let mut t: Vec<f64> = (0..REPORT_CALLS)
+    let (mut t1, mut t2, mut r) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..FANOUT_ROUNDS {
+        let a = median_us(FANOUT_CALLS, &mut one);
+        let b = median_us(FANOUT_CALLS, &mut two);
+        t1.push(a);
+        t2.push(b);
+        r.push(a / b);
+    }
+    (median(&mut t1), median(&mut t2), median(&mut r))
+}
+
+/// Median (over calls) of the summed duration of the `core_id` kernels in one call of `m`, µs.
+fn core_id_kernel_us(m: &mut Model, core_id_names: &[u32]) -> f64 {
+    let dev = m.device().clone();
+    let prof = dev.soft().hcq().profiler();
+    prof.set_enabled(true);
+    let mut t: Vec<f64> = (0..FANOUT_CALLS)
         .map(|_| {
-            let t = Instant::now();
+            prof.clear();
             m.call().unwrap();
-            t.elapsed().as_secs_f64() * 1e6
+            prof.events()
+                .iter()
+                .filter(|e| e.kind == EventKind::Program && core_id_names.contains(&e.name))
+                .map(|e| e.end_ns.saturating_sub(e.start_ns))
+                .sum::<u64>() as f64
+                / 1e3
         })
         .collect();
+    prof.set_enabled(false);
     median(&mut t)
+}
+
+/// Profiler name ids of the model's `core_id` kernels.
+fn core_id_names(m: &Model) -> Vec<u32> {
+    let dev = m.device();
+    (0u64..)
+        .map_while(|h| dev.kernel(h))
+        .filter(|k| k.core_id_arg().is_some())
+        .map(|k| dev.soft().hcq().profiler().intern(k.name()))
+        .collect()
 }
 
 fn report() {
@@ -233,12 +278,39 @@ fn report() {
         "(overhead = (call+prof - kernels) / call+prof, both measured with the profiler on; per-kernel = call / kernels)"
     );
     println!();
-    println!("core_id fan-out (median of {REPORT_CALLS} calls)");
-    let (f1, f2) = (fill_median_us(1), fill_median_us(2));
     println!(
-        "fill ({FILL_TIDS} tids x {FILL_PER_TID} ints): 1 core {f1:.1} us, 2 cores {f2:.1} us, speedup {:.2}x",
-        f1 / f2
+        "core_id fan-out, 1 core vs 2 cores ({FANOUT_ROUNDS} interleaved rounds of {FANOUT_CALLS} calls; medians)"
     );
-    let (w1, w2) = (model_median_us("wide", 1), model_median_us("wide", 2));
-    println!("wide (6 kernels, 2 with core_id): 1 core {w1:.1} us, 2 cores {w2:.1} us, speedup {:.2}x", w1 / w2);
+    let sleeping = WaitPolicy { spin_ns: 0, yield_ns: 0, ..WaitPolicy::default() };
+    for (wait, policy) in
+        [("host wait: default (spin, yield)", None), ("host wait: sleep (50 us steps)", Some(sleeping))]
+    {
+        println!("{wait}");
+        let set = |d: &CpuDevice| {
+            if let Some(p) = policy {
+                d.soft().hcq().timeline().set_policy(p);
+            }
+        };
+        let (d1, p1, b1) = fill_kernel(1);
+        let (d2, p2, b2) = fill_kernel(2);
+        set(&d1);
+        set(&d2);
+        let (a1, a2) = (b1.device_addr().unwrap(), b2.device_addr().unwrap());
+        let (f1, f2, fr) = fanout(|| fill_once(&*p1, a1), || fill_once(&*p2, a2));
+        println!(
+            "  fill ({FILL_TIDS} tids x {FILL_PER_TID} ints), one launch: 1 core {f1:.1} us, 2 cores {f2:.1} us, speedup {fr:.2}x"
+        );
+        drop((d1, p1, b1, d2, p2, b2));
+        let (mut w1, mut w2) = (load("wide", 1), load("wide", 2));
+        set(w1.device());
+        set(w2.device());
+        let (c1, c2, cr) = fanout(|| w1.call().unwrap(), || w2.call().unwrap());
+        println!("  wide call (6 kernels, 2 with core_id): 1 core {c1:.1} us, 2 cores {c2:.1} us, speedup {cr:.2}x");
+        let (n1, n2) = (core_id_names(&w1), core_id_names(&w2));
+        let (k1, k2) = (core_id_kernel_us(&mut w1, &n1), core_id_kernel_us(&mut w2, &n2));
+        println!(
+            "  wide core_id kernels only (profiler): 1 core {k1:.1} us, 2 cores {k2:.1} us, speedup {:.2}x",
+            k1 / k2
+        );
+    }
 }
