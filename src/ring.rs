@@ -278,7 +278,7 @@ mod tests {
     #[test]
     fn writes_wrap_in_two_slices() {
         let (mut r, mem, tl) = ring(8, 4);
-        let h = StdHooks::default();
+        let h = StdHooks;
         r.submit(&[1, 2, 3, 4, 5, 6], 1, &tl, &h).unwrap();
         tl.signal().set(1); // the device consumed it
         r.submit(&[7, 8, 9, 10], 2, &tl, &h).unwrap();
@@ -293,7 +293,7 @@ mod tests {
     #[test]
     fn a_full_ring_waits_and_never_overwrites_unconsumed_words() {
         let (mut r, _mem, tl) = ring(8, 4);
-        let h = StdHooks::default();
+        let h = StdHooks;
         r.submit(&[1; 6], 1, &tl, &h).unwrap();
         // the device has not consumed submission 1: writing 4 more words would overwrite it
         let e = r.submit(&[2; 4], 2, &tl, &h).unwrap_err();
@@ -304,13 +304,13 @@ mod tests {
     #[test]
     fn oversized_submission_is_out_of_space() {
         let (mut r, _mem, tl) = ring(8, 4);
-        assert!(matches!(r.submit(&[0; 9], 1, &tl, &StdHooks::default()), Err(Error::OutOfSpace { .. })));
+        assert!(matches!(r.submit(&[0; 9], 1, &tl, &StdHooks), Err(Error::OutOfSpace { .. })));
     }
 
     #[test]
     fn bookkeeping_capacity_bounds_in_flight_submissions() {
         let (mut r, _mem, tl) = ring(64, 2);
-        let h = StdHooks::default();
+        let h = StdHooks;
         r.submit(&[0; 2], 1, &tl, &h).unwrap();
         r.submit(&[0; 2], 2, &tl, &h).unwrap();
         assert!(matches!(r.submit(&[0; 2], 3, &tl, &h), Err(Error::Timeout { awaited: 1, .. })));
@@ -322,7 +322,7 @@ mod tests {
         let pool = SignalPool::new();
         let tl = Timeline::new(device_name("T"), pool.alloc(0));
         tl.set_policy(WaitPolicy::with_timeout_ms(20));
-        let h = StdHooks::default();
+        let h = StdHooks;
         let mut k = KernargPool::new(mem.clone(), 0x1000, 8);
         let a = k.alloc(&[1; 8], 100, 64, 1, &tl, &h).unwrap();
         let b = k.alloc(&[2; 8], 100, 64, 2, &tl, &h).unwrap();

@@ -190,7 +190,7 @@ mod tests {
         let tl = Timeline::new(device_name("SIM"), pool.alloc(0));
         tl.set_policy(WaitPolicy::with_timeout_ms(5));
         tl.reserve().unwrap();
-        let e = tl.synchronize(&StdHooks::default()).unwrap_err();
+        let e = tl.synchronize(&StdHooks).unwrap_err();
         assert!(matches!(e, Error::Timeout { awaited: 1, last: 0, .. }), "{e:?}");
         assert!(tl.is_hung());
         assert!(matches!(tl.reserve(), Err(Error::DeviceHung { .. })));
@@ -204,7 +204,7 @@ mod tests {
         let tl = Timeline::new(device_name("SIM"), pool.alloc(0));
         tl.reserve().unwrap();
         tl.record_fault(Error::Unsupported { what: "soft opcode", value: 0x7f });
-        let e = tl.synchronize(&StdHooks::default()).unwrap_err();
+        let e = tl.synchronize(&StdHooks).unwrap_err();
         assert_eq!(e, Error::Unsupported { what: "soft opcode", value: 0x7f });
     }
 }

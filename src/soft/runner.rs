@@ -289,7 +289,7 @@ impl SoftDevice {
                 limit: regs.size() as u64,
             });
         }
-        let hooks: Arc<dyn WaitHooks> = Arc::new(StdHooks::default());
+        let hooks: Arc<dyn WaitHooks> = Arc::new(StdHooks);
         let encoder: Arc<dyn Encoder> = Arc::new(SoftEncoder);
         let mut engines = Vec::with_capacity(n);
         let mut rings = Vec::with_capacity(n);

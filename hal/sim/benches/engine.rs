@@ -56,15 +56,8 @@ fn host_only() -> Hcq {
     let doorbell = Doorbell { bus: bell, offset: 0, width: Width::U64 };
     let engine = Engine::new("compute", CommandRing::new(ring, 1024, doorbell).unwrap());
     let kpool = KernargPool::new(kmem.clone(), kmem.addr(), 1024);
-    Hcq::new(
-        device_name("HOST"),
-        HOST_SIGNALS.alloc(0),
-        Arc::new(SoftEncoder),
-        vec![engine],
-        kpool,
-        Arc::new(StdHooks::default()),
-    )
-    .unwrap()
+    Hcq::new(device_name("HOST"), HOST_SIGNALS.alloc(0), Arc::new(SoftEncoder), vec![engine], kpool, Arc::new(StdHooks))
+        .unwrap()
 }
 
 fn build_submit(hcq: &Hcq, prog: u64) -> u64 {
