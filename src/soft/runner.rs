@@ -210,7 +210,7 @@ impl SoftContext {
                 }
             }
         }
-        let off = addr.checked_sub(self.kernarg_base).ok_or(Error::OutOfBounds {
+        let off = addr.checked_sub(self.kernarg_base).ok_or_else(|| Error::OutOfBounds {
             what: "kernel arguments",
             offset: addr,
             len: out.len() as u64,

@@ -328,7 +328,7 @@ impl Executor for CpuExec {
             let ks = self.kernels.read().unwrap_or_else(|p| p.into_inner());
             ks.get(usize::try_from(program).unwrap_or(usize::MAX))
                 .cloned()
-                .ok_or(Error::InvalidArgument { what: "CPU exec: unknown program handle", value: program })?
+                .ok_or_else(|| Error::InvalidArgument { what: "CPU exec: unknown program handle", value: program })?
         };
         let mut args = [0u64; MAX_ARGS];
         let mut raw = [0u8; MAX_ARGS * 8];

@@ -137,3 +137,28 @@ fn bad_objects_and_argument_counts_are_errors() {
         .unwrap();
     assert!(matches!(p.call(&[0], &[], [1; 3], [1; 3], true), Err(Error::Mismatch { .. })));
 }
+
+#[test]
+fn core_id_launches_repeat_correctly_on_a_one_core_device() {
+    // the inline path (no workers) must restart the tid counter for every launch
+    let dev = CpuDevice::new("CPU", 1).unwrap();
+    let prog = dev
+        .load_program(&image(
+            "fill",
+            obj("coreid", "fill"),
+            &[
+                (None, DType::I32, ParamKind::Buffer),
+                (Some("n"), DType::I32, ParamKind::Value),
+                (Some("core_id"), DType::I32, ParamKind::Value),
+            ],
+        ))
+        .unwrap();
+    let out = Buffer::new(dev.clone(), 64, DType::I32, Default::default()).unwrap();
+    for round in 0..3 {
+        out.copy_in(&[0u8; 256]).unwrap();
+        prog.call(&[out.device_addr().unwrap()], &[16, 0], [4, 1, 1], [1; 3], true).unwrap();
+        let mut got = vec![0u8; 256];
+        out.copy_out(&mut got).unwrap();
+        assert!(got.chunks(4).all(|c| c != [0, 0, 0, 0]), "round {round}: every tid ran");
+    }
+}
