@@ -217,6 +217,57 @@ impl fmt::Display for Error {
 
 impl core::error::Error for Error {}
 
+/// The same information as `Display`, for the defmt logger of target builds.
+#[cfg(feature = "defmt")]
+impl defmt::Format for Error {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        match self {
+            Error::OutOfBounds { what, offset, len, limit } => {
+                defmt::write!(f, "{=str}: {} bytes at {:#x} outside {} bytes", what, len, offset, limit)
+            }
+            Error::OutOfMemory { device, requested, used } => {
+                defmt::write!(
+                    f,
+                    "allocation of {} bytes failed on {=str} ({} in use)",
+                    requested,
+                    device.as_str(),
+                    used
+                )
+            }
+            Error::OutOfSpace { what, requested, capacity } => {
+                defmt::write!(f, "{=str}: no room for {} bytes (capacity {})", what, requested, capacity)
+            }
+            Error::Misaligned { what, value, align } => {
+                defmt::write!(f, "{=str}: {:#x} not aligned to {}", what, value, align)
+            }
+            Error::InvalidArgument { what, value } => defmt::write!(f, "invalid argument: {=str} ({})", what, value),
+            Error::Timeout { device, awaited, last, timeout_ms } => defmt::write!(
+                f,
+                "wait timeout on {=str}: signal not {}, but {} ({} ms)",
+                device.as_str(),
+                awaited,
+                last,
+                timeout_ms
+            ),
+            Error::DeviceHung { device } => defmt::write!(f, "{=str} is hung", device.as_str()),
+            Error::UnknownDevice { name } => defmt::write!(f, "unknown device {=str}", name.as_str()),
+            Error::DeviceUnavailable { device, reason } => {
+                defmt::write!(f, "{=str} is unavailable: {=str}", device.as_str(), reason)
+            }
+            Error::Malformed { what, at, reason } => {
+                defmt::write!(f, "malformed {=str} at {:#x}: {=str}", what, at, reason)
+            }
+            Error::Unsupported { what, value } => defmt::write!(f, "unsupported {=str} ({:#x})", what, value),
+            Error::Mismatch { what, expected, found } => {
+                defmt::write!(f, "{=str} mismatch: expected {:#x}, found {:#x}", what, expected, found)
+            }
+            Error::Os { what, errno } => defmt::write!(f, "{=str} failed: os error {}", what, errno),
+            #[cfg(feature = "alloc")]
+            Error::Context { context, source } => defmt::write!(f, "{=str}: {}", context.as_str(), &**source),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
