@@ -252,7 +252,7 @@ fn main() -> ExitCode {
         Cmd::Devices => {
             let reg = registry();
             let reports = reg.enumerate();
-            print!("{}", ReportList(&reports));
+            println!("{}", ReportList(&reports).to_string().trim_end());
             Ok(true)
         }
         Cmd::Inspect { bundle, launches } => bundle_bytes(&bundle).and_then(|b| {
