@@ -170,6 +170,12 @@ fn the_doorbell_write_is_visible_in_the_mock_mmio_log() {
     let bell: Vec<_> = log.iter().filter(|a| a.offset == 0 && a.kind == hcq_sim::AccessKind::Write).collect();
     assert_eq!(bell.len(), 1);
     assert_eq!(bell[0].value, (words + 5) as u64, "write pointer after the queue plus its timeline signal");
+    // the read pointer is published after each command: it reaches the doorbell value shortly
+    // after the final signal
+    let t = Instant::now();
+    while dev.soft().rptr(0).unwrap() != bell[0].value && t.elapsed() < Duration::from_secs(10) {
+        std::thread::yield_now();
+    }
     assert_eq!(dev.soft().rptr(0).unwrap(), bell[0].value);
 }
 
