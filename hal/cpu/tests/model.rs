@@ -27,7 +27,8 @@ fn a_launch_list_longer_than_the_ring_is_split_into_several_submissions() {
         model.call().unwrap();
     }
     let r = model.check().unwrap();
-    assert!(r.ok && r.exact, "{r:?}");
+    // exact where the expected outputs came from the same objects (x86-64), else the tolerance
+    assert!(r.ok && r.exact == (Arch::host() == Some(Arch::X86_64)), "{r:?}");
 }
 
 #[test]
