@@ -182,13 +182,17 @@ impl Drop for SignalPage {
     }
 }
 
+/// How a [`Signal`] holds its page: shared with `alloc`, a static page without it.
+#[cfg(feature = "alloc")]
+pub type SignalPageRef = alloc::sync::Arc<SignalPage>;
+/// How a [`Signal`] holds its page: shared with `alloc`, a static page without it.
+#[cfg(not(feature = "alloc"))]
+pub type SignalPageRef = &'static SignalPage;
+
 /// A handle to one signal slot.
 #[derive(Clone)]
 pub struct Signal {
-    #[cfg(feature = "alloc")]
-    page: alloc::sync::Arc<SignalPage>,
-    #[cfg(not(feature = "alloc"))]
-    page: &'static SignalPage,
+    page: SignalPageRef,
     index: usize,
     bits32: bool,
 }
@@ -204,22 +208,7 @@ impl core::fmt::Debug for Signal {
 
 impl Signal {
     /// Signal `index` of `page` (64-bit compare). Errors when the page has no such slot.
-    #[cfg(feature = "alloc")]
-    pub fn new(page: alloc::sync::Arc<SignalPage>, index: usize) -> Result<Self> {
-        if index >= page.len() {
-            return Err(Error::OutOfBounds {
-                what: "signal slot",
-                offset: index as u64,
-                len: 1,
-                limit: page.len() as u64,
-            });
-        }
-        Ok(Self { page, index, bits32: false })
-    }
-
-    /// Signal `index` of a static page (no-alloc builds).
-    #[cfg(not(feature = "alloc"))]
-    pub fn new(page: &'static SignalPage, index: usize) -> Result<Self> {
+    pub fn new(page: SignalPageRef, index: usize) -> Result<Self> {
         if index >= page.len() {
             return Err(Error::OutOfBounds {
                 what: "signal slot",

@@ -16,7 +16,7 @@
 //! pointer in words, u64) at `16 * e`, its read pointer (u64, written by the CP) at `16 * e + 8`.
 
 use super::{SoftCp, SoftEncoder, SoftTarget, Step, host_signals};
-use crate::error::{DeviceName, Error, Result};
+use crate::error::{Error, Result};
 use crate::hcq::{Engine, Hcq};
 use crate::mmio::{HostRegion, MmioBus, Width};
 use crate::queue::{Command, Encoder};
@@ -516,11 +516,6 @@ fn spin_a_while() {
     for _ in 0..64 {
         core::hint::spin_loop();
     }
-}
-
-/// A name for errors ("SIM:1").
-pub fn name_of(d: &SoftDevice) -> &DeviceName {
-    d.hcq.timeline().device()
 }
 
 #[cfg(test)]

@@ -26,7 +26,6 @@ use hcq::hcq::Hcq;
 
 use hcq::profile::{Event, EventKind};
 use hcq::program::{ParamKind, Program, ProgramImage};
-use hcq::queue::Command;
 use hcq::soft::runner::{Executor, Regs, SoftConfig, SoftContext, SoftDevice, soft_clock_ns};
 use std::collections::BTreeMap;
 use std::string::{String, ToString};
@@ -373,10 +372,6 @@ impl Executor for CpuExec {
             prof.record(Event { kind: EventKind::Copy, name, start_ns: st, end_ns: soft_clock_ns(), arg: bytes });
         }
         Ok(())
-    }
-
-    fn before(&self, _engine: usize, _n: u64, _cmd: &Command) -> Result<bool> {
-        Ok(true)
     }
 }
 
