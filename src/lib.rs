@@ -16,6 +16,7 @@
 //! | [`program`] | program images, kernel-argument layout |
 //! | [`device`] | the device trait, canonical names, registry, enumeration |
 //! | [`bundle`] | model bundles: the v1 directory importer, the zero-copy `.hcqb` format |
+//! | [`stamp`] | completion stamps (timeline values) and engine ids as types |
 //! | [`signal`] | signals in device-visible memory, waits with timeouts |
 //! | [`timeline`] | per-device submission order, hang detection |
 //! | [`queue`] | queue builder, backend encoders, patchable replay |
@@ -62,6 +63,7 @@ pub mod ring;
 pub mod signal;
 #[cfg(feature = "alloc")]
 pub mod soft;
+pub mod stamp;
 pub mod sync;
 #[cfg(feature = "alloc")]
 pub mod timeline;

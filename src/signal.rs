@@ -15,6 +15,7 @@
 //! it runs 2^31 submissions ahead of a waiter.
 
 use crate::error::{DeviceName, Error, Result};
+use crate::stamp::{Stamp, StampBits};
 use crate::sync::{AtomicU64, Ordering, spin_hint};
 use core::ptr::NonNull;
 
@@ -35,7 +36,8 @@ pub const SLOT_BYTES: u64 = 16;
 /// difference (valid while the two are within 2^31 of each other).
 #[inline]
 pub const fn reached(current: u64, target: u64, bits32: bool) -> bool {
-    if bits32 { (current as u32).wrapping_sub(target as u32) as i32 >= 0 } else { current >= target }
+    let bits = if bits32 { StampBits::Low32 } else { StampBits::Full };
+    Stamp::new(target).reached_by(Stamp::new(current), bits)
 }
 
 /// What a wait needs from its device: a clock, ways to pass the time, and the device's fault
