@@ -18,6 +18,7 @@ use crate::profile::Profiler;
 use crate::queue::{Encoder, HwQueue};
 use crate::ring::{CommandRing, KernargPool};
 use crate::signal::{Signal, WaitHooks};
+use crate::sync::{Lock, LockGuard};
 use crate::timeline::Timeline;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -39,13 +40,13 @@ pub type Hazards = DepsTracker<TimelinePoint>;
 /// One engine of a device: a ring and its doorbell.
 pub struct Engine {
     name: &'static str,
-    ring: spin::Mutex<CommandRing>,
+    ring: Lock<CommandRing>,
 }
 
 impl Engine {
     /// An engine called `name` ("compute", "copy") over `ring`.
     pub fn new(name: &'static str, ring: CommandRing) -> Self {
-        Self { name, ring: spin::Mutex::new(ring) }
+        Self { name, ring: Lock::new(ring) }
     }
 
     /// The engine's name.
@@ -69,8 +70,9 @@ pub struct Hcq {
     timeline: Timeline,
     encoder: Arc<dyn Encoder>,
     engines: Vec<Engine>,
-    kernargs: spin::Mutex<KernargPool>,
-    submit: spin::Mutex<()>,
+    // Both are held across waits for the device (ring or pool space): sleeping locks on std.
+    kernargs: Lock<KernargPool>,
+    submit: Lock<()>,
     hooks: Arc<dyn WaitHooks>,
     profiler: Profiler,
 }
@@ -99,8 +101,8 @@ impl Hcq {
             timeline: Timeline::new(name, timeline),
             encoder,
             engines,
-            kernargs: spin::Mutex::new(kernargs),
-            submit: spin::Mutex::new(()),
+            kernargs: Lock::new(kernargs),
+            submit: Lock::new(()),
             hooks,
             profiler: Profiler::new(1 << 16),
         })
@@ -194,7 +196,7 @@ impl Hcq {
 /// The submit lock of a device, held while kernel arguments are filled and a queue is submitted.
 pub struct Submitter<'a> {
     hcq: &'a Hcq,
-    _guard: spin::MutexGuard<'a, ()>,
+    _guard: LockGuard<'a, ()>,
 }
 
 impl Submitter<'_> {
@@ -213,19 +215,156 @@ impl Submitter<'_> {
 
     /// Submit `q` on engine `engine`: reserve the next timeline value, patch the queue's timeline
     /// wait/signal, write the ring, ring the doorbell. Returns the value that marks completion.
+    ///
+    /// Order: the words go into the ring first (this may wait for space, and may fail: then
+    /// nothing is reserved and the next submission takes the same value); then the value is
+    /// taken for good, before the doorbell, so a fault recorded from here on can never let a
+    /// later submission reuse it; then the doorbell. A doorbell write that fails leaves the
+    /// value taken and records the error as the device's fault (the words may or may not run).
     pub fn submit(&mut self, engine: usize, q: &mut HwQueue) -> Result<u64> {
         let hcq = self.hcq;
         let eng =
             hcq.engines.get(engine).ok_or(Error::InvalidArgument { what: "engine index", value: engine as u64 })?;
         q.finish()?;
         hcq.timeline.check()?;
-        let (prev, next) = (hcq.timeline.last_submitted(), hcq.timeline.last_submitted() + 1);
-        q.patch_timeline(prev, next)?;
+        let next = self.next_value();
+        q.patch_timeline(next - 1, next)?;
         let mut ring = eng.ring.lock();
-        // reserve only once the words are in place: a failed write leaves the timeline as it was
-        ring.submit(q.words(), next, &hcq.timeline, &*hcq.hooks).map(|_| ())?;
-        let (_, v) = hcq.timeline.reserve()?;
+        ring.write(q.words(), next, &hcq.timeline, &*hcq.hooks)?;
+        let (_, v) = hcq.timeline.advance();
         debug_assert_eq!(v, next);
+        if let Err(e) = ring.kick() {
+            hcq.timeline.record_fault(e.clone());
+            return Err(e);
+        }
         Ok(v)
+    }
+}
+
+#[cfg(all(test, feature = "std", not(loom)))]
+mod tests {
+    use super::*;
+    use crate::error::device_name;
+    use crate::mmio::{HostRegion, MmioBus, Width};
+    use crate::queue::Command;
+    use crate::ring::Doorbell;
+    use crate::signal::{SignalPool, StdHooks, WaitPolicy};
+    use crate::soft::SoftEncoder;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{OnceLock, Weak};
+
+    /// A doorbell whose write can make the device fault at that moment (a command processor
+    /// that dies as it is kicked).
+    #[derive(Default)]
+    struct Bell {
+        hcq: OnceLock<Weak<Hcq>>,
+        fault_on_kick: AtomicBool,
+    }
+
+    impl MmioBus for Bell {
+        fn size(&self) -> usize {
+            8
+        }
+        fn read(&self, _offset: usize, _width: Width) -> Result<u64> {
+            Ok(0)
+        }
+        fn write(&self, _offset: usize, _width: Width, _value: u64) -> Result<()> {
+            if self.fault_on_kick.swap(false, Ordering::AcqRel)
+                && let Some(hcq) = self.hcq.get().and_then(Weak::upgrade)
+            {
+                hcq.timeline().record_fault(Error::Unsupported { what: "test fault at the doorbell", value: 0 });
+            }
+            Ok(())
+        }
+    }
+
+    /// A one-engine device with a `ring_words` ring that nothing consumes.
+    fn rig(ring_words: usize, timeout_ms: u64) -> (Arc<Hcq>, Arc<Bell>) {
+        let pool = SignalPool::new();
+        let bell = Arc::new(Bell::default());
+        let ring = CommandRing::new(
+            Arc::new(HostRegion::new(ring_words * 4, 8).unwrap()),
+            8,
+            Doorbell { bus: bell.clone(), offset: 0, width: Width::U64 },
+        )
+        .unwrap();
+        let kernargs = KernargPool::new(Arc::new(HostRegion::new(256, 8).unwrap()), 0x1000, 8);
+        let hcq = Hcq::new(
+            device_name("T"),
+            pool.alloc(0),
+            Arc::new(SoftEncoder),
+            alloc::vec![Engine::new("compute", ring)],
+            kernargs,
+            Arc::new(StdHooks),
+        )
+        .unwrap();
+        hcq.timeline().set_policy(WaitPolicy::with_timeout_ms(timeout_ms));
+        let hcq = Arc::new(hcq);
+        let _ = bell.hcq.set(Arc::downgrade(&hcq));
+        (hcq, bell)
+    }
+
+    fn barrier_queue(hcq: &Hcq) -> HwQueue {
+        let mut q = hcq.queue().unwrap();
+        q.memory_barrier().unwrap();
+        q
+    }
+
+    #[test]
+    fn a_fault_at_the_doorbell_never_lets_a_later_submission_reuse_the_value() {
+        let (hcq, bell) = rig(256, 50);
+        bell.fault_on_kick.store(true, Ordering::Release);
+        let mut q = barrier_queue(&hcq);
+        let first = hcq.submit(0, &mut q);
+        // the words in the ring signal this value, whatever `submit` reported
+        let Some(Command::Signal { value: signalled, .. }) = q.command(q.len() - 1) else {
+            panic!("a queue ends with its timeline signal")
+        };
+        assert_eq!(first, Ok(signalled), "the value was taken before the doorbell");
+        assert!(hcq.timeline().fault().is_some(), "the fault is recorded");
+        assert!(matches!(hcq.submit(0, &mut barrier_queue(&hcq)), Err(Error::Unsupported { .. })));
+        // after a reset, the next submission gets a value of its own
+        hcq.timeline().clear_hung();
+        let second = hcq.submit(0, &mut barrier_queue(&hcq)).unwrap();
+        assert_ne!(second, signalled, "two submissions in the ring signal the same timeline value");
+        assert_eq!(second, signalled + 1);
+    }
+
+    /// CPU time (user + system, in clock ticks) this thread has used.
+    #[cfg(target_os = "linux")]
+    fn thread_cpu_ticks() -> u64 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        // fields after the parenthesised name: state is field 3, utime 14, stime 15
+        let rest = &stat[stat.rfind(')').unwrap() + 1..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    #[cfg_attr(miri, ignore = "reads /proc")]
+    fn a_thread_waiting_for_the_submit_lock_sleeps_while_the_holder_waits_for_ring_space() {
+        // 11-word queues in a 16-word ring nobody consumes: the second submission waits for
+        // ring space, holding the submit lock, until the 900 ms timeout
+        let (hcq, _bell) = rig(16, 900);
+        hcq.submit(0, &mut barrier_queue(&hcq)).unwrap();
+        let holder = {
+            let hcq = hcq.clone();
+            std::thread::spawn(move || hcq.submit(0, &mut barrier_queue(&hcq)))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let (ticks, waited) = {
+            let t0 = std::time::Instant::now();
+            let c0 = thread_cpu_ticks();
+            let guard = hcq.lock();
+            let c1 = thread_cpu_ticks();
+            drop(guard);
+            (c1 - c0, t0.elapsed())
+        };
+        assert!(matches!(holder.join().unwrap(), Err(Error::Timeout { .. })));
+        assert!(waited.as_millis() >= 400, "the lock was free early: waited {waited:?}");
+        // a spinning waiter burns CPU for the whole wait (tens of ticks at 100 Hz even when it
+        // gets a small share of a busy machine); a sleeping one uses next to none
+        assert!(ticks <= 3, "waiting {waited:?} for the submit lock used {ticks} ticks of CPU");
     }
 }

@@ -2,8 +2,9 @@
 //! backend's [`Encoder`] into command words.
 //!
 //! Encoding happens once, when the queue is built. The encoder marks the words that carry values
-//! a replay may change (signal values, kernel-argument addresses, sizes, ...); [`HwQueue::patch`]
-//! rewrites only those words, so replaying a captured graph with new values costs a few stores
+//! a replay may change (signal values, kernel-argument addresses, sizes, ...), every place it
+//! writes one and in whatever derived form (a [`Form`]: "local size − 1", "groups × local
+//! size"); [`HwQueue::patch`] recomputes exactly the words that depend on the patched field, so replaying a captured graph with new values costs a few stores
 //! on the host, and submitting copies the words into the device's ring (see `hcq`).
 //!
 //! Every queue starts with a wait on its device's timeline and ends with a signal of it (added
@@ -61,6 +62,66 @@ pub enum Command {
     Barrier,
 }
 
+impl Command {
+    /// The value of `field` in this command (`None` when the command has no such field).
+    pub fn field(&self, field: Field) -> Option<u64> {
+        Some(match (*self, field) {
+            (Command::Wait { value, .. } | Command::Signal { value, .. }, Field::Value) => value,
+            (Command::Wait { addr, .. } | Command::Signal { addr, .. } | Command::Timestamp { addr }, Field::Addr) => {
+                addr
+            }
+            (Command::Exec { program, .. }, Field::Program) => program,
+            (Command::Exec { kernargs, .. }, Field::Kernargs) => kernargs,
+            (Command::Exec { global, .. }, Field::Global(d)) => u64::from(*global.get(usize::from(d))?),
+            (Command::Exec { local, .. }, Field::Local(d)) => u64::from(*local.get(usize::from(d))?),
+            (Command::Copy { dst, .. }, Field::Dst) => dst,
+            (Command::Copy { src, .. }, Field::Src) => src,
+            (Command::Copy { bytes, .. }, Field::Size) => bytes,
+            _ => return None,
+        })
+    }
+
+    /// Set `field` to `v`; `Ok(false)` when the command has no such field.
+    ///
+    /// Errors: [`Error::InvalidArgument`] when `v` does not fit a 32-bit field (grid sizes).
+    pub fn set_field(&mut self, field: Field, v: u64) -> Result<bool> {
+        let narrow = || {
+            u32::try_from(v).map_err(|_| Error::InvalidArgument {
+                what: "queue patch: value does not fit a 32-bit field",
+                value: v,
+            })
+        };
+        let slot: &mut u64 = match (self, field) {
+            (Command::Wait { value, .. } | Command::Signal { value, .. }, Field::Value) => value,
+            (Command::Wait { addr, .. } | Command::Signal { addr, .. } | Command::Timestamp { addr }, Field::Addr) => {
+                addr
+            }
+            (Command::Exec { program, .. }, Field::Program) => program,
+            (Command::Exec { kernargs, .. }, Field::Kernargs) => kernargs,
+            (Command::Exec { global, .. }, Field::Global(d)) => match global.get_mut(usize::from(d)) {
+                Some(g) => {
+                    *g = narrow()?;
+                    return Ok(true);
+                }
+                None => return Ok(false),
+            },
+            (Command::Exec { local, .. }, Field::Local(d)) => match local.get_mut(usize::from(d)) {
+                Some(l) => {
+                    *l = narrow()?;
+                    return Ok(true);
+                }
+                None => return Ok(false),
+            },
+            (Command::Copy { dst, .. }, Field::Dst) => dst,
+            (Command::Copy { src, .. }, Field::Src) => src,
+            (Command::Copy { bytes, .. }, Field::Size) => bytes,
+            _ => return Ok(false),
+        };
+        *slot = v;
+        Ok(true)
+    }
+}
+
 /// The fields of a command a replay can patch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Field {
@@ -84,17 +145,87 @@ pub enum Field {
     Size,
 }
 
-/// Where a patchable field sits in the queue's words.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a marked word is computed from its command. Encoders write a value in several places and
+/// in derived forms (a GPU's PM4 stream holds "local size − 1" in one register and "groups ×
+/// local size" in another); each place gets its own [`Mark`] with the form that computes it, and
+/// [`HwQueue::patch`] recomputes every mark that depends on the patched field.
+#[derive(Clone, Copy, Debug)]
+pub enum Form {
+    /// The field's value as is.
+    Plain,
+    /// The field's value plus a constant, wrapping (`Offset(-1)` for "local size − 1").
+    Offset(i64),
+    /// The field's value times a constant (a byte count in dwords is `Scale` of a dword count;
+    /// overflow is an error).
+    Scale(u64),
+    /// The field's value times the current value of another field of the same command
+    /// ("groups × local size" is `Global(d)` marked `Times(Local(d))`); recomputed when either
+    /// changes; overflow is an error.
+    Times(Field),
+    /// Any function of the whole command (bit-packed control words); recomputed whenever any
+    /// field of the command is patched. The mark carries its `field` only: a word that packs
+    /// several fields gets one mark per field (same word) so that each can be patched.
+    Fn(fn(&Command) -> u64),
+}
+
+/// Where a patchable field sits in the queue's words, and how the word is computed from it.
+#[derive(Clone, Copy, Debug)]
 pub struct Mark {
     /// Index of the command in the queue.
     pub cmd: u32,
-    /// Which field.
+    /// Which field the word is computed from.
     pub field: Field,
     /// First word of the field.
     pub word: u32,
     /// `true` for a 64-bit field (two words, low first), else 32-bit.
     pub wide: bool,
+    /// How the word is computed from the field (and the command).
+    pub form: Form,
+}
+
+impl Mark {
+    /// Whether this mark carries `field` (so the field can be patched).
+    #[inline]
+    pub fn carries(&self, field: Field) -> bool {
+        self.field == field || matches!(self.form, Form::Times(other) if other == field)
+    }
+
+    /// Whether patching `field` may change this mark's word.
+    #[inline]
+    pub fn depends_on(&self, field: Field) -> bool {
+        match self.form {
+            Form::Plain | Form::Offset(_) | Form::Scale(_) => self.field == field,
+            Form::Times(other) => self.field == field || other == field,
+            Form::Fn(_) => true,
+        }
+    }
+
+    /// The word (or, when wide, the two words as one value) this mark holds for `cmd`.
+    ///
+    /// Errors: [`Error::InvalidArgument`] when `cmd` has no such field, the form overflows, or
+    /// the result does not fit a 32-bit mark.
+    pub fn eval(&self, cmd: &Command) -> Result<u64> {
+        let missing = || Error::InvalidArgument { what: "queue mark: the command has no such field", value: 0 };
+        let overflow = |v: u64| Error::InvalidArgument { what: "queue mark: derived value overflows", value: v };
+        let v = match self.form {
+            Form::Fn(f) => f(cmd),
+            form => {
+                let v = cmd.field(self.field).ok_or_else(missing)?;
+                match form {
+                    Form::Offset(k) => v.wrapping_add_signed(k),
+                    Form::Scale(k) => v.checked_mul(k).ok_or_else(|| overflow(v))?,
+                    Form::Times(other) => {
+                        v.checked_mul(cmd.field(other).ok_or_else(missing)?).ok_or_else(|| overflow(v))?
+                    }
+                    _ => v,
+                }
+            }
+        };
+        if !self.wide && v > u64::from(u32::MAX) {
+            return Err(Error::InvalidArgument { what: "queue patch: value does not fit a 32-bit field", value: v });
+        }
+        Ok(v)
+    }
 }
 
 /// Appends a command's words and records its patchable fields.
@@ -120,22 +251,64 @@ impl<'a> CmdWriter<'a> {
     /// Append a 64-bit value as two words (low first).
     #[inline]
     pub fn word64(&mut self, v: u64) {
+        // CAST: the low and high halves, by design.
         self.words.push(v as u32);
         self.words.push((v >> 32) as u32);
     }
 
-    /// Append a 32-bit patchable field.
+    #[inline]
+    fn mark(&mut self, field: Field, wide: bool, form: Form) {
+        // CAST: a queue's words are counted in u32 (a ring is far smaller than 2^32 words).
+        self.marks.push(Mark { cmd: self.cmd, field, word: self.words.len() as u32, wide, form });
+    }
+
+    /// Append a 32-bit patchable field holding `v`.
     #[inline]
     pub fn field32(&mut self, field: Field, v: u32) {
-        self.marks.push(Mark { cmd: self.cmd, field, word: self.words.len() as u32, wide: false });
+        self.mark(field, false, Form::Plain);
         self.words.push(v);
     }
 
-    /// Append a 64-bit patchable field (low word first).
+    /// Append a 64-bit patchable field holding `v` (low word first).
     #[inline]
     pub fn field64(&mut self, field: Field, v: u64) {
-        self.marks.push(Mark { cmd: self.cmd, field, word: self.words.len() as u32, wide: true });
+        self.mark(field, true, Form::Plain);
         self.word64(v);
+    }
+
+    /// Append a 32-bit word computed from `cmd`'s `field` by `form`, marked so a patch of the
+    /// field (or, for [`Form::Times`] and [`Form::Fn`], of what else it depends on) recomputes it.
+    ///
+    /// Errors: as [`Mark::eval`].
+    pub fn derived32(&mut self, field: Field, form: Form, cmd: &Command) -> Result<()> {
+        let m = Mark { cmd: self.cmd, field, word: 0, wide: false, form };
+        let v = m.eval(cmd)?;
+        self.mark(field, false, form);
+        // CAST: `eval` checked that a 32-bit mark's value fits.
+        self.words.push(v as u32);
+        Ok(())
+    }
+
+    /// Append a 64-bit (two-word) value computed like [`CmdWriter::derived32`].
+    pub fn derived64(&mut self, field: Field, form: Form, cmd: &Command) -> Result<()> {
+        let m = Mark { cmd: self.cmd, field, word: 0, wide: true, form };
+        let v = m.eval(cmd)?;
+        self.mark(field, true, form);
+        self.word64(v);
+        Ok(())
+    }
+
+    /// Mark the word written last (32-bit) once more, as carrying `field` by `form`: for a word
+    /// that packs several fields ([`Form::Fn`]).
+    ///
+    /// Errors: [`Error::OutOfBounds`] when nothing was written yet.
+    pub fn mark_last(&mut self, field: Field, form: Form) -> Result<()> {
+        let Some(last) = self.words.len().checked_sub(1) else {
+            return Err(Error::OutOfBounds { what: "queue word to mark", offset: 0, len: 1, limit: 0 });
+        };
+        // CAST: as in `mark`.
+        self.marks.push(Mark { cmd: self.cmd, field, word: last as u32, wide: false, form });
+        Ok(())
     }
 
     /// Words written so far in the whole queue (to compute packet lengths).
@@ -164,9 +337,11 @@ impl<'a> CmdWriter<'a> {
 
 /// A backend's command encoding.
 ///
-/// `encode` appends the words of one command through the writer and marks every field that
-/// [`Field`] names for that command kind with `field32`/`field64` (a field it does not mark
-/// cannot be patched: [`HwQueue::patch`] then returns an error). It returns an error for a
+/// `encode` appends the words of one command through the writer and marks every place it writes
+/// a value of a [`Field`]: with `field32`/`field64` where the word is the value itself, with
+/// `derived32`/`derived64` and a [`Form`] where it is computed from it (a field written in
+/// three places gets three marks; a field it does not mark cannot be patched:
+/// [`HwQueue::patch`] then returns an error). It returns an error for a
 /// command the backend cannot run (e.g. a copy on a compute-only engine).
 pub trait Encoder: Send + Sync {
     /// Append the words of `cmd`.
@@ -305,32 +480,52 @@ impl HwQueue {
         self.cmds.get(i).map(|c| c.cmd)
     }
 
-    /// Change `field` of command `cmd` to `value`, rewriting only its words. Errors when the
-    /// command does not exist or its encoding has no such patchable field. Allocates nothing.
+    /// Change `field` of command `cmd` to `value` and rewrite every word that depends on it:
+    /// each place the encoder marked the field, in each form it marked it (see [`Form`]).
+    /// Nothing changes on error. Allocates nothing.
+    ///
+    /// Errors: [`Error::OutOfBounds`] when the command does not exist;
+    /// [`Error::InvalidArgument`] when the command has no such field, no word depends on it, or
+    /// a value does not fit its word.
     pub fn patch(&mut self, cmd: usize, field: Field, value: u64) -> Result<()> {
+        let limit = self.cmds.len() as u64;
         let info = self.cmds.get_mut(cmd).ok_or(Error::OutOfBounds {
             what: "queue command index",
             offset: cmd as u64,
             len: 1,
-            limit: 0,
+            limit,
         })?;
-        let first = info.first_mark as usize;
-        let marks = &self.marks[first..first + info.marks as usize];
-        let m = marks.iter().find(|m| m.field == field).ok_or(Error::InvalidArgument {
-            what: "queue patch: the command has no such patchable field",
-            value: cmd as u64,
-        })?;
-        let w = m.word as usize;
-        if m.wide {
-            self.words[w] = value as u32;
-            self.words[w + 1] = (value >> 32) as u32;
-        } else {
-            if value > u64::from(u32::MAX) {
-                return Err(Error::InvalidArgument { what: "queue patch: value does not fit a 32-bit field", value });
-            }
-            self.words[w] = value as u32;
+        let no_field =
+            Error::InvalidArgument { what: "queue patch: the command has no such patchable field", value: cmd as u64 };
+        let mut new = info.cmd;
+        if !new.set_field(field, value)? {
+            return Err(no_field);
         }
-        update_command(&mut info.cmd, field, value);
+        let first = info.first_mark as usize;
+        let marks = self.marks.get(first..first + info.marks as usize).unwrap_or_default();
+        // validate every dependent word first, so a failure leaves the queue as it was
+        let mut any = false;
+        for m in marks.iter().filter(|m| m.depends_on(field)) {
+            m.eval(&new)?;
+            any |= m.carries(field);
+        }
+        if !any {
+            return Err(no_field);
+        }
+        for m in marks.iter().filter(|m| m.depends_on(field)) {
+            let v = m.eval(&new)?;
+            let w = m.word as usize;
+            // CAST: low and high halves; `eval` checked a 32-bit mark fits.
+            if let Some(slot) = self.words.get_mut(w) {
+                *slot = v as u32;
+            }
+            if m.wide
+                && let Some(slot) = self.words.get_mut(w + 1)
+            {
+                *slot = (v >> 32) as u32;
+            }
+        }
+        info.cmd = new;
         Ok(())
     }
 
@@ -339,23 +534,6 @@ impl HwQueue {
         self.patch(0, Field::Value, wait_for)?;
         let last = self.cmds.len() - 1;
         self.patch(last, Field::Value, signal)
-    }
-}
-
-fn update_command(cmd: &mut Command, field: Field, v: u64) {
-    match (cmd, field) {
-        (Command::Wait { value, .. } | Command::Signal { value, .. }, Field::Value) => *value = v,
-        (Command::Wait { addr, .. } | Command::Signal { addr, .. } | Command::Timestamp { addr }, Field::Addr) => {
-            *addr = v
-        }
-        (Command::Exec { program, .. }, Field::Program) => *program = v,
-        (Command::Exec { kernargs, .. }, Field::Kernargs) => *kernargs = v,
-        (Command::Exec { global, .. }, Field::Global(d)) if d < 3 => global[d as usize] = v as u32,
-        (Command::Exec { local, .. }, Field::Local(d)) if d < 3 => local[d as usize] = v as u32,
-        (Command::Copy { dst, .. }, Field::Dst) => *dst = v,
-        (Command::Copy { src, .. }, Field::Src) => *src = v,
-        (Command::Copy { bytes, .. }, Field::Size) => *bytes = v,
-        _ => {}
     }
 }
 
@@ -411,5 +589,90 @@ mod tests {
         q.memory_barrier().unwrap();
         assert!(q.patch(1, Field::Kernargs, 1).is_err());
         assert!(q.patch(9, Field::Value, 1).is_err());
+    }
+
+    /// An encoder in the manner of a GPU's PM4 stream: the kernel-argument address in two
+    /// places (a constant register and a descriptor), "local size − 1" in a size register, and
+    /// "groups × local size" in an ND-range register, besides the plain fields.
+    struct Pm4Like;
+
+    fn packed(c: &Command) -> u64 {
+        match c {
+            // a control word packing local x − 1 in bits 0..10 and local y − 1 in bits 10..20
+            Command::Exec { local, .. } => u64::from(local[0] - 1) | u64::from(local[1] - 1) << 10,
+            _ => 0,
+        }
+    }
+
+    impl Encoder for Pm4Like {
+        fn encode(&self, cmd: &Command, w: &mut CmdWriter<'_>) -> Result<()> {
+            match *cmd {
+                Command::Exec { program, kernargs, .. } => {
+                    w.word(0xE0);
+                    w.field64(Field::Program, program);
+                    w.field64(Field::Kernargs, kernargs);
+                    w.derived32(Field::Local(0), Form::Offset(-1), cmd)?;
+                    w.derived32(Field::Global(0), Form::Times(Field::Local(0)), cmd)?;
+                    w.derived32(Field::Local(0), Form::Fn(packed), cmd)?;
+                    w.mark_last(Field::Local(1), Form::Fn(packed))?;
+                    w.field64(Field::Kernargs, kernargs);
+                    w.derived32(Field::Global(1), Form::Scale(4), cmd)?;
+                }
+                Command::Wait { addr, value } | Command::Signal { addr, value } => {
+                    w.word(0xE1);
+                    w.field64(Field::Addr, addr);
+                    w.field64(Field::Value, value);
+                }
+                _ => w.word(0xEF),
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn patching_rewrites_every_place_and_form_a_field_was_written() {
+        let pool = SignalPool::new();
+        let tl = pool.alloc(0);
+        let mut q = HwQueue::new(Arc::new(Pm4Like), &tl).unwrap();
+        q.exec(3, 0x1111_0000_2222, [10, 2, 1], [64, 4, 1]).unwrap();
+        // exec starts after the 5-word wait: header, program (2), kernargs (2), then the rest
+        let exec = 5;
+        let at = |q: &HwQueue, i: usize| q.words()[exec + i];
+        assert_eq!((at(&q, 5), at(&q, 6), at(&q, 7)), (63, 640, 63 | 3 << 10));
+        assert_eq!((at(&q, 8), at(&q, 9), at(&q, 10)), (0x0000_2222, 0x1111, 8));
+        q.patch(1, Field::Kernargs, 0xaaaa_0000_bbbb).unwrap();
+        assert_eq!((at(&q, 3), at(&q, 4)), (0x0000_bbbb, 0xaaaa), "first place");
+        assert_eq!((at(&q, 8), at(&q, 9)), (0x0000_bbbb, 0xaaaa), "second place");
+        q.patch(1, Field::Local(0), 128).unwrap();
+        assert_eq!(at(&q, 5), 127, "local - 1");
+        assert_eq!(at(&q, 6), 1280, "groups x local follows the local size");
+        assert_eq!(at(&q, 7), 127 | 3 << 10, "packed control word");
+        q.patch(1, Field::Global(0), 3).unwrap();
+        assert_eq!(at(&q, 6), 384, "groups x local follows the group count");
+        q.patch(1, Field::Global(1), 5).unwrap();
+        assert_eq!(at(&q, 10), 20);
+        q.patch(1, Field::Local(1), 2).unwrap();
+        assert_eq!(at(&q, 7), 127 | 1 << 10, "a packed word is patched through either field");
+        assert_eq!(
+            q.command(1),
+            Some(Command::Exec { program: 3, kernargs: 0xaaaa_0000_bbbb, global: [3, 5, 1], local: [128, 2, 1] })
+        );
+    }
+
+    #[test]
+    fn a_patch_that_does_not_fit_changes_nothing() {
+        let pool = SignalPool::new();
+        let tl = pool.alloc(0);
+        let mut q = HwQueue::new(Arc::new(Pm4Like), &tl).unwrap();
+        q.exec(3, 0x1000, [10, 2, 1], [64, 4, 1]).unwrap();
+        let before = q.words().to_vec();
+        // 2^31 groups x 64 overflows the 32-bit ND-range word although the group count fits
+        assert!(q.patch(1, Field::Global(0), 1 << 31).is_err());
+        assert!(q.patch(1, Field::Global(0), 1 << 32).is_err(), "grid sizes are 32-bit");
+        // Global(2) is part of the command but no word depends on it
+        assert!(q.patch(1, Field::Global(2), 7).is_err());
+        assert!(q.patch(1, Field::Size, 7).is_err(), "not a field of exec");
+        assert_eq!(q.words(), &before[..]);
+        assert_eq!(q.command(1).and_then(|c| c.field(Field::Global(0))), Some(10));
     }
 }

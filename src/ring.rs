@@ -160,22 +160,39 @@ impl CommandRing {
 
     /// Write `words` at the write pointer and ring the doorbell; `stamp` is the timeline value
     /// the submission's last command signals. Waits (on `tl`) for the device to consume older
-    /// submissions when the ring is full. Allocates nothing.
+    /// submissions when the ring is full. Allocates nothing. Shorthand for [`CommandRing::write`]
+    /// then [`CommandRing::kick`].
     pub fn submit(&mut self, words: &[u32], stamp: u64, tl: &Timeline, hooks: &dyn WaitHooks) -> Result<u64> {
+        self.write(words, stamp, tl, hooks)?;
+        self.kick()
+    }
+
+    /// Write `words` at the write pointer and advance it, without telling the device: until
+    /// [`CommandRing::kick`] the device does not read them. `stamp` is the timeline value the
+    /// submission's last command signals. Waits (on `tl`) for the device to consume older
+    /// submissions when the ring is full. On error nothing is recorded (the write pointer stays).
+    pub fn write(&mut self, words: &[u32], stamp: u64, tl: &Timeline, hooks: &dyn WaitHooks) -> Result<()> {
         let n = words.len() as u64;
         let end = self.wptr + n;
         self.flight.retire_completed(tl);
         self.flight.reserve(end, "command ring", tl, hooks)?;
         let at = self.wptr % self.words;
+        // CAST: `min` with a length that is a usize bounds the result.
         let first = n.min(self.words - at) as usize;
         // PANIC: never: `first <= words.len()` by the `min` above.
         let (a, b) = words.split_at(first);
+        // CAST: `at < words`, and the ring's byte size is a usize.
         self.mem.write_bytes((at * 4) as usize, zerocopy::IntoBytes::as_bytes(a))?;
         if !b.is_empty() {
             self.mem.write_bytes(0, zerocopy::IntoBytes::as_bytes(b))?;
         }
         self.wptr = end;
         self.flight.push(end, stamp);
+        Ok(())
+    }
+
+    /// Make the written words visible and ring the doorbell with the write pointer; returns it.
+    pub fn kick(&mut self) -> Result<u64> {
         // Volatile is not ordering: make the ring words visible before the doorbell.
         fence(Ordering::Release);
         self.doorbell.bus.write(self.doorbell.offset, self.doorbell.width, self.wptr & self.doorbell.width.mask())?;

@@ -87,6 +87,14 @@ impl Timeline {
         Ok((v - 1, v))
     }
 
+    /// Take the next value without checking the device's state: for a submitter whose words are
+    /// already in the ring (a fault recorded now must not let a later submission take the
+    /// same value). Callers hold their device's submit lock. Returns `(wait_for, signal)`.
+    pub fn advance(&self) -> (u64, u64) {
+        let v = self.next.fetch_add(1, Ordering::AcqRel);
+        (v - 1, v)
+    }
+
     /// Fail if the device is hung or faulted.
     pub fn check(&self) -> Result<()> {
         if let Some(e) = self.fault.lock().clone() {
