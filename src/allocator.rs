@@ -16,6 +16,7 @@
 //! [`LruAllocator::used_bytes`].
 
 use crate::error::{Error, Result};
+use crate::stamp::Stamp;
 use core::ptr::NonNull;
 
 /// How a buffer's memory must behave. Part of the allocator cache key: a cached block is only
@@ -257,18 +258,37 @@ fn is_exhaustion(e: &Error) -> bool {
     matches!(e.root(), Error::OutOfMemory { .. } | Error::OutOfSpace { .. } | Error::Os { .. })
 }
 
+/// What a deferred free needs from a device: whether its timeline has passed a [`Stamp`], and a
+/// way to wait until it has. Implemented by [`crate::hcq::Hcq`] (the device's timeline and wait
+/// hooks); a backend hands its own to [`LruAllocator::attach_completion`].
+pub trait Completion: Send + Sync {
+    /// True once the device has finished everything up to `stamp`.
+    fn passed(&self, stamp: Stamp) -> bool;
+    /// Wait until [`Completion::passed`] holds (a timeout or a device fault is an error).
+    fn wait(&self, stamp: Stamp) -> Result<()>;
+}
+
 #[cfg(feature = "alloc")]
-pub use lru::LruAllocator;
+pub use lru::{LruAllocator, MAX_PENDING_FREES};
 
 #[cfg(feature = "alloc")]
 mod lru {
-    use super::{Allocator, BufferSpec, DeviceMemory, Shown, is_exhaustion};
+    use super::{Allocator, BufferSpec, Completion, DeviceMemory, Shown, is_exhaustion};
     use crate::error::{DeviceName, Error, Result, device_name};
+    use crate::stamp::Stamp;
     use alloc::boxed::Box;
-    use alloc::collections::BTreeMap;
+    use alloc::collections::{BTreeMap, VecDeque};
+    use alloc::sync::Arc;
     use alloc::vec::Vec;
 
     type Cache = BTreeMap<(u64, BufferSpec), Vec<DeviceMemory>>;
+
+    /// A block the device may still use: it goes back once the device passes `stamp`.
+    struct Pending {
+        stamp: Stamp,
+        spec: BufferSpec,
+        mem: DeviceMemory,
+    }
 
     /// Everything the hot path touches, behind one lock (one atomic CAS per call).
     #[derive(Default)]
@@ -276,7 +296,14 @@ mod lru {
         cache: Cache,
         used: u64,
         cached: u64,
+        /// Deferred frees, in stamp order (stamps of one device only grow).
+        pending: VecDeque<Pending>,
+        pending_bytes: u64,
     }
+
+    /// Deferred frees kept before a free waits for the oldest one (the bookkeeping is
+    /// allocated once, when a completion source is attached).
+    pub const MAX_PENDING_FREES: usize = 256;
 
     /// A caching allocator in front of a device's backend [`Allocator`].
     ///
@@ -287,10 +314,22 @@ mod lru {
     /// `external` (see [`BufferSpec::cacheable`]). A cache hit and its free take one spin lock
     /// each (the byte counters live under it) and allocate nothing once the cache's per-key list
     /// has room; the backend is never called with the lock held.
+    ///
+    /// **Deferred frees.** Memory the device may still be using is never reused:
+    /// [`LruAllocator::free_after`] takes a block with the [`Stamp`] of its last use and parks it
+    /// until the device's timeline (the [`Completion`] attached with
+    /// [`LruAllocator::attach_completion`]) has passed that stamp; only then does it go to the
+    /// cache or the backend. Parked blocks are retired without waiting whenever the allocator is
+    /// used ([`LruAllocator::retire`]); at most [`MAX_PENDING_FREES`] are parked (a fixed
+    /// queue allocated at attach time, so the steady state allocates nothing), beyond which a
+    /// free waits for the oldest. Out of memory, the allocator first waits for the parked
+    /// blocks, then empties the cache. A block whose wait fails (a hung or faulted device) is
+    /// leaked, never reused.
     pub struct LruAllocator {
         device: DeviceName,
         backend: Box<dyn Allocator>,
         state: spin::Mutex<State>,
+        completion: spin::Once<Arc<dyn Completion>>,
     }
 
     impl core::fmt::Debug for LruAllocator {
@@ -309,7 +348,136 @@ mod lru {
             Self {
                 device: device_name(device),
                 backend,
-                state: spin::Mutex::new(State { cache: BTreeMap::new(), used: 0, cached: 0 }),
+                state: spin::Mutex::new(State::default()),
+                completion: spin::Once::new(),
+            }
+        }
+
+        /// Defer frees on `completion` (the device's timeline): see the type's docs. The first
+        /// call wins; later calls are ignored.
+        pub fn attach_completion(&self, completion: Arc<dyn Completion>) {
+            self.completion.call_once(|| {
+                self.state.lock().pending.reserve_exact(MAX_PENDING_FREES);
+                completion
+            });
+        }
+
+        /// The attached completion source, if any.
+        pub fn completion(&self) -> Option<&Arc<dyn Completion>> {
+            self.completion.get()
+        }
+
+        /// Bytes of blocks parked until the device passes their stamps (counted in
+        /// [`LruAllocator::used_bytes`] too: the device may still use them).
+        pub fn pending_bytes(&self) -> u64 {
+            self.state.lock().pending_bytes
+        }
+
+        /// Number of blocks parked until the device passes their stamps.
+        pub fn pending_frees(&self) -> usize {
+            self.state.lock().pending.len()
+        }
+
+        /// Give `mem` back once the device has passed `stamp` (its last use). Frees at once when
+        /// `stamp` is zero or already passed.
+        ///
+        /// Errors: [`Error::Unsupported`] (and `mem` comes back) when no completion source is
+        /// attached and `stamp` is not zero: the caller must then make sure the device is done
+        /// (synchronize) before calling [`Allocator::free`].
+        pub fn free_after(
+            &self,
+            mem: DeviceMemory,
+            spec: &BufferSpec,
+            stamp: Stamp,
+        ) -> core::result::Result<(), DeviceMemory> {
+            if stamp.is_zero() {
+                self.free(mem, spec);
+                return Ok(());
+            }
+            let Some(c) = self.completion.get() else { return Err(mem) };
+            if c.passed(stamp) {
+                self.free(mem, spec);
+                return Ok(());
+            }
+            self.retire();
+            let entry = Pending { stamp, spec: *spec, mem };
+            loop {
+                let oldest = {
+                    let mut st = self.state.lock();
+                    if st.pending.len() < MAX_PENDING_FREES {
+                        st.pending_bytes = st.pending_bytes.saturating_add(entry.mem.size());
+                        st.pending.push_back(entry);
+                        return Ok(());
+                    }
+                    let Some(oldest) = st.pending.pop_front() else {
+                        // unreachable while MAX_PENDING_FREES > 0; keep the block safe anyway
+                        st.pending.push_back(entry);
+                        return Ok(());
+                    };
+                    st.pending_bytes = st.pending_bytes.saturating_sub(oldest.mem.size());
+                    oldest
+                };
+                // the bookkeeping is full: wait (without the lock) for the oldest block
+                self.release_waiting(c, oldest);
+                if c.passed(entry.stamp) {
+                    self.free(entry.mem, &entry.spec);
+                    return Ok(());
+                }
+            }
+        }
+
+        /// Wait for `p`'s stamp, then free it; leak it if the wait fails.
+        fn release_waiting(&self, c: &Arc<dyn Completion>, p: Pending) {
+            match c.wait(p.stamp) {
+                Ok(()) => self.free(p.mem, &p.spec),
+                Err(e) => {
+                    error!(
+                        "{}: memory at {:#x} ({} bytes) is leaked: the device may still use it ({})",
+                        self.device.as_str(),
+                        p.mem.addr(),
+                        p.mem.size(),
+                        Shown(&e)
+                    );
+                    let mut st = self.state.lock();
+                    st.used = st.used.saturating_sub(p.mem.size());
+                    drop(st);
+                    let _leaked = p.mem; // a handle dropped without `free` leaks its memory
+                }
+            }
+        }
+
+        /// Free every parked block whose stamp the device has passed, without waiting. Returns
+        /// how many were freed.
+        pub fn retire(&self) -> usize {
+            let Some(c) = self.completion.get() else { return 0 };
+            let mut n = 0;
+            loop {
+                let p = {
+                    let mut st = self.state.lock();
+                    match st.pending.front() {
+                        Some(p) if c.passed(p.stamp) => {}
+                        _ => return n,
+                    }
+                    let Some(p) = st.pending.pop_front() else { return n };
+                    st.pending_bytes = st.pending_bytes.saturating_sub(p.mem.size());
+                    p
+                };
+                self.free(p.mem, &p.spec);
+                n += 1;
+            }
+        }
+
+        /// Wait for every parked block and free it (out of memory, or before a teardown).
+        pub fn drain_pending(&self) {
+            let Some(c) = self.completion.get() else { return };
+            loop {
+                let p = {
+                    let mut st = self.state.lock();
+                    let Some(p) = st.pending.pop_front() else { return };
+                    st.pending_bytes = st.pending_bytes.saturating_sub(p.mem.size());
+                    p
+                };
+                self.release_waiting(c, p);
             }
         }
 
@@ -368,6 +536,7 @@ mod lru {
             if size == 0 {
                 return Err(Error::InvalidArgument { what: "allocation size must be positive", value: 0 });
             }
+            self.retire();
             {
                 let mut st = self.state.lock();
                 if let Some(mem) = st.cache.get_mut(&(size, *spec)).and_then(Vec::pop) {
@@ -385,6 +554,7 @@ mod lru {
                         size,
                         Shown(&e)
                     );
+                    self.drain_pending();
                     self.free_cache();
                     match self.backend_alloc(size, spec) {
                         Ok(mem) => mem,
@@ -445,6 +615,19 @@ mod lru {
 
     impl Drop for LruAllocator {
         fn drop(&mut self) {
+            // what the device has finished with goes back; the rest is leaked, never waited
+            // for (the device may be stopped already) nor reused
+            self.retire();
+            let pending = core::mem::take(&mut self.state.lock().pending);
+            for p in pending {
+                warn!(
+                    "{}: memory at {:#x} ({} bytes) is leaked: still in use by the device at teardown",
+                    self.device.as_str(),
+                    p.mem.addr(),
+                    p.mem.size()
+                );
+                let _leaked = p.mem; // a handle dropped without `free` leaks its memory
+            }
             self.free_cache();
         }
     }
@@ -836,5 +1019,123 @@ pub(crate) mod tests {
         // The cached page is reclaimed for a different size.
         let m = a.alloc(2048, &spec).unwrap();
         a.free(m, &spec);
+    }
+
+    /// A device timeline for deferred frees: `done` is what the device has passed; a wait
+    /// finishes the device up to the awaited stamp (or fails when `hung`).
+    #[derive(Default)]
+    pub(crate) struct FakeTimeline {
+        pub done: AtomicU64,
+        pub waits: AtomicUsize,
+        pub hung: core::sync::atomic::AtomicBool,
+    }
+
+    impl Completion for FakeTimeline {
+        fn passed(&self, stamp: Stamp) -> bool {
+            self.done.load(Ordering::Acquire) >= stamp.get()
+        }
+        fn wait(&self, stamp: Stamp) -> Result<()> {
+            self.waits.fetch_add(1, Ordering::Relaxed);
+            if self.hung.load(Ordering::Acquire) {
+                return Err(Error::Timeout {
+                    device: crate::error::device_name("FAKE:1"),
+                    awaited: stamp.get(),
+                    last: 0,
+                    timeout_ms: 1,
+                });
+            }
+            self.done.fetch_max(stamp.get(), Ordering::AcqRel);
+            Ok(())
+        }
+    }
+
+    fn deferred(capacity: u64) -> (LruAllocator, alloc::sync::Arc<FakeAllocator>, alloc::sync::Arc<FakeTimeline>) {
+        let (a, heap) = lru(capacity);
+        let tl = alloc::sync::Arc::new(FakeTimeline::default());
+        a.attach_completion(tl.clone());
+        (a, heap, tl)
+    }
+
+    #[test]
+    fn a_block_freed_after_a_stamp_returns_only_once_the_device_passes_it() {
+        let (a, _heap, tl) = deferred(1 << 16);
+        let spec = BufferSpec::default();
+        let m = a.alloc(256, &spec).unwrap();
+        let addr = m.addr();
+        tl.done.store(4, Ordering::Release);
+        assert!(a.free_after(m, &spec, Stamp::new(5)).is_ok());
+        assert_eq!((a.pending_frees(), a.pending_bytes(), a.cached_bytes()), (1, 256, 0));
+        assert_eq!(a.used_bytes(), 256, "the device may still use it");
+        let other = a.alloc(256, &spec).unwrap();
+        assert_ne!(other.addr(), addr, "a block in flight is never handed out");
+        assert_eq!(a.retire(), 0);
+        tl.done.store(5, Ordering::Release);
+        let again = a.alloc(256, &spec).unwrap();
+        assert_eq!(again.addr(), addr, "retired on the next use of the allocator, then reused");
+        assert_eq!(a.pending_frees(), 0);
+        assert_eq!(tl.waits.load(Ordering::Relaxed), 0, "nothing waited");
+        // a passed or zero stamp frees at once
+        assert!(a.free_after(again, &spec, Stamp::new(3)).is_ok());
+        assert!(a.free_after(other, &spec, Stamp::ZERO).is_ok());
+        assert_eq!((a.pending_frees(), a.cached_bytes()), (0, 512));
+    }
+
+    #[test]
+    fn a_full_pending_list_waits_for_its_oldest_block() {
+        let (a, heap, tl) = deferred(1 << 20);
+        let spec = BufferSpec { nolru: true, ..Default::default() };
+        for i in 0..MAX_PENDING_FREES as u64 {
+            let m = a.alloc(64, &spec).unwrap();
+            assert!(a.free_after(m, &spec, Stamp::new(i + 1)).is_ok());
+        }
+        assert_eq!(a.pending_frees(), MAX_PENDING_FREES);
+        assert_eq!(heap.frees.load(Ordering::Relaxed), 0);
+        let m = a.alloc(64, &spec).unwrap();
+        assert!(a.free_after(m, &spec, Stamp::new(1000)).is_ok());
+        assert_eq!(tl.waits.load(Ordering::Relaxed), 1, "one wait, for the oldest");
+        assert_eq!(tl.done.load(Ordering::Relaxed), 1);
+        assert_eq!(heap.frees.load(Ordering::Relaxed), 1);
+        assert_eq!(a.pending_frees(), MAX_PENDING_FREES, "bounded");
+        a.drain_pending();
+        assert_eq!(heap.frees.load(Ordering::Relaxed), MAX_PENDING_FREES + 1);
+        assert_eq!((a.pending_frees(), a.used_bytes()), (0, 0));
+    }
+
+    #[test]
+    fn out_of_memory_waits_for_pending_blocks_before_failing() {
+        let (a, _heap, tl) = deferred(1024);
+        let spec = BufferSpec::default();
+        let m = a.alloc(1024, &spec).unwrap();
+        assert!(a.free_after(m, &spec, Stamp::new(9)).is_ok());
+        let m = a.alloc(512, &spec).unwrap();
+        assert_eq!(tl.done.load(Ordering::Relaxed), 9, "waited for the device, then reused the memory");
+        a.free(m, &spec);
+    }
+
+    #[test]
+    fn a_block_whose_wait_fails_is_leaked_never_reused() {
+        let (a, heap, tl) = deferred(1 << 16);
+        let spec = BufferSpec::default();
+        let m = a.alloc(128, &spec).unwrap();
+        assert!(a.free_after(m, &spec, Stamp::new(2)).is_ok());
+        tl.hung.store(true, Ordering::Release);
+        a.drain_pending();
+        assert_eq!((a.pending_frees(), a.cached_bytes()), (0, 0));
+        assert_eq!(heap.frees.load(Ordering::Relaxed), 0, "the backend never got it back");
+        // and at teardown, a block the device has not passed is not freed either
+        let m = a.alloc(128, &spec).unwrap();
+        assert!(a.free_after(m, &spec, Stamp::new(3)).is_ok());
+        drop(a);
+        assert_eq!(heap.frees.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn without_a_completion_source_a_stamped_free_comes_back() {
+        let (a, _heap) = lru(1 << 16);
+        let spec = BufferSpec::default();
+        let m = a.alloc(64, &spec).unwrap();
+        let m = a.free_after(m, &spec, Stamp::new(1)).unwrap_err();
+        a.free(m, &spec);
+        assert_eq!(a.cached_bytes(), 64);
     }
 }

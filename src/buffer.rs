@@ -8,9 +8,21 @@
 //! a byte offset into a base; views of views refer to the root base with the offsets added, and
 //! views never own memory of their own.
 //!
-//! Limits: host copies ([`Buffer::copy_in`], [`Buffer::copy_out`]) go through the device's
-//! allocator, which waits for the device where it must; a buffer is on one device (no mapping
-//! into a second device's address space yet).
+//! **Lifetime rule.** Memory the device may still use is never freed or reused. A base buffer
+//! records the [`Stamp`] (timeline value) of the last submission that reads it and of the last
+//! that writes it ([`Buffer::mark_read`], [`Buffer::mark_written`]; the safe
+//! [`Program::call`](crate::program::Program::call) marks every buffer it passes, views mark
+//! their base). When the last handle goes, the memory goes to the allocator's deferred-free list
+//! ([`LruAllocator::free_after`]) and returns for reuse only once the device has passed that
+//! stamp; a device without a completion source is synchronized first. Host copies wait for the
+//! device first: [`Buffer::copy_out`] for the last writer, [`Buffer::copy_in`] for the last
+//! reader and writer, and a copy never overlaps a launch that is taking the buffer's address.
+//!
+//! Limits: stamps are per base buffer, not per byte range (a copy of one view waits for work
+//! on another view of the same base); a buffer is on one device (no mapping into a second
+//! device's address space yet).
+//!
+//! [`LruAllocator::free_after`]: crate::allocator::LruAllocator::free_after
 //!
 //! [`LruAllocator`]: crate::allocator::LruAllocator
 
@@ -18,9 +30,11 @@ use crate::allocator::{Allocator, BufferSpec, DeviceMemory};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::stamp::Stamp;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 /// A typed buffer of `size` elements on one device (a base, or a view into one).
 #[derive(Clone)]
@@ -38,10 +52,107 @@ struct Inner {
 }
 
 enum Storage {
-    /// Owns its memory once allocated.
-    Base(spin::Once<DeviceMemory>),
+    /// Owns its memory once allocated, and the record of its uses.
+    Base(spin::Once<DeviceMemory>, Uses),
     /// A window into this root base.
     View(Buffer),
+}
+
+/// Set in [`Uses::gate`] while a host copy runs.
+const COPYING: u64 = 1 << 63;
+
+/// The device's uses of a base buffer's memory.
+#[derive(Default)]
+struct Uses {
+    /// Stamp of the last submission that reads the memory.
+    read: AtomicU64,
+    /// Stamp of the last submission that writes it.
+    write: AtomicU64,
+    /// Launches between taking the buffer's address and marking its stamp (a count), or
+    /// [`COPYING`] while a host copy runs: the two exclude each other, so a copy either sees a
+    /// launch's stamp (and waits for it) or finishes before that launch is submitted.
+    gate: AtomicU64,
+}
+
+impl Uses {
+    fn last_use(&self) -> Stamp {
+        Stamp::new(self.read.load(Ordering::Acquire).max(self.write.load(Ordering::Acquire)))
+    }
+
+    fn begin_launch(&self) {
+        loop {
+            let g = self.gate.load(Ordering::Acquire);
+            if g & COPYING == 0
+                && self.gate.compare_exchange_weak(g, g + 1, Ordering::AcqRel, Ordering::Acquire).is_ok()
+            {
+                return;
+            }
+            // a host copy is running: it holds the gate only for the copy itself
+            backoff();
+        }
+    }
+
+    fn end_launch(&self) {
+        self.gate.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    fn begin_copy(&self) {
+        // TIMEOUT: none here: launches hold the gate only while they submit (a launch that
+        // waits for its kernel holds it until the device's own timeout ends that wait).
+        while self.gate.compare_exchange_weak(0, COPYING, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            backoff();
+        }
+    }
+
+    fn end_copy(&self) {
+        self.gate.store(0, Ordering::Release);
+    }
+}
+
+/// Let the holder of a buffer's gate run.
+fn backoff() {
+    #[cfg(feature = "std")]
+    std::thread::yield_now();
+    #[cfg(not(feature = "std"))]
+    core::hint::spin_loop();
+}
+
+/// Wait until `device` has passed `stamp` (through its timeline, or by synchronizing a device
+/// that has none).
+fn wait_device(device: &dyn Device, stamp: Stamp) -> Result<()> {
+    if stamp.is_zero() {
+        return Ok(());
+    }
+    match device.hcq() {
+        Some(h) => h.wait(stamp.get()),
+        None => device.synchronize(),
+    }
+}
+
+/// Whether `device` is known to have passed `stamp` without waiting.
+fn passed(device: &dyn Device, stamp: Stamp) -> bool {
+    stamp.is_zero() || device.hcq().is_some_and(|h| h.timeline().signal().is_reached(stamp.get()))
+}
+
+/// The buffers of one launch, between taking their addresses and marking their stamps: host
+/// copies of them wait meanwhile. Ends on drop.
+pub(crate) struct Launching<'a>(&'a [&'a Buffer]);
+
+impl<'a> Launching<'a> {
+    pub(crate) fn begin(bufs: &'a [&'a Buffer]) -> Self {
+        for b in bufs {
+            b.uses().begin_launch();
+        }
+        Self(bufs)
+    }
+}
+
+impl Drop for Launching<'_> {
+    fn drop(&mut self) {
+        for b in self.0 {
+            b.uses().end_launch();
+        }
+    }
 }
 
 impl Buffer {
@@ -58,7 +169,7 @@ impl Buffer {
             nbytes,
             spec,
             offset: 0,
-            storage: Storage::Base(spin::Once::new()),
+            storage: Storage::Base(spin::Once::new(), Uses::default()),
         })))
     }
 
@@ -126,7 +237,7 @@ impl Buffer {
     /// The root base (a handle to `self` for a base).
     pub fn base(&self) -> Buffer {
         match &self.0.storage {
-            Storage::Base(_) => self.clone(),
+            Storage::Base(..) => self.clone(),
             Storage::View(base) => base.clone(),
         }
     }
@@ -139,7 +250,7 @@ impl Buffer {
     /// Whether the (base's) memory has been allocated.
     pub fn is_allocated(&self) -> bool {
         match &self.0.storage {
-            Storage::Base(once) => once.is_completed(),
+            Storage::Base(once, _) => once.is_completed(),
             Storage::View(base) => base.is_allocated(),
         }
     }
@@ -156,7 +267,9 @@ impl Buffer {
     /// [`Buffer::offset`] bytes into it.
     pub fn memory(&self) -> Result<&DeviceMemory> {
         match &self.0.storage {
-            Storage::Base(once) => once.try_call_once(|| self.0.device.allocator().alloc(self.0.nbytes, &self.0.spec)),
+            Storage::Base(once, _) => {
+                once.try_call_once(|| self.0.device.allocator().alloc(self.0.nbytes, &self.0.spec))
+            }
             Storage::View(base) => base.memory(),
         }
     }
@@ -167,23 +280,84 @@ impl Buffer {
         self.0.device.allocator().offset(mem, self.0.offset, self.0.nbytes)
     }
 
-    /// Copy `src` (exactly [`Buffer::nbytes`] long) into the buffer, allocating it if needed.
+    /// The root base's record of uses.
+    fn uses(&self) -> &Uses {
+        match &self.0.storage {
+            Storage::Base(_, uses) => uses,
+            Storage::View(base) => base.uses(),
+        }
+    }
+
+    /// Record that the submission completing at `stamp` reads this buffer (its base): its
+    /// memory stays allocated, and [`Buffer::copy_in`] waits, until the device passes `stamp`.
+    /// Stamps only grow (an older stamp changes nothing).
+    pub fn mark_read(&self, stamp: Stamp) {
+        self.uses().read.fetch_max(stamp.get(), Ordering::AcqRel);
+    }
+
+    /// Record that the submission completing at `stamp` writes this buffer (its base): as
+    /// [`Buffer::mark_read`], and [`Buffer::copy_out`] waits for it too.
+    pub fn mark_written(&self, stamp: Stamp) {
+        self.uses().write.fetch_max(stamp.get(), Ordering::AcqRel);
+    }
+
+    /// The stamp of the last submission that uses the buffer's memory (zero when none did).
+    pub fn last_use(&self) -> Stamp {
+        self.uses().last_use()
+    }
+
+    /// The stamp of the last submission that writes the buffer's memory (zero when none did).
+    pub fn last_write(&self) -> Stamp {
+        Stamp::new(self.uses().write.load(Ordering::Acquire))
+    }
+
+    /// Wait until the device has passed every recorded use of the buffer.
     ///
-    /// Errors: [`Error::Mismatch`] for a wrong length; the allocator's copy errors.
+    /// Errors: the device's wait errors ([`Error::Timeout`], a recorded fault).
+    pub fn wait_idle(&self) -> Result<()> {
+        wait_device(&*self.0.device, self.last_use())
+    }
+
+    /// Run the host copy `f` once the device has passed the last write (and, with
+    /// `readers_too`, the last read); no launch takes the buffer's address meanwhile.
+    fn host_copy(&self, readers_too: bool, f: impl FnOnce() -> Result<()>) -> Result<()> {
+        let uses = self.uses();
+        let dev = &*self.0.device;
+        let mut waited = Stamp::ZERO;
+        loop {
+            uses.begin_copy();
+            let stamp = if readers_too { uses.last_use() } else { self.last_write() };
+            if stamp <= waited || passed(dev, stamp) {
+                let r = f();
+                uses.end_copy();
+                return r;
+            }
+            uses.end_copy();
+            // wait without holding the gate: launches of other work on this buffer go on
+            wait_device(dev, stamp)?;
+            waited = stamp;
+        }
+    }
+
+    /// Copy `src` (exactly [`Buffer::nbytes`] long) into the buffer, allocating it if needed,
+    /// once the device has passed every recorded use of it (its readers and writers).
+    ///
+    /// Errors: [`Error::Mismatch`] for a wrong length; the device's wait errors; the
+    /// allocator's copy errors.
     pub fn copy_in(&self, src: &[u8]) -> Result<()> {
         self.check_len("buffer copy_in length", src.len())?;
         let mem = self.memory()?;
-        self.0.device.allocator().copy_in(mem, self.0.offset, src)
+        self.host_copy(true, || self.0.device.allocator().copy_in(mem, self.0.offset, src))
     }
 
     /// Copy the buffer's bytes into `dst` (exactly [`Buffer::nbytes`] long), allocating it if
-    /// needed.
+    /// needed, once the device has passed the last recorded write of it.
     ///
     /// Errors: as for [`Buffer::copy_in`].
     pub fn copy_out(&self, dst: &mut [u8]) -> Result<()> {
         self.check_len("buffer copy_out length", dst.len())?;
         let mem = self.memory()?;
-        self.0.device.allocator().copy_out(dst, mem, self.0.offset)
+        self.host_copy(false, || self.0.device.allocator().copy_out(dst, mem, self.0.offset))
     }
 
     fn check_len(&self, what: &'static str, len: usize) -> Result<()> {
@@ -201,10 +375,27 @@ fn nbytes(size: u64, dtype: DType) -> Result<u64> {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if let Storage::Base(once) = &mut self.storage
+        if let Storage::Base(once, uses) = &mut self.storage
             && let Some(mem) = core::mem::replace(once, spin::Once::new()).try_into_inner()
         {
-            self.device.allocator().free(mem, &self.spec);
+            // the lifetime rule: the memory returns only once the device has passed its last use
+            let stamp = uses.last_use();
+            let alloc = self.device.allocator();
+            if let Err(mem) = alloc.free_after(mem, &self.spec, stamp) {
+                // no deferred-free list on this device: wait for it here
+                match wait_device(&*self.device, stamp) {
+                    Ok(()) => alloc.free(mem, &self.spec),
+                    Err(e) => {
+                        error!(
+                            "{}: buffer memory at {:#x} is leaked: the device may still use it ({})",
+                            self.device.name(),
+                            mem.addr(),
+                            crate::allocator::Shown(&e)
+                        );
+                        let _leaked = mem; // a handle dropped without `free` leaks its memory
+                    }
+                }
+            }
         }
     }
 }
@@ -293,6 +484,7 @@ impl MultiBuffer {
 mod tests {
     use super::*;
     use crate::device::tests::FakeDevice;
+    use crate::stamp::Stamp;
     use alloc::format;
     use core::sync::atomic::Ordering;
 
@@ -468,5 +660,51 @@ mod tests {
         ));
         drop((mb, v));
         assert_eq!(d0.alloc.used_bytes() + d1.alloc.used_bytes(), 0);
+    }
+
+    #[test]
+    fn a_used_buffer_returns_its_memory_only_after_the_device_passes_its_last_use() {
+        let d = dev(1 << 16);
+        let tl = Arc::new(crate::allocator::tests::FakeTimeline::default());
+        d.alloc.attach_completion(tl.clone());
+        let b = Buffer::new(as_dyn(&d), 64, DType::U8, BufferSpec::default()).unwrap();
+        let v = b.view(8, DType::U8, 8).unwrap();
+        let addr = b.device_addr().unwrap();
+        v.mark_read(Stamp::new(2));
+        v.mark_written(Stamp::new(4));
+        b.mark_written(Stamp::new(3));
+        assert_eq!((b.last_use(), b.last_write()), (Stamp::new(4), Stamp::new(4)), "views mark their base");
+        drop((b, v));
+        assert_eq!(d.alloc.pending_frees(), 1);
+        tl.done.store(3, Ordering::Release);
+        let c = Buffer::new(as_dyn(&d), 64, DType::U8, BufferSpec::default()).unwrap();
+        assert_ne!(c.device_addr().unwrap(), addr, "stamp 4 not passed yet");
+        tl.done.store(4, Ordering::Release);
+        let e = Buffer::new(as_dyn(&d), 64, DType::U8, BufferSpec::default()).unwrap();
+        assert_eq!(e.device_addr().unwrap(), addr, "back in the cache once passed");
+        assert_eq!(d.syncs.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn without_a_timeline_copies_and_frees_synchronize_first() {
+        let d = dev(1 << 16);
+        let b = Buffer::new(as_dyn(&d), 4, DType::U8, BufferSpec::default()).unwrap();
+        b.copy_in(&[1, 2, 3, 4]).unwrap();
+        assert_eq!(d.syncs.load(Ordering::Relaxed), 0, "an unused buffer needs no wait");
+        b.mark_read(Stamp::new(7));
+        let mut out = [0u8; 4];
+        b.copy_out(&mut out).unwrap();
+        assert_eq!(d.syncs.load(Ordering::Relaxed), 0, "no writer in flight: copy_out does not wait for readers");
+        b.copy_in(&[5, 6, 7, 8]).unwrap();
+        assert_eq!(d.syncs.load(Ordering::Relaxed), 1, "copy_in waits for the reader");
+        b.mark_written(Stamp::new(2));
+        assert_eq!(b.last_write(), Stamp::new(2));
+        b.mark_written(Stamp::new(1));
+        assert_eq!(b.last_write(), Stamp::new(2), "stamps only grow");
+        b.copy_out(&mut out).unwrap();
+        assert_eq!((out, d.syncs.load(Ordering::Relaxed)), ([5, 6, 7, 8], 2));
+        drop(b);
+        assert_eq!(d.syncs.load(Ordering::Relaxed), 3, "the free waited for the device");
+        assert_eq!(d.alloc.used_bytes(), 0);
     }
 }

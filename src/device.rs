@@ -376,6 +376,7 @@ pub(crate) mod tests {
         pub alloc: LruAllocator,
         pub heap: Arc<FakeAllocator>,
         pub finalized: AtomicUsize,
+        pub syncs: AtomicUsize,
     }
 
     impl FakeDevice {
@@ -386,6 +387,7 @@ pub(crate) mod tests {
                 alloc: LruAllocator::new(name, Box::new(Shared(heap.clone()))),
                 heap,
                 finalized: AtomicUsize::new(0),
+                syncs: AtomicUsize::new(0),
             })
         }
     }
@@ -401,6 +403,7 @@ pub(crate) mod tests {
             Err(Error::Unsupported { what: "programs on the fake device", value: 0 })
         }
         fn synchronize(&self) -> Result<()> {
+            self.syncs.fetch_add(1, Ordering::Relaxed);
             Ok(())
         }
         fn finalize(&self) {

@@ -18,6 +18,7 @@ use crate::profile::Profiler;
 use crate::queue::{Encoder, HwQueue};
 use crate::ring::{CommandRing, KernargPool};
 use crate::signal::{Signal, WaitHooks};
+use crate::stamp::Stamp;
 use crate::sync::{Lock, LockGuard};
 use crate::timeline::Timeline;
 use alloc::sync::Arc;
@@ -190,6 +191,15 @@ impl Hcq {
             arg: value,
         });
         r
+    }
+}
+
+impl crate::allocator::Completion for Hcq {
+    fn passed(&self, stamp: Stamp) -> bool {
+        self.timeline.signal().is_reached(stamp.get())
+    }
+    fn wait(&self, stamp: Stamp) -> Result<()> {
+        Hcq::wait(self, stamp.get())
     }
 }
 

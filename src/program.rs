@@ -7,8 +7,11 @@
 //! are integers (symbolic sizes and loop bounds); a value declared with a float dtype receives the
 //! low bytes of the integer as its bit pattern.
 
+use crate::buffer::{Buffer, Launching};
+use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::stamp::Stamp;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -179,15 +182,117 @@ fn put(out: &mut [u8], e: &Entry, word: &[u8; 8]) -> Result<()> {
     }
 }
 
+/// What a launch reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Launch {
+    /// The timeline value that marks the launch done on its device; `None` only when the launch
+    /// had finished when the call returned.
+    pub stamp: Option<Stamp>,
+    /// The run time in microseconds, when the caller waited and the device measures it.
+    pub time_us: Option<f64>,
+}
+
+/// Most buffers one [`Program::call`] passes (tinygrad's argument cap is 63).
+pub const MAX_CALL_BUFFERS: usize = 64;
+
 /// A program loaded on a device, ready to launch.
+///
+/// Loading is where native code enters: a kernel accesses the buffers it is given as its
+/// compiler laid them out, and nothing checks that at run time. What the runtime guarantees
+/// through [`Program::call`] is the rest of the contract: the buffers are on this program's
+/// device, their memory stays allocated and unreused until the device has finished the launch
+/// (the lifetime rule of [`crate::buffer`]), and host copies of them wait for it.
 pub trait Program: Send + Sync {
     /// The kernel's name.
     fn name(&self) -> &str;
 
-    /// Launch over a `global` grid of `local` workgroups with buffer addresses `bufs` and values
-    /// `vals` (both in slot order, as [`KernargLayout::pack`] takes them). With `wait`, block
-    /// until it finishes and return its run time in microseconds when the device measures it.
-    fn call(&self, bufs: &[u64], vals: &[i64], global: [u32; 3], local: [u32; 3], wait: bool) -> Result<Option<f64>>;
+    /// Whether `device` is the device this program was loaded on.
+    fn is_on(&self, device: &dyn Device) -> bool;
+
+    /// Launch over a `global` grid of `local` workgroups with the buffers at device addresses
+    /// `bufs` and values `vals` (both in slot order, as [`KernargLayout::pack`] takes them).
+    /// With `wait`, block until it finishes (and report its run time when the device measures
+    /// it). Returns the launch's completion stamp.
+    ///
+    /// # Safety
+    /// The kernel is native code that reads and writes through the addresses in `bufs`, so the
+    /// caller promises, for each of them:
+    /// - it is the device address of memory allocated on this program's device, at least as
+    ///   large as the kernel accesses through that argument (the signature's shape);
+    /// - that memory is neither freed nor reused until the device has passed the returned
+    ///   stamp (or until the call returns when the stamp is `None`): keep its [`Buffer`] alive
+    ///   and mark it ([`Buffer::mark_written`]), or synchronize before freeing it;
+    /// - no host code reads or writes that memory while the launch may run, except through
+    ///   [`Buffer`] copies of buffers marked with the stamp (they wait for it).
+    ///
+    /// Implementations return `stamp: None` only when the launch has finished on return.
+    unsafe fn call_raw(
+        &self,
+        bufs: &[u64],
+        vals: &[i64],
+        global: [u32; 3],
+        local: [u32; 3],
+        wait: bool,
+    ) -> Result<Launch>;
+
+    /// Launch with `bufs` as the buffer arguments (in slot order; their device addresses are
+    /// taken, allocating them if needed), as [`Program::call_raw`] does, and mark every buffer
+    /// as written by the launch, so its memory outlives the launch and host copies wait for it.
+    /// Returns the run time in microseconds when `wait` is set and the device measures it.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a buffer on another device or more than
+    /// [`MAX_CALL_BUFFERS`] buffers; allocation errors; the launch's errors.
+    fn call(
+        &self,
+        bufs: &[&Buffer],
+        vals: &[i64],
+        global: [u32; 3],
+        local: [u32; 3],
+        wait: bool,
+    ) -> Result<Option<f64>> {
+        if bufs.len() > MAX_CALL_BUFFERS {
+            return Err(Error::InvalidArgument { what: "program call: too many buffers", value: bufs.len() as u64 });
+        }
+        if let Some(i) = bufs.iter().position(|b| !self.is_on(&**b.device())) {
+            return Err(Error::InvalidArgument {
+                what: "program call: a buffer is on another device",
+                value: i as u64,
+            });
+        }
+        let mut addrs = [0u64; MAX_CALL_BUFFERS];
+        for (a, b) in addrs.iter_mut().zip(bufs) {
+            *a = b.device_addr()?;
+        }
+        // no host copy of these buffers runs from here until their stamps are marked
+        let _launching = Launching::begin(bufs);
+        // SAFETY: each address is the device address of a live buffer on this program's device
+        // (checked above); the buffers are borrowed for the call and marked with the launch's
+        // stamp before it returns, so their memory is freed only after the device passes it
+        // (`Buffer`'s lifetime rule), and host copies wait for that stamp (the gate held here
+        // keeps them out until it is marked). That each buffer is large enough for the kernel
+        // is the loaded program's contract (see the trait docs).
+        let launch =
+            match unsafe { self.call_raw(addrs.get(..bufs.len()).unwrap_or_default(), vals, global, local, wait) } {
+                Ok(launch) => launch,
+                Err(e) => {
+                    // the launch may be in flight anyway (submitted, then its wait failed): mark the
+                    // buffers up to everything submitted so far, which covers it
+                    if let Some(h) = bufs.first().and_then(|b| b.device().hcq()) {
+                        let upper = Stamp::new(h.timeline().last_submitted());
+                        for b in bufs {
+                            b.mark_written(upper);
+                        }
+                    }
+                    return Err(e);
+                }
+            };
+        if let Some(stamp) = launch.stamp {
+            for b in bufs {
+                b.mark_written(stamp);
+            }
+        }
+        Ok(launch.time_us)
+    }
 }
 
 #[cfg(test)]

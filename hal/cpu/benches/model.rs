@@ -131,16 +131,15 @@ fn fill_kernel(cores: usize) -> (Arc<CpuDevice>, Arc<dyn Program>, hcq::buffer::
     (dev, prog, buf)
 }
 
-fn fill_once(prog: &dyn Program, addr: u64) {
-    prog.call(&[addr], &[FILL_PER_TID as i64, 0], [FILL_TIDS, 1, 1], [1; 3], true).unwrap();
+fn fill_once(prog: &dyn Program, buf: &hcq::buffer::Buffer) {
+    prog.call(&[buf], &[FILL_PER_TID as i64, 0], [FILL_TIDS, 1, 1], [1; 3], true).unwrap();
 }
 
 #[divan::bench(args = [1, 2])]
 fn fanout_fill(b: Bencher, cores: usize) {
     let (_dev, prog, buf) = fill_kernel(cores);
-    let addr = buf.device_addr().unwrap();
-    fill_once(&*prog, addr);
-    b.bench_local(|| fill_once(&*prog, addr));
+    fill_once(&*prog, &buf);
+    b.bench_local(|| fill_once(&*prog, &buf));
     let mut out = vec![0u8; FILL_TIDS as usize * FILL_PER_TID * 4];
     buf.copy_out(&mut out).unwrap();
     let last = i32::from_le_bytes(out[out.len() - 4..].try_into().unwrap());
@@ -295,8 +294,7 @@ fn report() {
         let (d2, p2, b2) = fill_kernel(2);
         set(&d1);
         set(&d2);
-        let (a1, a2) = (b1.device_addr().unwrap(), b2.device_addr().unwrap());
-        let (f1, f2, fr) = fanout(|| fill_once(&*p1, a1), || fill_once(&*p2, a2));
+        let (f1, f2, fr) = fanout(|| fill_once(&*p1, &b1), || fill_once(&*p2, &b2));
         println!(
             "  fill ({FILL_TIDS} tids x {FILL_PER_TID} ints), one launch: 1 core {f1:.1} us, 2 cores {f2:.1} us, speedup {fr:.2}x"
         );

@@ -25,8 +25,9 @@ use hcq::error::{Error, Result, ResultExt};
 use hcq::hcq::Hcq;
 
 use hcq::profile::{Event, EventKind};
-use hcq::program::{ParamKind, Program, ProgramImage};
+use hcq::program::{Launch, ParamKind, Program, ProgramImage};
 use hcq::soft::runner::{Executor, Regs, SoftConfig, SoftContext, SoftDevice, soft_clock_ns};
+use hcq::stamp::Stamp;
 use std::collections::BTreeMap;
 use std::string::{String, ToString};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -446,6 +447,8 @@ impl CpuDevice {
         let _ = hcq.set(Arc::downgrade(soft.hcq_arc()));
         let alloc =
             LruAllocator::new(name, std::boxed::Box::new(TrackedHost { host: HostAllocator::new(), memory, hcq }));
+        // buffer memory returns for reuse only once the device has passed its last use
+        alloc.attach_completion(soft.hcq_arc().clone());
         Ok(Arc::new_cyclic(|me| CpuDevice { soft, exec, alloc, name: name.to_string(), me: me.clone() }))
     }
 
@@ -505,7 +508,18 @@ impl Program for CpuProgram {
         &self.name
     }
 
-    fn call(&self, bufs: &[u64], vals: &[i64], global: [u32; 3], local: [u32; 3], wait: bool) -> Result<Option<f64>> {
+    fn is_on(&self, device: &dyn Device) -> bool {
+        device.as_any().downcast_ref::<CpuDevice>().is_some_and(|d| std::ptr::eq(d, self.dev.as_ptr()))
+    }
+
+    unsafe fn call_raw(
+        &self,
+        bufs: &[u64],
+        vals: &[i64],
+        global: [u32; 3],
+        local: [u32; 3],
+        wait: bool,
+    ) -> Result<Launch> {
         let dev = self
             .dev
             .upgrade()
@@ -531,11 +545,12 @@ impl Program for CpuProgram {
             q.exec(self.handle, ka, global, local)?;
             s.submit(0, &mut q)?
         };
+        let stamp = Some(Stamp::new(v));
         if wait {
             hcq.wait(v)?;
-            return Ok(Some(t0.elapsed().as_secs_f64() * 1e6));
+            return Ok(Launch { stamp, time_us: Some(t0.elapsed().as_secs_f64() * 1e6) });
         }
-        Ok(None)
+        Ok(Launch { stamp, time_us: None })
     }
 }
 

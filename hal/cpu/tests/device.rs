@@ -51,9 +51,8 @@ fn chain100_runs_through_the_queue_and_matches_tinygrad_bit_for_bit() {
     let (a, b) = (buf(16), buf(16));
     let input = std::fs::read(format!("{}/../../examples/chain100/buf_000.bin", env!("CARGO_MANIFEST_DIR"))).unwrap();
     a.copy_in(&input).unwrap();
-    let (pa, pb) = (a.device_addr().unwrap(), b.device_addr().unwrap());
     for i in 0..100 {
-        let (dst, src) = if i % 2 == 0 { (pb, pa) } else { (pa, pb) };
+        let (dst, src) = if i % 2 == 0 { (&b, &a) } else { (&a, &b) };
         prog.call(&[dst, src], &[], [1; 3], [1; 3], false).unwrap();
     }
     dev.synchronize().unwrap();
@@ -84,7 +83,7 @@ fn core_id_launches_run_every_tid_exactly_once() {
     let cores = 37u32;
     let out = Buffer::new(dev.clone(), per * cores as u64, DType::I32, Default::default()).unwrap();
     for _ in 0..20 {
-        prog.call(&[out.device_addr().unwrap()], &[per as i64, 0], [cores, 1, 1], [1; 3], true).unwrap();
+        prog.call(&[&out], &[per as i64, 0], [cores, 1, 1], [1; 3], true).unwrap();
     }
     let mut got = vec![0u8; out.nbytes() as usize];
     out.copy_out(&mut got).unwrap();
@@ -135,7 +134,8 @@ fn bad_objects_and_argument_counts_are_errors() {
             &[(None, DType::F32, ParamKind::Buffer), (None, DType::F32, ParamKind::Buffer)],
         ))
         .unwrap();
-    assert!(matches!(p.call(&[0], &[], [1; 3], [1; 3], true), Err(Error::Mismatch { .. })));
+    let one = Buffer::new(dev.clone(), 4, DType::F32, Default::default()).unwrap();
+    assert!(matches!(p.call(&[&one], &[], [1; 3], [1; 3], true), Err(Error::Mismatch { .. })));
 }
 
 #[test]
@@ -156,7 +156,7 @@ fn core_id_launches_repeat_correctly_on_a_one_core_device() {
     let out = Buffer::new(dev.clone(), 64, DType::I32, Default::default()).unwrap();
     for round in 0..3 {
         out.copy_in(&[0u8; 256]).unwrap();
-        prog.call(&[out.device_addr().unwrap()], &[16, 0], [4, 1, 1], [1; 3], true).unwrap();
+        prog.call(&[&out], &[16, 0], [4, 1, 1], [1; 3], true).unwrap();
         let mut got = vec![0u8; 256];
         out.copy_out(&mut got).unwrap();
         assert!(got.chunks(4).all(|c| c != [0, 0, 0, 0]), "round {round}: every tid ran");

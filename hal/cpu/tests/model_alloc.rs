@@ -138,7 +138,7 @@ fn start_every_thread(dev: &Arc<CpuDevice>) {
     let ddev: Arc<dyn Device> = dev.clone();
     let tids = dev.cores() as u32;
     let out = hcq::buffer::Buffer::new(ddev, u64::from(tids) * 4, DType::I32, Default::default()).unwrap();
-    prog.call(&[out.device_addr().unwrap()], &[1, 0], [tids, 1, 1], [1; 3], true).unwrap();
+    prog.call(&[&out], &[1, 0], [tids, 1, 1], [1; 3], true).unwrap();
 }
 
 /// Load `name` on a device with `cores` threads, warm it up, then count allocations over 1000

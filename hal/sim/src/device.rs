@@ -242,6 +242,19 @@ impl SimDevice {
         Ok((p.len() - 1) as u64)
     }
 
+    /// Write `bytes` to device memory at `addr` (as a kernel does): memory made with
+    /// [`SimDevice::alloc`] or by the device's allocator; any other address is an error.
+    pub fn write_memory(&self, addr: u64, bytes: &[u8]) -> Result<()> {
+        let (r, off) = self.exec.region(addr, bytes.len() as u64)?;
+        r.write_bytes(off, bytes)
+    }
+
+    /// Read device memory at `addr` into `out` (as a kernel does); see [`SimDevice::write_memory`].
+    pub fn read_memory(&self, addr: u64, out: &mut [u8]) -> Result<()> {
+        let (r, off) = self.exec.region(addr, out.len() as u64)?;
+        r.read_bytes(off, out)
+    }
+
     /// A zeroed block of device memory that copies may use; its device address is
     /// `region.addr()`.
     pub fn alloc(&self, bytes: usize) -> Result<Arc<HostRegion>> {
@@ -305,7 +318,18 @@ impl hcq::program::Program for SimProgram {
         &self.name
     }
 
-    fn call(&self, bufs: &[u64], vals: &[i64], global: [u32; 3], local: [u32; 3], wait: bool) -> Result<Option<f64>> {
+    fn is_on(&self, device: &dyn hcq::device::Device) -> bool {
+        device.as_any().downcast_ref::<SimHandle>().is_some_and(|h| std::ptr::eq(Arc::as_ptr(&h.0), self.dev.as_ptr()))
+    }
+
+    unsafe fn call_raw(
+        &self,
+        bufs: &[u64],
+        vals: &[i64],
+        global: [u32; 3],
+        local: [u32; 3],
+        wait: bool,
+    ) -> Result<hcq::program::Launch> {
         let inner = self
             .dev
             .upgrade()
@@ -332,7 +356,7 @@ impl hcq::program::Program for SimProgram {
             hcq::soft::HOST_SIGNALS.free(start);
             hcq::soft::HOST_SIGNALS.free(end);
         }
-        Ok(out)
+        Ok(hcq::program::Launch { stamp: Some(hcq::stamp::Stamp::new(v)), time_us: out })
     }
 }
 
@@ -344,6 +368,8 @@ impl SimHandle {
     pub fn open(name: &str) -> Result<Self> {
         let dev = SimDevice::new(name, &SoftConfig { engines: vec!["compute", "copy"], ..SoftConfig::default() })?;
         let alloc = hcq::allocator::LruAllocator::new(name, Box::new(SimAllocator { exec: dev.exec.clone() }));
+        // buffer memory returns for reuse only once the device has passed its last use
+        alloc.attach_completion(dev.soft().hcq_arc().clone());
         Ok(Self(Arc::new(SimInner { dev, alloc, name: name.to_string(), named: Mutex::new(BTreeMap::new()) })))
     }
 

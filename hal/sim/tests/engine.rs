@@ -262,10 +262,7 @@ fn the_sim_device_works_through_the_registry_buffers_and_programs() {
     let output = Buffer::new(dev.clone(), 16, DType::U32, Default::default()).unwrap();
     let data: Vec<u8> = (0u32..16).flat_map(|x| x.to_le_bytes()).collect();
     input.copy_in(&data).unwrap();
-    let us = prog
-        .call(&[output.device_addr().unwrap(), input.device_addr().unwrap()], &[16], [1; 3], [1; 3], true)
-        .unwrap()
-        .unwrap();
+    let us = prog.call(&[&output, &input], &[16], [1; 3], [1; 3], true).unwrap().unwrap();
     assert!(us >= 0.0);
     let mut out = vec![0u8; 64];
     output.copy_out(&mut out).unwrap();
