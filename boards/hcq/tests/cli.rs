@@ -93,10 +93,14 @@ fn a_corrupted_expected_output_fails_the_check_with_exit_1() {
     std::fs::remove_dir_all(&tmp).ok();
 }
 
+/// Every entry of the malformed corpus (`tests/data/bundles-bad`, directories and `.hcqb`
+/// files, `limit-*` sizes included) through `hcq run`: exit 2 (so no signal, abort or panic
+/// exit), one line on stderr naming the bundle, nothing that looks like a panic.
 #[test]
-fn malformed_bundles_are_clear_errors_never_panics() {
+fn every_corpus_entry_is_refused_with_exit_2_and_one_line() {
     let bad = root().join("tests/data/bundles-bad");
     let mut n = 0;
+    let mut limits = 0;
     for e in std::fs::read_dir(&bad).unwrap() {
         let p = e.unwrap().path();
         let name = p.file_name().unwrap().to_string_lossy().to_string();
@@ -105,12 +109,18 @@ fn malformed_bundles_are_clear_errors_never_panics() {
         }
         let out = hcq(&["run", p.to_str().unwrap(), "--check", "--iters", "1"]);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{name}: expected an error exit\n{stderr}");
+        assert_eq!(out.status.code(), Some(2), "{name}: expected an error exit ({:?})\n{stderr}", out.status);
         assert!(stderr.starts_with("hcq: error: bundle "), "{name}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{name}: one line: {stderr}");
         assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+        if name.starts_with("limit-") {
+            assert!(stderr.contains("exceeds the device limit of"), "{name}: {stderr}");
+            limits += 1;
+        }
         n += 1;
     }
-    assert!(n >= 20, "the malformed corpus is there ({n} cases)");
+    assert!(n >= 28, "the malformed corpus is there ({n} cases)");
+    assert_eq!(limits, 8, "the four limit cases, as directories and .hcqb files");
     let out = hcq(&["run", "no/such/bundle", "--iters", "1"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/bundle"));

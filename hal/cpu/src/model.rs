@@ -196,11 +196,14 @@ impl Model {
             });
         }
         check_arch_level(arch, bundle.arch_level(arch), allow_unchecked_level)?;
+        // every size and count against what the device states, before anything is allocated
+        let limits = dev.limits();
+        bundle.check_limits(&limits)?;
         let ddev: Arc<dyn Device> = dev.clone();
         let mut buffers = Vec::with_capacity(bundle.n_buffers());
         let mut addrs = Vec::with_capacity(bundle.n_buffers());
         for (i, b) in bundle.buffers().enumerate() {
-            let bytes = b.nbytes.max(1).div_ceil(16) * 16;
+            let bytes = limits.alloc_size("buffer nbytes", b.nbytes).with_context(|| format!("buffer {i}"))?;
             let buf = Buffer::new(ddev.clone(), bytes, DType::U8, Default::default())
                 .with_context(|| format!("buffer {i}"))?;
             let mut init = std::vec![0u8; bytes as usize];
