@@ -37,6 +37,17 @@ impl DeviceLimits {
         }
     }
 
+    /// Each field the smaller (the granule the larger) of `self` and `other`: what fits both.
+    pub fn min(&self, other: &DeviceLimits) -> DeviceLimits {
+        DeviceLimits {
+            memory_bytes: self.memory_bytes.min(other.memory_bytes),
+            max_alloc_bytes: self.max_alloc_bytes.min(other.max_alloc_bytes),
+            alloc_align: self.alloc_align.max(other.alloc_align),
+            max_kernel_args: self.max_kernel_args.min(other.max_kernel_args),
+            max_grid: core::array::from_fn(|d| self.max_grid[d].min(other.max_grid[d])),
+        }
+    }
+
     /// `value` is at most `limit`, else [`Error::LimitExceeded`] `what`.
     pub fn at_most(what: &'static str, value: u64, limit: u64) -> Result<()> {
         if value > limit { Err(Error::LimitExceeded { what, value, limit }) } else { Ok(()) }
@@ -67,6 +78,28 @@ mod tests {
                 "{huge}"
             );
         }
+    }
+
+    #[test]
+    fn min_takes_what_fits_both() {
+        let other = DeviceLimits {
+            memory_bytes: 1 << 40,
+            max_alloc_bytes: 1 << 20,
+            alloc_align: 4096,
+            max_kernel_args: 64,
+            max_grid: [1, 1 << 20, 1],
+        };
+        let m = L.min(&other);
+        assert_eq!(
+            m,
+            DeviceLimits {
+                memory_bytes: 1 << 30,
+                max_alloc_bytes: 1 << 20,
+                alloc_align: 4096,
+                max_kernel_args: 63,
+                max_grid: [1, 1, 1],
+            }
+        );
     }
 
     #[test]
