@@ -9,7 +9,7 @@
 //! ```sh
 //! mkdir -p tests/fuzz/corpus/load && cp tests/data/bundles-bad/*.hcqb tests/fuzz/corpus/load/
 //! for b in elementwise mlp chain100 wide; do cargo hcq pack examples/$b -o tests/fuzz/corpus/load/$b.hcqb; done
-//! cargo +nightly fuzz run --fuzz-dir tests/fuzz load tests/fuzz/corpus/load -- -max_total_time=300 -rss_limit_mb=1024
+//! cargo +nightly fuzz run --fuzz-dir tests/fuzz load tests/fuzz/corpus/load -- -max_total_time=300 -rss_limit_mb=2048
 //! ```
 #![no_main]
 
