@@ -29,6 +29,7 @@ pub mod crc;
 pub mod hcqb;
 #[cfg(feature = "alloc")]
 mod inspect;
+mod limits;
 #[cfg(feature = "alloc")]
 pub mod model;
 #[cfg(feature = "std")]

@@ -21,6 +21,8 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 
+pub use crate::limits::DeviceLimits;
+
 /// What a device says about itself (for reports and traces).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DeviceProperties {
@@ -53,6 +55,9 @@ pub trait Device: Send + Sync + 'static {
     fn finalize(&self) {}
     /// What the device is.
     fn properties(&self) -> DeviceProperties;
+    /// What the device can do (memory size, largest allocation, kernel arguments, grid): sizes
+    /// and counts read from a file are checked against these before anything is allocated.
+    fn limits(&self) -> DeviceLimits;
     /// For downcasting to the concrete device type.
     fn as_any(&self) -> &dyn core::any::Any;
     /// The device's HCQ engine state (timeline, queues, profiler), for devices driven through
@@ -417,6 +422,16 @@ pub(crate) mod tests {
                 memory_bytes: 3 << 29,
                 timestamp_hz: 0,
                 notes: String::new(),
+            }
+        }
+        fn limits(&self) -> DeviceLimits {
+            let capacity = self.heap.capacity;
+            DeviceLimits {
+                memory_bytes: capacity,
+                max_alloc_bytes: capacity,
+                alloc_align: 16,
+                max_kernel_args: 0,
+                max_grid: [1, 1, 1],
             }
         }
         fn as_any(&self) -> &dyn core::any::Any {

@@ -127,6 +127,16 @@ pub enum Error {
         /// The value found.
         found: u64,
     },
+    /// A size or count (from a bundle, an argument) is beyond what the device states it can do
+    /// (its [`DeviceLimits`](crate::limits::DeviceLimits)); refused before anything is allocated.
+    LimitExceeded {
+        /// The field and the limit it broke ("buffer nbytes vs device memory size").
+        what: &'static str,
+        /// The value asked for.
+        value: u64,
+        /// The device's limit.
+        limit: u64,
+    },
     /// An operating-system call failed.
     Os {
         /// Which call ("mmap", "mprotect", "open /dev/kgsl-3d0").
@@ -208,6 +218,9 @@ impl fmt::Display for Error {
             Error::Mismatch { what, expected, found } => {
                 write!(f, "{what} mismatch: expected {expected:#x}, found {found:#x}")
             }
+            Error::LimitExceeded { what, value, limit } => {
+                write!(f, "{what}: {value} exceeds the device limit of {limit}")
+            }
             Error::Os { what, errno } => write!(f, "{what} failed: os error {errno}"),
             #[cfg(feature = "alloc")]
             Error::Context { context, source } => write!(f, "{context}: {source}"),
@@ -261,6 +274,9 @@ impl defmt::Format for Error {
             Error::Mismatch { what, expected, found } => {
                 defmt::write!(f, "{=str} mismatch: expected {:#x}, found {:#x}", what, expected, found)
             }
+            Error::LimitExceeded { what, value, limit } => {
+                defmt::write!(f, "{=str}: {} exceeds the device limit of {}", what, value, limit)
+            }
             Error::Os { what, errno } => defmt::write!(f, "{=str} failed: os error {}", what, errno),
             #[cfg(feature = "alloc")]
             Error::Context { context, source } => defmt::write!(f, "{=str}: {}", context.as_str(), &**source),
@@ -288,6 +304,15 @@ mod tests {
             .context("bundle mlp");
         assert_eq!(e.to_string(), "bundle mlp: program 2: malformed elf header at 0x4: bad class");
         assert!(matches!(e.root(), Error::Malformed { at: 4, .. }));
+    }
+
+    #[test]
+    fn a_limit_error_names_the_field_the_value_and_the_limit() {
+        let e = Error::LimitExceeded { what: "buffer nbytes vs device memory size", value: 1 << 40, limit: 1 << 30 };
+        assert_eq!(
+            e.to_string(),
+            "buffer nbytes vs device memory size: 1099511627776 exceeds the device limit of 1073741824"
+        );
     }
 
     #[test]

@@ -50,6 +50,7 @@ pub mod dtype;
 pub mod error;
 #[cfg(feature = "alloc")]
 pub mod hcq;
+pub mod limits;
 pub mod memory;
 pub mod mmio;
 #[cfg(feature = "alloc")]

@@ -3,7 +3,7 @@
 
 use hcq::allocator::{BufferSpec, HostAllocator, LruAllocator};
 use hcq::buffer::{Buffer, MultiBuffer};
-use hcq::device::{Device, DeviceKind, DeviceProperties, Registry, ReportList};
+use hcq::device::{Device, DeviceKind, DeviceLimits, DeviceProperties, Registry, ReportList};
 use hcq::program::{Program, ProgramImage};
 use hcq::{DType, Error, Result};
 use std::sync::Arc;
@@ -34,6 +34,15 @@ impl Device for HostDevice {
             cores: 1,
             memory_bytes: 64 << 10,
             ..Default::default()
+        }
+    }
+    fn limits(&self) -> DeviceLimits {
+        DeviceLimits {
+            memory_bytes: 64 << 10,
+            max_alloc_bytes: 64 << 10,
+            alloc_align: 16,
+            max_kernel_args: 0,
+            max_grid: [1, 1, 1],
         }
     }
     fn as_any(&self) -> &dyn std::any::Any {

@@ -66,6 +66,7 @@ fn kind(e: &Error) -> &'static str {
         Error::OutOfBounds { .. } => "outofbounds",
         Error::InvalidArgument { .. } => "invalidargument",
         Error::Os { .. } => "os",
+        Error::LimitExceeded { .. } => "limit",
         _ => "other",
     }
 }
@@ -311,6 +312,23 @@ fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/bundles-bad")
 }
 
+/// The limits `limit-*` corpus entries are checked against: a 64 GiB device (each entry asks for
+/// at least 2^40 bytes).
+const CORPUS_LIMITS: hcq::device::DeviceLimits = hcq::device::DeviceLimits {
+    memory_bytes: 64 << 30,
+    max_alloc_bytes: 64 << 30,
+    alloc_align: 16,
+    max_kernel_args: 63,
+    max_grid: [1 << 16, 1, 1],
+};
+
+/// A corpus entry read as a loader does: imported (directories) or parsed (`.hcqb`), and then,
+/// for `limit-*` entries, which are well-formed, checked against [`CORPUS_LIMITS`].
+fn load_corpus_entry(path: &Path) -> hcq::Result<()> {
+    let bytes = if path.is_dir() { hcqb::write(&v1::import_dir(path)?)? } else { fs::read(path).unwrap() };
+    Hcqb::parse(&bytes)?.check_limits(&CORPUS_LIMITS)
+}
+
 /// Each corpus entry is named `<kind>-<what>` (`.hcqb` file or v1 directory); `<kind>` is the
 /// error it must give.
 #[test]
@@ -323,12 +341,17 @@ fn every_corpus_entry_gives_its_expected_error_kind() {
             continue;
         }
         let want = name.split('-').next().unwrap();
-        let result = if path.is_dir() {
-            v1::import_dir(&path).map(|_| ())
-        } else {
-            assert!(name.ends_with(".hcqb"), "unexpected corpus file {name}");
-            Hcqb::parse(&fs::read(&path).unwrap()).map(|_| ())
-        };
+        assert!(path.is_dir() || name.ends_with(".hcqb"), "unexpected corpus file {name}");
+        if want == "limit" {
+            // well-formed: only the device limits refuse it
+            let parsed = if path.is_dir() {
+                v1::import_dir(&path).map(|_| ())
+            } else {
+                Hcqb::parse(&fs::read(&path).unwrap()).map(|_| ())
+            };
+            parsed.unwrap_or_else(|e| panic!("{name} is well-formed: {e}"));
+        }
+        let result = load_corpus_entry(&path);
         if want == "ok" {
             result.unwrap_or_else(|e| panic!("{name} must import: {e}"));
         } else {
@@ -337,7 +360,7 @@ fn every_corpus_entry_gives_its_expected_error_kind() {
         }
         checked += 1;
     }
-    assert!(checked >= 20, "only {checked} corpus entries");
+    assert!(checked >= 28, "only {checked} corpus entries");
 }
 
 /// A small valid model to corrupt: chain100 cut to two launches, without the GPU parts.
@@ -422,6 +445,14 @@ fn regenerate_bad_hcqb_corpus() {
         k.args.pop();
     }
     put("mismatch-arg-count.hcqb", &hcqb::write(&m).unwrap());
+    // the packed forms of the well-formed, too-large `limit-*` directories
+    for entry in fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if path.is_dir() && name.starts_with("limit-") {
+            put(&format!("{name}.hcqb"), &hcqb::write(&v1::import_dir(&path).unwrap()).unwrap());
+        }
+    }
 }
 
 /// Deterministic xorshift64*, so a failure is reproducible from its iteration number.

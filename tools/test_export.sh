@@ -9,7 +9,8 @@
 #
 # Environment: TG_VENV (venv path, default target/tg-export-venv), HCQ_BIN (optional), TG_REF_MLP (reference bundle,
 # default examples/mlp in this repo; the check is skipped when it does not exist), CC (the C compiler, default clang).
-# Prints "SKIP: ..." and exits 0 when the environment cannot run the exporter (no network for pip, no clang, not x86-64).
+# Prints "SKIP: ..." and exits 0 when the environment cannot run the exporter (no network for pip, no clang, not x86-64);
+# under CI=true that is a failure instead ("FAIL: cannot run under CI=true: ...", exit 1): CI must not pass on a check it did not run.
 # Last line: "N passed, M failed"; the exit status is non-zero when M > 0.
 set -u
 
@@ -20,7 +21,10 @@ REF_MLP="${TG_REF_MLP:-$(cd "$(dirname "$0")/.." && pwd)/examples/mlp}"
 PASSED=0
 FAILED=0
 
-skip() { echo "SKIP: $*"; exit 0; }
+skip() {
+  if [ "${CI:-}" = "true" ]; then echo "FAIL: cannot run under CI=true: $*"; exit 1; fi
+  echo "SKIP: $*"; exit 0
+}
 pass() { PASSED=$((PASSED + 1)); echo "PASS: $*"; }
 fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
 check() { # check "description" command...

@@ -1,68 +1,34 @@
 //! CRC-32 (IEEE 802.3: reflected polynomial `0xEDB88320`, initial value and final XOR
 //! `0xFFFFFFFF`), the checksum of `.hcqb` files. The same CRC as zlib, PNG and Ethernet, so
-//! any standard tool can check a section. A 1 KiB table built at compile time; one table look-up
-//! per byte. It detects accidental corruption (flash bit flips, truncated copies); it is not a
-//! cryptographic hash and does not authenticate a file.
-
-const POLY: u32 = 0xEDB8_8320;
-
-const fn make_table() -> [u32; 256] {
-    let mut table = [0u32; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u32;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 { (c >> 1) ^ POLY } else { c >> 1 };
-            k += 1;
-        }
-        table[i] = c;
-        i += 1;
-    }
-    table
-}
-
-static TABLE: [u32; 256] = make_table();
+//! any standard tool can check a section. Computed by the maintained `crc32fast` crate
+//! (`no_std`; table-driven, with SIMD folding where the target has it); this module only names
+//! the one CRC the format uses. It detects accidental corruption (flash bit flips, truncated
+//! copies); it is not a cryptographic hash and does not authenticate a file.
 
 /// A running CRC-32 over data fed in pieces.
-#[derive(Clone, Copy, Debug)]
-pub struct Crc32 {
-    state: u32,
-}
-
-impl Default for Crc32 {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+#[derive(Clone, Debug, Default)]
+pub struct Crc32(crc32fast::Hasher);
 
 impl Crc32 {
     /// A CRC over no data yet.
-    pub const fn new() -> Self {
-        Crc32 { state: 0xFFFF_FFFF }
+    pub fn new() -> Self {
+        Crc32(crc32fast::Hasher::new())
     }
 
     /// Feed `data`.
     pub fn update(&mut self, data: &[u8]) {
-        let mut c = self.state;
-        for &b in data {
-            // `(c ^ b) & 0xff` is below 256, the table's length.
-            c = TABLE[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
-        }
-        self.state = c;
+        self.0.update(data);
     }
 
     /// The CRC of everything fed so far.
-    pub const fn finish(&self) -> u32 {
-        self.state ^ 0xFFFF_FFFF
+    pub fn finish(&self) -> u32 {
+        self.0.clone().finalize()
     }
 }
 
 /// CRC-32 of `data`.
 pub fn crc32(data: &[u8]) -> u32 {
-    let mut c = Crc32::new();
-    c.update(data);
-    c.finish()
+    crc32fast::hash(data)
 }
 
 #[cfg(test)]
@@ -85,6 +51,27 @@ mod tests {
         c.update(&data[..10]);
         c.update(&data[10..]);
         assert_eq!(c.finish(), crc32(data));
+    }
+
+    /// The table-per-byte CRC this module had before it used `crc32fast`: files written then
+    /// must still verify, so the two must agree on every input.
+    fn reference(data: &[u8]) -> u32 {
+        let mut c = 0xFFFF_FFFFu32;
+        for &b in data {
+            c ^= u32::from(b);
+            for _ in 0..8 {
+                c = if c & 1 != 0 { (c >> 1) ^ 0xEDB8_8320 } else { c >> 1 };
+            }
+        }
+        c ^ 0xFFFF_FFFF
+    }
+
+    #[test]
+    fn agrees_with_the_bitwise_definition_on_every_length() {
+        let data: [u8; 300] = core::array::from_fn(|i| (i as u8).wrapping_mul(167).wrapping_add(13));
+        for n in 0..data.len() {
+            assert_eq!(crc32(&data[..n]), reference(&data[..n]), "length {n}");
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ use hcq::error::{Error, Result, ResultExt};
 use hcq::profile::{Event, EventKind};
 use hcq_cpu::device::{CpuDevice, cpu_kind};
 use hcq_cpu::model::{Model, TOL_ABS, TOL_REL};
+use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -56,9 +57,9 @@ enum Cmd {
         /// Device to run on (default: $DEV, else CPU).
         #[arg(long)]
         device: Option<String>,
-        /// Timed calls after the first one.
+        /// Timed calls after the first one (any u64; statistics use bounded memory).
         #[arg(long, default_value_t = 100)]
-        iters: usize,
+        iters: u64,
         /// Compare the outputs with the bundle's expected bytes; exit 1 on mismatch.
         #[arg(long)]
         check: bool,
@@ -94,43 +95,69 @@ fn bundle_bytes(path: &Path) -> Result<Vec<u8>> {
     }
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+/// Per-call times in bounded memory: the count, the minimum and a uniform sample of at most
+/// [`CallStats::SAMPLE`] calls (reservoir sampling, Vitter's algorithm R, with a fixed-seed
+/// xorshift so runs are reproducible). The median is exact up to `SAMPLE` calls and an estimate
+/// from the sample above that; `--iters 18446744073709551615` runs in constant memory.
+struct CallStats {
+    n: u64,
+    min: f64,
+    sample: Vec<f64>,
+    cap: usize,
+    rng: u64,
 }
 
-fn json_str(s: &str) -> String {
-    let mut o = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
-            c => o.push(c),
+impl CallStats {
+    /// Calls kept for the median (512 KiB of `f64`).
+    const SAMPLE: usize = 1 << 16;
+
+    fn new(cap: usize) -> Self {
+        CallStats { n: 0, min: f64::INFINITY, sample: Vec::new(), cap: cap.max(1), rng: 0x9e37_79b9_7f4a_7c15 }
+    }
+
+    fn push(&mut self, x: f64) {
+        self.n += 1;
+        self.min = self.min.min(x);
+        if self.sample.len() < self.cap {
+            self.sample.push(x);
+            return;
+        }
+        // keep the n-th value with probability cap / n, in place of a uniformly chosen one
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let j = self.rng % self.n;
+        if let Some(slot) = usize::try_from(j).ok().and_then(|j| self.sample.get_mut(j)) {
+            *slot = x;
         }
     }
-    o.push('"');
-    o
+
+    fn median(&self) -> f64 {
+        let mut v = self.sample.clone();
+        if v.is_empty() {
+            return f64::NAN;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+    }
 }
 
-fn json_num(x: f64) -> String {
-    if x.is_finite() { format!("{x:.3}") } else { "null".into() }
+/// `x` rounded to 3 decimals for the JSON line (non-finite values become `null`).
+fn round3(x: f64) -> serde_json::Value {
+    if x.is_finite() { serde_json::json!((x * 1000.0).round() / 1000.0) } else { serde_json::Value::Null }
 }
 
 struct RunOpts {
     device: Option<String>,
-    iters: usize,
+    iters: u64,
     check: bool,
     profile: Option<PathBuf>,
     json: bool,
     allow_native: bool,
 }
 
-fn run(path: &Path, o: RunOpts) -> Result<bool> {
+fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
     let bytes = bundle_bytes(path)?;
     let file = Hcqb::parse(&bytes).with_context(|| format!("bundle {}", path.display()))?;
     let reg = registry();
@@ -164,7 +191,7 @@ fn run(path: &Path, o: RunOpts) -> Result<bool> {
     let hcq = cpu.soft().hcq();
     let prof = hcq.profiler();
     let call_name = prof.intern(&format!("call {}", model.name()));
-    let mut times = Vec::with_capacity(o.iters);
+    let mut times = CallStats::new(CallStats::SAMPLE);
     let progress = std::io::stderr().is_terminal() && o.iters >= 1000;
     for i in 0..o.iters {
         let start_ns = if o.profile.is_some() { hcq::soft::runner::soft_clock_ns() } else { 0 };
@@ -173,92 +200,107 @@ fn run(path: &Path, o: RunOpts) -> Result<bool> {
         let dt = t.elapsed();
         if o.profile.is_some() {
             let end_ns = hcq::soft::runner::soft_clock_ns();
-            prof.record(Event { kind: EventKind::Call, name: call_name, start_ns, end_ns, arg: i as u64 });
+            prof.record(Event { kind: EventKind::Call, name: call_name, start_ns, end_ns, arg: i });
         }
         times.push(dt.as_secs_f64() * 1e6);
         if progress && i % 500 == 0 {
-            eprint!("\r  {}/{} calls", i, o.iters);
+            let _ = write!(std::io::stderr(), "\r  {}/{} calls", i, o.iters);
         }
     }
     if progress {
-        eprintln!("\r  {}/{} calls", o.iters, o.iters);
+        let _ = writeln!(std::io::stderr(), "\r  {}/{} calls", o.iters, o.iters);
     }
     prof.set_enabled(false);
-    let min = times.iter().copied().fold(f64::INFINITY, f64::min);
-    let med = median(&mut times.clone());
+    let min = times.min;
+    let med = times.median();
     let report = if o.check { Some(model.check()?) } else { None };
-    println!("bundle   {} ({})", model.name(), path.display());
-    println!("device   {} ({} cores), objects {}", name, cpu.cores(), model.arch().name());
-    println!("kernels  {} per call; load {:.1} us; first call {:.1} us", model.kernels_per_call(), load_us, first_us);
+    writeln!(out, "bundle   {} ({})", model.name(), path.display()).ok();
+    writeln!(out, "device   {} ({} cores), objects {}", name, cpu.cores(), model.arch().name()).ok();
+    writeln!(
+        out,
+        "kernels  {} per call; load {:.1} us; first call {:.1} us",
+        model.kernels_per_call(),
+        load_us,
+        first_us
+    )
+    .ok();
     if o.iters > 0 {
-        println!(
+        writeln!(
+            out,
             "calls    {}: median {:.2} us, min {:.2} us, {:.3} us per kernel (median)",
             o.iters,
             med,
             min,
             med / model.kernels_per_call().max(1) as f64
-        );
+        )
+        .ok();
     }
     if let Some(r) = &report {
         let mode = if r.exact { "exact".to_string() } else { format!("|d| <= {TOL_ABS:e} + {TOL_REL:e}*|expected|") };
-        println!(
+        writeln!(
+            out,
             "check    {} ({} outputs, {}, max abs diff {:e}, {} mismatches)",
             if r.ok { "PASS" } else { "FAIL" },
             r.compared,
             mode,
             r.max_abs_diff,
             r.mismatches
-        );
+        )
+        .ok();
     }
     if let Some(p) = &o.profile {
         let json = hcq::profile::chrome::trace_json(&[(name.as_str(), prof)]);
         std::fs::write(p, json)
             .map_err(|e| Error::Os { what: "write profile", errno: e.raw_os_error().unwrap_or(0) })
             .with_context(|| p.display().to_string())?;
-        print!("{}", prof.summary_table());
-        println!("profile  {} events written to {}", prof.events().len(), p.display());
+        write!(out, "{}", prof.summary_table()).ok();
+        writeln!(out, "profile  {} events written to {}", prof.events().len(), p.display()).ok();
     }
     if o.json {
-        let (ok, diff) = match &report {
-            Some(r) => (
-                if r.ok { "true" } else { "false" }.to_string(),
-                if r.max_abs_diff.is_finite() { format!("{:e}", r.max_abs_diff) } else { "null".into() },
-            ),
-            None => ("null".into(), "null".into()),
-        };
-        println!(
-            "{{\"bundle\":{},\"device\":{},\"arch\":{},\"calls\":{},\"kernels_per_call\":{},\"first_call_us\":{},\"call_us_median\":{},\"call_us_min\":{},\"kernel_us_median\":{},\"outputs_ok\":{},\"max_abs_diff\":{}}}",
-            json_str(model.name()),
-            json_str(&name),
-            json_str(model.arch().name()),
-            o.iters,
-            model.kernels_per_call(),
-            json_num(first_us),
-            json_num(med),
-            json_num(min),
-            json_num(med / model.kernels_per_call().max(1) as f64),
-            ok,
-            diff
-        );
+        let line = serde_json::json!({
+            "bundle": model.name(),
+            "device": name,
+            "arch": model.arch().name(),
+            "calls": o.iters,
+            "kernels_per_call": model.kernels_per_call(),
+            "first_call_us": round3(first_us),
+            "call_us_median": round3(med),
+            "call_us_min": round3(min),
+            "kernel_us_median": round3(med / model.kernels_per_call().max(1) as f64),
+            "outputs_ok": report.as_ref().map(|r| r.ok),
+            "max_abs_diff": report.as_ref().map(|r| r.max_abs_diff).filter(|d| d.is_finite()),
+        });
+        writeln!(out, "{line}").ok();
     }
-    let _ = std::io::stdout().flush();
     Ok(report.is_none_or(|r| r.ok))
+}
+
+/// Write `text` to stdout. A closed pipe (`hcq inspect ... | head -1`) is not an error: the
+/// reader has what it wanted, so the write stops quietly, as standard Unix tools do. Any other
+/// write error is reported.
+fn emit(text: &str) -> std::io::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
 }
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
+    let mut out = String::new();
     let res = match cli.cmd {
         Cmd::Devices => {
             let reg = registry();
             let reports = reg.enumerate();
-            println!("{}", ReportList(&reports).to_string().trim_end());
+            writeln!(out, "{}", ReportList(&reports).to_string().trim_end()).ok();
             Ok(true)
         }
         Cmd::Inspect { bundle, launches } => bundle_bytes(&bundle).and_then(|b| {
             let f = Hcqb::parse(&b).with_context(|| format!("bundle {}", bundle.display()))?;
-            print!("{}", hcq::bundle::inspect_with(&f, launches));
-            println!("file size: {} bytes (packed)", b.len());
+            out.push_str(&hcq::bundle::inspect_with(&f, launches));
+            writeln!(out, "file size: {} bytes (packed)", b.len()).ok();
             Ok(true)
         }),
         Cmd::Pack { dir, output } => hcq::bundle::v1::import_dir(&dir)
@@ -269,19 +311,69 @@ fn main() -> ExitCode {
                 std::fs::write(&output, &b)
                     .map_err(|e| Error::Os { what: "write .hcqb", errno: e.raw_os_error().unwrap_or(0) })
                     .with_context(|| output.display().to_string())?;
-                println!("packed {} -> {} ({} bytes)", dir.display(), output.display(), b.len());
+                writeln!(out, "packed {} -> {} ({} bytes)", dir.display(), output.display(), b.len()).ok();
                 Ok(true)
             }),
         Cmd::Run { bundle, device, iters, check, profile, json, allow_native } => {
-            run(&bundle, RunOpts { device, iters, check, profile, json, allow_native })
+            run(&bundle, RunOpts { device, iters, check, profile, json, allow_native }, &mut out)
         }
     };
-    match res {
+    let written = emit(&out);
+    let code = match res {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("hcq: error: {e}");
+            // stderr may be closed too: nothing more to say then
+            let _ = writeln!(std::io::stderr(), "hcq: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match written {
+        Ok(()) => code,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "hcq: error: writing the output: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_stats_keep_a_bounded_sample_with_exact_small_medians() {
+        let mut s = CallStats::new(8);
+        for x in [5.0, 1.0, 4.0, 2.0, 3.0] {
+            s.push(x);
+        }
+        assert_eq!((s.n, s.min, s.median()), (5, 1.0, 3.0), "exact while under the sample size");
+        for i in 0..100_000u32 {
+            s.push(f64::from(i % 100));
+        }
+        assert_eq!(s.sample.len(), 8, "never more than the sample size");
+        assert_eq!(s.sample.capacity(), 8, "no growth past it");
+        assert_eq!(s.n, 100_005);
+        assert_eq!(s.min, 0.0);
+    }
+
+    #[test]
+    fn the_sampled_median_estimates_the_true_one() {
+        let mut s = CallStats::new(4096);
+        // 1..=1_000_000 in a scrambled order: median 500_000.5
+        let mut x: u64 = 1;
+        for _ in 0..1_000_000 {
+            x = (x * 48_271) % 2_147_483_647;
+            s.push((x % 1_000_000) as f64);
+        }
+        let m = s.median();
+        assert!((m - 500_000.0).abs() < 40_000.0, "median estimate {m}");
+    }
+
+    #[test]
+    fn json_numbers_round_to_three_decimals_and_non_finite_is_null() {
+        assert_eq!(round3(1.23456), serde_json::json!(1.235));
+        assert_eq!(round3(f64::NAN), serde_json::Value::Null);
+        assert_eq!(round3(f64::INFINITY), serde_json::Value::Null);
     }
 }

@@ -93,10 +93,14 @@ fn a_corrupted_expected_output_fails_the_check_with_exit_1() {
     std::fs::remove_dir_all(&tmp).ok();
 }
 
+/// Every entry of the malformed corpus (`tests/data/bundles-bad`, directories and `.hcqb`
+/// files, `limit-*` sizes included) through `hcq run`: exit 2 (so no signal, abort or panic
+/// exit), one line on stderr naming the bundle, nothing that looks like a panic.
 #[test]
-fn malformed_bundles_are_clear_errors_never_panics() {
+fn every_corpus_entry_is_refused_with_exit_2_and_one_line() {
     let bad = root().join("tests/data/bundles-bad");
     let mut n = 0;
+    let mut limits = 0;
     for e in std::fs::read_dir(&bad).unwrap() {
         let p = e.unwrap().path();
         let name = p.file_name().unwrap().to_string_lossy().to_string();
@@ -105,12 +109,18 @@ fn malformed_bundles_are_clear_errors_never_panics() {
         }
         let out = hcq(&["run", p.to_str().unwrap(), "--check", "--iters", "1"]);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{name}: expected an error exit\n{stderr}");
+        assert_eq!(out.status.code(), Some(2), "{name}: expected an error exit ({:?})\n{stderr}", out.status);
         assert!(stderr.starts_with("hcq: error: bundle "), "{name}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{name}: one line: {stderr}");
         assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+        if name.starts_with("limit-") {
+            assert!(stderr.contains("exceeds the device limit of"), "{name}: {stderr}");
+            limits += 1;
+        }
         n += 1;
     }
-    assert!(n >= 20, "the malformed corpus is there ({n} cases)");
+    assert!(n >= 28, "the malformed corpus is there ({n} cases)");
+    assert_eq!(limits, 8, "the four limit cases, as directories and .hcqb files");
     let out = hcq(&["run", "no/such/bundle", "--iters", "1"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/bundle"));
@@ -144,4 +154,68 @@ fn profile_writes_a_perfetto_trace_with_every_kernel() {
     assert_eq!(evs.iter().filter(|e| e["cat"] == "call").count(), 3);
     assert_eq!(evs.iter().filter(|e| e["cat"] == "alloc").count(), 9, "one per mlp buffer");
     std::fs::remove_file(&tmp).ok();
+}
+
+/// `--iters u64::MAX` (before: a capacity-overflow panic) runs calls in bounded memory: still
+/// running after a few seconds, resident memory flat; a count past u64 is a usage error.
+#[test]
+fn the_largest_iteration_count_runs_in_bounded_memory_without_panicking() {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hcq"))
+        .args(["run", "examples/elementwise", "--iters", "18446744073709551615"])
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run hcq");
+    let rss_kib = |pid: u32| -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let early = rss_kib(child.id());
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    let late = rss_kib(child.id());
+    let still_running = child.try_wait().unwrap().is_none();
+    child.kill().ok();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(still_running, "hcq stopped early: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    if let (Some(a), Some(b)) = (early, late) {
+        assert!(b < a + 8 * 1024, "resident memory grew from {a} KiB to {b} KiB while calling");
+    }
+    let out = hcq(&["run", "examples/elementwise", "--iters", "18446744073709551616"]);
+    assert_eq!(out.status.code(), Some(2), "a count past u64 is a usage error");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+}
+
+/// Output into a closed pipe (`hcq inspect ... | head -1`; before: a panic, exit 101) ends
+/// quietly with the command's own status, for every command that prints.
+#[test]
+fn a_closed_stdout_pipe_ends_quietly() {
+    let cases: [&[&str]; 4] = [
+        &["inspect", "examples/chain100", "--launches", "1000"],
+        &["devices"],
+        &["run", "examples/elementwise", "--iters", "2", "--json", "--check"],
+        &["run", "tests/data/bundles-bad/limit-output-2p63", "--iters", "1"],
+    ];
+    for args in cases {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader); // every write to `writer` now fails with EPIPE
+        let out = Command::new(env!("CARGO_BIN_EXE_hcq"))
+            .args(args)
+            .current_dir(root())
+            .stdout(writer)
+            .output()
+            .expect("run hcq");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let want = if args.iter().any(|a| a.contains("bundles-bad")) { 2 } else { 0 };
+        assert_eq!(out.status.code(), Some(want), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        if want == 0 {
+            assert!(stderr.is_empty(), "{args:?}: quiet, but said {stderr}");
+        }
+    }
 }

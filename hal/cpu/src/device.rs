@@ -576,16 +576,37 @@ impl Device for CpuDevice {
             kind: "cpu".into(),
             arch: Arch::host().to_string(),
             cores: self.cores() as u32,
-            memory_bytes: 0,
+            memory_bytes: crate::exec::host_memory_bytes(),
             timestamp_hz: 1_000_000_000,
             notes: "kernels from ELF relocatable objects; command processor on a host thread".into(),
         }
+    }
+    fn limits(&self) -> hcq::device::DeviceLimits {
+        cpu_limits()
     }
     fn as_any(&self) -> &dyn core::any::Any {
         self
     }
     fn hcq(&self) -> Option<&Hcq> {
         Some(self.soft.hcq())
+    }
+}
+
+/// Most calls one `core_id` launch makes (`global_size[0]`); CPU kernels take no other grid
+/// dimension, so `global_size[1..]` must be 1.
+pub const CPU_MAX_THREADS: u32 = 1 << 16;
+
+/// What the CPU device states it can do: the host's RAM for memory (and the largest buffer),
+/// 16-byte buffer granules, [`MAX_ARGS`] kernel arguments, a one-dimensional grid of at most
+/// [`CPU_MAX_THREADS`] calls.
+pub fn cpu_limits() -> hcq::device::DeviceLimits {
+    let memory = crate::exec::host_memory_bytes();
+    hcq::device::DeviceLimits {
+        memory_bytes: memory,
+        max_alloc_bytes: memory,
+        alloc_align: 16,
+        max_kernel_args: MAX_ARGS as u32,
+        max_grid: [CPU_MAX_THREADS, 1, 1],
     }
 }
 

@@ -36,6 +36,16 @@ use alloc::{format, string::String, vec, vec::Vec};
 use core::fmt;
 use hcq::error::ResultExt;
 use hcq::{Error, Result};
+use zerocopy::FromBytes;
+
+pub mod raw;
+
+use raw::{
+    EI_CLASS, EI_DATA, EI_VERSION, ELFCLASS64, ELFDATA2LSB, ELFMAG, EM_AARCH64, EM_X86_64, ET_REL, EV_CURRENT,
+    RELA_SIZE, SHDR_SIZE, SHF_ALLOC, SHF_EXECINSTR, SHF_TLS, SHN_ABS, SHN_COMMON, SHN_LORESERVE, SHN_UNDEF, SHN_XINDEX,
+    SHT_NOBITS, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB, STB_LOCAL, STB_WEAK, STT_FUNC, STT_TLS,
+    SYM_SIZE,
+};
 
 /// Largest image (sections plus veneers) this loader lays out: 256 MiB.
 pub const MAX_IMAGE_SIZE: u64 = 256 << 20;
@@ -43,37 +53,6 @@ pub const MAX_IMAGE_SIZE: u64 = 256 << 20;
 pub const MAX_SECTION_ALIGN: u64 = 4096;
 /// Bytes per veneer slot: AArch64 `LDR x16, #8; BR x16; .quad target`, x86-64 `jmp *0(%rip); .quad target`.
 pub const VENEER_SIZE: u64 = 16;
-
-const EHDR_SIZE: u64 = 64;
-const SHDR_SIZE: u64 = 64;
-const SYM_SIZE: u64 = 24;
-const RELA_SIZE: u64 = 24;
-
-const EM_X86_64: u16 = 62;
-const EM_AARCH64: u16 = 183;
-const ET_REL: u16 = 1;
-
-const SHT_PROGBITS: u32 = 1;
-const SHT_SYMTAB: u32 = 2;
-const SHT_STRTAB: u32 = 3;
-const SHT_RELA: u32 = 4;
-const SHT_NOBITS: u32 = 8;
-const SHT_REL: u32 = 9;
-
-const SHF_ALLOC: u64 = 0x2;
-const SHF_EXECINSTR: u64 = 0x4;
-const SHF_TLS: u64 = 0x400;
-
-const SHN_UNDEF: u16 = 0;
-const SHN_LORESERVE: u16 = 0xff00;
-const SHN_ABS: u16 = 0xfff1;
-const SHN_COMMON: u16 = 0xfff2;
-const SHN_XINDEX: u16 = 0xffff;
-
-const STB_LOCAL: u8 = 0;
-const STB_WEAK: u8 = 2;
-const STT_FUNC: u8 = 2;
-const STT_TLS: u8 = 6;
 
 // x86-64 relocation types (System V AMD64 psABI).
 const R_X86_64_NONE: u32 = 0;
@@ -297,8 +276,8 @@ struct RelaSet<'a> {
     index: usize,
     /// Section-header index of the section it patches.
     target: usize,
-    /// The raw `Elf64_Rela` entries.
-    entries: &'a [u8],
+    /// The `Elf64_Rela` entries.
+    entries: &'a [raw::Rela],
 }
 
 /// A parsed, validated relocatable object, borrowing the file bytes.
@@ -317,29 +296,16 @@ pub struct ElfObject<'a> {
     layout: Layout,
 }
 
-/// Little-endian field reader over a record whose length was checked when it was sliced.
-/// Reads past the end (a bug in this module, never input-driven) yield zero instead of panicking.
-#[derive(Clone, Copy)]
-struct Rec<'a>(&'a [u8]);
-
-impl Rec<'_> {
-    fn bytes<const N: usize>(self, at: usize) -> [u8; N] {
-        let field = at.checked_add(N).and_then(|end| self.0.get(at..end));
-        debug_assert!(field.is_some(), "field at {at} outside a {}-byte record", self.0.len());
-        field.and_then(|s| s.try_into().ok()).unwrap_or([0; N])
-    }
-    fn u8(self, at: usize) -> u8 {
-        self.bytes::<1>(at)[0]
-    }
-    fn u16(self, at: usize) -> u16 {
-        u16::from_le_bytes(self.bytes(at))
-    }
-    fn u32(self, at: usize) -> u32 {
-        u32::from_le_bytes(self.bytes(at))
-    }
-    fn u64(self, at: usize) -> u64 {
-        u64::from_le_bytes(self.bytes(at))
-    }
+/// The record `T` at `offset` in `bytes` (read in place: the records are alignment 1), or an
+/// [`Error::OutOfBounds`] naming `what`.
+fn record<'a, T: FromBytes + zerocopy::KnownLayout + zerocopy::Immutable>(
+    bytes: &'a [u8],
+    offset: u64,
+    what: &'static str,
+) -> Result<&'a T> {
+    let len = size_of::<T>() as u64;
+    let s = slice(bytes, offset, len, what)?;
+    T::ref_from_bytes(s).map_err(|_| Error::OutOfBounds { what, offset, len, limit: bytes.len() as u64 })
 }
 
 /// `bytes[offset .. offset + len]`, or an [`Error::OutOfBounds`] naming `what`.
@@ -390,39 +356,42 @@ impl<'a> ElfObject<'a> {
     /// x86-64/AArch64, any header, section, symbol-table or relocation-section field that points
     /// outside the file or is inconsistent, or an unsupported feature (see the module docs).
     pub fn parse(bytes: &'a [u8]) -> Result<ElfObject<'a>> {
-        let ehdr = Rec(slice(bytes, 0, EHDR_SIZE, "elf header")?);
-        if ehdr.bytes::<4>(0) != *b"\x7fELF" {
+        let ehdr: &raw::Ehdr = record(bytes, 0, "elf header")?;
+        if ehdr.ident[..4] != ELFMAG {
             return Err(Error::Malformed { what: "elf header", at: 0, reason: "not an ELF file (bad magic)" });
         }
-        if ehdr.u8(4) != 2 {
-            return Err(Error::Unsupported { what: "elf class (only ELFCLASS64 = 2 loads)", value: ehdr.u8(4).into() });
+        let class = ehdr.ident[EI_CLASS];
+        if class != ELFCLASS64 {
+            return Err(Error::Unsupported { what: "elf class (only ELFCLASS64 = 2 loads)", value: class.into() });
         }
-        if ehdr.u8(5) != 1 {
+        let data = ehdr.ident[EI_DATA];
+        if data != ELFDATA2LSB {
             return Err(Error::Unsupported {
                 what: "elf data encoding (only little-endian ELFDATA2LSB = 1 loads)",
-                value: ehdr.u8(5).into(),
+                value: data.into(),
             });
         }
-        if ehdr.u8(6) != 1 {
-            return Err(Error::Unsupported { what: "elf ident version (only 1)", value: ehdr.u8(6).into() });
+        let version = ehdr.ident[EI_VERSION];
+        if version != EV_CURRENT {
+            return Err(Error::Unsupported { what: "elf ident version (only 1)", value: version.into() });
         }
-        let e_type = ehdr.u16(0x10);
+        let e_type = ehdr.e_type.get();
         if e_type != ET_REL {
             return Err(Error::Unsupported {
                 what: "elf type (only ET_REL = 1 relocatable objects load)",
                 value: e_type.into(),
             });
         }
-        let machine = ehdr.u16(0x12);
+        let machine = ehdr.machine.get();
         let arch = Arch::from_e_machine(machine).ok_or(Error::Unsupported {
             what: "elf e_machine (only x86_64 = 62 and aarch64 = 183 load)",
             value: machine.into(),
         })?;
 
-        let shoff = ehdr.u64(0x28);
-        let shentsize = ehdr.u16(0x3a);
-        let e_shnum = ehdr.u16(0x3c);
-        let e_shstrndx = ehdr.u16(0x3e);
+        let shoff = ehdr.shoff.get();
+        let shentsize = ehdr.shentsize.get();
+        let e_shnum = ehdr.shnum.get();
+        let e_shstrndx = ehdr.shstrndx.get();
         if shoff == 0 {
             return Err(Error::Malformed {
                 what: "elf header",
@@ -484,12 +453,8 @@ impl<'a> ElfObject<'a> {
         };
         obj.layout = obj.compute_layout()?;
         obj.relas = obj.collect_relas(symtab_index)?;
-        let branches = obj
-            .relas
-            .iter()
-            .flat_map(|set| set.entries.chunks_exact(RELA_SIZE as usize))
-            .filter(|e| is_branch(arch, Rec(e).u64(8) as u32))
-            .count() as u64;
+        let branches =
+            obj.relas.iter().flat_map(|set| set.entries).filter(|e| is_branch(arch, e.kind())).count() as u64;
         let veneer_bytes = branches.checked_mul(VENEER_SIZE);
         let size = veneer_bytes.and_then(|v| obj.layout.veneer_offset.checked_add(v));
         match size {
@@ -538,8 +503,8 @@ impl<'a> ElfObject<'a> {
     pub fn undefined_symbols(&self) -> Result<Vec<&'a str>> {
         let mut names: Vec<&'a str> = Vec::new();
         for set in &self.relas {
-            for entry in set.entries.chunks_exact(RELA_SIZE as usize) {
-                let sym_index = Rec(entry).u64(8) >> 32;
+            for entry in set.entries {
+                let sym_index = entry.sym();
                 if sym_index == 0 {
                     continue;
                 }
@@ -663,10 +628,9 @@ impl<'a> ElfObject<'a> {
             vec![None; if self.relas.is_empty() { 0 } else { self.symbol_count() as usize }];
         let mut slot = 0u64;
         for set in &self.relas {
-            for (k, entry) in set.entries.chunks_exact(RELA_SIZE as usize).enumerate() {
-                let rec = Rec(entry);
-                let (r_offset, r_info, addend) = (rec.u64(0), rec.u64(8), rec.u64(16) as i64);
-                let (sym_index, ty) = (r_info >> 32, r_info as u32);
+            for (k, entry) in set.entries.iter().enumerate() {
+                let (r_offset, addend) = (entry.offset.get(), entry.addend.get());
+                let (sym_index, ty) = (entry.sym(), entry.kind());
                 let veneer = if is_branch(self.arch, ty) {
                     slot += 1;
                     Some(layout.veneer_offset + (slot - 1) * VENEER_SIZE)
@@ -805,8 +769,15 @@ impl<'a> ElfObject<'a> {
                 })
                 .with_context(ctx);
             }
-            let entries =
-                slice(self.bytes, section.offset, section.size, "elf relocation entries").with_context(ctx)?;
+            let bytes = slice(self.bytes, section.offset, section.size, "elf relocation entries").with_context(ctx)?;
+            // the size is a multiple of 24 (checked above), so the records cover the bytes exactly
+            let entries = <[raw::Rela]>::ref_from_bytes(bytes)
+                .map_err(|_| Error::Malformed {
+                    what: "elf section header",
+                    at: index as u64,
+                    reason: "SHT_RELA entries are not whole Elf64_Rela records",
+                })
+                .with_context(ctx)?;
             sets.push(RelaSet { index, target, entries });
         }
         Ok(sets)
@@ -958,8 +929,8 @@ impl<'a> ElfObject<'a> {
         if index >= count {
             return Err(Error::OutOfBounds { what: "elf symbol index", offset: index, len: 1, limit: count });
         }
-        let rec = Rec(slice(self.symtab, index * SYM_SIZE, SYM_SIZE, "elf symbol table")?);
-        Ok(Symbol { name: rec.u32(0), info: rec.u8(4), shndx: rec.u16(6), value: rec.u64(8) })
+        let sym: &raw::Sym = record(self.symtab, index * SYM_SIZE, "elf symbol table")?;
+        Ok(Symbol { name: sym.name.get(), info: sym.info, shndx: sym.shndx.get(), value: sym.value.get() })
     }
 
     fn symbol_name(&self, index: u64, sym: Symbol) -> Result<&'a str> {
@@ -1093,17 +1064,17 @@ fn read_section(bytes: &[u8], shoff: u64, index: u64) -> Result<Section> {
         len: SHDR_SIZE,
         limit: bytes.len() as u64,
     })?;
-    let rec = Rec(slice(bytes, offset, SHDR_SIZE, "elf section header")?);
+    let sh: &raw::Shdr = record(bytes, offset, "elf section header")?;
     Ok(Section {
-        name: rec.u32(0),
-        kind: rec.u32(4),
-        flags: rec.u64(8),
-        offset: rec.u64(0x18),
-        size: rec.u64(0x20),
-        link: rec.u32(0x28),
-        info: rec.u32(0x2c),
-        align: rec.u64(0x30),
-        entsize: rec.u64(0x38),
+        name: sh.name.get(),
+        kind: sh.kind.get(),
+        flags: sh.flags.get(),
+        offset: sh.offset.get(),
+        size: sh.size.get(),
+        link: sh.link.get(),
+        info: sh.info.get(),
+        align: sh.addralign.get(),
+        entsize: sh.entsize.get(),
     })
 }
 
@@ -1161,7 +1132,8 @@ fn slice_mut<'b>(bytes: &'b mut [u8], offset: u64, len: u64, what: &'static str)
 }
 
 fn read_u32(field: &[u8]) -> u32 {
-    Rec(field).u32(0)
+    // `field` is a 4-byte slice checked by `slice_mut`; anything else reads as 0.
+    field.try_into().map_or(0, u32::from_le_bytes)
 }
 
 fn write_u32(field: &mut [u8], value: u32) {

@@ -5,6 +5,10 @@
 //! and unmapped on drop. On AArch64 the instruction cache is synchronised over the range
 //! (`__clear_cache`) before any code in it can run.
 //!
+//! The mapping calls go through `rustix` (`mmap_anonymous`, `mprotect`, `munmap`); the symbol
+//! lookup stays on `libc`'s `dlopen`/`dlsym`, which rustix does not offer (they are the dynamic
+//! loader's, not system calls).
+//!
 //! [`LoadedObject`] is an [`ElfObject`] relocated into such a mapping, with its entry address.
 //! [`default_resolver`] resolves a small allow-list of libc/libm functions that clang may call
 //! from kernels ([`DEFAULT_IMPORTS`]).
@@ -35,14 +39,32 @@ unsafe impl Send for ExecMemory {}
 // SAFETY: see `Send`: after construction the mapping is immutable.
 unsafe impl Sync for ExecMemory {}
 
-fn errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+fn os(what: &'static str) -> impl FnOnce(rustix::io::Errno) -> Error {
+    move |e| Error::Os { what, errno: e.raw_os_error() }
 }
 
 fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions; it returns -1 on error, handled below.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(size).ok().filter(|s| s.is_power_of_two()).unwrap_or(4096)
+    rustix::param::page_size()
+}
+
+/// Bytes of RAM the host has: the CPU device's memory size in its
+/// [`DeviceLimits`](hcq::device::DeviceLimits). `sysinfo(2)` on Linux, `sysconf` elsewhere.
+pub fn host_memory_bytes() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        let info = rustix::system::sysinfo();
+        // CAST: `totalram` is a C `unsigned long`, u32 on 32-bit targets.
+        #[allow(clippy::useless_conversion)]
+        u64::from(info.totalram).saturating_mul(u64::from(info.mem_unit.max(1)))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        // rustix has no portable physical-memory query; sysconf(_SC_PHYS_PAGES) is POSIX-ish
+        // and present on macOS.
+        // SAFETY: sysconf has no preconditions; it returns -1 on error, handled below.
+        let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) };
+        u64::try_from(pages).unwrap_or(0).saturating_mul(page_size() as u64)
+    }
 }
 
 impl ExecMemory {
@@ -53,26 +75,23 @@ impl ExecMemory {
     /// Errors: `fill`'s error, or [`Error::Os`] from `mmap`/`mprotect`. On error nothing stays
     /// mapped.
     pub fn new<T>(len: usize, fill: impl FnOnce(&mut [u8], u64) -> Result<T>) -> Result<(ExecMemory, T)> {
+        use rustix::mm::{MapFlags, MprotectFlags, ProtFlags};
         let page = page_size();
         let len = len
             .max(1)
             .checked_next_multiple_of(page)
             .ok_or(Error::InvalidArgument { what: "executable mapping length", value: len as u64 })?;
-        // SAFETY: an anonymous private mapping at an address of the kernel's choice touches no
-        // existing memory; the result is checked against MAP_FAILED.
+        // SAFETY: an anonymous private mapping at an address of the kernel's choice (null hint)
+        // touches no existing memory; failure is returned as an error.
         let raw = unsafe {
-            libc::mmap(
+            rustix::mm::mmap_anonymous(
                 core::ptr::null_mut(),
                 len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::PRIVATE,
             )
-        };
-        if raw == libc::MAP_FAILED {
-            return Err(Error::Os { what: "mmap (executable image)", errno: errno() });
         }
+        .map_err(os("mmap (executable image)"))?;
         let ptr = NonNull::new(raw.cast::<u8>()).ok_or(Error::Os { what: "mmap (executable image)", errno: 0 })?;
         let mem = ExecMemory { ptr, len };
         // SAFETY: the mapping is `len` bytes, readable and writable, zero-filled by the kernel,
@@ -80,9 +99,8 @@ impl ExecMemory {
         let bytes = unsafe { core::slice::from_raw_parts_mut(ptr.as_ptr(), len) };
         let value = fill(bytes, ptr.as_ptr() as u64)?;
         // SAFETY: changes the protection of this mapping only; no reference into it is alive.
-        if unsafe { libc::mprotect(raw, len, libc::PROT_READ | libc::PROT_EXEC) } != 0 {
-            return Err(Error::Os { what: "mprotect (read+execute)", errno: errno() });
-        }
+        unsafe { rustix::mm::mprotect(raw, len, MprotectFlags::READ | MprotectFlags::EXEC) }
+            .map_err(os("mprotect (read+execute)"))?;
         sync_icache(ptr.as_ptr(), len);
         Ok((mem, value))
     }
@@ -114,7 +132,7 @@ impl Drop for ExecMemory {
     fn drop(&mut self) {
         // SAFETY: unmaps exactly the mapping this value owns; no borrow of it outlives `self`.
         // A failure would leave the pages mapped (a leak, not unsoundness), so it is ignored.
-        unsafe { libc::munmap(self.ptr.as_ptr().cast::<c_void>(), self.len) };
+        let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast::<c_void>(), self.len) };
     }
 }
 

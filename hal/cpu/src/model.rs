@@ -189,6 +189,20 @@ impl Model {
     /// Load `bundle` on `dev`, running the objects built for `arch` (normally the host's).
     /// `allow_unchecked_level`: run objects whose CPU level cannot be verified (`native`).
     pub fn load(dev: Arc<CpuDevice>, bundle: &Hcqb<'_>, arch: Arch, allow_unchecked_level: bool) -> Result<Model> {
+        let limits = dev.limits();
+        Self::load_within(dev, bundle, arch, allow_unchecked_level, &limits)
+    }
+
+    /// [`Model::load`] within `limits` as well as the device's own (each field the smaller):
+    /// for a caller with a memory budget below the host's RAM (the `load` fuzz target).
+    /// Every size and count is checked ([`Hcqb::check_limits`]) before anything is allocated.
+    pub fn load_within(
+        dev: Arc<CpuDevice>,
+        bundle: &Hcqb<'_>,
+        arch: Arch,
+        allow_unchecked_level: bool,
+        limits: &hcq::device::DeviceLimits,
+    ) -> Result<Model> {
         if Some(arch) != Arch::host() {
             return Err(Error::Unsupported {
                 what: "bundle architecture is not this host's",
@@ -196,11 +210,14 @@ impl Model {
             });
         }
         check_arch_level(arch, bundle.arch_level(arch), allow_unchecked_level)?;
+        // every size and count against what the device states, before anything is allocated
+        let limits = limits.min(&dev.limits());
+        bundle.check_limits(&limits)?;
         let ddev: Arc<dyn Device> = dev.clone();
         let mut buffers = Vec::with_capacity(bundle.n_buffers());
         let mut addrs = Vec::with_capacity(bundle.n_buffers());
         for (i, b) in bundle.buffers().enumerate() {
-            let bytes = b.nbytes.max(1).div_ceil(16) * 16;
+            let bytes = limits.alloc_size("buffer nbytes", b.nbytes).with_context(|| format!("buffer {i}"))?;
             let buf = Buffer::new(ddev.clone(), bytes, DType::U8, Default::default())
                 .with_context(|| format!("buffer {i}"))?;
             let mut init = std::vec![0u8; bytes as usize];

@@ -269,6 +269,14 @@ struct SimAllocator {
     exec: Arc<SimExec>,
 }
 
+/// Simulated memory the SIM device states it has ([`hcq::device::Device::limits`]): buffers come
+/// from host memory, so the figure is a modest, fixed one rather than the host's RAM.
+pub const SIM_MEMORY_BYTES: u64 = 4 << 30;
+/// The largest single SIM buffer; larger allocations are refused before touching host memory.
+pub const SIM_MAX_ALLOC_BYTES: u64 = 1 << 30;
+/// Most 64-bit kernel arguments one SIM launch passes.
+pub const SIM_MAX_KERNEL_ARGS: u32 = 64;
+
 impl hcq::allocator::Allocator for SimAllocator {
     fn alloc(&self, size: u64, spec: &hcq::allocator::BufferSpec) -> Result<hcq::allocator::DeviceMemory> {
         if size == 0 {
@@ -276,6 +284,13 @@ impl hcq::allocator::Allocator for SimAllocator {
         }
         if spec.external.is_some() {
             return Err(Error::Unsupported { what: "external memory on SIM", value: size });
+        }
+        if size > SIM_MAX_ALLOC_BYTES {
+            return Err(Error::LimitExceeded {
+                what: "SIM allocation size vs largest SIM buffer",
+                value: size,
+                limit: SIM_MAX_ALLOC_BYTES,
+            });
         }
         let bytes = usize::try_from(size).map_err(|_| Error::OutOfSpace {
             what: "sim memory",
@@ -422,9 +437,18 @@ impl hcq::device::Device for SimHandle {
             kind: "sim".into(),
             arch: "soft".into(),
             cores: self.0.dev.hcq().engines().len() as u32,
-            memory_bytes: 0,
+            memory_bytes: SIM_MEMORY_BYTES,
             timestamp_hz: 1_000_000_000,
             notes: "simulated command processors on host threads".into(),
+        }
+    }
+    fn limits(&self) -> hcq::device::DeviceLimits {
+        hcq::device::DeviceLimits {
+            memory_bytes: SIM_MEMORY_BYTES,
+            max_alloc_bytes: SIM_MAX_ALLOC_BYTES,
+            alloc_align: 4096,
+            max_kernel_args: SIM_MAX_KERNEL_ARGS,
+            max_grid: [u32::MAX, 65_535, 65_535],
         }
     }
     fn as_any(&self) -> &dyn std::any::Any {
