@@ -449,10 +449,20 @@ impl SoftTarget for Target<'_> {
 }
 
 impl CpThread {
+    /// The thread's body: [`CpThread::serve`], with a panic of the executor (a bug, a failed
+    /// check) caught and turned into the device's fault, so waiters end with an error naming the
+    /// panic instead of waiting out their timeout.
     fn run(self) {
+        let r = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| self.serve()));
+        if let Err(payload) = r {
+            self.fault(panic_error(&self.hcq, self.engine, &*payload));
+        }
+    }
+
+    fn serve(&self) {
         let db = doorbell_offset(self.engine);
         let mut cp = SoftCp::new();
-        let mut target = Target { t: &self, n: 0 };
+        let mut target = Target { t: self, n: 0 };
         let mut idle_since: Option<Instant> = None;
         let mut seen = self.regs.write_count(db);
         while !self.shared.stop.load(Ordering::Acquire) {
@@ -510,6 +520,18 @@ impl CpThread {
     }
 }
 
+/// The fault recorded for a panic on engine `engine`'s command processor: the device is
+/// unusable until reset, and the message says what panicked.
+fn panic_error(hcq: &Hcq, engine: usize, payload: &(dyn core::any::Any + Send)) -> Error {
+    let msg = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<alloc::string::String>().map(|s| s.as_str()))
+        .unwrap_or("(no message)");
+    Error::DeviceUnavailable { device: hcq.timeline().device().clone(), reason: "command processor panicked" }
+        .context(alloc::format!("engine {engine}: panic: {msg}"))
+}
+
 /// Spin briefly (a few hundred nanoseconds) without touching the clock.
 #[inline]
 fn spin_a_while() {
@@ -559,6 +581,51 @@ mod tests {
             std::thread::yield_now();
         }
         assert_eq!(dev.rptr(0).unwrap(), end);
+    }
+
+    /// An executor with a bug: it panics on its first exec, after `delay` (so waiters are
+    /// already waiting).
+    struct Panics {
+        delay: Duration,
+    }
+    impl Executor for Panics {
+        fn exec(&self, _: &SoftContext, program: u64, _: u64, _: [u32; 3], _: [u32; 3]) -> Result<()> {
+            std::thread::sleep(self.delay);
+            panic!("executor bug on program {program}");
+        }
+    }
+
+    #[test]
+    fn a_panic_on_the_command_processor_faults_the_device_and_wakes_every_waiter() {
+        let exec = Arc::new(Panics { delay: Duration::from_millis(100) });
+        let dev = Arc::new(SoftDevice::new("SOFT", &SoftConfig::default(), Arc::new(Regs::new(2)), exec).unwrap());
+        let hcq = dev.hcq();
+        // the default policy: without the fault, these waits would last the 30 s timeout
+        assert!(hcq.timeline().policy().timeout_ns >= 30_000_000_000);
+        let mut q = hcq.queue().unwrap();
+        q.exec(7, 0, [1; 3], [1; 3]).unwrap();
+        let v = hcq.submit(0, &mut q).unwrap();
+        let t0 = Instant::now();
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let d = dev.clone();
+                std::thread::spawn(move || d.hcq().wait(v).map(|_| Instant::now()))
+            })
+            .collect();
+        let e = hcq.synchronize().unwrap_err();
+        let took = t0.elapsed();
+        assert!(matches!(e.root(), Error::DeviceUnavailable { reason: "command processor panicked", .. }), "{e}");
+        assert!(e.to_string().contains("executor bug on program 7"), "the fault names the panic: {e}");
+        assert!(took < Duration::from_secs(5), "the wait ended {took:?} after submit, not at once");
+        for w in waiters {
+            let e = w.join().unwrap().unwrap_err();
+            assert!(matches!(e.root(), Error::DeviceUnavailable { .. }), "{e}");
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "every waiter ended with the fault");
+        // and the device refuses new work with the same fault
+        let mut q = hcq.queue().unwrap();
+        q.exec(1, 0, [1; 3], [1; 3]).unwrap();
+        assert!(matches!(hcq.submit(0, &mut q).unwrap_err().root(), Error::DeviceUnavailable { .. }));
     }
 
     #[test]
