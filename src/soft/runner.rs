@@ -12,8 +12,7 @@
 //! that fails) is recorded on the timeline as the device's fault: waits end with that error and
 //! the engine stops, like a hardware CP that faulted.
 //!
-//! Register layout (byte offsets in the register file): engine `e`'s doorbell (the write
-//! pointer in words, u64) at `16 * e`, its read pointer (u64, written by the CP) at `16 * e + 8`.
+//! Register layout: [`DOORBELL`] and [`RPTR`], one pair per engine (see there).
 
 use super::{SoftCp, SoftEncoder, SoftTarget, Step, host_signals};
 use crate::error::{Error, Result};
@@ -30,14 +29,36 @@ use std::sync::{Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Byte offset of engine `e`'s doorbell register.
-pub const fn doorbell_offset(e: usize) -> usize {
-    16 * e
+crate::register! {
+    /// Engine `i`'s doorbell in a soft device's register file: the host writes the ring's new
+    /// write pointer (monotonic, in words) here after the words are in the ring.
+    pub DOORBELL @ 0x0 [64 ; 0x10] : u64 {
+        /// Write pointer, in 32-bit words since the ring was created.
+        63:0 wptr as u64;
+    }
 }
 
-/// Byte offset of engine `e`'s read-pointer register.
+crate::register! {
+    /// Engine `i`'s read pointer in a soft device's register file, written by its command
+    /// processor: every command before it has run.
+    pub RPTR @ 0x8 [64 ; 0x10] : u64 {
+        /// Read pointer, in 32-bit words since the ring was created.
+        63:0 rptr as u64;
+    }
+}
+
+/// Most engines a soft device has (the size of the [`DOORBELL`]/[`RPTR`] arrays).
+pub const MAX_ENGINES: usize = DOORBELL::COUNT;
+
+/// Byte offset of engine `e`'s doorbell register ([`DOORBELL`] element `e`); `e` is checked
+/// against [`MAX_ENGINES`] when the device is built.
+pub const fn doorbell_offset(e: usize) -> usize {
+    DOORBELL::OFFSET + DOORBELL::STRIDE * e
+}
+
+/// Byte offset of engine `e`'s read-pointer register ([`RPTR`] element `e`).
 pub const fn rptr_offset(e: usize) -> usize {
-    16 * e + 8
+    RPTR::OFFSET + RPTR::STRIDE * e
 }
 
 /// Nanoseconds since the first call in this process: the clock of soft devices' timestamps.
@@ -272,7 +293,8 @@ impl core::fmt::Debug for SoftDevice {
 impl SoftDevice {
     /// Build device `name`: rings and kernarg pool in host memory, timeline signal from the
     /// process-wide [`HOST_SIGNALS`](super::HOST_SIGNALS) pool, doorbells in `regs` (at least
-    /// `16 * engines` bytes), and one CP thread per engine running `executor`.
+    /// one [`DOORBELL`]/[`RPTR`] pair per engine), and one CP thread per engine running
+    /// `executor`.
     pub fn new(
         name: &str,
         config: &SoftConfig,
@@ -281,11 +303,15 @@ impl SoftDevice {
     ) -> Result<Self> {
         let name = crate::error::device_name(name);
         let n = config.engines.len();
-        if regs.size() < 16 * n {
+        if n > MAX_ENGINES {
+            return Err(Error::InvalidArgument { what: "soft device engines (max 64)", value: n as u64 });
+        }
+        let need = (DOORBELL::STRIDE * n) as u64;
+        if (regs.size() as u64) < need {
             return Err(Error::OutOfBounds {
                 what: "soft device registers",
                 offset: 0,
-                len: 16 * n as u64,
+                len: need,
                 limit: regs.size() as u64,
             });
         }
