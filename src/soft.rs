@@ -221,7 +221,11 @@ impl SoftCp {
     /// Execute the packet at the read pointer of the ring in `ring` (`ring_words` words, read
     /// modulo its size) if one is there (`rptr < wptr`). A malformed packet or a failing command
     /// is an error and the read pointer stays on it.
-    pub fn step(&mut self, ring: &dyn MmioBus, ring_words: u64, wptr: u64, t: &mut dyn SoftTarget) -> Result<Step> {
+    pub fn step<B, T>(&mut self, ring: &B, ring_words: u64, wptr: u64, t: &mut T) -> Result<Step>
+    where
+        B: MmioBus + ?Sized,
+        T: SoftTarget + ?Sized,
+    {
         if ring_words == 0 {
             return Err(Error::InvalidArgument { what: "soft ring size", value: 0 });
         }
@@ -281,6 +285,23 @@ impl SoftCp {
         }
         self.rptr += len as u64;
         Ok(Step::Ran(cmd))
+    }
+
+    /// Run every packet in `[rptr, wptr)` that can run now: [`SoftCp::step`] until it returns
+    /// anything but [`Step::Ran`], which is returned (`Idle` once the span is done). The read
+    /// pointer advances past each command that ran; the caller publishes it once per batch. On
+    /// an error the read pointer stays on the failing packet, as with `step`.
+    pub fn run<B, T>(&mut self, ring: &B, ring_words: u64, wptr: u64, t: &mut T) -> Result<Step>
+    where
+        B: MmioBus + ?Sized,
+        T: SoftTarget + ?Sized,
+    {
+        loop {
+            match self.step(ring, ring_words, wptr, t)? {
+                Step::Ran(_) => {}
+                other => return Ok(other),
+            }
+        }
     }
 }
 
@@ -414,6 +435,28 @@ mod tests {
         assert!(matches!(cp.step(&ring, 32, wptr, &mut t).unwrap(), Step::Ran(Command::Wait { .. })));
         assert!(matches!(cp.step(&ring, 32, wptr, &mut t).unwrap(), Step::Ran(Command::Exec { program: 1, .. })));
         assert_eq!(cp.step(&ring, 32, wptr, &mut t).unwrap(), Step::Idle);
+        assert_eq!(cp.rptr(), wptr);
+    }
+
+    #[test]
+    fn a_batch_runs_up_to_the_first_blocked_wait_and_resumes_there() {
+        let ring = HostRegion::new(256, 8).unwrap();
+        let words = encode_all(&[
+            Command::Exec { program: 1, kernargs: 0, global: [1; 3], local: [1; 3] },
+            Command::Signal { addr: 1, value: 5 },
+            Command::Wait { addr: 2, value: 1 },
+            Command::Exec { program: 2, kernargs: 0, global: [1; 3], local: [1; 3] },
+        ]);
+        ring.write_bytes(0, zerocopy::IntoBytes::as_bytes(&words[..])).unwrap();
+        let (mut cp, mut t, wptr) = (SoftCp::new(), Recorder::default(), words.len() as u64);
+        assert_eq!(cp.run(&ring, 64, wptr, &mut t).unwrap(), Step::Blocked { addr: 2, value: 1 });
+        assert_eq!(t.log.len(), 2, "the exec and the signal ran, nothing after the wait");
+        let at_wait = cp.rptr();
+        assert_eq!(cp.run(&ring, 64, wptr, &mut t).unwrap(), Step::Blocked { addr: 2, value: 1 });
+        assert_eq!(cp.rptr(), at_wait, "a blocked batch does not move");
+        t.signals[2] = 1;
+        assert_eq!(cp.run(&ring, 64, wptr, &mut t).unwrap(), Step::Idle);
+        assert!(matches!(t.log[2], Command::Exec { program: 2, .. }));
         assert_eq!(cp.rptr(), wptr);
     }
 

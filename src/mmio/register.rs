@@ -24,6 +24,22 @@
 //! `Into<raw>` (an enum with an `Unknown(raw)` arm, in the Asahi style). `hi:lo` ranges are
 //! checked at compile time (`hi >= lo`, `hi` inside the register).
 //!
+//! An array of identical registers (one per engine, per queue) is declared with
+//! `NAME @ base [count ; stride] : raw { ... }`, one array per invocation: `OFFSET` is element
+//! 0's, and `COUNT`, `STRIDE`, `offset_of(i)`, `read_at(bus, i)` and `write_at(bus, i)` reach
+//! element `i` (an index `>= COUNT` is an error, not an access).
+//!
+//! ```
+//! hcq::register! {
+//!     /// Per-engine doorbell.
+//!     pub BELL @ 0x100 [4 ; 0x10] : u64 {
+//!         63:0 wptr as u64;
+//!     }
+//! }
+//! assert_eq!(BELL::offset_of(2), Some(0x120));
+//! assert_eq!(BELL::offset_of(4), None);
+//! ```
+//!
 //! [`MmioBus`]: crate::mmio::MmioBus
 
 #[doc(hidden)]
@@ -133,6 +149,57 @@ macro_rules! register {
             }
         }
     )*};
+    (
+        $(#[$meta:meta])*
+        $vis:vis $name:ident @ $offset:literal [ $count:literal ; $stride:literal ] : $raw:ident {
+            $( $(#[$fmeta:meta])* $hi:literal : $lo:literal $field:ident $kind:tt $fty:ty ; )*
+        }
+    ) => {
+        $crate::register! {
+            $(#[$meta])*
+            $vis $name @ $offset : $raw {
+                $( $(#[$fmeta])* $hi : $lo $field $kind $fty ; )*
+            }
+        }
+
+        const _: () = assert!($count > 0, "a register array has at least one element");
+        const _: () = assert!($stride >= <$raw>::BITS as usize / 8, "register array elements overlap");
+
+        #[allow(dead_code)]
+        impl $name {
+            /// Number of elements of the register array.
+            pub const COUNT: usize = $count;
+            /// Bytes from one element to the next.
+            pub const STRIDE: usize = $stride;
+
+            /// Byte offset of element `i`, or `None` when `i >= COUNT`.
+            #[inline]
+            pub const fn offset_of(i: usize) -> Option<usize> {
+                if i < Self::COUNT { Some(Self::OFFSET + i * Self::STRIDE) } else { None }
+            }
+
+            fn checked_offset(i: usize) -> $crate::Result<usize> {
+                Self::offset_of(i).ok_or($crate::Error::OutOfBounds {
+                    what: concat!(stringify!($name), " register array index"),
+                    offset: i as u64,
+                    len: 1,
+                    limit: Self::COUNT as u64,
+                })
+            }
+
+            /// Read element `i` from `bus`.
+            #[inline]
+            pub fn read_at<B: $crate::mmio::MmioBus + ?Sized>(bus: &B, i: usize) -> $crate::Result<Self> {
+                Ok(Self(bus.read(Self::checked_offset(i)?, Self::WIDTH)? as $raw))
+            }
+
+            /// Write element `i` to `bus`.
+            #[inline]
+            pub fn write_at<B: $crate::mmio::MmioBus + ?Sized>(self, bus: &B, i: usize) -> $crate::Result<()> {
+                bus.write(Self::checked_offset(i)?, Self::WIDTH, self.0 as u64)
+            }
+        }
+    };
 }
 
 #[doc(hidden)]
@@ -264,6 +331,26 @@ mod tests {
         assert!(CTRL::default().try_set_level(0x10).is_err());
         assert_eq!(CTRL::default().try_set_level(0x3).unwrap().level(), 3);
         assert_eq!(CTRL::from_raw(3 << 8).mode(), Mode::Unknown(3));
+    }
+
+    crate::register! {
+        /// A per-queue register array.
+        QREG @ 0x20 [3 ; 0x10] : u64 {
+            63:0 value as u64;
+        }
+    }
+
+    #[test]
+    fn register_arrays_reach_each_element_and_refuse_others() {
+        let bus = HostRegion::new(0x60, 8).unwrap();
+        assert_eq!((QREG::COUNT, QREG::STRIDE, QREG::OFFSET), (3, 0x10, 0x20));
+        QREG::from_raw(5).write_at(&bus, 2).unwrap();
+        assert_eq!(bus.read(0x40, Width::U64).unwrap(), 5);
+        assert_eq!(QREG::read_at(&bus, 2).unwrap().value(), 5);
+        assert_eq!(QREG::read_at(&bus, 0).unwrap().value(), 0);
+        assert!(QREG::read_at(&bus, 3).is_err(), "index 3 of 3 is refused before any access");
+        assert!(QREG::from_raw(1).write_at(&bus, 3).is_err());
+        assert_eq!(QREG::offset_of(1), Some(0x30));
     }
 
     #[test]

@@ -12,8 +12,7 @@
 //! that fails) is recorded on the timeline as the device's fault: waits end with that error and
 //! the engine stops, like a hardware CP that faulted.
 //!
-//! Register layout (byte offsets in the register file): engine `e`'s doorbell (the write
-//! pointer in words, u64) at `16 * e`, its read pointer (u64, written by the CP) at `16 * e + 8`.
+//! Register layout: [`DOORBELL`] and [`RPTR`], one pair per engine (see there).
 
 use super::{SoftCp, SoftEncoder, SoftTarget, Step, host_signals};
 use crate::error::{Error, Result};
@@ -25,19 +24,41 @@ use crate::signal::{StdHooks, WaitHooks};
 use alloc::string::ToString;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::sync::{Condvar, Mutex, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Byte offset of engine `e`'s doorbell register.
-pub const fn doorbell_offset(e: usize) -> usize {
-    16 * e
+crate::register! {
+    /// Engine `i`'s doorbell in a soft device's register file: the host writes the ring's new
+    /// write pointer (monotonic, in words) here after the words are in the ring.
+    pub DOORBELL @ 0x0 [64 ; 0x10] : u64 {
+        /// Write pointer, in 32-bit words since the ring was created.
+        63:0 wptr as u64;
+    }
 }
 
-/// Byte offset of engine `e`'s read-pointer register.
+crate::register! {
+    /// Engine `i`'s read pointer in a soft device's register file, written by its command
+    /// processor: every command before it has run.
+    pub RPTR @ 0x8 [64 ; 0x10] : u64 {
+        /// Read pointer, in 32-bit words since the ring was created.
+        63:0 rptr as u64;
+    }
+}
+
+/// Most engines a soft device has (the size of the [`DOORBELL`]/[`RPTR`] arrays).
+pub const MAX_ENGINES: usize = DOORBELL::COUNT;
+
+/// Byte offset of engine `e`'s doorbell register ([`DOORBELL`] element `e`); `e` is checked
+/// against [`MAX_ENGINES`] when the device is built.
+pub const fn doorbell_offset(e: usize) -> usize {
+    DOORBELL::OFFSET + DOORBELL::STRIDE * e
+}
+
+/// Byte offset of engine `e`'s read-pointer register ([`RPTR`] element `e`).
 pub const fn rptr_offset(e: usize) -> usize {
-    16 * e + 8
+    RPTR::OFFSET + RPTR::STRIDE * e
 }
 
 /// Nanoseconds since the first call in this process: the clock of soft devices' timestamps.
@@ -252,13 +273,15 @@ struct Shared {
     stop: AtomicBool,
 }
 
-/// A device whose command processors are host threads.
+/// A device whose command processors are host threads, or the threads that submit: see
+/// [`SoftDevice::run_inline`].
 pub struct SoftDevice {
     hcq: Arc<Hcq>,
     regs: Arc<dyn DeviceRegs>,
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
     memory: Arc<SoftContext>,
+    engines: Vec<Arc<EngineCp>>,
     /// The device memory the rings and the kernel-argument pool are carved from.
     _mem: Arc<HostRegion>,
 }
@@ -272,7 +295,8 @@ impl core::fmt::Debug for SoftDevice {
 impl SoftDevice {
     /// Build device `name`: rings and kernarg pool in host memory, timeline signal from the
     /// process-wide [`HOST_SIGNALS`](super::HOST_SIGNALS) pool, doorbells in `regs` (at least
-    /// `16 * engines` bytes), and one CP thread per engine running `executor`.
+    /// one [`DOORBELL`]/[`RPTR`] pair per engine), and one CP thread per engine running
+    /// `executor`.
     pub fn new(
         name: &str,
         config: &SoftConfig,
@@ -281,19 +305,24 @@ impl SoftDevice {
     ) -> Result<Self> {
         let name = crate::error::device_name(name);
         let n = config.engines.len();
-        if regs.size() < 16 * n {
+        if n > MAX_ENGINES {
+            return Err(Error::InvalidArgument { what: "soft device engines (max 64)", value: n as u64 });
+        }
+        let need = (DOORBELL::STRIDE * n) as u64;
+        if (regs.size() as u64) < need {
             return Err(Error::OutOfBounds {
                 what: "soft device registers",
                 offset: 0,
-                len: 16 * n as u64,
+                len: need,
                 limit: regs.size() as u64,
             });
         }
         let hooks: Arc<dyn WaitHooks> = Arc::new(StdHooks);
         let encoder: Arc<dyn Encoder> = Arc::new(SoftEncoder);
+        let inline: Arc<[AtomicBool]> = (0..n).map(|_| AtomicBool::new(false)).collect();
         let mut engines = Vec::with_capacity(n);
         let mut rings = Vec::with_capacity(n);
-        let bell_bus: Arc<dyn MmioBus + Send> = Arc::new(RegsAsBus(regs.clone()));
+        let bell_bus: Arc<dyn MmioBus + Send> = Arc::new(RegsAsBus { regs: regs.clone(), inline: inline.clone() });
         // one block of device memory, carved by a bump allocator into the rings and the pool
         let ring_bytes = config.ring_bytes.next_multiple_of(64);
         let total = (ring_bytes * n).next_multiple_of(4096) + config.kernarg_bytes;
@@ -302,7 +331,7 @@ impl SoftDevice {
         let mut carve = crate::memory::BumpAllocator::new(total as u64, 0, false);
         for (e, ename) in config.engines.iter().enumerate() {
             let off = carve.alloc(ring_bytes as u64, 64)? as usize;
-            let ring_mem = Arc::new(crate::mmio::SubRegion::new(parent.clone(), off, config.ring_bytes)?);
+            let ring_mem = Arc::new(RingWindow::new(mem.clone(), off, config.ring_bytes)?);
             let bell = Doorbell { bus: bell_bus.clone(), offset: doorbell_offset(e), width: Width::U64 };
             let ring = CommandRing::new(ring_mem.clone(), config.max_in_flight, bell)?;
             rings.push((ring_mem, ring.capacity_words()));
@@ -322,26 +351,39 @@ impl SoftDevice {
             extra: std::sync::RwLock::new(Vec::new()),
             hcq: hcq.clone(),
         });
-        let mut threads = Vec::with_capacity(n);
-        for (e, (mem, words)) in rings.into_iter().enumerate() {
-            let ctx = CpThread {
-                engine: e,
-                ring: mem,
-                words,
-                regs: regs.clone(),
-                exec: executor.clone(),
-                memory: memory.clone(),
-                hcq: hcq.clone(),
-                shared: shared.clone(),
-                idle_spin: config.idle_spin,
-            };
-            let t =
-                std::thread::Builder::new().name(alloc::format!("{}-cp{}", name, e)).spawn(move || ctx.run()).map_err(
-                    |e| Error::Os { what: "spawn command-processor thread", errno: e.raw_os_error().unwrap_or(0) },
-                )?;
-            threads.push(t);
+        let timeline_addr = hcq.timeline().signal().addr();
+        let cps: Vec<Arc<EngineCp>> = rings
+            .into_iter()
+            .enumerate()
+            .map(|(e, (ring, words))| {
+                Arc::new(EngineCp {
+                    engine: e,
+                    ring,
+                    words,
+                    regs: regs.clone(),
+                    exec: executor.clone(),
+                    memory: memory.clone(),
+                    hcq: hcq.clone(),
+                    timeline_addr,
+                    state: Mutex::new(CpState { cp: SoftCp::new(), n: 0 }),
+                    inline: inline.clone(),
+                })
+            })
+            .collect();
+        let mut dev = Self { hcq, regs, shared, threads: Vec::with_capacity(n), memory, engines: cps, _mem: mem };
+        for e in 0..n {
+            let (cp, shared, idle_spin) = (dev.engines[e].clone(), dev.shared.clone(), config.idle_spin);
+            let t = std::thread::Builder::new()
+                .name(alloc::format!("{}-cp{}", name, e))
+                .spawn(move || cp.thread(&shared, idle_spin))
+                .map_err(|e| Error::Os {
+                    what: "spawn command-processor thread",
+                    errno: e.raw_os_error().unwrap_or(0),
+                })?;
+            // on an error, `dev` drops here and stops the threads already started
+            dev.threads.push(t);
         }
-        Ok(Self { hcq, regs, shared, threads, memory, _mem: mem })
+        Ok(dev)
     }
 
     /// The engine state (timeline, queues, submission).
@@ -375,6 +417,96 @@ impl SoftDevice {
     pub fn remove_kernarg_region(&self, region: &Arc<HostRegion>) {
         self.memory.extra.write().unwrap_or_else(|p| p.into_inner()).retain(|r| !Arc::ptr_eq(r, region));
     }
+
+    /// A synchronous submission whose commands run on the calling thread.
+    ///
+    /// `submit` submits work on engine `engine` (through [`Hcq::submit`] or a
+    /// [`Submitter`](crate::hcq::Submitter)) and returns the timeline value that completes it;
+    /// this returns once the timeline has reached that value. When the engine's command
+    /// processor is free, the calling thread becomes it for the duration: it takes the
+    /// engine's consumer state, runs what is already in the ring, lets `submit` write the
+    /// doorbell without waking the CP thread, then runs the new commands itself — no hand-off
+    /// to another thread, no wake-up, no spinning while another thread computes. Work other
+    /// threads submit meanwhile runs too, in ring order, before the consumer is let go.
+    ///
+    /// When the CP thread is busy with the ring, or a command must wait for a signal that is
+    /// not there yet (another engine's, another device's) or the executor holds it, the rest is
+    /// handed to the CP thread and this waits like [`Hcq::wait`]. Ordering, timeline and fault
+    /// semantics are those of the CP thread: a command that fails (or an executor that panics)
+    /// faults the device and this returns that fault.
+    pub fn run_inline(&self, engine: usize, submit: impl FnOnce(&Hcq) -> Result<u64>) -> Result<()> {
+        let cp =
+            self.engines.get(engine).ok_or(Error::InvalidArgument { what: "engine index", value: engine as u64 })?;
+        let mut guard = match cp.state.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                // the CP thread is running this ring: submit as usual and wait
+                let v = submit(&self.hcq)?;
+                return self.hcq.wait(v);
+            }
+        };
+        let st = &mut *guard;
+        cp.inline[engine].store(true, Ordering::SeqCst);
+        let mut submit = Some(submit);
+        let mut value = None;
+        // first what is in the ring already, so `submit` never waits for ring or kernarg space
+        // that only this (held) consumer could free
+        let mut failed = None;
+        let mut step = match (cp.drive(st), submit.take()) {
+            (Ok(Step::Idle), Some(f)) => match f(&self.hcq) {
+                Ok(v) => {
+                    value = Some(v);
+                    cp.drive(st)
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    Ok(Step::Idle)
+                }
+            },
+            (other, f) => {
+                submit = f;
+                other
+            }
+        };
+        let db = doorbell_offset(engine);
+        let step = loop {
+            cp.inline[engine].store(false, Ordering::SeqCst);
+            // Dekker with `RegsAsBus::write`: a doorbell stored while the flag was set (and so
+            // without waking the CP thread) is seen here and run before letting go
+            fence(Ordering::SeqCst);
+            match step {
+                Ok(Step::Idle) if self.regs.device_read(db, Width::U64)? != st.cp.rptr() => {
+                    cp.inline[engine].store(true, Ordering::SeqCst);
+                    step = cp.drive(st);
+                }
+                other => break other,
+            }
+        };
+        drop(guard);
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        match step {
+            Ok(Step::Idle) => {}
+            Ok(_) => {
+                // blocked or held: hand the rest to the CP thread (a host write of the doorbell
+                // under the submit lock, so no newer write pointer is overwritten)
+                let _s = self.hcq.lock();
+                let wptr = self.hcq.engines()[engine].wptr();
+                self.regs.write(doorbell_offset(engine), Width::U64, wptr)?;
+            }
+            Err(e) => return Err(e),
+        }
+        let v = match (value, submit) {
+            (Some(v), _) => v,
+            // the ring held work this thread could not run: submit behind it, the CP thread
+            // runs both
+            (None, Some(f)) => f(&self.hcq)?,
+            (None, None) => return self.hcq.synchronize(),
+        };
+        self.hcq.wait(v)
+    }
 }
 
 impl Drop for SoftDevice {
@@ -391,103 +523,233 @@ impl Drop for SoftDevice {
     }
 }
 
-/// Lets a register file serve as the doorbell bus of a ring.
-struct RegsAsBus(Arc<dyn DeviceRegs>);
+/// Lets a register file serve as the doorbell bus of the rings. A doorbell write while an
+/// inline driver holds that engine ([`SoftDevice::run_inline`]) only stores the write pointer:
+/// the driver runs the new commands before it lets go, so the sleeping CP thread is not woken.
+struct RegsAsBus {
+    regs: Arc<dyn DeviceRegs>,
+    inline: Arc<[AtomicBool]>,
+}
 
 impl MmioBus for RegsAsBus {
     fn size(&self) -> usize {
-        self.0.size()
+        self.regs.size()
     }
     fn read(&self, offset: usize, width: Width) -> Result<u64> {
-        self.0.read(offset, width)
+        self.regs.read(offset, width)
     }
     fn write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
-        self.0.write(offset, width, value)
+        let engine =
+            offset.checked_sub(DOORBELL::OFFSET).filter(|o| o % DOORBELL::STRIDE == 0).map(|o| o / DOORBELL::STRIDE);
+        if let Some(flag) = engine.and_then(|e| self.inline.get(e))
+            && flag.load(Ordering::SeqCst)
+        {
+            self.regs.device_write(offset, width, value)?;
+            // Dekker with `EngineCp::drive`: the driver clears its flag, then reads the
+            // doorbell; this stores the doorbell, then reads the flag. One sees the other.
+            fence(Ordering::SeqCst);
+            if flag.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            // the driver let go meanwhile: a host write, which wakes the CP thread
+        }
+        self.regs.write(offset, width, value)
     }
 }
 
-struct CpThread {
+/// One engine's ring as the command processor reads it: a window of the device memory block,
+/// read without a `dyn` layer.
+struct RingWindow {
+    mem: Arc<HostRegion>,
+    offset: usize,
+    len: usize,
+}
+
+impl RingWindow {
+    fn new(mem: Arc<HostRegion>, offset: usize, len: usize) -> Result<Self> {
+        crate::mmio::check_range("ring window", offset, len, mem.size())?;
+        Ok(Self { mem, offset, len })
+    }
+}
+
+impl MmioBus for RingWindow {
+    #[inline]
+    fn size(&self) -> usize {
+        self.len
+    }
+    #[inline]
+    fn read(&self, offset: usize, width: Width) -> Result<u64> {
+        crate::mmio::check_range("ring access", offset, width.bytes(), self.len)?;
+        self.mem.read(self.offset + offset, width)
+    }
+    #[inline]
+    fn write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
+        crate::mmio::check_range("ring access", offset, width.bytes(), self.len)?;
+        self.mem.write(self.offset + offset, width, value)
+    }
+    #[inline]
+    fn write_bytes(&self, offset: usize, src: &[u8]) -> Result<()> {
+        crate::mmio::check_range("ring write_bytes", offset, src.len(), self.len)?;
+        self.mem.write_bytes(self.offset + offset, src)
+    }
+    #[inline]
+    fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        crate::mmio::check_range("ring read_bytes", offset, dst.len(), self.len)?;
+        self.mem.read_bytes(self.offset + offset, dst)
+    }
+}
+
+/// The consumer state of one engine: whoever holds it runs the ring.
+struct CpState {
+    cp: SoftCp,
+    /// Commands run so far on this engine (for [`Executor::before`]).
+    n: u64,
+}
+
+/// One engine's command processor: its ring, its state, and what its commands act on. Shared
+/// by the engine's CP thread and inline drivers ([`SoftDevice::run_inline`]).
+struct EngineCp {
     engine: usize,
-    ring: Arc<crate::mmio::SubRegion>,
+    ring: Arc<RingWindow>,
     words: u64,
     regs: Arc<dyn DeviceRegs>,
     exec: Arc<dyn Executor>,
     memory: Arc<SoftContext>,
     hcq: Arc<Hcq>,
-    shared: Arc<Shared>,
-    idle_spin: Duration,
+    /// The device's own timeline signal, reached without a pool lookup.
+    timeline_addr: u64,
+    state: Mutex<CpState>,
+    /// Per engine: an inline driver holds `state` (shared with the doorbell bus).
+    inline: Arc<[AtomicBool]>,
 }
 
 struct Target<'a> {
-    t: &'a CpThread,
-    n: u64,
+    cp: &'a EngineCp,
+    n: &'a mut u64,
 }
 
 impl SoftTarget for Target<'_> {
+    #[inline]
     fn wait_reached(&mut self, addr: u64, value: u64) -> Result<bool> {
+        if addr == self.cp.timeline_addr {
+            return Ok(self.cp.hcq.timeline().signal().value() >= value);
+        }
         Ok(host_signals::load(addr)? >= value)
     }
+    #[inline]
     fn signal(&mut self, addr: u64, value: u64) -> Result<()> {
+        if addr == self.cp.timeline_addr {
+            self.cp.hcq.timeline().signal().set(value);
+            return Ok(());
+        }
         host_signals::store(addr, value)
     }
     fn timestamp(&mut self, addr: u64) -> Result<()> {
         host_signals::store(addr, soft_clock_ns())
     }
+    #[inline]
     fn exec(&mut self, program: u64, kernargs: u64, global: [u32; 3], local: [u32; 3]) -> Result<()> {
-        self.t.exec.exec(&self.t.memory, program, kernargs, global, local)
+        self.cp.exec.exec(&self.cp.memory, program, kernargs, global, local)
     }
     fn copy(&mut self, dst: u64, src: u64, bytes: u64) -> Result<()> {
-        self.t.exec.copy(&self.t.memory, dst, src, bytes)
+        self.cp.exec.copy(&self.cp.memory, dst, src, bytes)
     }
+    #[inline]
     fn before(&mut self, cmd: &Command) -> Result<bool> {
-        let go = self.t.exec.before(self.t.engine, self.n, cmd)?;
+        let go = self.cp.exec.before(self.cp.engine, *self.n, cmd)?;
         if go {
-            self.n += 1;
+            *self.n += 1;
         }
         Ok(go)
     }
 }
 
-impl CpThread {
-    fn run(self) {
+impl EngineCp {
+    /// Run what the ring holds, through new doorbell writes, until it is idle, blocked or
+    /// held; publish the read pointer once. An error or a panic of the executor faults the
+    /// device and is returned.
+    fn drive(&self, st: &mut CpState) -> Result<Step> {
+        let r = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| self.drain(st)));
+        match r {
+            Ok(Ok(step)) => Ok(step),
+            Ok(Err(e)) => Err(self.fault(e)),
+            Err(payload) => Err(self.fault(panic_error(&self.hcq, self.engine, &*payload))),
+        }
+    }
+
+    fn drain(&self, st: &mut CpState) -> Result<Step> {
         let db = doorbell_offset(self.engine);
-        let mut cp = SoftCp::new();
-        let mut target = Target { t: &self, n: 0 };
+        let start = st.cp.rptr();
+        let mut target = Target { cp: self, n: &mut st.n };
+        let r = loop {
+            let wptr = self.regs.device_read(db, Width::U64)?;
+            match st.cp.run(&*self.ring, self.words, wptr, &mut target) {
+                // more may have been rung meanwhile (by this thread's submit, or another's)
+                Ok(Step::Idle) if self.regs.device_read(db, Width::U64)? != wptr => continue,
+                other => break other,
+            }
+        };
+        if st.cp.rptr() != start {
+            self.regs.device_write(rptr_offset(self.engine), Width::U64, st.cp.rptr())?;
+        }
+        r
+    }
+
+    /// Record `e` as the device's fault (the first one stays) and return it with context.
+    fn fault(&self, e: Error) -> Error {
+        let dev = self.hcq.timeline().device().to_string();
+        error!("{} engine {}: command processor fault: {}", dev, self.engine, e);
+        let e = e.context(alloc::format!("{} engine {} command processor", dev, self.engine));
+        self.hcq.timeline().record_fault(e.clone());
+        e
+    }
+
+    /// The CP thread: runs the ring whenever no inline driver does. It polls the doorbell for
+    /// `idle_spin` after work, then sleeps until a host write of the doorbell.
+    fn thread(&self, shared: &Shared, idle_spin: Duration) {
+        let db = doorbell_offset(self.engine);
         let mut idle_since: Option<Instant> = None;
         let mut seen = self.regs.write_count(db);
-        while !self.shared.stop.load(Ordering::Acquire) {
-            let wptr = match self.regs.device_read(db, Width::U64) {
-                Ok(v) => v,
-                Err(e) => {
-                    self.fault(e);
-                    return;
+        while !shared.stop.load(Ordering::Acquire) {
+            let mut guard = match self.state.try_lock() {
+                Ok(g) => g,
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(TryLockError::WouldBlock) => {
+                    if self.inline[self.engine].load(Ordering::SeqCst) {
+                        // an inline driver runs the ring and leaves it drained (or kicks this
+                        // thread with a host write): sleep until one
+                        if let Some(n) = self.regs.wait_write(db, seen, Duration::from_millis(50)) {
+                            seen = n;
+                        }
+                    } else {
+                        // a driver letting go: wait for it
+                        drop(self.state.lock().unwrap_or_else(|p| p.into_inner()));
+                    }
+                    continue;
                 }
             };
-            match cp.step(&*self.ring, self.words, wptr, &mut target) {
-                Ok(Step::Ran(_)) => {
-                    let _ = self.regs.device_write(rptr_offset(self.engine), Width::U64, cp.rptr());
-                    idle_since = None;
-                }
-                Ok(Step::Blocked { .. } | Step::Held) => {
-                    let since = *idle_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() < self.idle_spin {
-                        spin_a_while();
-                    } else {
-                        std::thread::sleep(Duration::from_micros(20));
-                    }
-                }
+            let start = guard.cp.rptr();
+            let step = self.drive(&mut guard);
+            let rptr = guard.cp.rptr();
+            drop(guard);
+            if rptr != start {
+                idle_since = None;
+            }
+            match step {
                 Ok(Step::Idle) => {
                     let since = *idle_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() < self.idle_spin {
+                    if since.elapsed() < idle_spin {
                         // poll the doorbell without reading the clock on every turn
                         for _ in 0..64 {
-                            if self.regs.device_read(db, Width::U64).unwrap_or(wptr) != wptr {
+                            if self.regs.device_read(db, Width::U64).unwrap_or(rptr) != rptr {
                                 break;
                             }
                             core::hint::spin_loop();
                         }
                         // let a thread waiting for this CPU run (the submitter, on a busy machine)
                         std::thread::yield_now();
+                    } else if self.regs.device_read(db, Width::U64).unwrap_or(rptr) != rptr {
+                        idle_since = None;
                     } else if let Some(n) = self.regs.wait_write(db, seen, Duration::from_millis(50)) {
                         seen = n;
                         idle_since = None;
@@ -495,19 +757,33 @@ impl CpThread {
                         seen = self.regs.write_count(db);
                     }
                 }
-                Err(e) => {
-                    self.fault(e);
-                    return;
+                Ok(_) => {
+                    // blocked on a signal or held by the executor
+                    let since = *idle_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() < idle_spin {
+                        spin_a_while();
+                        std::thread::yield_now();
+                    } else {
+                        std::thread::sleep(Duration::from_micros(20));
+                    }
                 }
+                // the fault is recorded; the engine stops, as a faulted hardware CP does
+                Err(_) => return,
             }
         }
     }
+}
 
-    fn fault(&self, e: Error) {
-        let dev = self.hcq.timeline().device().to_string();
-        error!("{} engine {}: command processor fault: {}", dev, self.engine, e);
-        self.hcq.timeline().record_fault(e.context(alloc::format!("{} engine {} command processor", dev, self.engine)));
-    }
+/// The fault recorded for a panic on engine `engine`'s command processor: the device is
+/// unusable until reset, and the message says what panicked.
+fn panic_error(hcq: &Hcq, engine: usize, payload: &(dyn core::any::Any + Send)) -> Error {
+    let msg = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<alloc::string::String>().map(|s| s.as_str()))
+        .unwrap_or("(no message)");
+    Error::DeviceUnavailable { device: hcq.timeline().device().clone(), reason: "command processor panicked" }
+        .context(alloc::format!("engine {engine}: panic: {msg}"))
 }
 
 /// Spin briefly (a few hundred nanoseconds) without touching the clock.
@@ -559,6 +835,144 @@ mod tests {
             std::thread::yield_now();
         }
         assert_eq!(dev.rptr(0).unwrap(), end);
+    }
+
+    /// Records which thread ran each exec, and how many ran.
+    #[derive(Default)]
+    struct WhoRan {
+        threads: Mutex<Vec<std::thread::ThreadId>>,
+    }
+    impl Executor for WhoRan {
+        fn exec(&self, _: &SoftContext, _: u64, _: u64, _: [u32; 3], _: [u32; 3]) -> Result<()> {
+            self.threads.lock().unwrap().push(std::thread::current().id());
+            Ok(())
+        }
+    }
+
+    fn exec_queue(hcq: &Hcq, n: usize) -> crate::queue::HwQueue {
+        let mut q = hcq.queue().unwrap();
+        for _ in 0..n {
+            q.exec(1, 0, [1; 3], [1; 3]).unwrap();
+        }
+        q
+    }
+
+    #[test]
+    fn an_inline_run_executes_on_the_calling_thread_and_completes_the_timeline() {
+        let exec = Arc::new(WhoRan::default());
+        let dev = SoftDevice::new("SOFT", &SoftConfig::default(), Arc::new(Regs::new(4)), exec.clone()).unwrap();
+        let hcq = dev.hcq();
+        let mut q = exec_queue(hcq, 3);
+        for _ in 0..10 {
+            dev.run_inline(0, |h| h.submit(0, &mut q)).unwrap();
+            assert_eq!(hcq.timeline().completed(), hcq.timeline().last_submitted());
+        }
+        let me = std::thread::current().id();
+        let ran = exec.threads.lock().unwrap().clone();
+        assert_eq!(ran.len(), 30);
+        assert!(ran.iter().all(|t| *t == me), "every command ran on the caller");
+        assert_eq!(dev.rptr(0).unwrap(), hcq.engines()[0].wptr(), "the read pointer is published");
+    }
+
+    #[test]
+    fn an_inline_run_behind_a_blocked_wait_hands_over_to_the_cp_thread() {
+        let exec = Arc::new(WhoRan::default());
+        let dev = SoftDevice::new("SOFT", &SoftConfig::default(), Arc::new(Regs::new(4)), exec.clone()).unwrap();
+        let hcq = dev.hcq();
+        let gate = super::super::HOST_SIGNALS.alloc(0);
+        let mut blocked = hcq.queue().unwrap();
+        blocked.wait(&gate, 1).unwrap();
+        blocked.exec(1, 0, [1; 3], [1; 3]).unwrap();
+        hcq.submit(0, &mut blocked).unwrap();
+        let g = gate.clone();
+        let opener = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            g.set(1);
+        });
+        let mut q = exec_queue(hcq, 2);
+        dev.run_inline(0, |h| h.submit(0, &mut q)).unwrap();
+        opener.join().unwrap();
+        assert_eq!(hcq.timeline().completed(), hcq.timeline().last_submitted());
+        assert_eq!(exec.threads.lock().unwrap().len(), 3, "the blocked queue's exec and both of ours ran, in order");
+        super::super::HOST_SIGNALS.free(gate);
+    }
+
+    #[test]
+    fn inline_runs_and_threaded_submissions_from_many_threads_all_complete() {
+        let exec = Arc::new(WhoRan::default());
+        let dev =
+            Arc::new(SoftDevice::new("SOFT", &SoftConfig::default(), Arc::new(Regs::new(4)), exec.clone()).unwrap());
+        let t0 = Instant::now();
+        let workers: Vec<_> = (0..4)
+            .map(|i| {
+                let dev = dev.clone();
+                std::thread::spawn(move || {
+                    let hcq = dev.hcq();
+                    let mut q = exec_queue(hcq, 2);
+                    for _ in 0..200 {
+                        if i % 2 == 0 {
+                            dev.run_inline(0, |h| h.submit(0, &mut q)).unwrap();
+                        } else {
+                            let v = hcq.submit(0, &mut q).unwrap();
+                            hcq.wait(v).unwrap();
+                        }
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+        dev.hcq().synchronize().unwrap();
+        assert_eq!(exec.threads.lock().unwrap().len(), 4 * 200 * 2);
+        // a submission stranded by a lost doorbell would wait for the CP thread's 50 ms nap:
+        // 800 of them would take far longer than this
+        assert!(t0.elapsed() < Duration::from_secs(20), "took {:?}", t0.elapsed());
+    }
+
+    /// An executor with a bug: it panics on its first exec, after `delay` (so waiters are
+    /// already waiting).
+    struct Panics {
+        delay: Duration,
+    }
+    impl Executor for Panics {
+        fn exec(&self, _: &SoftContext, program: u64, _: u64, _: [u32; 3], _: [u32; 3]) -> Result<()> {
+            std::thread::sleep(self.delay);
+            panic!("executor bug on program {program}");
+        }
+    }
+
+    #[test]
+    fn a_panic_on_the_command_processor_faults_the_device_and_wakes_every_waiter() {
+        let exec = Arc::new(Panics { delay: Duration::from_millis(100) });
+        let dev = Arc::new(SoftDevice::new("SOFT", &SoftConfig::default(), Arc::new(Regs::new(2)), exec).unwrap());
+        let hcq = dev.hcq();
+        // the default policy: without the fault, these waits would last the 30 s timeout
+        assert!(hcq.timeline().policy().timeout_ns >= 30_000_000_000);
+        let mut q = hcq.queue().unwrap();
+        q.exec(7, 0, [1; 3], [1; 3]).unwrap();
+        let v = hcq.submit(0, &mut q).unwrap();
+        let t0 = Instant::now();
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let d = dev.clone();
+                std::thread::spawn(move || d.hcq().wait(v).map(|_| Instant::now()))
+            })
+            .collect();
+        let e = hcq.synchronize().unwrap_err();
+        let took = t0.elapsed();
+        assert!(matches!(e.root(), Error::DeviceUnavailable { reason: "command processor panicked", .. }), "{e}");
+        assert!(e.to_string().contains("executor bug on program 7"), "the fault names the panic: {e}");
+        assert!(took < Duration::from_secs(5), "the wait ended {took:?} after submit, not at once");
+        for w in waiters {
+            let e = w.join().unwrap().unwrap_err();
+            assert!(matches!(e.root(), Error::DeviceUnavailable { .. }), "{e}");
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "every waiter ended with the fault");
+        // and the device refuses new work with the same fault
+        let mut q = hcq.queue().unwrap();
+        q.exec(1, 0, [1; 3], [1; 3]).unwrap();
+        assert!(matches!(hcq.submit(0, &mut q).unwrap_err().root(), Error::DeviceUnavailable { .. }));
     }
 
     #[test]

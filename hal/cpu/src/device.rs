@@ -30,7 +30,7 @@ use hcq::soft::runner::{Executor, Regs, SoftConfig, SoftContext, SoftDevice, sof
 use hcq::stamp::Stamp;
 use std::collections::BTreeMap;
 use std::string::{String, ToString};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -166,19 +166,36 @@ struct Job {
 }
 
 struct FanShared {
+    /// (generation, job): a launch bumps the generation.
     job: Mutex<(u64, Option<Job>)>,
+    /// Workers asleep for the next generation wait here.
     cv: Condvar,
     generation: AtomicU64,
     next: AtomicU64,
     done_workers: AtomicUsize,
-    stop: std::sync::atomic::AtomicBool,
+    stop: AtomicBool,
+    /// Workers asleep on `cv` (under `job`'s lock): a launch notifies only when some are, so
+    /// a launch to spinning workers makes no system call.
+    sleeping: AtomicUsize,
+    /// The launching thread has run out of tids and sleeps on `done_cv` for the workers.
+    caller_sleeping: AtomicBool,
+    done_lock: Mutex<()>,
+    done_cv: Condvar,
 }
 
-/// Worker threads that run the calls of a `core_id` launch in parallel.
+/// Worker threads that run the calls of a `core_id` launch in parallel with the launching
+/// thread.
 struct FanOut {
     shared: Arc<FanShared>,
     workers: Vec<JoinHandle<()>>,
 }
+
+/// How long an idle worker polls for the next launch before it sleeps (launches come in
+/// bursts: the `core_id` kernels of one model call).
+const WORKER_SPIN: Duration = Duration::from_micros(100);
+
+/// Longest the launching thread spins for the workers' last tids before it sleeps.
+const CALLER_SPIN_MAX: Duration = Duration::from_micros(200);
 
 impl FanOut {
     fn new(workers: usize) -> Result<Self> {
@@ -188,7 +205,11 @@ impl FanOut {
             generation: AtomicU64::new(0),
             next: AtomicU64::new(0),
             done_workers: AtomicUsize::new(0),
-            stop: std::sync::atomic::AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            sleeping: AtomicUsize::new(0),
+            caller_sleeping: AtomicBool::new(false),
+            done_lock: Mutex::new(()),
+            done_cv: Condvar::new(),
         });
         let mut ws = Vec::with_capacity(workers);
         for i in 0..workers {
@@ -204,6 +225,11 @@ impl FanOut {
 
     /// Run `job` for every tid in `0..job.n`, on the workers and this thread; returns when all
     /// calls are done.
+    ///
+    /// This thread takes tids like the workers do. Once none is left it waits for the workers'
+    /// last calls: it spins for about as long as one call took here (the work still running
+    /// elsewhere is at most one call per worker), then sleeps until the last worker wakes it,
+    /// so it never spins for long on a CPU the workers need.
     fn run(&self, job: Job) {
         let s = &self.shared;
         // every launch hands out tids from 0, on the inline path too (no worker still reads
@@ -219,20 +245,41 @@ impl FanOut {
             g.0 += 1;
             g.1 = Some(job);
             s.generation.store(g.0, Ordering::Release);
-            s.cv.notify_all();
+            if s.sleeping.load(Ordering::Acquire) > 0 {
+                s.cv.notify_all();
+            }
         }
-        run_tids(s, &job);
-        // every worker checks in for every generation, so none can still read this job later;
-        // yield between polls so that a worker sharing this CPU (a busy machine) gets to finish
-        while s.done_workers.load(Ordering::Acquire) < self.workers.len() {
+        let t0 = Instant::now();
+        let ran = run_tids(s, &job);
+        let need = self.workers.len();
+        if s.done_workers.load(Ordering::Acquire) >= need {
+            return;
+        }
+        // spin for about one call's time
+        let per_call = t0.elapsed() / ran.max(1) as u32;
+        let spin = per_call.clamp(Duration::from_micros(2), CALLER_SPIN_MAX);
+        let t1 = Instant::now();
+        while t1.elapsed() < spin {
             for _ in 0..64 {
-                if s.done_workers.load(Ordering::Acquire) >= self.workers.len() {
+                if s.done_workers.load(Ordering::Acquire) >= need {
                     return;
                 }
                 core::hint::spin_loop();
             }
-            std::thread::yield_now();
         }
+        // then sleep. Dekker with `worker`: this sets `caller_sleeping` then reads the count;
+        // a worker adds to the count then reads `caller_sleeping`
+        s.caller_sleeping.store(true, Ordering::SeqCst);
+        let mut g = s.done_lock.lock().unwrap_or_else(|p| p.into_inner());
+        while s.done_workers.load(Ordering::SeqCst) < need {
+            // TIMEOUT: a bound on a lost wake-up only; the loop re-checks the count
+            g = match s.done_cv.wait_timeout(g, Duration::from_millis(1)) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
+        drop(g);
+        s.caller_sleeping.store(false, Ordering::SeqCst);
     }
 }
 
@@ -249,26 +296,30 @@ impl Drop for FanOut {
     }
 }
 
-fn run_tids(s: &FanShared, job: &Job) {
+/// Run tids of `job` until none is left; returns how many this thread ran.
+fn run_tids(s: &FanShared, job: &Job) -> u64 {
     let mut args = job.args;
+    let mut ran = 0;
     loop {
         let tid = s.next.fetch_add(1, Ordering::AcqRel);
         if tid >= job.n {
             break;
         }
         args[job.slot] = tid;
-        // The job comes from `CpuExec::exec`: a loaded kernel of `nargs` arguments (it stays
-        // loaded until the device drops, which first stops this pool) and the launch's arguments.
+        // The job comes from `CpuExec`: a loaded kernel of `nargs` arguments (it stays loaded
+        // until the device drops, which first stops this pool) and the launch's arguments.
         // SAFETY: see above; `f` takes exactly `nargs` integer arguments.
         let _ = unsafe { call_kernel(job.f as *const (), &args[..job.nargs]) };
+        ran += 1;
     }
+    ran
 }
 
 fn worker(s: Arc<FanShared>) {
     let mut seen = 0u64;
     loop {
-        // spin a little for the next generation (launches come in bursts), then sleep
-        let spin_until = Instant::now() + Duration::from_micros(100);
+        // spin a little for the next generation, then sleep
+        let spin_until = Instant::now() + WORKER_SPIN;
         while s.generation.load(Ordering::Acquire) == seen && Instant::now() < spin_until {
             if s.stop.load(Ordering::Acquire) {
                 return;
@@ -279,13 +330,17 @@ fn worker(s: Arc<FanShared>) {
                 }
                 core::hint::spin_loop();
             }
-            // let the command processor (or anything else waiting for this CPU) run
+            // let the launching thread (or anything else waiting for this CPU) run
             std::thread::yield_now();
         }
         let job = {
             let mut g = s.job.lock().unwrap_or_else(|p| p.into_inner());
-            while g.0 == seen && !s.stop.load(Ordering::Acquire) {
-                g = s.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+            if g.0 == seen {
+                s.sleeping.fetch_add(1, Ordering::AcqRel);
+                while g.0 == seen && !s.stop.load(Ordering::Acquire) {
+                    g = s.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+                }
+                s.sleeping.fetch_sub(1, Ordering::AcqRel);
             }
             if s.stop.load(Ordering::Acquire) {
                 return;
@@ -296,46 +351,125 @@ fn worker(s: Arc<FanShared>) {
         if let Some(job) = job {
             run_tids(&s, &job);
         }
-        s.done_workers.fetch_add(1, Ordering::AcqRel);
+        s.done_workers.fetch_add(1, Ordering::SeqCst);
+        if s.caller_sleeping.load(Ordering::SeqCst) {
+            let _g = s.done_lock.lock().unwrap_or_else(|p| p.into_inner());
+            s.done_cv.notify_one();
+        }
     }
+}
+
+/// Tag of exec-list program handles (kernel handles are table indices below it).
+const LIST_TAG: u64 = 1 << 48;
+
+/// One launch of an exec list, as [`CpuDevice::load_exec_list`] takes it.
+#[derive(Clone, Copy, Debug)]
+pub struct ExecLaunch<'a> {
+    /// The kernel's handle ([`CpuDevice::load_kernel`]).
+    pub kernel: u64,
+    /// Its arguments, one 64-bit integer each (buffer addresses, then values); the `core_id`
+    /// slot's value is replaced by the tid.
+    pub args: &'a [u64],
+    /// `global[0]`: for a `core_id` kernel the number of calls (tids); ignored otherwise.
+    pub calls: u32,
+}
+
+/// A launch of an exec list, validated and resolved when the list was loaded.
+struct ListEntry {
+    f: usize,
+    nargs: usize,
+    args_at: usize,
+    core_id: Option<usize>,
+    calls: u64,
+    profile_name: u32,
+}
+
+/// A prebuilt sequence of kernel launches that one exec command runs in order.
+struct ExecList {
+    entries: Vec<ListEntry>,
+    args: Vec<u64>,
+    /// Keeps the kernels' code mapped while the list exists.
+    _kernels: Vec<Arc<CpuKernel>>,
 }
 
 /// What the CPU device's command processor does for exec and copy commands.
 struct CpuExec {
     kernels: RwLock<Vec<Arc<CpuKernel>>>,
+    lists: RwLock<Vec<Option<ExecList>>>,
     memory: Arc<RwLock<BTreeMap<u64, u64>>>,
     fan: FanOut,
 }
 
+fn in_memory(m: &BTreeMap<u64, u64>, addr: u64, len: u64) -> Result<()> {
+    let ok = m
+        .range(..=addr)
+        .next_back()
+        .is_some_and(|(&base, &size)| addr.checked_add(len).is_some_and(|end| end <= base.saturating_add(size)));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::OutOfBounds { what: "CPU copy: not device memory", offset: addr, len, limit: 0 })
+    }
+}
+
 impl CpuExec {
-    fn check_mem(&self, addr: u64, len: u64) -> Result<()> {
-        let m = self.memory.read().unwrap_or_else(|p| p.into_inner());
-        let ok = m
-            .range(..=addr)
-            .next_back()
-            .is_some_and(|(&base, &size)| addr.checked_add(len).is_some_and(|end| end <= base.saturating_add(size)));
-        if ok {
-            Ok(())
-        } else {
-            Err(Error::OutOfBounds { what: "CPU copy: not device memory", offset: addr, len, limit: 0 })
+    /// Run every launch of `list` in order.
+    fn run_list(&self, ctx: &SoftContext, list: &ExecList) -> Result<()> {
+        let prof = ctx.hcq().profiler();
+        let on = prof.is_enabled();
+        for e in &list.entries {
+            let args = list.args.get(e.args_at..e.args_at + e.nargs).ok_or(Error::OutOfBounds {
+                what: "CPU exec list arguments",
+                offset: e.args_at as u64,
+                len: e.nargs as u64,
+                limit: list.args.len() as u64,
+            })?;
+            let st = if on { soft_clock_ns() } else { 0 };
+            match e.core_id {
+                Some(slot) => {
+                    let mut job = Job { f: e.f, args: [0; MAX_ARGS], nargs: e.nargs, slot, n: e.calls };
+                    job.args[..e.nargs].copy_from_slice(args);
+                    self.fan.run(job);
+                }
+                // SAFETY: `load_exec_list`'s contract: a kernel of this device taking `nargs`
+                // arguments (kept loaded by the list), with arguments valid while the list runs.
+                None => unsafe { call_kernel(e.f as *const (), args)? },
+            }
+            if on {
+                prof.record(Event {
+                    kind: EventKind::Program,
+                    name: e.profile_name,
+                    start_ns: st,
+                    end_ns: soft_clock_ns(),
+                    arg: e.calls,
+                });
+            }
         }
+        Ok(())
     }
 }
 
 impl Executor for CpuExec {
     fn exec(&self, ctx: &SoftContext, program: u64, kernargs: u64, global: [u32; 3], _local: [u32; 3]) -> Result<()> {
-        let k = {
-            let ks = self.kernels.read().unwrap_or_else(|p| p.into_inner());
-            ks.get(usize::try_from(program).unwrap_or(usize::MAX))
-                .cloned()
-                .ok_or_else(|| Error::InvalidArgument { what: "CPU exec: unknown program handle", value: program })?
-        };
+        if program & LIST_TAG != 0 {
+            // the read lock is held while the list runs: unloading one waits for it
+            let lists = self.lists.read().unwrap_or_else(|p| p.into_inner());
+            let list = usize::try_from(program & !LIST_TAG)
+                .ok()
+                .and_then(|i| lists.get(i))
+                .and_then(Option::as_ref)
+                .ok_or(Error::InvalidArgument { what: "CPU exec: unknown exec-list handle", value: program })?;
+            return self.run_list(ctx, list);
+        }
+        let ks = self.kernels.read().unwrap_or_else(|p| p.into_inner());
+        let k = ks
+            .get(usize::try_from(program).unwrap_or(usize::MAX))
+            .ok_or(Error::InvalidArgument { what: "CPU exec: unknown program handle", value: program })?;
         let mut args = [0u64; MAX_ARGS];
-        let mut raw = [0u8; MAX_ARGS * 8];
-        let bytes = &mut raw[..k.nargs * 8];
-        ctx.read_kernargs(kernargs, bytes)?;
-        for (a, c) in args.iter_mut().zip(bytes.chunks_exact(8)) {
-            *a = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        let words = &mut args[..k.nargs];
+        ctx.read_kernargs(kernargs, zerocopy::IntoBytes::as_mut_bytes(words))?;
+        for a in words.iter_mut() {
+            *a = u64::from_le(*a);
         }
         let prof = ctx.hcq().profiler();
         let st = if prof.is_enabled() { soft_clock_ns() } else { 0 };
@@ -361,12 +495,16 @@ impl Executor for CpuExec {
     }
 
     fn copy(&self, ctx: &SoftContext, dst: u64, src: u64, bytes: u64) -> Result<()> {
-        self.check_mem(src, bytes)?;
-        self.check_mem(dst, bytes)?;
+        // the read lock is held across the copy: the allocator removes a range (write lock)
+        // before it frees it, so neither range can be freed while it is copied
+        let m = self.memory.read().unwrap_or_else(|p| p.into_inner());
+        in_memory(&m, src, bytes)?;
+        in_memory(&m, dst, bytes)?;
         let st = soft_clock_ns();
-        // The allocator removes a range only on free, after the device is idle.
-        // SAFETY: both ranges lie inside live allocations (checked above); `copy` allows overlap.
+        // SAFETY: both ranges lie inside live allocations (checked above, and kept alive by the
+        // lock held until the copy is done); `copy` allows overlap.
         unsafe { core::ptr::copy(src as usize as *const u8, dst as usize as *mut u8, bytes as usize) };
+        drop(m);
         let prof = ctx.hcq().profiler();
         if prof.is_enabled() {
             let name = prof.intern("copy");
@@ -438,6 +576,7 @@ impl CpuDevice {
         let memory = Arc::new(RwLock::new(BTreeMap::new()));
         let exec = Arc::new(CpuExec {
             kernels: RwLock::new(Vec::new()),
+            lists: RwLock::new(Vec::new()),
             memory: memory.clone(),
             fan: FanOut::new(cores.max(1) - 1)?,
         });
@@ -481,6 +620,118 @@ impl CpuDevice {
         let mut ks = self.exec.kernels.write().unwrap_or_else(|p| p.into_inner());
         ks.push(k);
         Ok((ks.len() - 1) as u64)
+    }
+
+    /// Build an exec list: `launches` run in order, on the device's command processor, by one
+    /// exec command whose program is the returned handle (kernel arguments and grid of the
+    /// command are ignored; a `core_id` launch fans out as usual). Everything is checked here,
+    /// once: the kernels exist, each launch has exactly its kernel's argument count, a
+    /// `core_id` launch makes at least one call. Running the list then costs an indirect call
+    /// per kernel, with no argument block to read.
+    ///
+    /// # Safety
+    /// Every argument a kernel uses as a pointer must point at memory that stays valid for
+    /// every access the kernel makes, each time the list runs, until the list is unloaded with
+    /// [`CpuDevice::unload_exec_list`] (after the device finished its last run).
+    pub unsafe fn load_exec_list(&self, launches: &[ExecLaunch<'_>]) -> Result<u64> {
+        let ks = self.exec.kernels.read().unwrap_or_else(|p| p.into_inner());
+        let mut list = ExecList {
+            entries: Vec::with_capacity(launches.len()),
+            args: Vec::new(),
+            _kernels: Vec::with_capacity(launches.len()),
+        };
+        for (i, l) in launches.iter().enumerate() {
+            let k = usize::try_from(l.kernel)
+                .ok()
+                .and_then(|h| ks.get(h))
+                .ok_or(Error::InvalidArgument { what: "exec list: unknown kernel handle", value: l.kernel })
+                .with_context(|| std::format!("exec list launch {i}"))?;
+            if l.args.len() != k.nargs {
+                return Err(Error::Mismatch {
+                    what: "exec list: argument count of the kernel",
+                    expected: k.nargs as u64,
+                    found: l.args.len() as u64,
+                })
+                .with_context(|| std::format!("exec list launch {i} ({})", k.name));
+            }
+            if k.core_id.is_some() && l.calls == 0 {
+                return Err(Error::InvalidArgument {
+                    what: "exec list: a core_id launch needs global[0] >= 1",
+                    value: 0,
+                })
+                .with_context(|| std::format!("exec list launch {i} ({})", k.name));
+            }
+            list.entries.push(ListEntry {
+                f: k.obj.entry() as usize,
+                nargs: k.nargs,
+                args_at: list.args.len(),
+                core_id: k.core_id,
+                calls: u64::from(l.calls),
+                profile_name: k.profile_name,
+            });
+            list.args.extend_from_slice(l.args);
+            list._kernels.push(k.clone());
+        }
+        drop(ks);
+        let mut lists = self.exec.lists.write().unwrap_or_else(|p| p.into_inner());
+        let i = match lists.iter().position(Option::is_none) {
+            Some(i) => {
+                lists[i] = Some(list);
+                i
+            }
+            None => {
+                lists.push(Some(list));
+                lists.len() - 1
+            }
+        };
+        Ok(LIST_TAG | i as u64)
+    }
+
+    /// Drop an exec list. The caller waits for the device to finish every run of it first
+    /// (a run still queued afterwards fails with an unknown-handle fault).
+    pub fn unload_exec_list(&self, handle: u64) -> Result<()> {
+        let mut lists = self.exec.lists.write().unwrap_or_else(|p| p.into_inner());
+        let slot = usize::try_from(handle & !LIST_TAG)
+            .ok()
+            .filter(|_| handle & LIST_TAG != 0)
+            .and_then(|i| lists.get_mut(i))
+            .filter(|l| l.is_some())
+            .ok_or(Error::InvalidArgument { what: "unknown exec-list handle", value: handle })?;
+        *slot = None;
+        Ok(())
+    }
+
+    /// Run the launches of exec list `handle` on this thread, one after another (`core_id`
+    /// tids in order), without the command processor: the floor a device call of the list is
+    /// measured against.
+    ///
+    /// # Safety
+    /// As for running the list on the device: its arguments are valid now (the caller also
+    /// makes sure no device work touches the same memory meanwhile).
+    pub unsafe fn run_exec_list_here(&self, handle: u64) -> Result<()> {
+        let lists = self.exec.lists.read().unwrap_or_else(|p| p.into_inner());
+        let list = usize::try_from(handle & !LIST_TAG)
+            .ok()
+            .and_then(|i| lists.get(i))
+            .and_then(Option::as_ref)
+            .ok_or(Error::InvalidArgument { what: "unknown exec-list handle", value: handle })?;
+        let mut args = [0u64; MAX_ARGS];
+        for e in &list.entries {
+            let a = &mut args[..e.nargs];
+            a.copy_from_slice(&list.args[e.args_at..e.args_at + e.nargs]);
+            match e.core_id {
+                Some(slot) => {
+                    for tid in 0..e.calls {
+                        a[slot] = tid;
+                        // SAFETY: the caller's contract; the kernel takes `nargs` arguments.
+                        unsafe { call_kernel(e.f as *const (), a)? };
+                    }
+                }
+                // SAFETY: as above.
+                None => unsafe { call_kernel(e.f as *const (), a)? },
+            }
+        }
+        Ok(())
     }
 
     /// The kernel behind a handle.
@@ -539,18 +790,23 @@ impl Program for CpuProgram {
         let hcq = dev.soft.hcq();
         let mut q = hcq.queue()?;
         let t0 = Instant::now();
-        let v = {
+        let submitted = core::cell::Cell::new(0u64);
+        let mut submit = |hcq: &Hcq| {
             let mut s = hcq.lock();
             let ka = s.kernargs(&raw[..n], n.max(8) as u64, 8)?;
             q.exec(self.handle, ka, global, local)?;
-            s.submit(0, &mut q)?
+            let v = s.submit(0, &mut q)?;
+            submitted.set(v);
+            Ok(v)
         };
-        let stamp = Some(Stamp::new(v));
         if wait {
-            hcq.wait(v)?;
+            // a synchronous call: the kernel runs on this thread when the engine is free
+            dev.soft.run_inline(0, submit)?;
+            let stamp = Some(Stamp::new(submitted.get()));
             return Ok(Launch { stamp, time_us: Some(t0.elapsed().as_secs_f64() * 1e6) });
         }
-        Ok(Launch { stamp, time_us: None })
+        let v = submit(hcq)?;
+        Ok(Launch { stamp: Some(Stamp::new(v)), time_us: None })
     }
 }
 

@@ -14,14 +14,13 @@
 //! `|got - expected| <= 1e-5 + 1e-4 * |expected|` (FMA contraction differs between
 //! architectures).
 
-use crate::device::{CpuDevice, MAX_ARGS};
+use crate::device::{CpuDevice, ExecLaunch, MAX_ARGS};
 use hcq::buffer::Buffer;
 use hcq::bundle::hcqb::{Hcqb, LaunchRef};
 use hcq::bundle::{Arch, ArgView};
 use hcq::device::Device;
 use hcq::dtype::DType;
 use hcq::error::{Error, Result, ResultExt};
-use hcq::mmio::{HostRegion, MmioBus};
 use hcq::queue::HwQueue;
 use std::format;
 use std::string::String;
@@ -107,13 +106,25 @@ pub struct CheckReport {
     pub mismatches: u64,
 }
 
+/// One step of a model call.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// A run of kernel launches: an exec list of the device.
+    List(u64),
+    /// A buffer-to-buffer copy.
+    Copy { dst: u64, src: u64, bytes: u64 },
+}
+
 /// A bundle loaded on a CPU device.
 pub struct Model {
     dev: Arc<CpuDevice>,
     buffers: Vec<Buffer>,
     addrs: Vec<u64>,
     queues: Vec<HwQueue>,
-    kernargs: Arc<HostRegion>,
+    /// What one call runs, in order.
+    steps: Vec<Step>,
+    /// The exec lists this model loaded (unloaded on drop).
+    lists: Vec<u64>,
     kernels: usize,
     arch: Arch,
     expected_from: Arch,
@@ -244,59 +255,76 @@ impl Model {
                 .with_context(|| format!("program {i} ({})", p.name))?;
             handles.push(h);
         }
-        // kernel arguments of every launch, in a region the wrapping pool never reuses
-        let mut argv_all: Vec<u64> = Vec::new();
-        let mut offsets = Vec::with_capacity(bundle.n_launches());
+        // consecutive kernel launches become one exec list (arguments resolved and checked
+        // here, once); copies stay copy commands between them
+        let mut steps: Vec<Step> = Vec::new();
+        let mut lists = Vec::new();
+        let mut pending: Vec<(u64, Vec<u64>, u32)> = Vec::new();
+        let mut kernels = 0;
+        let flush = |pending: &mut Vec<(u64, Vec<u64>, u32)>, steps: &mut Vec<Step>, lists: &mut Vec<u64>| {
+            if pending.is_empty() {
+                return Ok(());
+            }
+            let launches: Vec<ExecLaunch<'_>> = pending
+                .iter()
+                .map(|(kernel, args, calls)| ExecLaunch { kernel: *kernel, args, calls: *calls })
+                .collect();
+            // SAFETY: every pointer argument is a base buffer of this model plus a view offset
+            // the bundle validated (`Hcqb::parse` checks views against their buffers); the
+            // model owns those buffers and unloads the list (after waiting for the device) in
+            // its `Drop`, before the buffers are dropped.
+            let h = unsafe { dev.load_exec_list(&launches)? };
+            lists.push(h);
+            steps.push(Step::List(h));
+            pending.clear();
+            Ok::<(), Error>(())
+        };
         for (li, l) in bundle.launches().enumerate() {
-            if let LaunchRef::Kernel(k) = l {
-                offsets.push(argv_all.len());
-                for a in k.args() {
-                    argv_all.push(addrs[a.buffer as usize] + a.offset);
+            match l {
+                LaunchRef::Kernel(k) => {
+                    if k.n_args() + k.vals().len() > MAX_ARGS {
+                        return Err(Error::Unsupported {
+                            what: "kernel argument count (max 63)",
+                            value: (k.n_args() + k.vals().len()) as u64,
+                        })
+                        .with_context(|| format!("launch {li}"));
+                    }
+                    let mut args = Vec::with_capacity(k.n_args() + k.vals().len());
+                    for a in k.args() {
+                        args.push(addrs[a.buffer as usize] + a.offset);
+                    }
+                    for v in k.vals() {
+                        args.push(v.unwrap_or(0) as u64);
+                    }
+                    pending.push((handles[k.program as usize], args, k.global_size[0]));
+                    kernels += 1;
                 }
-                for v in k.vals() {
-                    argv_all.push(v.unwrap_or(0) as u64);
+                LaunchRef::Copy { dst, src } => {
+                    flush(&mut pending, &mut steps, &mut lists).with_context(|| format!("launch {li}"))?;
+                    steps.push(Step::Copy {
+                        dst: addrs[dst.buffer as usize] + dst.offset,
+                        src: addrs[src.buffer as usize] + src.offset,
+                        bytes: dst.nbytes,
+                    });
                 }
-                if k.n_args() + k.vals().len() > MAX_ARGS {
-                    return Err(Error::Unsupported {
-                        what: "kernel argument count (max 63)",
-                        value: (k.n_args() + k.vals().len()) as u64,
-                    })
-                    .with_context(|| format!("launch {li}"));
-                }
-            } else {
-                offsets.push(usize::MAX);
             }
         }
-        let kernargs = Arc::new(HostRegion::new((argv_all.len() * 8).max(8), 64)?);
-        let raw: Vec<u8> = argv_all.iter().flat_map(|a| a.to_le_bytes()).collect();
-        kernargs.write_bytes(0, &raw)?;
-        dev.soft().add_kernarg_region(kernargs.clone());
+        flush(&mut pending, &mut steps, &mut lists).context("last launches")?;
         let hcq = dev.soft().hcq();
-        // a launch is at most one exec or copy packet plus the queue's timeline wait and signal
+        // one exec or copy packet per step plus the queue's timeline wait and signal; a queue
+        // never takes more than a quarter of the ring
         let max_words = (hcq.engines()[0].ring_words() / 4).max(64) as usize;
         let mut queues = Vec::new();
         let mut queue = hcq.queue()?;
-        let mut kernels = 0;
-        for (li, l) in bundle.launches().enumerate() {
+        for st in &steps {
             if queue.words().len() + hcq::soft::MAX_PACKET_WORDS + 8 > max_words {
                 queue.finish()?;
                 queues.push(core::mem::replace(&mut queue, hcq.queue()?));
             }
-            match l {
-                LaunchRef::Kernel(k) => {
-                    let h = handles[k.program as usize];
-                    let ka = kernargs.addr() + 8 * offsets[li] as u64;
-                    queue.exec(h, ka, k.global_size, k.local_size).with_context(|| format!("launch {li}"))?;
-                    kernels += 1;
-                }
-                LaunchRef::Copy { dst, src } => {
-                    queue.copy(
-                        addrs[dst.buffer as usize] + dst.offset,
-                        addrs[src.buffer as usize] + src.offset,
-                        dst.nbytes,
-                    )?;
-                }
-            }
+            match *st {
+                Step::List(h) => queue.exec(h, 0, [1, 1, 1], [1, 1, 1])?,
+                Step::Copy { dst, src, bytes } => queue.copy(dst, src, bytes)?,
+            };
         }
         queue.finish()?;
         queues.push(queue);
@@ -307,7 +335,8 @@ impl Model {
             buffers,
             addrs,
             queues,
-            kernargs,
+            steps,
+            lists,
             kernels,
             arch,
             expected_from: bundle.expected_from(),
@@ -353,13 +382,46 @@ impl Model {
         self.queues.len()
     }
 
-    /// One forward pass: submit and wait. Allocates nothing.
+    /// One forward pass: submit and wait. When the device's compute engine is free, the
+    /// commands run on the calling thread ([`SoftDevice::run_inline`](hcq::soft::runner::SoftDevice::run_inline)):
+    /// each kernel is an indirect call from the model's exec list, `core_id` kernels fan out
+    /// over the device's workers and this thread. Allocates nothing.
     pub fn call(&mut self) -> Result<()> {
-        let v = self.submit()?;
-        self.dev.soft().hcq().wait(v)
+        let queues = &mut self.queues;
+        self.dev.soft().run_inline(0, |hcq| {
+            let mut last = 0;
+            for q in queues.iter_mut() {
+                last = hcq.submit(0, q)?;
+            }
+            Ok(last)
+        })
+    }
+
+    /// One forward pass with every kernel called directly on this thread, one after another
+    /// (`core_id` tids in order), without queues, timeline or command processor: the floor
+    /// that [`Model::call`] is measured against (the sum of the kernels' own time). Waits for
+    /// the device first.
+    pub fn call_direct(&mut self) -> Result<()> {
+        self.dev.soft().hcq().synchronize()?;
+        for st in &self.steps {
+            match *st {
+                // SAFETY: the list's arguments are this model's buffers, alive while `self`
+                // is; the device is idle (synchronized above) and `&mut self` keeps this
+                // model's calls out meanwhile.
+                Step::List(h) => unsafe { self.dev.run_exec_list_here(h)? },
+                Step::Copy { dst, src, bytes } => {
+                    // SAFETY: both ranges are views of this model's buffers (validated by the
+                    // bundle parser); `copy` allows overlap.
+                    unsafe { core::ptr::copy(src as usize as *const u8, dst as usize as *mut u8, bytes as usize) }
+                }
+            }
+        }
+        Ok(())
     }
 
     fn view_bytes(&self, v: &ArgView) -> Result<Vec<u8>> {
+        // never read while a submitted call may still write it
+        self.dev.soft().hcq().synchronize()?;
         let mut out = std::vec![0u8; v.nbytes as usize];
         let mem = self.buffers[v.buffer as usize].memory()?;
         mem.read_cpu(v.offset, &mut out)?;
@@ -422,7 +484,9 @@ impl Model {
 impl Drop for Model {
     fn drop(&mut self) {
         let _ = self.dev.soft().hcq().synchronize();
-        self.dev.soft().remove_kernarg_region(&self.kernargs);
+        for h in self.lists.drain(..) {
+            let _ = self.dev.unload_exec_list(h);
+        }
     }
 }
 

@@ -188,7 +188,7 @@ impl std::fmt::Debug for SimDevice {
 impl SimDevice {
     /// A device called `name` with the given engines and sizes.
     pub fn new(name: &str, config: &SoftConfig) -> Result<Self> {
-        let mmio = MockMmio::new(16 * config.engines.len().max(1))?;
+        let mmio = MockMmio::new(hcq::soft::runner::DOORBELL::STRIDE * config.engines.len().max(1))?;
         let exec = Arc::new(SimExec {
             programs: RwLock::new(Vec::new()),
             memory: RwLock::new(BTreeMap::new()),
