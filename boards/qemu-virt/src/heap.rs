@@ -43,6 +43,11 @@ pub fn high_water() -> usize {
     HEAP.peak.load(Ordering::Relaxed)
 }
 
+/// Start a new high-water mark from what is in use now.
+pub fn reset_high_water() {
+    HEAP.peak.store(used(), Ordering::Relaxed);
+}
+
 /// The heap's size.
 pub fn size() -> usize {
     HEAP.heap.lock().size()

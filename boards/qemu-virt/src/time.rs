@@ -14,8 +14,9 @@ fn counter() -> (u64, u64) {
 /// Nanoseconds since the counter started (power-on of the emulated machine).
 pub fn now_ns() -> u64 {
     let (cnt, frq) = counter();
-    // CAST: a u64 of nanoseconds lasts 584 years.
-    (u128::from(cnt) * 1_000_000_000 / u128::from(frq)) as u64
+    // whole seconds and the remainder apart, so nothing overflows for a counter below 2^32 Hz
+    // (the remainder times 1e9 stays under 2^62) and no 128-bit division is linked in
+    (cnt / frq) * 1_000_000_000 + (cnt % frq) * 1_000_000_000 / frq
 }
 
 /// Microseconds since the counter started.
