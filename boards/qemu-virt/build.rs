@@ -5,7 +5,8 @@
 //!   `bundles.rs`, which embeds them with `include_bytes!` in the `.hcq_bundles` section.
 //!   By default: every bundle directory in the repository's `examples/`. With
 //!   `HCQ_BOARD_BUNDLES=PATH[,PATH...]`: those bundle directories (tinygrad v1 exports) or packed
-//!   `.hcqb` files instead; relative paths are taken from the directory cargo was started in.
+//!   `.hcqb` files instead; relative paths are taken from the directory cargo was started in
+//!   (`PWD`; the repository root when it is not set).
 //!   Only the AArch64 objects are kept; a bundle without one for some program is a build error
 //!   naming it.
 //! - Tells the image where to write its defmt frames: `hcq-board-qemu-virt.defmt` next to
