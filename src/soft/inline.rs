@@ -330,11 +330,16 @@ impl InlineDevice {
         &self.hcq
     }
 
-    /// Run whatever the command processors can run now; returns the number of commands run.
-    /// A command-processor error is returned, recorded as the device's fault, and stops the
-    /// engines.
+    /// Run whatever the command processors can run now; returns the number of commands run
+    /// (0 when they are already running: called from inside an executor, or while another
+    /// thread drives them). A command-processor error is returned, recorded as the device's
+    /// fault, and stops the engines.
     pub fn pump(&self) -> Result<u64> {
-        let r = self.hooks.cps.lock().pump();
+        let Some(mut cps) = self.hooks.cps.try_lock() else {
+            return Ok(0);
+        };
+        let r = cps.pump();
+        drop(cps);
         if let Err(e) = &r {
             self.hcq.timeline().record_fault(e.clone());
         }
