@@ -211,7 +211,7 @@ impl fmt::Display for Error {
                 "wait timeout on {device}: signal not set to {awaited}, but {last} (no progress for {timeout_ms} ms); device marked hung"
             ),
             Error::DeviceHung { device } => write!(f, "{device} is hung; reset it before submitting more work"),
-            Error::UnknownDevice { name } => write!(f, "unknown device {name:?}"),
+            Error::UnknownDevice { name } => write!(f, "unknown device \"{name}\""),
             Error::DeviceUnavailable { device, reason } => write!(f, "{device} is unavailable: {reason}"),
             Error::Malformed { what, at, reason } => write!(f, "malformed {what} at {at:#x}: {reason}"),
             Error::Unsupported { what, value } => write!(f, "unsupported {what} ({value:#x})"),

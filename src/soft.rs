@@ -343,6 +343,7 @@ pub mod host_signals {
 #[cfg(feature = "alloc")]
 pub use host_signals::HOST_SIGNALS;
 
+pub mod inline;
 #[cfg(feature = "std")]
 pub mod runner;
 

@@ -1,0 +1,161 @@
+//! # hcq on bare-metal AArch64, booted in QEMU `virt`
+//!
+//! The image boots (see `boot`), turns the MMU and caches on with an identity map (`mmu`),
+//! brings up the PL011 UART (`uart`), the heap (`heap`) and defmt logging (`logger`), runs the
+//! on-target checks of the core (`checks`), then runs every embedded bundle (`runner`) on the
+//! CPU through the HCQ queue and ring with the core's thread-less runner, and exits through
+//! semihosting: 0 only when every check and every bundle passed. Results are plain text lines
+//! on the UART:
+//!
+//! ```text
+//! check ring: ok
+//! bundle mlp: ok (3 launches, 1 outputs within tolerance, max |diff| 4.47e-8, 942 us first run, 650 us second run (emulated), 172 KiB heap)
+//! heap: high-water mark 1048576 bytes of 267186176 (checks 1048576, bundles 354304; 8256 in use at exit)
+//! result: 10 passed, 0 failed
+//! ```
+//!
+//! Exit codes: 0 all passed, 1 a check or bundle failed, 2 not started at EL1, 3 an exception
+//! (printed by the vector handler), 101 a panic.
+#![no_std]
+#![no_main]
+
+extern crate alloc;
+
+mod boot;
+mod checks;
+mod exec;
+mod heap;
+mod logger;
+mod mmu;
+mod runner;
+mod semihosting;
+mod time;
+#[macro_use]
+mod uart;
+
+mod bundles {
+    include!(concat!(env!("OUT_DIR"), "/bundles.rs"));
+}
+
+unsafe extern "C" {
+    static __text_start: u8;
+    static __rodata_end: u8;
+    static __bundles_start: u8;
+    static __bundles_end: u8;
+}
+
+/// A deliberate access to an address the identity map leaves unmapped: the data abort must be
+/// reported by the exception handler, which exits non-zero.
+#[cfg(feature = "fault-test")]
+fn bad_access() {
+    let p = mmu::fault_address() as usize as *const u64;
+    println!("fault-test: reading {:#x} (unmapped)", p as usize);
+    // SAFETY: not safe on purpose: the read faults and the exception handler ends the program.
+    let v = unsafe { core::ptr::read_volatile(p) };
+    println!("fault-test: the read returned {v:#x} instead of faulting");
+}
+
+#[unsafe(no_mangle)]
+extern "C" fn rust_main() -> ! {
+    if mmu::current_el() != 1 {
+        println!("hcq qemu-virt: started at EL{}, this image runs at EL1", mmu::current_el());
+        semihosting::exit(2);
+    }
+    // before any atomic: spin locks, the heap and defmt all use exclusives
+    mmu::enable();
+    let _ = uart::Uart::get().init();
+    heap::init();
+    // addresses of linker-script symbols only; nothing is read there
+    let code = core::ptr::addr_of!(__rodata_end) as usize - core::ptr::addr_of!(__text_start) as usize;
+    let bundles = core::ptr::addr_of!(__bundles_end) as usize - core::ptr::addr_of!(__bundles_start) as usize;
+    println!(
+        "hcq qemu-virt: EL1, MMU and caches {}, heap {} KiB, image code+rodata {} bytes (+{} bytes of bundles)",
+        if mmu::is_on() { "on" } else { "OFF" },
+        heap::size() / 1024,
+        code,
+        bundles
+    );
+    match logger::init() {
+        Some(path) => println!("defmt frames: {path}"),
+        None => println!("defmt frames: the host refused the file; frames are dropped"),
+    }
+    defmt::info!("boot: heap {=usize} bytes, {=usize} bundles embedded", heap::size(), bundles::BUNDLES.len());
+
+    #[cfg(feature = "fault-test")]
+    bad_access();
+
+    let (mut passed, mut failed) = (0u32, 0u32);
+    for (name, check) in checks::CHECKS {
+        match check() {
+            Ok(()) => {
+                passed += 1;
+                println!("check {name}: ok");
+            }
+            Err(e) => {
+                failed += 1;
+                println!("check {name}: FAILED: {e}");
+                defmt::error!("check {=str} failed", name);
+            }
+        }
+    }
+    let checks_peak = heap::high_water();
+    heap::reset_high_water();
+    for (name, bytes) in bundles::BUNDLES {
+        match runner::run(bytes) {
+            Ok(r) if r.bad == 0 && r.compared > 0 => {
+                passed += 1;
+                println!(
+                    "bundle {name}: ok ({} launches, {} outputs within tolerance, max |diff| {}, {} us first run, {} us second run (emulated), {} KiB heap)",
+                    r.kernels,
+                    r.compared,
+                    runner::Sci(r.max_abs_diff),
+                    r.run_us,
+                    r.rerun_us,
+                    r.heap_bytes / 1024
+                );
+                defmt::info!("bundle {=str}: {=u64} us", name, r.run_us);
+            }
+            Ok(r) if r.compared == 0 => {
+                failed += 1;
+                println!("bundle {name}: FAILED: no output has expected bytes to check against");
+            }
+            Ok(r) => {
+                failed += 1;
+                match r.first {
+                    Some(m) => println!(
+                        "bundle {name}: MISMATCH: {} elements outside |got-exp| <= 1e-5 + 1e-4*|exp| (max |diff| {}); first: output {} element {}: got {}, expected {}",
+                        r.bad,
+                        runner::Sci(r.max_abs_diff),
+                        m.output,
+                        m.element,
+                        runner::Sci(m.got),
+                        runner::Sci(m.expected)
+                    ),
+                    None => println!("bundle {name}: MISMATCH: output sizes differ"),
+                }
+                defmt::error!("bundle {=str}: mismatch", name);
+            }
+            Err(e) => {
+                failed += 1;
+                println!("bundle {name}: FAILED: {e}");
+                defmt::error!("bundle {=str} failed", name);
+            }
+        }
+    }
+    println!(
+        "heap: high-water mark {} bytes of {} (checks {}, bundles {}; {} in use at exit)",
+        checks_peak.max(heap::high_water()),
+        heap::size(),
+        checks_peak,
+        heap::high_water(),
+        heap::used()
+    );
+    println!("result: {passed} passed, {failed} failed");
+    semihosting::exit(if failed == 0 { 0 } else { 1 })
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    println!("PANIC: {info}");
+    semihosting::exit(101)
+}
