@@ -16,6 +16,7 @@ extern crate std;
 
 pub mod decode;
 pub mod disasm;
+pub mod exec;
 pub mod fp;
 pub mod isa;
 
