@@ -100,6 +100,36 @@ pub struct Meta {
     /// SP_CS_CNTL_0.MERGEDREGS: half registers overlay the full file (hrN = a 16-bit half of
     /// r(N/2)); when false (tinygrad's setting) they are a separate file.
     pub merged_regs: bool,
+    /// SP_MODE_CNTL.CONSTANT_DEMOTION_ENABLE: a half operand `hcN.c` reads the 32-bit const
+    /// `cN.c` and converts it (f32→f16 for float operands, low 16 bits for integers); when false
+    /// it reads 16 bits of the packed const file (`hc0.y` = high half of `c0.x`).
+    pub const_demotion: bool,
+}
+
+impl Meta {
+    /// The metadata from the register values a driver programs (field layouts from Mesa's
+    /// a6xx.xml: `a6xx_sp_xs_cntl_0`, SP_CS_CNTL_1, SP_CS_CONST_CONFIG_0,
+    /// `a6xx_sp_xs_pvt_mem_param`, SP_MODE_CNTL). Shared memory is the size SHARED_SIZE enables:
+    /// 32 KiB for 0, else (SHARED_SIZE + 1) KiB.
+    pub fn from_regs(
+        sp_cs_cntl_0: u32,
+        sp_cs_cntl_1: u32,
+        sp_cs_const_config_0: u32,
+        sp_cs_pvt_mem_param: u32,
+        sp_mode_cntl: u32,
+    ) -> Meta {
+        let shared = sp_cs_cntl_1 & 0x1f;
+        Meta {
+            hregs: (sp_cs_cntl_0 >> 1) & 0x3f,
+            fregs: (sp_cs_cntl_0 >> 7) & 0x3f,
+            merged_regs: sp_cs_cntl_0 >> 31 != 0,
+            wgid: sp_cs_const_config_0 as u8,
+            lid: (sp_cs_const_config_0 >> 24) as u8,
+            shmem: if shared == 0 { 32 * 1024 } else { (shared + 1) * 1024 },
+            pvtmem: (sp_cs_pvt_mem_param & 0xff) << 9,
+            const_demotion: sp_mode_cntl & 1 != 0,
+        }
+    }
 }
 
 /// A decoded program with its metadata.
@@ -294,6 +324,100 @@ struct Ctx<'a> {
     steps: u64,
     max_steps: u64,
     lane_instrs: u64,
+    /// Highest full / half regid the program can touch (see [`reg_span`]).
+    span: (u8, u8),
+}
+
+/// A conservative bound on the full and half regids a program reads or writes: the highest
+/// register operand plus the instruction's extent ((rptN), vector size, address pairs), or
+/// everything when it uses relative addressing; the preloaded id registers included.
+fn reg_span(prog: &Program) -> (u8, u8) {
+    let mut hi = 0usize;
+    let mut bump = |r: Reg, extent: usize| hi = hi.max(r.0 as usize + extent);
+    let m = prog.meta;
+    for r in [m.wgid, m.lid] {
+        if r != 0xfc {
+            bump(Reg(r), 3);
+        }
+    }
+    let rel = |o: &Operand| matches!(o.src, Src::RelReg(_));
+    let mut all = false;
+    for i in &prog.instrs {
+        let e = i.flags.repeat as usize + 1;
+        let mut op = |o: &Operand| {
+            if let Src::Reg { reg, .. } = o.src {
+                bump(reg, e);
+            }
+        };
+        match &i.body {
+            Body::Cat1(c) => {
+                all |= rel(&c.src) || matches!(c.dst, Dst::Rel(_));
+                op(&c.src);
+                if let Dst::Reg(r) = c.dst {
+                    bump(r, e.max(4));
+                }
+                for r in c.extra {
+                    bump(r, 4);
+                }
+            }
+            Body::Cat2(c) => {
+                all |= rel(&c.src1) || c.src2.as_ref().is_some_and(rel);
+                op(&c.src1);
+                if let Some(s) = &c.src2 {
+                    op(s);
+                }
+                bump(c.dst, e);
+            }
+            Body::Cat3(c) => {
+                all |= c.srcs.iter().any(rel);
+                c.srcs.iter().for_each(&mut op);
+                bump(c.dst, e);
+            }
+            Body::Cat4(c) => {
+                all |= rel(&c.src);
+                op(&c.src);
+                bump(c.dst, e);
+            }
+            Body::Cat6(c) => {
+                let (a, b, n) = match *c {
+                    Cat6::Ldg { dst, addr, size, .. } | Cat6::Ld { dst, addr, size, .. } => (dst, addr, size as usize),
+                    Cat6::LdgA { dst, addr, index, size, .. } => {
+                        bump(index, 1);
+                        (dst, addr, size as usize)
+                    }
+                    Cat6::Stg { addr, src, size, .. } | Cat6::St { addr, src, size, .. } => (src, addr, size as usize),
+                    Cat6::StgA { addr, index, src, size, .. } => {
+                        bump(index, 1);
+                        (src, addr, size as usize)
+                    }
+                    Cat6::AtomicL { dst, src1, src2, .. } | Cat6::AtomicG { dst, src1, src2, .. } => {
+                        for s in [src1, src2] {
+                            if let Cat6Src::Reg(r) = s {
+                                bump(r, 2);
+                            }
+                        }
+                        (dst, dst, 1)
+                    }
+                    Cat6::Shfl { dst, src1, src2, .. } => {
+                        if let Cat6Src::Reg(r) = src2 {
+                            bump(r, 1);
+                        }
+                        (dst, src1, 1)
+                    }
+                    Cat6::GetId { dst, .. } => (dst, dst, 1),
+                };
+                bump(a, n.max(1));
+                bump(b, 2);
+            }
+            _ => {}
+        }
+    }
+    if all || hi > 255 {
+        return (255, 255);
+    }
+    // Half regid h lives in full regid h/2 when merged; the separate half file is indexed by
+    // the same 8-bit numbers, so one bound serves both.
+    (hi as u8, hi as u8)
 }
 
 type Res<T> = Result<T, ExecError>;
@@ -339,8 +463,16 @@ impl Interp {
         }
         self.shared.resize(prog.meta.shmem as usize, 0);
         self.private.resize(prog.meta.pvtmem as usize * nwaves * W, 0);
-        let mut cx =
-            Ctx { prog, consts: d.consts, mem, group: [0; 3], steps: 0, max_steps: self.max_steps, lane_instrs: 0 };
+        let mut cx = Ctx {
+            prog,
+            consts: d.consts,
+            mem,
+            group: [0; 3],
+            steps: 0,
+            max_steps: self.max_steps,
+            lane_instrs: 0,
+            span: reg_span(prog),
+        };
         for gz in 0..d.grid[2] {
             for gy in 0..d.grid[1] {
                 for gx in 0..d.grid[0] {
@@ -359,7 +491,11 @@ impl Interp {
         for (w, wave) in self.waves[..nwaves].iter_mut().enumerate() {
             let n = (threads - w * W).min(W);
             let mask = if n == W { u64::MAX } else { (1u64 << n) - 1 };
-            for r in wave.regs.iter_mut().chain(wave.hregs.iter_mut()) {
+            // Zero what the program can touch (every group starts from the same state).
+            for r in wave.regs[..=cx.span.0 as usize].iter_mut().chain(wave.hregs[..=cx.span.1 as usize].iter_mut()) {
+                *r = [0; W];
+            }
+            for r in wave.regs[0xf4..].iter_mut() {
                 *r = [0; W];
             }
             let m = cx.prog.meta;
@@ -633,13 +769,17 @@ fn const_word(cx: &Ctx, word: u32, pc: usize) -> Res<u32> {
 
 /// Read a source operand (without modifiers) for all lanes: 32-bit values, or 16-bit values in
 /// the low bits for half operands. `k` is the (rpt) iteration.
-fn read_src(cx: &Ctx, wave: &Wave, o: &Operand, k: u8, pc: usize, exec: u64, out: &mut Lanes) -> Res<()> {
+#[allow(clippy::too_many_arguments)]
+fn read_src(cx: &Ctx, wave: &Wave, o: &Operand, k: u8, pc: usize, exec: u64, float: bool, out: &mut Lanes) -> Res<()> {
     let k = if o.r { k } else { 0 };
     match o.src {
         Src::Reg { reg, .. } => read_reg(wave, reg.0.wrapping_add(k), o.half, out),
         Src::Const(n) => {
             let n = n as u32 + k as u32;
-            let v = if o.half {
+            let v = if o.half && cx.prog.meta.const_demotion {
+                let w = const_word(cx, n, pc)?;
+                if float { f32_to_f16(f32::from_bits(w)) as u32 } else { w & 0xffff }
+            } else if o.half {
                 let w = const_word(cx, n >> 1, pc)?;
                 (w >> ((n & 1) * 16)) & 0xffff
             } else {
@@ -754,7 +894,7 @@ fn cat1(cx: &mut Ctx, wave: &mut Wave, c: &Cat1, fl: &Flags, pc: usize, exec: u6
                 if matches!(src.src, Src::Imm32(_)) {
                     src.r = false; // (r) on an immediate is a mova hazard marker
                 }
-                read_src(cx, wave, &src, k, pc, exec, &mut v)?;
+                read_src(cx, wave, &src, k, pc, exec, c.src_type == Type::F16, &mut v)?;
                 if c.src_type != c.dst_type {
                     for x in v.iter_mut() {
                         *x = cvt(*x, c.src_type, c.dst_type, c.round);
@@ -857,7 +997,7 @@ fn operand(
     signed: bool,
     out: &mut Lanes,
 ) -> Res<()> {
-    read_src(cx, wave, o, k, pc, exec, out)?;
+    read_src(cx, wave, o, k, pc, exec, kind == Kind::Float, out)?;
     match kind {
         Kind::Float => {
             for x in out.iter_mut() {
@@ -1394,4 +1534,25 @@ fn cat6(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prog(words: &[u64]) -> Program {
+        let meta = Meta { fregs: 1, hregs: 0, wgid: 0xfc, lid: 0, shmem: 0, pvtmem: 0, merged_regs: false, const_demotion: false };
+        let image: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        Program::new(&image, meta).unwrap()
+    }
+
+    #[test]
+    fn reg_span_covers_operands_repeats_and_vectors() {
+        // lid preload r0.x..r0.z → 3; `(rpt3)add.f r4.x, (r)r3.x, (1.0)` writes r4.x..r4.w (regid 16..19).
+        assert_eq!(reg_span(&prog(&[0x5010_0b10_2802_000c, 0x0300_0000_0000_0000])), (20, 20));
+        // `ldl.u32 r9.y, l[r2.x], 4` writes regids 37..40.
+        assert_eq!(reg_span(&prog(&[0xc046_0025_0482_0001])).0, 41);
+        // cat1 mov with a relative source (`mov.u32u32 r0.x, r<a0.x>`): everything.
+        assert_eq!(reg_span(&prog(&[0x200c_c000_0000_0800])), (255, 255));
+    }
 }

@@ -58,7 +58,8 @@ const P0X: u64 = 0xf8;
 
 fn program(words: &[u64], shmem: u32) -> Program {
     let image: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let meta = Meta { fregs: 4, hregs: 0, wgid: 0xfc, lid: 0, shmem, pvtmem: 0, merged_regs: false };
+    let meta =
+        Meta { fregs: 4, hregs: 0, wgid: 0xfc, lid: 0, shmem, pvtmem: 0, merged_regs: false, const_demotion: false };
     Program::new(&image, meta).unwrap()
 }
 

@@ -104,7 +104,19 @@ pub fn load_bundle(dir: &Path) -> Bundle {
             pvtmem: a["pvtmem"].as_u64().unwrap() as u32,
             // SP_CS_CNTL_0 bit 31 (a6xx.xml MERGEDREGS).
             merged_regs: a["regs"]["SP_CS_CNTL_0"]["value"].as_u64().unwrap() >> 31 & 1 == 1,
+            // SP_MODE_CNTL bit 0 (a6xx.xml CONSTANT_DEMOTION_ENABLE).
+            const_demotion: a["regs"]["SP_MODE_CNTL"]["value"].as_u64().unwrap() & 1 == 1,
         };
+        let reg = |n: &str| a["regs"][n]["value"].as_u64().unwrap() as u32;
+        let from_regs = hcq_ir3::exec::Meta::from_regs(
+            reg("SP_CS_CNTL_0"),
+            reg("SP_CS_CNTL_1"),
+            reg("SP_CS_CONST_CONFIG_0"),
+            reg("SP_CS_PVT_MEM_PARAM"),
+            reg("SP_MODE_CNTL"),
+        );
+        assert_eq!(from_regs, hcq_ir3::exec::Meta { shmem: from_regs.shmem, ..meta }, "{}: Meta::from_regs", p.name);
+        assert!(from_regs.shmem >= meta.shmem);
         programs[p.index] = Some(hcq_ir3::exec::Program::new(&p.image, meta).unwrap());
     }
     Bundle { name: dir.file_name().unwrap().to_string_lossy().into_owned(), manifest: m, mem, programs }
@@ -144,25 +156,56 @@ pub fn dims(v: &Value) -> [u32; 3] {
     [0, 1, 2].map(|i| a.get(i).and_then(|x| x.as_u64()).unwrap_or(1) as u32)
 }
 
-/// Run every launch of the bundle in order; returns the interpreter's summed counters.
-pub fn run_all(b: &mut Bundle, interp: &mut hcq_ir3::exec::Interp) -> Result<hcq_ir3::exec::Stats, String> {
+/// One launch, prepared: program index, constant file, grid, local size.
+pub struct Launch {
+    pub name: String,
+    pub program: usize,
+    pub consts: Vec<u8>,
+    pub grid: [u32; 3],
+    pub local: [u32; 3],
+}
+
+pub fn launches(b: &Bundle) -> Vec<Launch> {
+    b.manifest["launches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(li, l)| {
+            assert_eq!(l["kind"], "kernel", "launch {li}");
+            Launch {
+                name: format!("launch {li} ({})", l["name"]),
+                program: l["program"].as_u64().unwrap() as usize,
+                consts: consts_for(b, l),
+                grid: dims(&l["gpu_global_size"]),
+                local: dims(&l["gpu_local_size"]),
+            }
+        })
+        .collect()
+}
+
+/// Run the prepared launches in order; returns the interpreter's summed counters.
+pub fn run_launches(
+    b: &mut Bundle,
+    launches: &[Launch],
+    interp: &mut hcq_ir3::exec::Interp,
+) -> Result<hcq_ir3::exec::Stats, String> {
     let mut total = hcq_ir3::exec::Stats::default();
-    let launches = b.manifest["launches"].as_array().unwrap().clone();
-    for (li, l) in launches.iter().enumerate() {
-        assert_eq!(l["kind"], "kernel", "launch {li}");
-        let pi = l["program"].as_u64().unwrap() as usize;
-        let consts = consts_for(b, l);
-        let prog = b.programs[pi].as_ref().ok_or(format!("launch {li}: program {pi} has no a630 object"))?;
-        let d = hcq_ir3::exec::Dispatch {
-            consts: &consts,
-            grid: dims(&l["gpu_global_size"]),
-            local: dims(&l["gpu_local_size"]),
-        };
-        let s = interp.run(prog, &d, &mut b.mem).map_err(|e| format!("{} launch {li} ({}): {e}", b.name, l["name"]))?;
+    for l in launches {
+        let prog =
+            b.programs[l.program].as_ref().ok_or(format!("{}: program {} has no a630 object", l.name, l.program))?;
+        let d = hcq_ir3::exec::Dispatch { consts: &l.consts, grid: l.grid, local: l.local };
+        let s = interp.run(prog, &d, &mut b.mem).map_err(|e| format!("{} {}: {e}", b.name, l.name))?;
         total.steps += s.steps;
         total.lane_instructions += s.lane_instructions;
     }
     Ok(total)
+}
+
+/// Run every launch of the bundle in order.
+pub fn run_all(b: &mut Bundle, interp: &mut hcq_ir3::exec::Interp) -> Result<hcq_ir3::exec::Stats, String> {
+    let l = launches(b);
+    run_launches(b, &l, interp)
 }
 
 /// (largest |got − expected|, worst excess over the tolerance 1e-5 + 1e-4·|expected|, count)
