@@ -4,7 +4,6 @@
 //! (these use the copies in `examples/`).
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use divan::Bencher;

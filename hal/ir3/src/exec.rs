@@ -1541,7 +1541,16 @@ mod tests {
     use super::*;
 
     fn prog(words: &[u64]) -> Program {
-        let meta = Meta { fregs: 1, hregs: 0, wgid: 0xfc, lid: 0, shmem: 0, pvtmem: 0, merged_regs: false, const_demotion: false };
+        let meta = Meta {
+            fregs: 1,
+            hregs: 0,
+            wgid: 0xfc,
+            lid: 0,
+            shmem: 0,
+            pvtmem: 0,
+            merged_regs: false,
+            const_demotion: false,
+        };
         let image: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         Program::new(&image, meta).unwrap()
     }
