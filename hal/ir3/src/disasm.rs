@@ -9,17 +9,19 @@ use core::fmt::{self, Write};
 
 use crate::isa::*;
 
-/// Print one instruction; `index` resolves branch targets to labels.
+/// Print one instruction; `index` resolves branch targets to `#lN` labels (a target before
+/// the start prints as the raw offset `#-N`, as Mesa does).
 pub fn disasm(i: &Instr, index: usize) -> String {
     let mut s = String::new();
-    // PANIC: writing to a String cannot fail.
-    let _ = write_instr(&mut s, i, index);
+    // Writing to a String cannot fail.
+    let _ = write_instr(&mut s, i, index, usize::MAX);
     s
 }
 
 /// A whole program as Mesa lists it: one `NNNN [hi32_lo32] text` line per instruction, and a
 /// label line before each branch target.
 pub fn listing(instrs: &[Instr]) -> String {
+    // Only in-program targets get a label (as Mesa's pre-pass does).
     let mut targets = alloc::vec![false; instrs.len()];
     for (k, i) in instrs.iter().enumerate() {
         if let Some(t) = i.branch_target(k)
@@ -37,7 +39,7 @@ pub fn listing(instrs: &[Instr]) -> String {
             let _ = writeln!(s, "{k:04} [{hi:08x}_{lo:08x}] l{k}:");
         }
         let _ = write!(s, "{k:04} [{hi:08x}_{lo:08x}] ");
-        let _ = write_instr(&mut s, i, k);
+        let _ = write_instr(&mut s, i, k, instrs.len());
         s.push('\n');
     }
     s
@@ -267,12 +269,14 @@ fn pred(f: &mut impl Write, inv: bool, comp: u8) -> fmt::Result {
     write!(f, "p0.{}", b"xyzw"[comp as usize & 3] as char)
 }
 
-fn target(f: &mut impl Write, c: &Cat0, index: usize) -> fmt::Result {
+/// isaspec `branch` fields: a label when the target lies inside the program, else the raw
+/// signed offset (Mesa `isaspec/decode.c` `display_field`, TYPE_BRANCH).
+fn target(f: &mut impl Write, c: &Cat0, index: usize, n: usize) -> fmt::Result {
     let t = index as i64 + c.immed as i64;
-    if t >= 0 { write!(f, "#l{t}") } else { write!(f, "#{}", c.immed) }
+    if t >= 0 && (t as u64) < n as u64 { write!(f, "#l{t}") } else { write!(f, "#{}", c.immed) }
 }
 
-fn write_instr(f: &mut impl Write, i: &Instr, index: usize) -> fmt::Result {
+fn write_instr(f: &mut impl Write, i: &Instr, index: usize, n: usize) -> fmt::Result {
     let fl = &i.flags;
     match &i.body {
         Body::Cat0(c) => {
@@ -293,21 +297,21 @@ fn write_instr(f: &mut impl Write, i: &Instr, index: usize) -> fmt::Result {
                 }
                 Jump | Call | Bkt | Getone | Shps | Brax => {
                     write!(f, "{} ", c.op.name())?;
-                    target(f, c, index)
+                    target(f, c, index, n)
                 }
                 Getlast => {
                     write!(f, "getlast.w{} ", 2u32 << c.index)?;
-                    target(f, c, index)
+                    target(f, c, index, n)
                 }
                 Brac => {
                     write!(f, "brac.{} ", c.index)?;
-                    target(f, c, index)
+                    target(f, c, index, n)
                 }
                 Br | Bany | Ball => {
                     write!(f, "{} ", c.op.name())?;
                     pred(f, c.inv1, c.comp1)?;
                     f.write_str(", ")?;
-                    target(f, c, index)
+                    target(f, c, index, n)
                 }
                 Brao | Braa => {
                     write!(f, "{} ", c.op.name())?;
@@ -315,7 +319,7 @@ fn write_instr(f: &mut impl Write, i: &Instr, index: usize) -> fmt::Result {
                     f.write_str(", ")?;
                     pred(f, c.inv2, c.comp2)?;
                     f.write_str(", ")?;
-                    target(f, c, index)
+                    target(f, c, index, n)
                 }
             }
         }

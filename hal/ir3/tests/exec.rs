@@ -192,3 +192,127 @@ fn const_read_beyond_the_file_is_an_error() {
         .unwrap_err();
     assert_eq!(e, ExecError::ConstOutOfRange { index: 0, word: 40 });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Semantics of single instructions and control-flow shapes, observed through r1.x of every
+// lane (stored to out[lid] after the body).
+
+const R2Y: u64 = 9;
+const R3Y: u64 = 13;
+const R4X: u64 = 16;
+const R10W: u64 = 43;
+const R11Y: u64 = 45;
+const R11Z: u64 = 46;
+
+fn collect(body: &[u64], local: u32, shmem: u32) -> Vec<u32> {
+    let mut w = vec![
+        cat2(SHL, R10W, reg(R0X), imm(2)),
+        cat2(ADD_U, R11Y, konst(0), reg(R10W)),
+        cat2(ADD_U, R11Z, konst(1), imm(0)),
+    ];
+    w.extend_from_slice(body);
+    w.extend([stg(R11Y, R1X) | 1 << 59, END]);
+    let p = program(&w, shmem);
+    let mut mem = Buffers { bufs: vec![(BASE, vec![0; 4 * local as usize])] };
+    let k = consts();
+    Interp::new().run(&p, &Dispatch { consts: &k, grid: [1, 1, 1], local: [local, 1, 1] }, &mut mem).unwrap();
+    out_words(&mem)
+}
+
+fn cmps_u(cond: u64, dst: u64, s1: u64, s2: u64) -> u64 {
+    cat2(20, dst, s1, s2) | cond << 48
+}
+
+#[test]
+fn divergent_loop_runs_each_lane_its_own_trip_count() {
+    let body = [
+        mov_imm(R1X, 0),
+        mov_imm(R3X, 0),
+        cmps_u(3, P0X, reg(R3X), reg(R0X)), // head: p0.x = r3.x >= lid
+        br_p0x(4),                          // → exit
+        cat2(ADD_U, R1X, reg(R1X), reg(R3X)),
+        cat2(ADD_U, R3X, reg(R3X), imm(1)),
+        jump(-4), // → head
+    ];
+    let out = collect(&body, 70, 0);
+    let want: Vec<u32> = (0..70).map(|i| i * (i.max(1) - 1) / 2).collect();
+    assert_eq!(out, want);
+}
+
+#[test]
+fn predt_predf_prede_mask_without_branching() {
+    let predt = 1u64 << 49 | 13 << 55;
+    let predf = 1u64 << 49 | 14 << 55;
+    let prede = 1u64 << 49 | 15 << 55;
+    let body =
+        [mov_imm(R1X, 0), cmps_u_lt(P0X, reg(R0X), imm(10)), predt, mov_imm(R1X, 1), predf, mov_imm(R1X, 2), prede];
+    let out = collect(&body, 64, 0);
+    assert_eq!(out, (0..64).map(|i| if i < 10 { 1 } else { 2 }).collect::<Vec<_>>());
+}
+
+#[test]
+fn getone_sends_one_fiber_to_the_target() {
+    let getone = 1u64 << 49 | 5 << 55 | 2;
+    let out = collect(&[mov_imm(R1X, 7), getone, mov_imm(R1X, 5)], 64, 0);
+    assert_eq!(out[0], 7);
+    assert!(out[1..].iter().all(|&v| v == 5));
+}
+
+#[test]
+fn shfl_xor_reads_the_partner_lane() {
+    let mov_r2x_r0x = 1u64 << 61 | 3 << 50 | 3 << 46 | R2X << 32 | R0X;
+    let shfl = 6u64 << 61 | 27 << 54 | 3 << 49 | 1 << 53 | R2X << 1 | 1 << 23 | 1 << 24 | R1X << 32 | 1 << 45;
+    let out = collect(&[mov_r2x_r0x, shfl], 64, 0);
+    assert_eq!(out, (0..64).map(|i| i ^ 1).collect::<Vec<_>>());
+}
+
+#[test]
+fn cov_float_to_int_follows_the_rounding_field() {
+    let mov_f32 = |dst: u64, v: f32| 1u64 << 61 | 2 << 53 | 1 << 50 | 1 << 46 | dst << 32 | v.to_bits() as u64;
+    let cov = |round: u64| 1u64 << 61 | round << 55 | 1 << 50 | 5 << 46 | R1X << 32 | R2X;
+    for (round, want) in [(0, -2i32), (1, -2), (2, -2), (3, -3)] {
+        let out = collect(&[mov_f32(R2X, -2.5), cov(round)], 1, 0);
+        assert_eq!(out[0] as i32, want, "round {round}");
+    }
+    // u32 → f32 → f16 → f32 widening through a half register keeps the value.
+    let cov_f32f16 = 1u64 << 61 | 1 << 50 | R2Y << 32 | R2X; // hr2.y = f16(r2.x)
+    let cov_f16f32 = 1u64 << 61 | 1 << 46 | R1X << 32 | R2Y;
+    let out = collect(&[mov_f32(R2X, 1.5), cov_f32f16, cov_f16f32], 1, 0);
+    assert_eq!(f32::from_bits(out[0]), 1.5);
+}
+
+#[test]
+fn sel_picks_by_a_full_register_condition() {
+    let sel = 3u64 << 61 | 9 << 55 | R2X << 47 | R1X << 32 | R4X << 16 | R3X;
+    let body = [cmps_u_lt(R2X, reg(R0X), imm(5)), mov_imm(R3X, 100), mov_imm(R4X, 200), sel];
+    let out = collect(&body, 8, 0);
+    assert_eq!(out, vec![100, 100, 100, 100, 100, 200, 200, 200]);
+}
+
+#[test]
+fn sfu_results_are_correctly_rounded() {
+    let mov_f32 = |dst: u64, v: f32| 1u64 << 61 | 2 << 53 | 1 << 50 | 1 << 46 | dst << 32 | v.to_bits() as u64;
+    let sfu = |op: u64| 4u64 << 61 | op << 53 | 1 << 52 | R1X << 32 | R2X;
+    assert_eq!(f32::from_bits(collect(&[mov_f32(R2X, 3.0), sfu(0)], 1, 0)[0]), 1.0 / 3.0);
+    assert_eq!(f32::from_bits(collect(&[mov_f32(R2X, 2.0), sfu(6)], 1, 0)[0]), 2f32.sqrt());
+    assert_eq!(f32::from_bits(collect(&[mov_f32(R2X, 10.0), sfu(3)], 1, 0)[0]), 1024.0);
+    assert_eq!(f32::from_bits(collect(&[mov_f32(R2X, 8.0), sfu(2)], 1, 0)[0]), 3.0);
+}
+
+#[test]
+fn local_atomic_add_returns_each_fiber_a_distinct_old_value() {
+    // atomic.add.untyped.1d.u32.1.l r1.x, l[0], 1
+    let atomic = 6u64 << 61 | 16 << 54 | 3 << 49 | 1 | 1 << 22 | 1 << 23 | 1 << 24 | R1X << 32;
+    let mut out = collect(&[atomic], 100, 16);
+    out.sort();
+    assert_eq!(out, (0..100).collect::<Vec<_>>());
+}
+
+#[test]
+fn rpt_walks_consecutive_registers_and_r_sources() {
+    // r3.y, r3.z, r3.w = 1, 2, 3; (rpt2)add.u r1.x, (r)r3.y, 10 → r1.x..r1.z = 11, 12, 13.
+    let rpt_add = cat2(ADD_U, R1X, reg(R3Y), imm(10)) | 2 << 40 | 1 << 43;
+    let body =
+        [mov_imm(R3Y, 1), mov_imm(R3Y + 1, 2), mov_imm(R3Y + 2, 3), rpt_add, cat2(ADD_U, R1X, reg(R1X + 2), imm(0))];
+    assert_eq!(collect(&body, 1, 0), vec![13]);
+}
