@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! hcq devices                      enumerate devices (PASS/FAIL with reasons)
-//! hcq inspect BUNDLE               header, programs, buffers, launches, sizes
+//! hcq inspect BUNDLE [--disasm]    header, programs, buffers, launches, sizes (+ a630 listings)
 //! hcq pack DIR -o FILE             a v1 bundle directory into one .hcqb file
 //! hcq run BUNDLE [--device CPU] [--iters N] [--check] [--profile trace.json] [--json]
 //! ```
@@ -41,6 +41,9 @@ enum Cmd {
         /// How many launches to list.
         #[arg(long, default_value_t = 16)]
         launches: usize,
+        /// Also print each program's Adreno 630 shader listing (`NNNN [hi32_lo32] text`).
+        #[arg(long)]
+        disasm: bool,
     },
     /// Pack a v1 bundle directory into one .hcqb file.
     Pack {
@@ -93,6 +96,32 @@ fn bundle_bytes(path: &Path) -> Result<Vec<u8>> {
             .map_err(|e| Error::Os { what: "read bundle file", errno: e.raw_os_error().unwrap_or(0) })
             .with_context(ctx)
     }
+}
+
+/// Print each program's a630 shader (the code image inside its blob, located by the adreno
+/// metadata's `blob.image_offset`/`image_nbytes`) as an ir3 listing. False if any failed.
+fn print_a630_listings(f: &Hcqb, out: &mut String) -> bool {
+    let mut ok = true;
+    for (i, p) in f.programs().enumerate() {
+        let Some(blob) = p.object(hcq::bundle::Arch::AdrenoA630) else { continue };
+        let image = p.adreno.and_then(|m| serde_json::from_slice::<serde_json::Value>(m).ok()).and_then(|m| {
+            let off = m["blob"]["image_offset"].as_u64()? as usize;
+            let n = m["blob"]["image_nbytes"].as_u64()? as usize;
+            blob.get(off..off.checked_add(n)?)
+        });
+        writeln!(out, "program {i} {} (a630):", p.name).ok();
+        match image
+            .ok_or("no adreno blob.image_offset/image_nbytes inside the blob".to_string())
+            .and_then(|img| hcq_ir3::decode_image(img).map_err(|e| e.to_string()))
+        {
+            Ok(instrs) => out.push_str(&hcq_ir3::listing(&instrs)),
+            Err(e) => {
+                eprintln!("hcq: program {i} {}: a630 shader: {e}", p.name);
+                ok = false;
+            }
+        }
+    }
+    ok
 }
 
 /// Per-call times in bounded memory: the count, the minimum and a uniform sample of at most
@@ -297,11 +326,11 @@ fn main() -> ExitCode {
             writeln!(out, "{}", ReportList(&reports).to_string().trim_end()).ok();
             Ok(true)
         }
-        Cmd::Inspect { bundle, launches } => bundle_bytes(&bundle).and_then(|b| {
+        Cmd::Inspect { bundle, launches, disasm } => bundle_bytes(&bundle).and_then(|b| {
             let f = Hcqb::parse(&b).with_context(|| format!("bundle {}", bundle.display()))?;
             out.push_str(&hcq::bundle::inspect_with(&f, launches));
             writeln!(out, "file size: {} bytes (packed)", b.len()).ok();
-            Ok(true)
+            Ok(!disasm || print_a630_listings(&f, &mut out))
         }),
         Cmd::Pack { dir, output } => hcq::bundle::v1::import_dir(&dir)
             .with_context(|| format!("bundle {}", dir.display()))

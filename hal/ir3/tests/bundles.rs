@@ -1,0 +1,32 @@
+//! Every launch of every bundle (examples/ and ../shared/bundles/), run in order through the
+//! interpreter from the manifest's metadata alone, reproduces the bundle's expected outputs
+//! within |got − expected| ≤ 1e-5 + 1e-4·|expected|.
+
+mod common;
+
+#[test]
+fn every_bundle_matches_expected_outputs() {
+    let mut bundles = 0;
+    for dir in common::bundle_dirs() {
+        let mut b = common::load_bundle(&dir);
+        if b.programs.iter().all(|p| p.is_none()) {
+            continue; // no a630 objects in this bundle
+        }
+        let mut interp = hcq_ir3::exec::Interp::new();
+        let stats = common::run_all(&mut b, &mut interp).unwrap_or_else(|e| panic!("{e}"));
+        let (maxdev, worst, n) = common::compare(&dir, &b);
+        eprintln!(
+            "{}: {n} outputs, largest |got-exp| = {maxdev:.3e}, {} lane-instructions",
+            dir.display(),
+            stats.lane_instructions
+        );
+        assert!(n > 0);
+        assert!(
+            worst <= 0.0,
+            "{}: an output exceeds the tolerance by {worst:e} (largest deviation {maxdev:e})",
+            dir.display()
+        );
+        bundles += 1;
+    }
+    assert!(bundles >= 6, "only {bundles} bundles with a630 programs ran");
+}

@@ -1,0 +1,318 @@
+//! Interpreter behaviour on small hand-encoded programs: divergent branches reconverge,
+//! barriers order shared-memory traffic across waves, out-of-bounds accesses fault with the
+//! instruction, lane and address, runaway loops hit the step limit.
+
+use hcq_ir3::exec::{Buffers, Dispatch, ExecError, Interp, MemSpace, Meta, Program};
+
+const CAT2_FULL: u64 = 2 << 61 | 1 << 52;
+fn reg(r: u64) -> u64 {
+    r
+}
+fn konst(n: u64) -> u64 {
+    2 << 11 | n
+}
+fn imm(v: i64) -> u64 {
+    4 << 11 | (v as u64 & 0x7ff)
+}
+fn cat2(op: u64, dst: u64, s1: u64, s2: u64) -> u64 {
+    CAT2_FULL | op << 53 | dst << 32 | s2 << 16 | s1
+}
+const SHL: u64 = 54;
+const ADD_U: u64 = 16;
+const XOR: u64 = 31;
+fn cmps_u_lt(dst: u64, s1: u64, s2: u64) -> u64 {
+    cat2(20, dst, s1, s2)
+}
+fn mov_imm(dst: u64, v: u32) -> u64 {
+    0x204c_c000_0000_0000 | dst << 32 | v as u64
+}
+fn br_p0x(off: i32) -> u64 {
+    1 << 55 | off as u32 as u64
+}
+fn jump(off: i32) -> u64 {
+    2 << 55 | off as u32 as u64
+}
+const END: u64 = 0x0300_0000_0000_0000;
+const BAR: u64 = 0xe042_0000_0000_0000;
+fn stg(addr: u64, src: u64) -> u64 {
+    (0xc0c6_0f00_0480_0020u64 & !(0xff << 41) & !(0xff << 1) & !(7 << 24)) | addr << 41 | src << 1 | 1 << 24
+}
+fn stl(addr: u64, src: u64) -> u64 {
+    (0xc106_0700_0180_0044u64 & !(0xff << 41) & !(0xff << 1)) | addr << 41 | src << 1
+}
+fn ldl(dst: u64, addr: u64) -> u64 {
+    (0xc046_0025_0482_0001u64 & !(0xff << 32) & !(0xff << 14) & !(0xff << 24)) | dst << 32 | addr << 14 | 1 << 24
+}
+fn ldg(dst: u64, addr: u64) -> u64 {
+    (0xc006_000c_0481_4001u64 & !(0xff << 32) & !(0xff << 14) & !(7 << 24)) | dst << 32 | addr << 14 | 1 << 24
+}
+
+const R0X: u64 = 0;
+const R0W: u64 = 3;
+const R1X: u64 = 4;
+const R1Y: u64 = 5;
+const R1Z: u64 = 6;
+const R2X: u64 = 8;
+const R3X: u64 = 12;
+const P0X: u64 = 0xf8;
+
+fn program(words: &[u64], shmem: u32) -> Program {
+    let image: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let meta =
+        Meta { fregs: 4, hregs: 0, wgid: 0xfc, lid: 0, shmem, pvtmem: 0, merged_regs: false, const_demotion: false };
+    Program::new(&image, meta).unwrap()
+}
+
+const BASE: u64 = 0x1_0000_0000;
+
+fn consts() -> Vec<u8> {
+    let mut k = vec![0u8; 64];
+    k[..8].copy_from_slice(&BASE.to_le_bytes());
+    k
+}
+
+/// out[lid] address into r1.y/r1.z: r0.w = lid·4; r1.y = c0.x + r0.w; r1.z = c0.y.
+fn addr_prologue() -> Vec<u64> {
+    vec![cat2(SHL, R0W, reg(R0X), imm(2)), cat2(ADD_U, R1Y, konst(0), reg(R0W)), cat2(ADD_U, R1Z, konst(1), imm(0))]
+}
+
+fn out_words(mem: &Buffers) -> Vec<u32> {
+    mem.bufs[0].1.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+#[test]
+fn divergent_branch_reconverges_across_two_waves() {
+    let mut w = addr_prologue();
+    w.extend([
+        cmps_u_lt(P0X, reg(R0X), imm(3)), // 3
+        br_p0x(3),                        // 4: lanes < 3 → 7
+        mov_imm(R1X, 1),                  // 5
+        jump(2),                          // 6 → 8
+        mov_imm(R1X, 2),                  // 7
+        stg(R1Y, R1X) | 1 << 59,          // 8: (jp) join
+        END,
+    ]);
+    let p = program(&w, 0);
+    let mut mem = Buffers { bufs: vec![(BASE, vec![0; 4 * 70])] };
+    let k = consts();
+    let s = Interp::new().run(&p, &Dispatch { consts: &k, grid: [1, 1, 1], local: [70, 1, 1] }, &mut mem).unwrap();
+    let out = out_words(&mem);
+    let want: Vec<u32> = (0..70).map(|i| if i < 3 { 2 } else { 1 }).collect();
+    assert_eq!(out, want);
+    // Wave 0 diverges (10 instructions + one extra for the split path); wave 1 (6 lanes) does not.
+    assert!(s.steps >= 19, "{s:?}");
+}
+
+#[test]
+fn barrier_orders_shared_memory_between_waves() {
+    let mut w =
+        vec![cat2(SHL, R0W, reg(R0X), imm(2)), stl(R0W, R0X), BAR, cat2(XOR, R2X, reg(R0W), imm(256)), ldl(R3X, R2X)];
+    w.extend([cat2(ADD_U, R1Y, konst(0), reg(R0W)), cat2(ADD_U, R1Z, konst(1), imm(0)), stg(R1Y, R3X), END]);
+    let p = program(&w, 512);
+    let mut mem = Buffers { bufs: vec![(BASE, vec![0; 4 * 128])] };
+    let k = consts();
+    Interp::new().run(&p, &Dispatch { consts: &k, grid: [1, 1, 1], local: [128, 1, 1] }, &mut mem).unwrap();
+    let want: Vec<u32> = (0..128).map(|i| i ^ 64).collect();
+    assert_eq!(out_words(&mem), want);
+
+    // Without the barrier, wave 0 runs to its end first and reads wave 1's slots unwritten.
+    let mut nobar = w.clone();
+    nobar[2] = 0; // nop
+    let p = program(&nobar, 512);
+    let mut mem = Buffers { bufs: vec![(BASE, vec![0; 4 * 128])] };
+    Interp::new().run(&p, &Dispatch { consts: &k, grid: [1, 1, 1], local: [128, 1, 1] }, &mut mem).unwrap();
+    assert_eq!(out_words(&mem)[0], 0);
+}
+
+#[test]
+fn out_of_bounds_global_read_faults_with_instruction_lane_and_address() {
+    let mut w = addr_prologue();
+    w.extend([cat2(ADD_U, R1Y, reg(R1Y), imm(64)), ldg(R3X, R1Y), END]);
+    let p = program(&w, 0);
+    let mut mem = Buffers { bufs: vec![(BASE, vec![0; 4 * 20])] };
+    let k = consts();
+    let e = Interp::new().run(&p, &Dispatch { consts: &k, grid: [2, 1, 1], local: [20, 1, 1] }, &mut mem).unwrap_err();
+    // Lanes 0..3 read inside (64 + 4·lid < 80); lane 4 is the first outside.
+    assert_eq!(
+        e,
+        ExecError::Fault {
+            index: 4,
+            group: [0, 0, 0],
+            lane: 4,
+            addr: BASE + 80,
+            space: MemSpace::Global,
+            write: false
+        }
+    );
+    assert!(e.to_string().contains("instruction 4"), "{e}");
+}
+
+#[test]
+fn out_of_bounds_shared_store_faults() {
+    let w = vec![cat2(SHL, R0W, reg(R0X), imm(2)), stl(R0W, R0X), END];
+    let p = program(&w, 16);
+    let mut mem = Buffers::default();
+    let e = Interp::new().run(&p, &Dispatch { consts: &[], grid: [1, 1, 1], local: [8, 1, 1] }, &mut mem).unwrap_err();
+    assert!(
+        matches!(e, ExecError::Fault { index: 1, lane: 4, addr: 16, space: MemSpace::Shared, write: true, .. }),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn infinite_loop_hits_the_step_limit() {
+    let p = program(&[jump(0)], 0);
+    let mut it = Interp::new();
+    it.max_steps = 1000;
+    let e =
+        it.run(&p, &Dispatch { consts: &[], grid: [1, 1, 1], local: [64, 1, 1] }, &mut Buffers::default()).unwrap_err();
+    assert_eq!(e, ExecError::StepLimit { steps: 1000 });
+}
+
+#[test]
+fn running_off_the_end_and_unsupported_ops_are_errors() {
+    let p = program(&[0], 0); // a lone nop, no end
+    let e = Interp::new()
+        .run(&p, &Dispatch { consts: &[], grid: [1, 1, 1], local: [1, 1, 1] }, &mut Buffers::default())
+        .unwrap_err();
+    assert!(matches!(e, ExecError::PcOutOfRange { pc: 1, .. }), "{e:?}");
+    // cat5 `isam` (opc 0): decoded by name, refused by the interpreter.
+    let p = program(&[5 << 61, END], 0);
+    let e = Interp::new()
+        .run(&p, &Dispatch { consts: &[], grid: [1, 1, 1], local: [1, 1, 1] }, &mut Buffers::default())
+        .unwrap_err();
+    assert_eq!(e, ExecError::Unsupported { index: 0, name: "isam" });
+}
+
+#[test]
+fn const_read_beyond_the_file_is_an_error() {
+    let p = program(&[cat2(ADD_U, R1Y, konst(40), imm(0)), END], 0);
+    let e = Interp::new()
+        .run(&p, &Dispatch { consts: &[0; 64], grid: [1, 1, 1], local: [1, 1, 1] }, &mut Buffers::default())
+        .unwrap_err();
+    assert_eq!(e, ExecError::ConstOutOfRange { index: 0, word: 40 });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Semantics of single instructions and control-flow shapes, observed through r1.x of every
+// lane (stored to out[lid] after the body).
+
+const R2Y: u64 = 9;
+const R3Y: u64 = 13;
+const R4X: u64 = 16;
+const R10W: u64 = 43;
+const R11Y: u64 = 45;
+const R11Z: u64 = 46;
+
+fn collect(body: &[u64], local: u32, shmem: u32) -> Vec<u32> {
+    let mut w = vec![
+        cat2(SHL, R10W, reg(R0X), imm(2)),
+        cat2(ADD_U, R11Y, konst(0), reg(R10W)),
+        cat2(ADD_U, R11Z, konst(1), imm(0)),
+    ];
+    w.extend_from_slice(body);
+    w.extend([stg(R11Y, R1X) | 1 << 59, END]);
+    let p = program(&w, shmem);
+    let mut mem = Buffers { bufs: vec![(BASE, vec![0; 4 * local as usize])] };
+    let k = consts();
+    Interp::new().run(&p, &Dispatch { consts: &k, grid: [1, 1, 1], local: [local, 1, 1] }, &mut mem).unwrap();
+    out_words(&mem)
+}
+
+fn cmps_u(cond: u64, dst: u64, s1: u64, s2: u64) -> u64 {
+    cat2(20, dst, s1, s2) | cond << 48
+}
+
+#[test]
+fn divergent_loop_runs_each_lane_its_own_trip_count() {
+    let body = [
+        mov_imm(R1X, 0),
+        mov_imm(R3X, 0),
+        cmps_u(3, P0X, reg(R3X), reg(R0X)), // head: p0.x = r3.x >= lid
+        br_p0x(4),                          // → exit
+        cat2(ADD_U, R1X, reg(R1X), reg(R3X)),
+        cat2(ADD_U, R3X, reg(R3X), imm(1)),
+        jump(-4), // → head
+    ];
+    let out = collect(&body, 70, 0);
+    let want: Vec<u32> = (0..70).map(|i| i * (i.max(1) - 1) / 2).collect();
+    assert_eq!(out, want);
+}
+
+#[test]
+fn predt_predf_prede_mask_without_branching() {
+    let predt = 1u64 << 49 | 13 << 55;
+    let predf = 1u64 << 49 | 14 << 55;
+    let prede = 1u64 << 49 | 15 << 55;
+    let body =
+        [mov_imm(R1X, 0), cmps_u_lt(P0X, reg(R0X), imm(10)), predt, mov_imm(R1X, 1), predf, mov_imm(R1X, 2), prede];
+    let out = collect(&body, 64, 0);
+    assert_eq!(out, (0..64).map(|i| if i < 10 { 1 } else { 2 }).collect::<Vec<_>>());
+}
+
+#[test]
+fn getone_sends_one_fiber_to_the_target() {
+    let getone = 1u64 << 49 | 5 << 55 | 2;
+    let out = collect(&[mov_imm(R1X, 7), getone, mov_imm(R1X, 5)], 64, 0);
+    assert_eq!(out[0], 7);
+    assert!(out[1..].iter().all(|&v| v == 5));
+}
+
+#[test]
+fn shfl_xor_reads_the_partner_lane() {
+    let mov_r2x_r0x = 1u64 << 61 | 3 << 50 | 3 << 46 | R2X << 32 | R0X;
+    let shfl = 6u64 << 61 | 27 << 54 | 3 << 49 | 1 << 53 | R2X << 1 | 1 << 23 | 1 << 24 | R1X << 32 | 1 << 45;
+    let out = collect(&[mov_r2x_r0x, shfl], 64, 0);
+    assert_eq!(out, (0..64).map(|i| i ^ 1).collect::<Vec<_>>());
+}
+
+#[test]
+fn cov_float_to_int_follows_the_rounding_field() {
+    let mov_f32 = |dst: u64, v: f32| 1u64 << 61 | 2 << 53 | 1 << 50 | 1 << 46 | dst << 32 | v.to_bits() as u64;
+    let cov = |round: u64| 1u64 << 61 | round << 55 | 1 << 50 | 5 << 46 | R1X << 32 | R2X;
+    for (round, want) in [(0, -2i32), (1, -2), (2, -2), (3, -3)] {
+        let out = collect(&[mov_f32(R2X, -2.5), cov(round)], 1, 0);
+        assert_eq!(out[0] as i32, want, "round {round}");
+    }
+    // u32 → f32 → f16 → f32 widening through a half register keeps the value.
+    let cov_f32f16 = 1u64 << 61 | 1 << 50 | R2Y << 32 | R2X; // hr2.y = f16(r2.x)
+    let cov_f16f32 = 1u64 << 61 | 1 << 46 | R1X << 32 | R2Y;
+    let out = collect(&[mov_f32(R2X, 1.5), cov_f32f16, cov_f16f32], 1, 0);
+    assert_eq!(f32::from_bits(out[0]), 1.5);
+}
+
+#[test]
+fn sel_picks_by_a_full_register_condition() {
+    let sel = 3u64 << 61 | 9 << 55 | R2X << 47 | R1X << 32 | R4X << 16 | R3X;
+    let body = [cmps_u_lt(R2X, reg(R0X), imm(5)), mov_imm(R3X, 100), mov_imm(R4X, 200), sel];
+    let out = collect(&body, 8, 0);
+    assert_eq!(out, vec![100, 100, 100, 100, 100, 200, 200, 200]);
+}
+
+#[test]
+fn sfu_results_are_correctly_rounded() {
+    let mov_f32 = |dst: u64, v: f32| 1u64 << 61 | 2 << 53 | 1 << 50 | 1 << 46 | dst << 32 | v.to_bits() as u64;
+    let sfu = |op: u64| 4u64 << 61 | op << 53 | 1 << 52 | R1X << 32 | R2X;
+    assert_eq!(f32::from_bits(collect(&[mov_f32(R2X, 3.0), sfu(0)], 1, 0)[0]), 1.0 / 3.0);
+    assert_eq!(f32::from_bits(collect(&[mov_f32(R2X, 2.0), sfu(6)], 1, 0)[0]), 2f32.sqrt());
+    assert_eq!(f32::from_bits(collect(&[mov_f32(R2X, 10.0), sfu(3)], 1, 0)[0]), 1024.0);
+    assert_eq!(f32::from_bits(collect(&[mov_f32(R2X, 8.0), sfu(2)], 1, 0)[0]), 3.0);
+}
+
+#[test]
+fn local_atomic_add_returns_each_fiber_a_distinct_old_value() {
+    // atomic.add.untyped.1d.u32.1.l r1.x, l[0], 1
+    let atomic = 6u64 << 61 | 16 << 54 | 3 << 49 | 1 | 1 << 22 | 1 << 23 | 1 << 24 | R1X << 32;
+    let mut out = collect(&[atomic], 100, 16);
+    out.sort();
+    assert_eq!(out, (0..100).collect::<Vec<_>>());
+}
+
+#[test]
+fn rpt_walks_consecutive_registers_and_r_sources() {
+    // r3.y, r3.z, r3.w = 1, 2, 3; (rpt2)add.u r1.x, (r)r3.y, 10 → r1.x..r1.z = 11, 12, 13.
+    let rpt_add = cat2(ADD_U, R1X, reg(R3Y), imm(10)) | 2 << 40 | 1 << 43;
+    let body =
+        [mov_imm(R3Y, 1), mov_imm(R3Y + 1, 2), mov_imm(R3Y + 2, 3), rpt_add, cat2(ADD_U, R1X, reg(R1X + 2), imm(0))];
+    assert_eq!(collect(&body, 1, 0), vec![13]);
+}
