@@ -11,6 +11,8 @@
 //!   guard that keeps memory alive while the IOMMU maps it.
 //! - [`irq`]: interrupt eventfds, waits with a timeout, and [`irq::IrqHooks`] (a signal's sleep
 //!   hook that sleeps on the interrupt).
+//! - [`edu`]: a driver for QEMU's `edu` device and the `EDU` hcq device whose copy queue is
+//!   edu's DMA engine.
 //! - [`config`]: typed config-space registers and the capability walk (MSI, MSI-X).
 //! - [`barrier`]: the device write barrier a doorbell needs.
 //! - [`uapi`]: the VFIO ioctl numbers and structs.
@@ -19,6 +21,7 @@
 pub mod barrier;
 pub mod config;
 pub mod dma;
+pub mod edu;
 pub mod irq;
 pub mod sysfs;
 pub mod uapi;
