@@ -215,6 +215,24 @@ impl DmaMapping {
         Self::new(container, space, DmaBuffer::new(len)?)
     }
 
+    /// Unmap explicitly and get the buffer back (for reuse under another IOVA).
+    ///
+    /// Errors: the unmap failed; the buffer and the IOVA are then leaked (never freed while the
+    /// device might still reach them) and the error is returned.
+    pub fn unmap(mut self) -> Result<DmaBuffer> {
+        let size = self.len() as u64;
+        if let Err(e) = self.container.unmap_dma(self.iova, size) {
+            // leak the buffer; `Drop` sees no buffer and leaves the IOVA reserved
+            std::mem::forget(self.buf.take());
+            return Err(e);
+        }
+        if let Err(e) = self.space.free(self.iova) {
+            log::error!("IOVA {:#x} free failed: {e}", self.iova);
+        }
+        // `Drop` sees no buffer: nothing left to unmap
+        self.buf.take().ok_or(Error::InvalidArgument { what: "DmaMapping without a buffer", value: 0 })
+    }
+
     /// The device address of the first byte.
     pub fn iova(&self) -> u64 {
         self.iova
@@ -244,7 +262,10 @@ impl DmaMapping {
 
 impl Drop for DmaMapping {
     fn drop(&mut self) {
-        let size = self.len() as u64;
+        let Some(buf) = self.buf.as_ref() else {
+            return; // `unmap` already handled it
+        };
+        let size = buf.len() as u64;
         match self.container.unmap_dma(self.iova, size) {
             Ok(()) => {
                 if let Err(e) = self.space.free(self.iova) {

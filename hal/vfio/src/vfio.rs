@@ -543,6 +543,28 @@ pub struct BarMapping {
 }
 
 impl BarMapping {
+    /// `len` bytes of anonymous shared host memory (rounded up to pages) behind the same type
+    /// and code path as a BAR: for tests and benchmarks without a device. Its index is
+    /// `u32::MAX`.
+    pub fn host_memory(len: usize) -> Result<Arc<Self>> {
+        let len = len.max(1).next_multiple_of(rustix::param::page_size());
+        // SAFETY: a fresh shared anonymous mapping at a kernel-chosen address replaces nothing.
+        let p = unsafe {
+            rustix::mm::mmap_anonymous(
+                core::ptr::null_mut(),
+                len,
+                rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
+                rustix::mm::MapFlags::SHARED,
+            )
+        }
+        .map_err(|e| Error::Os { what: "mmap anonymous", errno: e.raw_os_error() })?;
+        let base = NonNull::new(p.cast::<u8>()).ok_or(Error::Os { what: "mmap returned null", errno: 0 })?;
+        // SAFETY: the mapping just made: `len` bytes, page aligned, owned by the BarMapping
+        // (unmapped on drop), no Rust reference to it.
+        let region = unsafe { VolatileRegion::new(base, len)? };
+        Ok(Arc::new(Self { region, len, index: u32::MAX }))
+    }
+
     /// The BAR index.
     pub fn index(&self) -> u32 {
         self.index
@@ -620,6 +642,21 @@ mod tests {
 
     fn paths(t: &TempDir) -> VfioPaths {
         VfioPaths { sysfs: Sysfs::new(&t.0), dev_vfio: t.0.join("dev/vfio") }
+    }
+
+    #[test]
+    fn bar_bulk_access_is_word_by_word_and_aligned() {
+        let bar = BarMapping::host_memory(64).unwrap();
+        bar.write_bytes(8, &[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+        assert_eq!(bar.read(8, Width::U64).unwrap(), 0x0807_0605_0403_0201);
+        let mut out = [0u8; 4];
+        bar.read_bytes(12, &mut out).unwrap();
+        assert_eq!(out, [5, 6, 7, 8]);
+        assert!(matches!(bar.write_bytes(2, &[0; 4]), Err(Error::Misaligned { .. })), "unaligned offset");
+        assert!(matches!(bar.read_bytes(0, &mut [0; 3]), Err(Error::Misaligned { .. })), "partial word");
+        assert!(matches!(bar.write_bytes(bar.size() - 4, &[0; 8]), Err(Error::OutOfBounds { .. })));
+        bar.doorbell(0, Width::U32, 0xabcd).unwrap();
+        assert_eq!(bar.read(0, Width::U32).unwrap(), 0xabcd);
     }
 
     #[test]

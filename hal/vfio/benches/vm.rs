@@ -1,0 +1,67 @@
+//! Benchmarks that need an edu device behind VFIO: they run inside the VM of
+//! `cargo qemu-vfio bench` (figures are TCG figures: QEMU emulates the CPU, the IOMMU and the
+//! device). On a host without an edu device bound to `vfio-pci` (and bindable) they print why
+//! and exit successfully without measuring.
+//!
+//! - `dma_map_unmap_4k`: `VFIO_IOMMU_MAP_DMA` + `VFIO_IOMMU_UNMAP_DMA` of one 4 KiB page
+//!   (the buffer is allocated once; the mapping guard is created and dropped per iteration);
+//! - `copy_queue_round_trip`: `Buffer::copy_in` + `copy_out` of 64 bytes on the `EDU` device
+//!   (two DMA transfers through the copy queue, each completed by an MSI; edu's DMA engine takes
+//!   100 ms of virtual time per transfer by design).
+
+use divan::Bencher;
+use hcq::allocator::BufferSpec;
+use hcq::buffer::Buffer;
+use hcq::device::Device;
+use hcq_vfio::dma::{DmaBuffer, DmaMapping};
+use hcq_vfio::edu::{self, Edu, EduHandle};
+use hcq_vfio::{Sysfs, VfioPaths};
+use std::sync::{Arc, OnceLock};
+
+static EDU: OnceLock<Arc<EduHandle>> = OnceLock::new();
+
+fn setup() -> Result<Arc<EduHandle>, String> {
+    let sysfs = Sysfs::default();
+    let found = sysfs.find(edu::VENDOR, edu::DEVICE).map_err(|e| e.to_string())?;
+    let addr = found.first().ok_or("no edu device (1234:11e8) in sysfs")?.address;
+    sysfs.bind_vfio_pci(addr).map_err(|e| e.to_string())?;
+    let edu = Edu::open(&VfioPaths::default(), addr).map_err(|e| e.to_string())?;
+    Ok(Arc::new(EduHandle::new("EDU", edu).map_err(|e| e.to_string())?))
+}
+
+fn main() {
+    match setup() {
+        Ok(h) => {
+            let _ = EDU.set(h);
+            divan::main();
+        }
+        Err(why) => println!("vm benchmarks skipped (they run inside `cargo qemu-vfio bench`): {why}"),
+    }
+}
+
+fn handle() -> &'static Arc<EduHandle> {
+    EDU.get().expect("set in main before divan runs")
+}
+
+#[divan::bench]
+fn dma_map_unmap_4k(b: Bencher) {
+    let edu = handle().edu();
+    let mut buf = Some(DmaBuffer::new(4096).unwrap());
+    b.bench_local(|| {
+        let m = DmaMapping::new(edu.device().container(), edu.iova_space(), buf.take().unwrap()).unwrap();
+        buf = Some(m.unmap().unwrap());
+    });
+}
+
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn copy_queue_round_trip(b: Bencher) {
+    let dev: Arc<dyn Device> = handle().clone();
+    let buf = Buffer::new(dev, 64, hcq::DType::U8, BufferSpec::default()).unwrap();
+    let data = [0x5au8; 64];
+    let mut back = [0u8; 64];
+    b.bench_local(|| {
+        buf.copy_in(&data).unwrap();
+        buf.copy_out(&mut back).unwrap();
+    });
+    assert_eq!(back, data);
+}
