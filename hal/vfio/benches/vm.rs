@@ -7,7 +7,9 @@
 //!   (the buffer is allocated once; the mapping guard is created and dropped per iteration);
 //! - `copy_queue_round_trip`: `Buffer::copy_in` + `copy_out` of 64 bytes on the `EDU` device
 //!   (two DMA transfers through the copy queue, each completed by an MSI; edu's DMA engine takes
-//!   100 ms of virtual time per transfer by design).
+//!   100 ms of virtual time per transfer by design);
+//! - `bar_register_read` / `bar_raw_read_volatile`: one read of the identification register
+//!   through the `register!` path and as a raw volatile load (each is a trap into QEMU).
 
 use divan::Bencher;
 use hcq::allocator::BufferSpec;
@@ -64,4 +66,20 @@ fn copy_queue_round_trip(b: Bencher) {
         buf.copy_out(&mut back).unwrap();
     });
     assert_eq!(back, data);
+}
+
+/// A register read through the mapped BAR of the real (emulated) device: the `register!` path.
+#[divan::bench]
+fn bar_register_read(b: Bencher) {
+    let bar = handle().edu().bar().clone();
+    b.bench_local(|| edu::ID::read(divan::black_box(&*bar)).unwrap().raw());
+}
+
+/// The same read as a raw `read_volatile` of the mapping.
+#[divan::bench]
+fn bar_raw_read_volatile(b: Bencher) {
+    let p = handle().edu().bar().base().as_ptr().cast::<u32>();
+    // SAFETY: offset 0 of the live BAR0 mapping (1 MiB) the EduHandle keeps alive for the
+    // whole run; a 32-bit read of the identification register, as edu.rst allows.
+    b.bench_local(|| unsafe { core::ptr::read_volatile(divan::black_box(p)) });
 }

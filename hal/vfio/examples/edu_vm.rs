@@ -203,6 +203,18 @@ fn main() {
         },
     );
 
+    c.check(
+        "IOVA is not the physical address (translation by the IOMMU)",
+        (|| {
+            let m = edu.map(4096).map_err(err)?;
+            let phys = m.buffer().phys_addr(0).map_err(err)?;
+            if phys == m.iova() {
+                return Err(format!("IOVA {:#x} equals the physical address", m.iova()));
+            }
+            Ok(format!("IOVA {:#x}, physical {phys:#x}", m.iova()))
+        })(),
+    );
+
     // --- the EDU device: Buffer copies through the copy queue
     let edu = Arc::new(edu);
     let handle = match EduHandle::new("EDU", Arc::try_unwrap(edu).unwrap_or_else(|_| unreachable!())) {

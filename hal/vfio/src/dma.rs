@@ -322,6 +322,22 @@ mod tests {
     }
 
     #[test]
+    fn physical_addresses_need_root_and_are_page_consistent() {
+        let b = DmaBuffer::new(2 * page_size()).unwrap();
+        let ps = page_size() as u64;
+        match (rustix::process::geteuid().is_root(), b.phys_addr(0)) {
+            (true, Ok(p0)) => {
+                assert_eq!(p0 % ps, 0, "a page-aligned buffer starts on a frame boundary");
+                assert_eq!(b.phys_addr(100).unwrap(), p0 + 100, "offsets inside a page carry over");
+            }
+            // the kernel hides frame numbers from unprivileged readers: an error, never frame 0
+            (false, Err(Error::Unsupported { .. })) => {}
+            other => panic!("unexpected: {other:?}"),
+        }
+        assert!(b.phys_addr(b.len()).is_err(), "past the end");
+    }
+
+    #[test]
     fn iova_space_hands_out_aligned_ranges_and_takes_them_back() {
         let ps = page_size() as u64;
         let s = IovaSpace::new(0x10_0000, 4 * ps).unwrap();

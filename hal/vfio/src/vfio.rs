@@ -554,7 +554,7 @@ impl BarMapping {
                 core::ptr::null_mut(),
                 len,
                 rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
-                rustix::mm::MapFlags::SHARED,
+                rustix::mm::MapFlags::SHARED | rustix::mm::MapFlags::POPULATE,
             )
         }
         .map_err(|e| Error::Os { what: "mmap anonymous", errno: e.raw_os_error() })?;
