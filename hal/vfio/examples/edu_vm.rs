@@ -214,6 +214,23 @@ fn main() {
             Ok(format!("IOVA {:#x}, physical {phys:#x}", m.iova()))
         })(),
     );
+    c.check(
+        "INTx completion (factorial interrupt on the legacy line, unmasked per interrupt)",
+        (|| {
+            edu.set_irq_kind(IrqKind::Intx).map_err(err)?;
+            let r = (|| {
+                Ok::<_, Error>((
+                    edu.factorial_irq(6, Duration::from_secs(2))?,
+                    edu.factorial_irq(4, Duration::from_secs(2))?,
+                ))
+            })();
+            edu.set_irq_kind(IrqKind::Msi).map_err(err)?;
+            match r.map_err(err)? {
+                (720, 24) => Ok("6! = 720 and 4! = 24 on INTx; back on MSI".into()),
+                other => Err(format!("{other:?}")),
+            }
+        })(),
+    );
 
     // --- the EDU device: Buffer copies through the copy queue
     let edu = Arc::new(edu);

@@ -136,7 +136,8 @@ pub struct Edu {
     dev: VfioDevice,
     bar: Arc<BarMapping>,
     irq: Arc<EventFd>,
-    irq_kind: IrqKind,
+    /// The interrupt in use (MSI, else INTx); changed only under the engine lock.
+    irq_kind: Mutex<IrqKind>,
     iova: Arc<IovaSpace>,
     /// Serialises users of the DMA engine and of the interrupt status.
     engine: Mutex<()>,
@@ -188,7 +189,7 @@ impl Edu {
         dev.enable_irq(irq_kind, &[irq.fd()])?;
         let iova = IovaSpace::new(IOVA_BASE, DMA_LIMIT - IOVA_BASE)?;
         let fence_src = DmaMapping::alloc(dev.container(), &iova, 8)?;
-        Ok(Self { dev, bar, irq, irq_kind, iova, engine: Mutex::new(()), fence_src, name })
+        Ok(Self { dev, bar, irq, irq_kind: Mutex::new(irq_kind), iova, engine: Mutex::new(()), fence_src, name })
     }
 
     /// The VFIO device.
@@ -213,7 +214,19 @@ impl Edu {
 
     /// Which interrupt is in use (MSI, or INTx when the device offers no MSI).
     pub fn irq_kind(&self) -> IrqKind {
-        self.irq_kind
+        *self.irq_kind.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Switch the interrupt to `kind` (MSI or INTx; edu has no MSI-X): the old route is torn
+    /// down, the eventfd stays the same.
+    pub fn set_irq_kind(&self, kind: IrqKind) -> Result<()> {
+        let _g = self.lock();
+        let mut cur = self.irq_kind.lock().unwrap_or_else(|p| p.into_inner());
+        self.dev.disable_irq(*cur)?;
+        self.dev.enable_irq(kind, &[self.irq.fd()])?;
+        *cur = kind;
+        let _ = self.irq.take()?;
+        Ok(())
     }
 
     /// Wait hooks that sleep on this device's interrupt (for [`Signal::wait`]).
@@ -264,6 +277,7 @@ impl Edu {
     /// Compute `n!` on the device and wait for its completion interrupt (no polling).
     pub fn factorial_irq(&self, n: u32, timeout: Duration) -> Result<u32> {
         let _g = self.lock();
+        self.clear_irq()?;
         STATUS::default().set_irq_on_factorial(true).write(&*self.bar)?;
         FACTORIAL::from_raw(n).write(&*self.bar)?;
         let r = self.wait_irq(IRQ_STATUS::default().set_factorial(true), timeout);
@@ -276,13 +290,7 @@ impl Edu {
     fn wait_irq(&self, want: IRQ_STATUS, timeout: Duration) -> Result<()> {
         let t0 = Instant::now();
         loop {
-            let st = IRQ_STATUS::read(&*self.bar)?;
-            if st.raw() != 0 {
-                IRQ_ACK::from_raw(st.raw()).write(&*self.bar)?;
-                if self.irq_kind == IrqKind::Intx {
-                    self.dev.unmask_intx()?;
-                }
-            }
+            let st = self.ack_irq()?;
             if st.raw() & want.raw() != 0 {
                 return Ok(());
             }
@@ -292,6 +300,26 @@ impl Edu {
             }
             self.irq.wait(left)?;
         }
+    }
+
+    /// Acknowledge every raised interrupt bit (and unmask INTx, which VFIO masks on each
+    /// interrupt; unmasking an unmasked line is harmless); returns the status seen.
+    fn ack_irq(&self) -> Result<IRQ_STATUS> {
+        let st = IRQ_STATUS::read(&*self.bar)?;
+        if st.raw() != 0 {
+            IRQ_ACK::from_raw(st.raw()).write(&*self.bar)?;
+        }
+        if self.irq_kind() == IrqKind::Intx {
+            self.dev.unmask_intx()?;
+        }
+        Ok(st)
+    }
+
+    /// Forget interrupts raised before the operation about to start (stale status bits and
+    /// eventfd counts would otherwise complete its wait early).
+    fn clear_irq(&self) -> Result<()> {
+        self.ack_irq()?;
+        self.irq.take().map(|_| ())
     }
 
     fn check_dma(&self, edu_addr: u64, iova: u64, len: u64) -> Result<()> {
@@ -318,6 +346,7 @@ impl Edu {
         if DMA_CMD::read(&*self.bar)?.start() {
             return Err(Error::DeviceUnavailable { device: self.name.clone(), reason: "edu DMA engine busy" });
         }
+        self.clear_irq()?;
         let (src, dst) = match dir {
             Direction::ToDevice => (iova, edu_addr),
             Direction::ToHost => (edu_addr, iova),
@@ -371,10 +400,7 @@ impl Edu {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        let st = IRQ_STATUS::read(&*self.bar)?;
-        IRQ_ACK::from_raw(st.raw()).write(&*self.bar)?;
-        let _ = self.irq.take()?;
-        Ok(())
+        self.clear_irq()
     }
 
     /// Reset the device (`VFIO_DEVICE_RESET`) and bring it back up: bus mastering and the
@@ -383,8 +409,9 @@ impl Edu {
         let _g = self.lock();
         self.dev.reset()?;
         self.dev.enable_bus_master()?;
-        self.dev.disable_irq(self.irq_kind)?;
-        self.dev.enable_irq(self.irq_kind, &[self.irq.fd()])?;
+        let kind = self.irq_kind();
+        self.dev.disable_irq(kind)?;
+        self.dev.enable_irq(kind, &[self.irq.fd()])?;
         let _ = self.irq.take()?;
         Ok(())
     }
