@@ -21,6 +21,7 @@ pub mod pm4;
 pub mod program;
 pub mod queue;
 pub mod reg;
+pub mod sim;
 
 pub use a6xx::{A6xxEncoder, EncoderConfig};
 pub use program::Program;
