@@ -61,7 +61,8 @@ fn textures_and_ibos_are_not_supported_yet() {
 
 #[test]
 fn malformed_metadata_is_refused_with_its_reason() {
-    let cases: Vec<(&str, Box<dyn Fn(&mut Value)>, &str)> = vec![
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
         ("image past the blob", Box::new(|m| m["blob"]["image_offset"] = json!(4000)), "adreno blob image"),
         ("image size differs", Box::new(|m| m["image_size"] = json!(512)), "image_size"),
         ("units differ", Box::new(|m| m["instr_size_128"] = json!(8)), "instr_size_128"),
