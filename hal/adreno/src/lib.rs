@@ -20,6 +20,7 @@ pub mod a6xx;
 pub mod pm4;
 pub mod program;
 pub mod queue;
+pub mod rd;
 pub mod reg;
 pub mod sim;
 
