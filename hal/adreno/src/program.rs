@@ -20,6 +20,8 @@ use serde::Deserialize;
 pub const MAX_WORKGROUP_THREADS: u32 = 1024;
 /// Code units of 128 bytes that `CP_LOAD_STATE6` `NUM_UNIT` (10 bits) can load.
 pub const MAX_CODE_UNITS: u32 = 0x3ff;
+/// Most kernel arguments a launch may have (tinygrad caps them at 63).
+pub const MAX_ARGS: u32 = 64;
 /// Shared memory on a630 (SP_CS_CNTL_1 SHARED_SIZE = 0 means all of it).
 pub const MAX_SHARED_BYTES: u32 = 32 * 1024;
 
@@ -361,6 +363,12 @@ impl Program {
         for a in &c.args {
             if a.size != 8 || !a.offset.is_multiple_of(8) {
                 return Err(bad("adreno consts.args", a.offset.into(), "an address slot is 8 bytes, 8-byte aligned"));
+            }
+            if a.arg >= MAX_ARGS {
+                return Err(Error::InvalidArgument {
+                    what: "adreno consts.args: argument index beyond 63",
+                    value: a.arg.into(),
+                });
             }
             n_args = n_args.max(a.arg + 1);
             slots.push((a.offset, 8, Slot::Arg { arg: a.arg }));

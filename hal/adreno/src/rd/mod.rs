@@ -140,7 +140,8 @@ impl Submit {
     pub fn ib_words(&self) -> Result<Vec<u32>> {
         let len = u64::from(self.dwords) * 4;
         for (addr, bytes) in &self.buffers {
-            if self.ib >= *addr && self.ib + len <= addr + bytes.len() as u64 {
+            let buf_end = addr.checked_add(bytes.len() as u64);
+            if self.ib >= *addr && self.ib.checked_add(len).zip(buf_end).is_some_and(|(end, b)| end <= b) {
                 let o = (self.ib - addr) as usize;
                 return Ok(bytes[o..o + len as usize]
                     .chunks_exact(4)

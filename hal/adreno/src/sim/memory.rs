@@ -43,7 +43,7 @@ impl SparseMemory {
         let i = self.allocs.partition_point(|(b, _)| *b <= addr);
         if i > 0 {
             let (b, v) = &self.allocs[i - 1];
-            if addr + len <= b + v.len() as u64 {
+            if addr.checked_add(len).is_some_and(|end| end <= b + v.len() as u64) {
                 return Ok((i - 1, (addr - b) as usize));
             }
         }
@@ -67,20 +67,20 @@ impl SparseMemory {
     /// Write words at `addr`.
     pub fn write_words(&mut self, addr: u64, words: &[u32]) -> Result<()> {
         for (k, w) in words.iter().enumerate() {
-            self.write32(addr + 4 * k as u64, *w)?;
+            self.write32(addr.wrapping_add(4 * k as u64), *w)?;
         }
         Ok(())
     }
 
     /// Read a u64 at `addr`.
     pub fn read64(&self, addr: u64) -> Result<u64> {
-        Ok(u64::from(self.read32(addr)?) | u64::from(self.read32(addr + 4)?) << 32)
+        Ok(u64::from(self.read32(addr)?) | u64::from(self.read32(addr.wrapping_add(4))?) << 32)
     }
 
     /// Write a u64 at `addr`.
     pub fn write64(&mut self, addr: u64, v: u64) -> Result<()> {
         self.write32(addr, v as u32)?;
-        self.write32(addr + 4, (v >> 32) as u32)
+        self.write32(addr.wrapping_add(4), (v >> 32) as u32)
     }
 
     /// The allocations, `(base, bytes)`.

@@ -210,7 +210,7 @@ impl Cp {
 
     /// Execute the packet at `f.pos` (the top frame).
     fn step(&mut self, f: Frame, mem: &mut dyn GpuMemory, d: &mut dyn Dispatch) -> Result<Step> {
-        let hdr = mem.read32(f.base + u64::from(f.pos) * 4)?;
+        let hdr = mem.read32(f.base.wrapping_add(u64::from(f.pos) * 4))?;
         let (count, opcode) = match hdr >> 28 {
             0x4 => {
                 let h = Type4Header(hdr);
@@ -242,7 +242,7 @@ impl Cp {
                 });
             }
         };
-        let end = f.pos + 1 + count;
+        let end = f.pos.saturating_add(1 + count);
         if end > f.len {
             return Err(Error::Malformed {
                 what: "pm4 packet",
@@ -252,7 +252,7 @@ impl Cp {
         }
         self.payload.clear();
         for i in 0..count {
-            let w = mem.read32(f.base + u64::from(f.pos + 1 + i) * 4)?;
+            let w = mem.read32(f.base.wrapping_add(u64::from(f.pos + 1 + i) * 4))?;
             self.payload.push(w);
         }
         self.packets += 1;
@@ -279,7 +279,7 @@ impl Cp {
                 }
                 let addr = u64::from(self.payload[0]) | u64::from(self.payload[1]) << 32;
                 for (i, v) in self.payload[2..].iter().enumerate() {
-                    mem.write32(addr + 4 * i as u64, *v)?;
+                    mem.write32(addr.wrapping_add(4 * i as u64), *v)?;
                 }
             }
             op::CP_EVENT_WRITE => self.event(f.pos, mem)?,
@@ -296,7 +296,7 @@ impl Cp {
                 let dest = u64::from(p.dest_lo) | u64::from(p.dest_hi) << 32;
                 for i in 0..cnt {
                     let v = self.read_reg(reg + i);
-                    mem.write32(dest + 4 * u64::from(i), v)?;
+                    mem.write32(dest.wrapping_add(4 * u64::from(i)), v)?;
                 }
             }
             op::CP_WAIT_REG_MEM => {
@@ -380,7 +380,7 @@ impl Cp {
                 let addr = u64::from(p.addr_lo) | u64::from(p.addr_hi) << 32;
                 if d0 >> ev::TIMESTAMP_BIT & 1 != 0 {
                     mem.write32(addr, self.counter as u32)?;
-                    mem.write32(addr + 4, (self.counter >> 32) as u32)?;
+                    mem.write32(addr.wrapping_add(4), (self.counter >> 32) as u32)?;
                 } else {
                     mem.write32(addr, p.value)?;
                 }
@@ -418,7 +418,7 @@ impl Cp {
         };
         buf.clear();
         for i in 0..words {
-            buf.push(mem.read32(addr + 4 * u64::from(i))?);
+            buf.push(mem.read32(addr.wrapping_add(4 * u64::from(i)))?);
         }
         *slot = Some(Loaded { addr, units });
         Ok(())
