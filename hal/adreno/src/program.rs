@@ -49,8 +49,6 @@ pub struct Meta {
     pub consts: ConstsMeta,
     pub descriptors: DescriptorsMeta,
     pub regs: BTreeMap<String, RegValue>,
-    #[serde(default)]
-    pub signature: Vec<serde_json::Value>,
 }
 
 /// `adreno.blob`: where the parts of the blob lie.

@@ -258,3 +258,21 @@ fn the_core_encoder_exposes_only_fields_it_can_patch_whole() {
     assert!(err.to_string().contains("no such patchable field"), "{err}");
     assert!(q.patch(0, Field::Value, 1).is_err(), "a wait value lives in four words: Pm4Queue patches it");
 }
+
+#[test]
+fn a_signal_writes_the_low_word_first() {
+    // Between the two event writes a reader must never see more than the new value: going from
+    // 0x0_ffff_ffff to 0x1_0000_0000, high-first would show 0x1_ffff_ffff.
+    let (mut q, mut mem, _) = setup(&elementwise());
+    mem.write64(SIGNALS, 0x0_ffff_ffff).unwrap();
+    q.push(Command::Signal { addr: SIGNALS, value: 0x1_0000_0000 }).unwrap();
+    let words = q.words().to_vec();
+    // Run only up to the end of the first event write (WFI 1 word + EVENT_WRITE 5 words).
+    mem.write_bytes(IB, &words_to_bytes(&words)).unwrap();
+    let mut cp = Cp::new();
+    cp.submit(IB, 6, &mut mem, &mut Recorder::default()).unwrap();
+    let mid = mem.read64(SIGNALS).unwrap();
+    assert!(mid <= 0x1_0000_0000, "transient value {mid:#x}");
+    cp.submit(IB, words.len() as u32, &mut mem, &mut Recorder::default()).unwrap();
+    assert_eq!(mem.read64(SIGNALS).unwrap(), 0x1_0000_0000);
+}

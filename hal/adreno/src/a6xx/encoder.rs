@@ -3,7 +3,7 @@
 //! | command | packets |
 //! |---|---|
 //! | exec | `CP_SET_MARKER(RM6_COMPUTE)`, `SP_UPDATE_CNTL`, `SP_MODE_CNTL`, `TPL1_MODE_CNTL`, `SP_CS_USIZE`, `CP_WAIT_FOR_IDLE`, one TYPE4 burst `SP_CS_NDRANGE_0..SP_CS_KERNEL_GROUP_Z` (0xb990, 12), one burst `SP_CS_CNTL_0..SP_CS_PVT_MEM_STACK_OFFSET` (0xa9b0, 14), one burst `SP_REG_PROG_ID_0..SP_CS_CONST_CONFIG` (0xb983, 5), `CP_LOAD_STATE6_FRAG` constants and shader (indirect, `SB6_CS_SHADER`), `CP_EXEC_CS` |
-//! | signal | `CP_WAIT_FOR_IDLE`, then two `CP_EVENT_WRITE(CACHE_FLUSH_TS)`: the high word of the value to `addr + 4`, then the low word to `addr` |
+//! | signal | `CP_WAIT_FOR_IDLE`, then two `CP_EVENT_WRITE(CACHE_FLUSH_TS)`: the low word of the value to `addr`, then the high word to `addr + 4` |
 //! | wait | two `CP_WAIT_REG_MEM` on the low word (see [`A6xxEncoder`]) |
 //! | timestamp | `CP_WAIT_FOR_IDLE`, `CP_REG_TO_MEM(CP_ALWAYS_ON_COUNTER, 2 dwords, 64B)` |
 //! | barrier | `CP_EVENT_WRITE(CACHE_FLUSH_TS)` to the scratch word, `CP_EVENT_WRITE(CACHE_INVALIDATE)`, `CP_WAIT_MEM_WRITES`, `CP_WAIT_FOR_IDLE` |
@@ -238,12 +238,15 @@ impl A6xxEncoder {
                 Self::check_addr("adreno signal address", addr, 8)?;
                 s.word(type7_header(op::CP_WAIT_FOR_IDLE, 0)?);
                 let ev = events::CACHE_FLUSH_TS << event_write::EVENT_SHIFT;
-                s.words(&[type7_header(op::CP_EVENT_WRITE, 4)?, ev]);
-                s.marked64(Field::Addr, Form::Plus4x64, addr + 4);
-                s.marked(Field::Value, Form::Hi, (value >> 32) as u32);
+                // Low word first: between the two writes a reader sees (old high, new low),
+                // never more than the new value (high first would show 0x1_ffff_ffff on the way
+                // from 0x0_ffff_ffff to 0x1_0000_0000 and wake a host waiter too early).
                 s.words(&[type7_header(op::CP_EVENT_WRITE, 4)?, ev]);
                 s.marked64(Field::Addr, Form::Raw64, addr);
                 s.marked(Field::Value, Form::Lo, value as u32);
+                s.words(&[type7_header(op::CP_EVENT_WRITE, 4)?, ev]);
+                s.marked64(Field::Addr, Form::Plus4x64, addr + 4);
+                s.marked(Field::Value, Form::Hi, (value >> 32) as u32);
                 Ok(0)
             }
             Command::Timestamp { addr } => {
