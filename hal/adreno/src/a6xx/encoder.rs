@@ -1,0 +1,352 @@
+//! The a6xx compute encoder: core [`Command`]s to PM4.
+//!
+//! | command | packets |
+//! |---|---|
+//! | exec | `CP_SET_MARKER(RM6_COMPUTE)`, `SP_UPDATE_CNTL`, `SP_MODE_CNTL`, `TPL1_MODE_CNTL`, `SP_CS_USIZE`, `CP_WAIT_FOR_IDLE`, one TYPE4 burst `SP_CS_NDRANGE_0..SP_CS_KERNEL_GROUP_Z` (0xb990, 12), one burst `SP_CS_CNTL_0..SP_CS_PVT_MEM_STACK_OFFSET` (0xa9b0, 14), one burst `SP_REG_PROG_ID_0..SP_CS_CONST_CONFIG` (0xb983, 5), `CP_LOAD_STATE6_FRAG` constants and shader (indirect, `SB6_CS_SHADER`), `CP_EXEC_CS` |
+//! | signal | `CP_WAIT_FOR_IDLE`, then two `CP_EVENT_WRITE(CACHE_FLUSH_TS)`: the low word of the value to `addr`, then the high word to `addr + 4` |
+//! | wait | two `CP_WAIT_REG_MEM` on the low word (see [`A6xxEncoder`]) |
+//! | timestamp | `CP_WAIT_FOR_IDLE`, `CP_REG_TO_MEM(CP_ALWAYS_ON_COUNTER, 2 dwords, 64B)` |
+//! | barrier | `CP_EVENT_WRITE(CACHE_FLUSH_TS)` to the scratch word, `CP_EVENT_WRITE(CACHE_INVALIDATE)`, `CP_WAIT_MEM_WRITES`, `CP_WAIT_FOR_IDLE` |
+//! | copy | refused: this is a compute-only encoder |
+//!
+//! The order and the fixed values follow tinygrad's `ops_qcom.py` (which runs on real a630s,
+//! `notes/adreno.md` (g)), with the two XML corrections described at
+//! [`Program::from_parts`](crate::program::Program::from_parts).
+
+use super::{events, regs};
+use crate::pm4::raw::{event_write, load_state6 as ls6, reg_to_mem, set_marker, wait_reg_mem as wrm};
+use crate::pm4::{op, type4_header, type7_header};
+use crate::program::{Program, check_local};
+use crate::queue::{Form, Sink, wait_d0};
+use crate::reg::Reg;
+use alloc::vec::Vec;
+use hcq::queue::{CmdWriter, Command, Encoder, Field};
+use hcq::{Error, Result};
+use spin::RwLock;
+
+/// Device memory the encoder's packets point at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EncoderConfig {
+    /// 16 bytes of device memory for the barrier's cache-flush event to write into.
+    pub scratch: u64,
+    /// Private/stack memory shared by all dispatches (`SP_CS_PVT_MEM_BASE`).
+    pub pvt_mem: u64,
+    /// Its size in bytes; a program whose `stack_bytes` exceeds it is refused.
+    pub pvt_mem_bytes: u64,
+}
+
+/// Word positions of the dynamic values inside an exec template.
+#[derive(Clone, Copy, Debug, Default)]
+struct ExecLayout {
+    ndrange0: usize,
+    threads: [usize; 3],
+    groups: [usize; 3],
+    kernargs: usize,
+    exec_groups: [usize; 3],
+}
+
+#[derive(Clone, Debug)]
+struct ExecTemplate {
+    words: Vec<u32>,
+    at: ExecLayout,
+    max_threads: u32,
+}
+
+/// `SP_UPDATE_CNTL`: clear pending compute shader and UAV loads (tinygrad writes 0x60).
+const UPDATE_CNTL: u32 = 1 << regs::SP_UPDATE_CNTL::CS_STATE_SHIFT | 1 << regs::SP_UPDATE_CNTL::CS_UAV_SHIFT;
+/// `SP_CS_TSIZE` / `SP_CS_USIZE` as tinygrad writes them for every dispatch.
+const TSIZE: u32 = 0x80;
+const USIZE: u32 = 0x40;
+/// Unused register id (a3xx regid 0xfc) for the four `SP_REG_PROG_ID_*`.
+const REGID_UNUSED4: u32 = 0xfcfc_fcfc;
+/// `DELAY_LOOP_CYCLES` between polls of `CP_WAIT_REG_MEM` (tinygrad uses 32; Mesa 16).
+const WAIT_DELAY: u32 = 16;
+
+/// The a6xx compute encoder.
+///
+/// Programs are registered with [`A6xxEncoder::add_program`]; the handle it returns is the
+/// `program` of an exec command (an index, not an address: the whole register set comes from
+/// the program).
+///
+/// **Waits on a 64-bit timeline.** `CP_WAIT_REG_MEM` compares one 32-bit word. A wait for
+/// `value` polls the low word `lo` twice, with a window of 2^31 around `t = value as u32`
+/// (the same rule as KGSL's `timestamp_cmp`): first until `lo` is *below* `t ^ 2^31`, then
+/// until `lo ≥ t` — both unsigned when `t < 2^31`, both signed otherwise. While the signal is
+/// within 2^31 of `value` (a timeline never lags that far), the pair returns exactly when the
+/// 64-bit value reaches `value`, also when the low word wraps from `0xffffffff` to 0
+/// (`tests/encoder.rs` checks every case around the rollover in the simulator).
+///
+/// **Marks.** Every word that carries a command field is marked with its [`Form`]; through
+/// [`crate::Pm4Queue`] all of them are patched. Through the core `Encoder` trait only fields
+/// held in exactly one raw word are exposed (exec `Kernargs`, timestamp `Addr`), because the
+/// core's `HwQueue::patch` rewrites one raw mark; patching another field there is a clear
+/// error, never a half-patched command.
+#[derive(Debug)]
+pub struct A6xxEncoder {
+    cfg: EncoderConfig,
+    programs: RwLock<Vec<ExecTemplate>>,
+}
+
+impl A6xxEncoder {
+    /// An encoder whose packets use `cfg`'s memory.
+    pub fn new(cfg: EncoderConfig) -> Result<Self> {
+        Self::check_addr("encoder scratch address", cfg.scratch, 16)?;
+        Self::check_addr("encoder private memory address", cfg.pvt_mem, 32)?;
+        Ok(Self { cfg, programs: RwLock::new(Vec::new()) })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> EncoderConfig {
+        self.cfg
+    }
+
+    pub(crate) fn check_addr(what: &'static str, addr: u64, align: u64) -> Result<()> {
+        if !addr.is_multiple_of(align) {
+            return Err(Error::Misaligned { what, value: addr, align });
+        }
+        if addr >> 48 != 0 {
+            return Err(Error::InvalidArgument { what: "adreno device address beyond 48 bits", value: addr });
+        }
+        Ok(())
+    }
+
+    pub(crate) fn check_grid(global: [u32; 3], local: [u32; 3]) -> Result<()> {
+        for d in 0..3 {
+            if global[d] == 0 {
+                return Err(Error::InvalidArgument { what: "adreno exec: a work-group count is 0", value: 0 });
+            }
+            if global[d].checked_mul(local[d]).is_none() {
+                return Err(Error::InvalidArgument {
+                    what: "adreno exec: groups × local size does not fit SP_CS_NDRANGE (32 bits)",
+                    value: u64::from(global[d]) * u64::from(local[d]),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Register `prog`, whose code was uploaded at `code_addr` (128-byte aligned); returns the
+    /// handle for exec commands. Everything that does not change per dispatch is encoded here.
+    pub fn add_program(&self, prog: &Program, code_addr: u64) -> Result<u64> {
+        Self::check_addr("adreno shader code address", code_addr, 128)?;
+        if prog.stack_bytes > self.cfg.pvt_mem_bytes {
+            return Err(Error::OutOfSpace {
+                what: "adreno private/stack memory for the program",
+                requested: prog.stack_bytes,
+                capacity: self.cfg.pvt_mem_bytes,
+            });
+        }
+        let r = &prog.regs;
+        let mut w = Vec::with_capacity(64);
+        let mut at = ExecLayout::default();
+        let reg1 = |w: &mut Vec<u32>, reg: u32, v: u32| -> Result<()> {
+            w.push(type4_header(reg, 1)?);
+            w.push(v);
+            Ok(())
+        };
+        w.push(type7_header(op::CP_SET_MARKER, 1)?);
+        w.push(set_marker::RM6_COMPUTE << set_marker::MODE_SHIFT);
+        reg1(&mut w, regs::SP_UPDATE_CNTL::REG, UPDATE_CNTL)?;
+        reg1(&mut w, regs::SP_MODE_CNTL::REG, r.mode_cntl.raw())?;
+        reg1(&mut w, regs::TPL1_MODE_CNTL::REG, r.tpl1_mode_cntl.raw())?;
+        reg1(&mut w, regs::SP_CS_USIZE::REG, USIZE)?;
+        w.push(type7_header(op::CP_WAIT_FOR_IDLE, 0)?);
+        // SP_CS_NDRANGE_0 .. SP_CS_KERNEL_GROUP_Z: 12 consecutive registers.
+        w.push(type4_header(regs::SP_CS_NDRANGE_0::REG, 12)?);
+        at.ndrange0 = w.len();
+        w.push(regs::SP_CS_NDRANGE_0::default().set_kerneldim(3).raw());
+        for d in 0..3 {
+            at.threads[d] = w.len();
+            w.extend_from_slice(&[0, 0]); // GLOBALSIZE (dynamic), GLOBALOFF = 0
+        }
+        w.push(r.const_config_0.raw());
+        w.push(r.wge_cntl.raw());
+        for d in 0..3 {
+            at.groups[d] = w.len();
+            w.push(0);
+        }
+        // SP_CS_CNTL_0 .. SP_CS_PVT_MEM_STACK_OFFSET: 14 consecutive registers.
+        w.push(type4_header(regs::SP_CS_CNTL_0::REG, 14)?);
+        w.extend_from_slice(&[
+            r.cntl_0.raw(),
+            r.cntl_1.raw(),
+            0, // SP_CS_BOOLEAN_CF_MASK
+            prog.entry,
+            code_addr as u32,
+            (code_addr >> 32) as u32,
+            r.pvt_mem_param.raw(),
+            self.cfg.pvt_mem as u32,
+            (self.cfg.pvt_mem >> 32) as u32,
+            r.pvt_mem_size.raw(),
+            TSIZE,
+            r.config.raw(),
+            regs::SP_CS_INSTR_SIZE::default().try_set_instr_size(prog.code_units)?.raw(),
+            r.stack_offset.raw(),
+        ]);
+        // SP_REG_PROG_ID_0..3 (unused) and SP_CS_CONST_CONFIG: 5 consecutive registers.
+        w.push(type4_header(regs::SP_REG_PROG_ID_0::REG, 5)?);
+        w.extend_from_slice(&[REGID_UNUSED4, REGID_UNUSED4, REGID_UNUSED4, 0xfc, r.const_config.raw()]);
+        // Constants, then code, both indirect into SB6_CS_SHADER.
+        w.push(type7_header(op::CP_LOAD_STATE6_FRAG, 3)?);
+        w.push(ls6::dword0(0, ls6::ST6_CONSTANTS, ls6::SS6_INDIRECT, ls6::SB6_CS_SHADER, prog.load_vec4));
+        at.kernargs = w.len();
+        w.extend_from_slice(&[0, 0]);
+        w.push(type7_header(op::CP_LOAD_STATE6_FRAG, 3)?);
+        w.push(ls6::dword0(0, ls6::ST6_SHADER, ls6::SS6_INDIRECT, ls6::SB6_CS_SHADER, prog.code_units));
+        w.extend_from_slice(&[code_addr as u32, (code_addr >> 32) as u32]);
+        w.push(type7_header(op::CP_EXEC_CS, 4)?);
+        w.push(0);
+        for d in 0..3 {
+            at.exec_groups[d] = w.len();
+            w.push(0);
+        }
+        let mut table = self.programs.write();
+        table.push(ExecTemplate { words: w, at, max_threads: prog.max_threads });
+        Ok((table.len() - 1) as u64)
+    }
+
+    /// Encode `cmd` into `s`; returns the exec's `max_threads` (0 for other commands).
+    pub fn encode_to(&self, cmd: &Command, s: &mut impl Sink) -> Result<u32> {
+        match *cmd {
+            Command::Exec { program, kernargs, global, local } => {
+                let table = self.programs.read();
+                let t = usize::try_from(program).ok().and_then(|i| table.get(i)).ok_or(Error::InvalidArgument {
+                    what: "adreno exec: no program registered under this handle",
+                    value: program,
+                })?;
+                check_local(local, t.max_threads)?;
+                Self::check_grid(global, local)?;
+                Self::check_addr("adreno constant block address", kernargs, 16)?;
+                emit_exec(t, kernargs, global, local, s);
+                Ok(t.max_threads)
+            }
+            Command::Wait { addr, value } => {
+                Self::check_addr("adreno wait address", addr, 8)?;
+                let lo = value as u32;
+                for (function, form, reference) in
+                    [(wrm::WRITE_LT, Form::SignFlip, lo ^ 0x8000_0000), (wrm::WRITE_GE, Form::Lo, lo)]
+                {
+                    s.word(type7_header(op::CP_WAIT_REG_MEM, 6)?);
+                    s.marked(Field::Value, Form::WaitFunction { function: function as u8 }, wait_d0(function, lo));
+                    s.marked64(Field::Addr, Form::Raw64, addr);
+                    s.marked(Field::Value, form, reference);
+                    s.words(&[u32::MAX, WAIT_DELAY]);
+                }
+                Ok(0)
+            }
+            Command::Signal { addr, value } => {
+                Self::check_addr("adreno signal address", addr, 8)?;
+                s.word(type7_header(op::CP_WAIT_FOR_IDLE, 0)?);
+                let ev = events::CACHE_FLUSH_TS << event_write::EVENT_SHIFT;
+                // Low word first: between the two writes a reader sees (old high, new low),
+                // never more than the new value (high first would show 0x1_ffff_ffff on the way
+                // from 0x0_ffff_ffff to 0x1_0000_0000 and wake a host waiter too early).
+                s.words(&[type7_header(op::CP_EVENT_WRITE, 4)?, ev]);
+                s.marked64(Field::Addr, Form::Raw64, addr);
+                s.marked(Field::Value, Form::Lo, value as u32);
+                s.words(&[type7_header(op::CP_EVENT_WRITE, 4)?, ev]);
+                s.marked64(Field::Addr, Form::Plus4x64, addr + 4);
+                s.marked(Field::Value, Form::Hi, (value >> 32) as u32);
+                Ok(0)
+            }
+            Command::Timestamp { addr } => {
+                Self::check_addr("adreno timestamp address", addr, 8)?;
+                let d0 = regs::CP_ALWAYS_ON_COUNTER::REG << reg_to_mem::REG_SHIFT
+                    | 2 << reg_to_mem::CNT_SHIFT
+                    | 1 << reg_to_mem::B64_BIT;
+                s.words(&[type7_header(op::CP_WAIT_FOR_IDLE, 0)?, type7_header(op::CP_REG_TO_MEM, 3)?, d0]);
+                s.marked64(Field::Addr, Form::Raw64, addr);
+                Ok(0)
+            }
+            Command::Barrier => {
+                let sc = self.cfg.scratch;
+                s.words(&[
+                    type7_header(op::CP_EVENT_WRITE, 4)?,
+                    events::CACHE_FLUSH_TS << event_write::EVENT_SHIFT,
+                    sc as u32,
+                    (sc >> 32) as u32,
+                    0,
+                    type7_header(op::CP_EVENT_WRITE, 1)?,
+                    events::CACHE_INVALIDATE << event_write::EVENT_SHIFT,
+                    type7_header(op::CP_WAIT_MEM_WRITES, 0)?,
+                    type7_header(op::CP_WAIT_FOR_IDLE, 0)?,
+                ]);
+                Ok(0)
+            }
+            Command::Copy { .. } => Err(Error::Unsupported {
+                what: "adreno compute encoder: copy commands are not supported (copy with a kernel)",
+                value: 0,
+            }),
+        }
+    }
+}
+
+#[inline]
+fn emit_exec(t: &ExecTemplate, kernargs: u64, global: [u32; 3], local: [u32; 3], s: &mut impl Sink) {
+    let w = &t.words;
+    let at = &t.at;
+    s.words(&w[..at.ndrange0]);
+    let mut ndr0 = w[at.ndrange0];
+    for (d, shift) in [(0u8, 2u8), (1, 12), (2, 22)] {
+        ndr0 |= (local[usize::from(d)] - 1) << shift;
+    }
+    // NDRANGE_0 carries the three local sizes: one word, marked once per dimension.
+    s.marked(Field::Local(0), Form::LocalMinusOne { dim: 0, shift: 2 }, ndr0);
+    s.also(Field::Local(1), Form::LocalMinusOne { dim: 1, shift: 12 });
+    s.also(Field::Local(2), Form::LocalMinusOne { dim: 2, shift: 22 });
+    for d in 0..3u8 {
+        let i = usize::from(d);
+        // GLOBALSIZE in threads depends on both the group count and the local size.
+        s.marked(Field::Global(d), Form::Threads { dim: d }, global[i] * local[i]);
+        s.also(Field::Local(d), Form::Threads { dim: d });
+        s.word(0); // GLOBALOFF
+    }
+    s.words(&w[at.threads[2] + 2..at.groups[0]]);
+    for d in 0..3u8 {
+        s.marked(Field::Global(d), Form::Raw32, global[usize::from(d)]);
+    }
+    s.words(&w[at.groups[2] + 1..at.kernargs]);
+    s.marked64(Field::Kernargs, Form::Raw64, kernargs);
+    s.words(&w[at.kernargs + 2..at.exec_groups[0]]);
+    for d in 0..3u8 {
+        s.marked(Field::Global(d), Form::Raw32, global[usize::from(d)]);
+    }
+}
+
+/// Adapter from [`Sink`] to the core's [`CmdWriter`]: only fields the core can patch correctly
+/// (held in exactly one raw word) become core marks.
+struct CoreSink<'a, 'b> {
+    w: &'a mut CmdWriter<'b>,
+    expose: fn(Field) -> bool,
+}
+
+impl Sink for CoreSink<'_, '_> {
+    fn word(&mut self, w: u32) {
+        self.w.word(w);
+    }
+    fn words(&mut self, ws: &[u32]) {
+        for &x in ws {
+            self.w.word(x);
+        }
+    }
+    fn marked(&mut self, field: Field, form: Form, w: u32) {
+        if form == Form::Raw32 && (self.expose)(field) { self.w.field32(field, w) } else { self.w.word(w) }
+    }
+    fn marked64(&mut self, field: Field, form: Form, v: u64) {
+        if form == Form::Raw64 && (self.expose)(field) { self.w.field64(field, v) } else { self.w.word64(v) }
+    }
+    fn also(&mut self, _field: Field, _form: Form) {}
+}
+
+impl Encoder for A6xxEncoder {
+    fn encode(&self, cmd: &Command, w: &mut CmdWriter<'_>) -> Result<()> {
+        // Fields in exactly one raw word: exec kernargs, timestamp address. Everything else
+        // has several or derived words (see the type docs and `crate::queue`).
+        let expose: fn(Field) -> bool = match cmd {
+            Command::Exec { .. } => |f| f == Field::Kernargs,
+            Command::Timestamp { .. } => |f| f == Field::Addr,
+            _ => |_| false,
+        };
+        self.encode_to(cmd, &mut CoreSink { w, expose }).map(|_| ())
+    }
+}

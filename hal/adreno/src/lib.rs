@@ -1,0 +1,29 @@
+//! hcq Adreno HAL (a6xx: Adreno 630 / SDM845).
+//!
+//! - [`pm4`]: TYPE4/TYPE7 packets with parity, an encoder and a decoder.
+//! - [`a6xx`]: registers (declared with the core's `register!`), events, and [`A6xxEncoder`],
+//!   the compute encoder behind the core's [`hcq::queue::Encoder`].
+//! - [`program`]: an a630 shader blob plus its bundle metadata becomes a validated [`Program`].
+//! - [`queue`]: [`Pm4Queue`], a PM4 command buffer whose every patchable word — including
+//!   derived forms such as `local − 1` and `groups × local` — is rewritten on replay.
+//! - [`rd`]: freedreno `.rd` capture writer and reader.
+//! - [`sim`]: a PM4 interpreter for a simulated Adreno, with a [`sim::Dispatch`] hook for the
+//!   shader interpreter.
+//!
+//! `no_std` + `alloc`.
+
+#![no_std]
+
+extern crate alloc;
+
+pub mod a6xx;
+pub mod pm4;
+pub mod program;
+pub mod queue;
+pub mod rd;
+pub mod reg;
+pub mod sim;
+
+pub use a6xx::{A6xxEncoder, EncoderConfig};
+pub use program::Program;
+pub use queue::Pm4Queue;

@@ -1,0 +1,517 @@
+//! A simulated Adreno command processor: a PM4 interpreter over GPU memory.
+//!
+//! [`Cp::submit`] runs an indirect buffer (IB) the way the a6xx CP does, as far as a compute
+//! runtime uses it: header parity, TYPE4 writes into a register file, `CP_MEM_WRITE`,
+//! `CP_EVENT_WRITE` (the `*_TS` events write their value — or the always-on counter with the
+//! `TIMESTAMP` bit — when they retire, which here is at once), `CP_REG_TO_MEM` (including
+//! `CP_ALWAYS_ON_COUNTER`), `CP_WAIT_REG_MEM` (all compare functions, signed or not),
+//! `CP_INDIRECT_BUFFER` (nested, at most [`MAX_IB_DEPTH`] levels), `CP_LOAD_STATE6_FRAG`
+//! (indirect compute shader and constants) and `CP_EXEC_CS`.
+//!
+//! At `CP_EXEC_CS` the register file and the loaded state are checked against each other
+//! (shader length, constant length, local size fields, thread counts = groups × local, group
+//! registers = the packet's counts) and a [`ComputeState`] goes to the [`Dispatch`] callback,
+//! where a shader interpreter (ir3) runs it over the same memory.
+//!
+//! A wait whose condition is false stops the run with [`Outcome::Blocked`]; the host changes
+//! memory and calls [`Cp::resume`]. An unknown opcode, bad parity, a memory fault or a state
+//! mismatch stops it with an error naming the IB address and the word offset.
+
+mod memory;
+
+pub use memory::{GpuMemory, SparseMemory};
+
+use crate::a6xx::{events, regs};
+use crate::pm4::op;
+use crate::pm4::raw::{
+    EventWrite, ExecCs, IndirectBuffer, LoadState6Indirect, RegToMem, Type4Header, Type7Header, WaitRegMem,
+    event_write as ev, load_state6 as ls6, reg_to_mem as r2m, wait_reg_mem as wrm,
+};
+use crate::reg::Reg;
+use alloc::format;
+use alloc::vec;
+use alloc::vec::Vec;
+use hcq::{Error, Result};
+use zerocopy::{FromBytes, IntoBytes};
+
+/// Deepest IB nesting accepted (the ring calls IB1, which may call IB2; one more for slack).
+pub const MAX_IB_DEPTH: usize = 3;
+/// Registers in the file (18-bit dword offsets).
+pub const REG_FILE_DWORDS: usize = 1 << 18;
+
+/// The validated compute state at a `CP_EXEC_CS`.
+#[derive(Debug)]
+pub struct ComputeState<'a> {
+    /// Shader code address (`SP_CS_BASE`, equal to the loaded shader's address).
+    pub shader_addr: u64,
+    /// The code as loaded by `CP_LOAD_STATE6` (`code_units × 32` words).
+    pub shader: &'a [u32],
+    /// Entry offset in bytes (`SP_CS_PROGRAM_COUNTER_OFFSET`).
+    pub entry: u32,
+    /// Constant block address.
+    pub consts_addr: u64,
+    /// The constant file as loaded (`vec4 × 4` words).
+    pub consts: &'a [u32],
+    /// Work-groups per dimension.
+    pub groups: [u32; 3],
+    /// Threads per work-group per dimension.
+    pub local: [u32; 3],
+    /// `SP_CS_CNTL_0` (footprints, wave size).
+    pub cntl_0: regs::SP_CS_CNTL_0,
+    /// `SP_CS_CONST_CONFIG_0` (work-group id / local id registers).
+    pub const_config_0: regs::SP_CS_CONST_CONFIG_0,
+    /// `SP_CS_WGE_CNTL`.
+    pub wge_cntl: regs::SP_CS_WGE_CNTL,
+}
+
+/// Runs dispatches (the shader interpreter plugs in here).
+pub trait Dispatch {
+    /// Execute `state` over `mem`; an error stops the CP (a shader fault).
+    fn dispatch(&mut self, state: &ComputeState<'_>, mem: &mut dyn GpuMemory) -> Result<()>;
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every packet ran.
+    Done,
+    /// A `CP_WAIT_REG_MEM` is not satisfied: at IB address `ib`, word `word`.
+    Blocked {
+        /// IB address.
+        ib: u64,
+        /// Word offset of the wait packet in that IB.
+        word: u32,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    base: u64,
+    len: u32,
+    pos: u32,
+}
+
+enum Step {
+    Next(u32),
+    Called,
+    Blocked,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Loaded {
+    addr: u64,
+    units: u32,
+}
+
+/// The simulated CP (see the module docs).
+pub struct Cp {
+    regs: Vec<u32>,
+    stack: Vec<Frame>,
+    payload: Vec<u32>,
+    shader: Vec<u32>,
+    consts: Vec<u32>,
+    shader_at: Option<Loaded>,
+    consts_at: Option<Loaded>,
+    counter: u64,
+    packets: u64,
+    dispatches: u64,
+    irqs: u64,
+}
+
+impl core::fmt::Debug for Cp {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Cp").field("packets", &self.packets).field("dispatches", &self.dispatches).finish()
+    }
+}
+
+impl Default for Cp {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Ticks of `CP_ALWAYS_ON_COUNTER` per packet (the counter runs at 19.2 MHz; a packet is
+/// taken as ~50 ns so timestamps move forward deterministically).
+const TICKS_PER_PACKET: u64 = 1;
+
+impl Cp {
+    /// A CP with a zeroed register file.
+    pub fn new() -> Self {
+        Self {
+            regs: vec![0; REG_FILE_DWORDS],
+            stack: Vec::with_capacity(MAX_IB_DEPTH),
+            payload: Vec::with_capacity(64),
+            shader: Vec::new(),
+            consts: Vec::new(),
+            shader_at: None,
+            consts_at: None,
+            counter: 0,
+            packets: 0,
+            dispatches: 0,
+            irqs: 0,
+        }
+    }
+
+    /// Register `reg` (dword offset).
+    pub fn reg(&self, reg: u32) -> u32 {
+        self.regs.get(reg as usize).copied().unwrap_or(0)
+    }
+
+    /// Packets executed so far.
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+
+    /// Dispatches run so far.
+    pub fn dispatches(&self) -> u64 {
+        self.dispatches
+    }
+
+    /// Events written with the IRQ bit.
+    pub fn irqs(&self) -> u64 {
+        self.irqs
+    }
+
+    /// Start running the IB of `dwords` words at `addr`. A previous run must have finished.
+    pub fn submit(&mut self, addr: u64, dwords: u32, mem: &mut dyn GpuMemory, d: &mut dyn Dispatch) -> Result<Outcome> {
+        if !self.stack.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "adreno sim: a submission is still blocked in a wait",
+                value: addr,
+            });
+        }
+        if !addr.is_multiple_of(4) {
+            return Err(Error::Misaligned { what: "adreno sim: IB address", value: addr, align: 4 });
+        }
+        self.stack.push(Frame { base: addr, len: dwords, pos: 0 });
+        self.resume(mem, d)
+    }
+
+    /// Continue after [`Outcome::Blocked`] (re-evaluating the wait).
+    pub fn resume(&mut self, mem: &mut dyn GpuMemory, d: &mut dyn Dispatch) -> Result<Outcome> {
+        while let Some(top) = self.stack.last().copied() {
+            if top.pos >= top.len {
+                self.stack.pop();
+                continue;
+            }
+            let i = self.stack.len() - 1;
+            match self.step(top, mem, d) {
+                Ok(Step::Next(next)) => self.stack[i].pos = next,
+                Ok(Step::Called) => {}
+                Ok(Step::Blocked) => return Ok(Outcome::Blocked { ib: top.base, word: top.pos }),
+                Err(e) => {
+                    self.stack.clear();
+                    return Err(e.context(format!("adreno sim: IB {:#x} word {}", top.base, top.pos)));
+                }
+            }
+        }
+        Ok(Outcome::Done)
+    }
+
+    /// Execute the packet at `f.pos` (the top frame).
+    fn step(&mut self, f: Frame, mem: &mut dyn GpuMemory, d: &mut dyn Dispatch) -> Result<Step> {
+        let hdr = mem.read32(f.base.wrapping_add(u64::from(f.pos) * 4))?;
+        let (count, opcode) = match hdr >> 28 {
+            0x4 => {
+                let h = Type4Header(hdr);
+                if !h.parity_ok() || h.count() == 0 {
+                    return Err(Error::Malformed {
+                        what: "pm4 type4 header",
+                        at: f.pos.into(),
+                        reason: "bad parity or no register",
+                    });
+                }
+                (h.count(), None)
+            }
+            0x7 => {
+                let h = Type7Header(hdr);
+                if !h.parity_ok() || !h.reserved_clear() {
+                    return Err(Error::Malformed {
+                        what: "pm4 type7 header",
+                        at: f.pos.into(),
+                        reason: "bad parity or reserved bits set",
+                    });
+                }
+                (h.count(), Some(h.opcode()))
+            }
+            _ => {
+                return Err(Error::Malformed {
+                    what: "pm4 header",
+                    at: f.pos.into(),
+                    reason: "not a type4 or type7 packet",
+                });
+            }
+        };
+        let end = f.pos.saturating_add(1 + count);
+        if end > f.len {
+            return Err(Error::Malformed {
+                what: "pm4 packet",
+                at: f.pos.into(),
+                reason: "payload runs past the end of the IB",
+            });
+        }
+        self.payload.clear();
+        for i in 0..count {
+            let w = mem.read32(f.base.wrapping_add(u64::from(f.pos + 1 + i) * 4))?;
+            self.payload.push(w);
+        }
+        self.packets += 1;
+        self.counter += TICKS_PER_PACKET;
+        let Some(opcode) = opcode else {
+            let reg = Type4Header(hdr).reg();
+            for (i, v) in self.payload.iter().enumerate() {
+                let r = reg as usize + i;
+                let slot = self.regs.get_mut(r).ok_or(Error::OutOfBounds {
+                    what: "adreno sim: type4 write past the register file",
+                    offset: r as u64,
+                    len: 1,
+                    limit: REG_FILE_DWORDS as u64,
+                })?;
+                *slot = *v;
+            }
+            return Ok(Step::Next(end));
+        };
+        match opcode {
+            op::CP_NOP | op::CP_WAIT_FOR_IDLE | op::CP_WAIT_MEM_WRITES | op::CP_WAIT_FOR_ME | op::CP_SET_MARKER => {}
+            op::CP_MEM_WRITE => {
+                if self.payload.len() < 3 {
+                    return Err(short("CP_MEM_WRITE", f.pos));
+                }
+                let addr = u64::from(self.payload[0]) | u64::from(self.payload[1]) << 32;
+                for (i, v) in self.payload[2..].iter().enumerate() {
+                    mem.write32(addr.wrapping_add(4 * i as u64), *v)?;
+                }
+            }
+            op::CP_EVENT_WRITE => self.event(f.pos, mem)?,
+            op::CP_REG_TO_MEM => {
+                let p = read::<RegToMem>(&self.payload).ok_or(short("CP_REG_TO_MEM", f.pos))?;
+                if p.d0 >> r2m::ACCUMULATE_BIT & 1 != 0 {
+                    return Err(Error::Unsupported {
+                        what: "adreno sim: CP_REG_TO_MEM ACCUMULATE",
+                        value: p.d0.into(),
+                    });
+                }
+                let reg = p.d0 & ((1 << r2m::REG_BITS) - 1);
+                let cnt = ((p.d0 >> r2m::CNT_SHIFT) & ((1 << r2m::CNT_BITS) - 1)).max(1);
+                let dest = u64::from(p.dest_lo) | u64::from(p.dest_hi) << 32;
+                for i in 0..cnt {
+                    let v = self.read_reg(reg + i);
+                    mem.write32(dest.wrapping_add(4 * u64::from(i)), v)?;
+                }
+            }
+            op::CP_WAIT_REG_MEM => {
+                let p = read::<WaitRegMem>(&self.payload).ok_or(short("CP_WAIT_REG_MEM", f.pos))?;
+                if p.d0 >> wrm::WRITE_MEMORY_BIT & 1 != 0 {
+                    return Err(Error::Unsupported {
+                        what: "adreno sim: CP_WAIT_REG_MEM WRITE_MEMORY",
+                        value: p.d0.into(),
+                    });
+                }
+                let addr = u64::from(p.addr_lo) | u64::from(p.addr_hi) << 32;
+                let v = match (p.d0 >> wrm::POLL_SHIFT) & 3 {
+                    wrm::POLL_MEMORY => mem.read32(addr)?,
+                    wrm::POLL_REGISTER => self.read_reg(p.addr_lo & 0x3_ffff),
+                    x => {
+                        return Err(Error::Unsupported {
+                            what: "adreno sim: CP_WAIT_REG_MEM poll kind",
+                            value: x.into(),
+                        });
+                    }
+                } & p.mask;
+                let signed = p.d0 >> wrm::SIGNED_COMPARE_BIT & 1 != 0;
+                if !compare(p.d0 & 7, v, p.reference, signed)? {
+                    // Not consumed: resume re-evaluates it.
+                    self.packets -= 1;
+                    return Ok(Step::Blocked);
+                }
+            }
+            op::CP_INDIRECT_BUFFER => {
+                let p = read::<IndirectBuffer>(&self.payload).ok_or(short("CP_INDIRECT_BUFFER", f.pos))?;
+                if self.stack.len() >= MAX_IB_DEPTH {
+                    return Err(Error::OutOfSpace {
+                        what: "adreno sim: IB nesting",
+                        requested: self.stack.len() as u64 + 1,
+                        capacity: MAX_IB_DEPTH as u64,
+                    });
+                }
+                let base = u64::from(p.base_lo) | u64::from(p.base_hi) << 32;
+                if !base.is_multiple_of(4) {
+                    return Err(Error::Misaligned { what: "adreno sim: IB address", value: base, align: 4 });
+                }
+                // Return to the next packet of this IB, then run the callee.
+                if let Some(top) = self.stack.last_mut() {
+                    top.pos = end;
+                }
+                self.stack.push(Frame { base, len: p.size & 0xf_ffff, pos: 0 });
+                return Ok(Step::Called);
+            }
+            op::CP_LOAD_STATE6_FRAG => self.load_state(f.pos, mem)?,
+            op::CP_EXEC_CS => {
+                let p = read::<ExecCs>(&self.payload).ok_or(short("CP_EXEC_CS", f.pos))?;
+                self.exec(p.ngroups, mem, d)?;
+            }
+            x => {
+                return Err(Error::Unsupported {
+                    what: "adreno sim: unknown or unsupported CP opcode",
+                    value: x.into(),
+                });
+            }
+        }
+        Ok(Step::Next(end))
+    }
+
+    fn read_reg(&self, reg: u32) -> u32 {
+        match reg {
+            r if r == regs::CP_ALWAYS_ON_COUNTER::REG => self.counter as u32,
+            r if r == regs::CP_ALWAYS_ON_COUNTER::REG + 1 => (self.counter >> 32) as u32,
+            r => self.reg(r),
+        }
+    }
+
+    fn event(&mut self, at: u32, mem: &mut dyn GpuMemory) -> Result<()> {
+        let d0 = *self.payload.first().ok_or(short("CP_EVENT_WRITE", at))?;
+        let event = d0 & 0xff;
+        if d0 >> ev::IRQ_BIT & 1 != 0 {
+            self.irqs += 1;
+        }
+        match event {
+            events::CACHE_FLUSH_TS => {
+                let p = read::<EventWrite>(&self.payload).ok_or(short("CP_EVENT_WRITE (CACHE_FLUSH_TS)", at))?;
+                let addr = u64::from(p.addr_lo) | u64::from(p.addr_hi) << 32;
+                if d0 >> ev::TIMESTAMP_BIT & 1 != 0 {
+                    mem.write32(addr, self.counter as u32)?;
+                    mem.write32(addr.wrapping_add(4), (self.counter >> 32) as u32)?;
+                } else {
+                    mem.write32(addr, p.value)?;
+                }
+            }
+            events::CACHE_INVALIDATE => {}
+            x => return Err(Error::Unsupported { what: "adreno sim: CP_EVENT_WRITE event", value: x.into() }),
+        }
+        Ok(())
+    }
+
+    fn load_state(&mut self, at: u32, mem: &mut dyn GpuMemory) -> Result<()> {
+        let p = read::<LoadState6Indirect>(&self.payload).ok_or(short("CP_LOAD_STATE6_FRAG", at))?;
+        let field = |shift: u32, bits: u32| (p.d0 >> shift) & ((1 << bits) - 1);
+        let ty = field(ls6::STATE_TYPE_SHIFT, ls6::STATE_TYPE_BITS);
+        let src = field(ls6::STATE_SRC_SHIFT, ls6::STATE_SRC_BITS);
+        let block = field(ls6::STATE_BLOCK_SHIFT, ls6::STATE_BLOCK_BITS);
+        let units = field(ls6::NUM_UNIT_SHIFT, ls6::NUM_UNIT_BITS);
+        let dst = field(ls6::DST_OFF_SHIFT, ls6::DST_OFF_BITS);
+        if src != ls6::SS6_INDIRECT || block != ls6::SB6_CS_SHADER || dst != 0 {
+            return Err(Error::Unsupported {
+                what: "adreno sim: CP_LOAD_STATE6 other than indirect SB6_CS_SHADER at offset 0",
+                value: p.d0.into(),
+            });
+        }
+        let addr = u64::from(p.addr_lo) | u64::from(p.addr_hi) << 32;
+        let (buf, slot, words) = match ty {
+            ls6::ST6_SHADER => (&mut self.shader, &mut self.shader_at, units * 32),
+            ls6::ST6_CONSTANTS => (&mut self.consts, &mut self.consts_at, units * 4),
+            x => {
+                return Err(Error::Unsupported {
+                    what: "adreno sim: CP_LOAD_STATE6 state type (textures/IBOs)",
+                    value: x.into(),
+                });
+            }
+        };
+        buf.clear();
+        for i in 0..words {
+            buf.push(mem.read32(addr.wrapping_add(4 * u64::from(i)))?);
+        }
+        *slot = Some(Loaded { addr, units });
+        Ok(())
+    }
+
+    fn exec(&mut self, groups: [u32; 3], mem: &mut dyn GpuMemory, d: &mut dyn Dispatch) -> Result<()> {
+        let r = |reg: u32| self.reg(reg);
+        let shader = self.shader_at.ok_or(mismatch("CP_EXEC_CS without a loaded shader", 0, 0))?;
+        let consts = self.consts_at.ok_or(mismatch("CP_EXEC_CS without loaded constants", 0, 0))?;
+        let base = u64::from(r(regs::SP_CS_BASE::REG)) | u64::from(r(regs::SP_CS_BASE::REG + 1)) << 32;
+        if base != shader.addr {
+            return Err(mismatch("SP_CS_BASE differs from the loaded shader's address", shader.addr, base));
+        }
+        let instr = regs::SP_CS_INSTR_SIZE(r(regs::SP_CS_INSTR_SIZE::REG)).instr_size();
+        if instr != shader.units {
+            return Err(mismatch(
+                "SP_CS_INSTR_SIZE differs from the loaded shader length",
+                shader.units.into(),
+                instr.into(),
+            ));
+        }
+        let cc = regs::SP_CS_CONST_CONFIG(r(regs::SP_CS_CONST_CONFIG::REG));
+        if !cc.enabled() || u32::from(cc.constlen()) * 4 < consts.units {
+            return Err(mismatch(
+                "SP_CS_CONST_CONFIG: constants disabled or CONSTLEN below the loaded vec4",
+                consts.units.into(),
+                cc.raw().into(),
+            ));
+        }
+        if !regs::SP_CS_CONFIG(r(regs::SP_CS_CONFIG::REG)).enabled() {
+            return Err(mismatch("SP_CS_CONFIG: compute stage not enabled", 1, 0));
+        }
+        let nd = regs::SP_CS_NDRANGE_0(r(regs::SP_CS_NDRANGE_0::REG));
+        let local = [u32::from(nd.localsizex()) + 1, u32::from(nd.localsizey()) + 1, u32::from(nd.localsizez()) + 1];
+        for dim in 0..3u32 {
+            let threads = r(regs::SP_CS_NDRANGE.base + 1 + 2 * dim);
+            let kg = r(regs::SP_CS_KERNEL_GROUP.base + dim);
+            let g = groups[dim as usize];
+            if g == 0 {
+                return Err(mismatch("CP_EXEC_CS with 0 groups", 1, 0));
+            }
+            if kg != g {
+                return Err(mismatch("SP_CS_KERNEL_GROUP differs from CP_EXEC_CS", g.into(), kg.into()));
+            }
+            if u64::from(threads) != u64::from(g) * u64::from(local[dim as usize]) {
+                return Err(mismatch(
+                    "SP_CS_NDRANGE global size is not groups × local",
+                    u64::from(g) * u64::from(local[dim as usize]),
+                    threads.into(),
+                ));
+            }
+        }
+        let state = ComputeState {
+            shader_addr: shader.addr,
+            shader: &self.shader,
+            entry: r(regs::SP_CS_PROGRAM_COUNTER_OFFSET::REG),
+            consts_addr: consts.addr,
+            consts: &self.consts,
+            groups,
+            local,
+            cntl_0: regs::SP_CS_CNTL_0(r(regs::SP_CS_CNTL_0::REG)),
+            const_config_0: regs::SP_CS_CONST_CONFIG_0(r(regs::SP_CS_CONST_CONFIG_0::REG)),
+            wge_cntl: regs::SP_CS_WGE_CNTL(r(regs::SP_CS_WGE_CNTL::REG)),
+        };
+        d.dispatch(&state, mem)?;
+        self.dispatches += 1;
+        Ok(())
+    }
+}
+
+fn read<T: FromBytes + zerocopy::KnownLayout + zerocopy::Immutable + Copy>(p: &[u32]) -> Option<T> {
+    T::read_from_prefix(p.as_bytes()).ok().map(|(v, _)| v)
+}
+
+fn short(what: &'static str, at: u32) -> Error {
+    Error::Malformed { what, at: at.into(), reason: "payload shorter than the packet's layout" }
+}
+
+fn mismatch(what: &'static str, expected: u64, found: u64) -> Error {
+    Error::Mismatch { what, expected, found }
+}
+
+/// `cp_cond_function` on `v` against `r`.
+fn compare(function: u32, v: u32, r: u32, signed: bool) -> Result<bool> {
+    let (a, b) = if signed { ((v as i32) as i64, (r as i32) as i64) } else { (i64::from(v), i64::from(r)) };
+    Ok(match function {
+        0 => true,
+        1 => a < b,
+        2 => a <= b,
+        3 => a == b,
+        4 => a != b,
+        5 => a >= b,
+        6 => a > b,
+        x => return Err(Error::Unsupported { what: "adreno sim: cp_cond_function", value: x.into() }),
+    })
+}

@@ -1,0 +1,165 @@
+//! The ioctl layer behind a trait: [`KgslIoctl`] is what the rest of the crate calls, and
+//! [`RustixKgsl`] implements it over `/dev/kgsl-3d0` with rustix. A simulated KGSL (or a test's
+//! fake) implements the same trait; user pointers inside the uapi structs are filled in by the
+//! real backend only, so implementations see plain Rust slices.
+
+use crate::uapi::*;
+use core::ptr::NonNull;
+use rustix::fd::OwnedFd;
+use rustix::io::Errno;
+use zerocopy::IntoBytes;
+
+/// A CPU mapping of a GPU object.
+#[derive(Debug)]
+pub struct Mapping {
+    /// Start.
+    pub ptr: NonNull<u8>,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+// SAFETY: a Mapping is an address range; access goes through GpuObject, which hands out
+// volatile word accessors only.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+/// The KGSL ioctls this crate uses. Errors are the raw errno of the call.
+pub trait KgslIoctl: Send + Sync {
+    /// `DEVICE_GETPROPERTY`: fill `out` with property `ty`.
+    fn get_property(&self, ty: u32, out: &mut [u8]) -> Result<(), Errno>;
+    /// `DRAWCTXT_CREATE`.
+    fn drawctxt_create(&self, arg: &mut DrawctxtCreate) -> Result<(), Errno>;
+    /// `DRAWCTXT_DESTROY`.
+    fn drawctxt_destroy(&self, arg: &DrawctxtDestroy) -> Result<(), Errno>;
+    /// `GPUOBJ_ALLOC`.
+    fn gpuobj_alloc(&self, arg: &mut GpuobjAlloc) -> Result<(), Errno>;
+    /// `GPUOBJ_INFO`.
+    fn gpuobj_info(&self, arg: &mut GpuobjInfo) -> Result<(), Errno>;
+    /// `GPUOBJ_FREE`, with the timestamp event when `FREE_ON_EVENT` is set.
+    fn gpuobj_free(&self, arg: &GpuobjFree, event: Option<&GpuEventTimestamp>) -> Result<(), Errno>;
+    /// `MAP_USER_MEM`.
+    fn map_user_mem(&self, arg: &mut MapUserMem) -> Result<(), Errno>;
+    /// `SHAREDMEM_FREE`.
+    fn sharedmem_free(&self, arg: &SharedmemFree) -> Result<(), Errno>;
+    /// `GPU_COMMAND` with the command objects `cmds` (the backend sets `cmdlist`).
+    fn gpu_command(&self, arg: &mut GpuCommand, cmds: &[CommandObject]) -> Result<(), Errno>;
+    /// `DEVICE_WAITTIMESTAMP_CTXTID`.
+    fn wait_timestamp(&self, arg: &WaitTimestampCtxtid) -> Result<(), Errno>;
+    /// `CMDSTREAM_READTIMESTAMP_CTXTID`.
+    fn read_timestamp(&self, arg: &mut ReadTimestampCtxtid) -> Result<(), Errno>;
+    /// Map `len` bytes of GPU object memory at mmap offset `offset` (object id × 4096).
+    fn mmap(&self, len: usize, offset: u64) -> Result<Mapping, Errno>;
+    /// Undo [`KgslIoctl::mmap`].
+    ///
+    /// # Safety
+    /// `m` came from this backend's `mmap` and nothing references the range any more.
+    unsafe fn munmap(&self, m: &Mapping);
+}
+
+/// The real KGSL device node, through rustix.
+#[derive(Debug)]
+pub struct RustixKgsl {
+    fd: OwnedFd,
+}
+
+/// One ioctl with a dynamic request number over a `#[repr(C)]` argument.
+struct Raw<'a, T> {
+    request: u32,
+    arg: &'a mut T,
+}
+
+// SAFETY: `as_ptr` points at a live, exclusively borrowed `T` whose size is the size encoded in
+// `request` (checked in `RustixKgsl::call`); the kernel reads and writes only that struct (and
+// user pointers the caller put in it, which point at live buffers for the call's duration).
+unsafe impl<T> rustix::ioctl::Ioctl for Raw<'_, T> {
+    type Output = ();
+    const IS_MUTATING: bool = true;
+    fn opcode(&self) -> rustix::ioctl::Opcode {
+        // CAST: the Linux request number; the Opcode type is u32 or c_ulong per libc.
+        self.request as rustix::ioctl::Opcode
+    }
+    fn as_ptr(&mut self) -> *mut core::ffi::c_void {
+        (self.arg as *mut T).cast()
+    }
+    unsafe fn output_from_ptr(_: rustix::ioctl::IoctlOutput, _: *mut core::ffi::c_void) -> rustix::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl RustixKgsl {
+    /// Open the node at `path` read-write.
+    pub fn open(path: &str) -> Result<Self, Errno> {
+        use rustix::fs::{Mode, OFlags, open};
+        let fd = open(path, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())?;
+        Ok(Self { fd })
+    }
+
+    fn call<T: IntoBytes>(&self, request: u32, arg: &mut T) -> Result<(), Errno> {
+        // PANIC: the request numbers are built from size_of::<T>() in uapi.rs; a mismatch is a
+        // programming error caught by every test that reaches the call.
+        assert_eq!((request >> 16 & 0x3fff) as usize, size_of::<T>(), "ioctl request size");
+        // SAFETY: see the `Ioctl` impl for `Raw`: `arg` is live and sized as the request says.
+        unsafe { rustix::ioctl::ioctl(&self.fd, Raw { request, arg }) }
+    }
+}
+
+impl KgslIoctl for RustixKgsl {
+    fn get_property(&self, ty: u32, out: &mut [u8]) -> Result<(), Errno> {
+        let mut a = DeviceGetProperty { ty, _pad: 0, value: out.as_mut_ptr() as u64, sizebytes: out.len() as u64 };
+        self.call(IOCTL_DEVICE_GETPROPERTY, &mut a)
+    }
+    fn drawctxt_create(&self, arg: &mut DrawctxtCreate) -> Result<(), Errno> {
+        self.call(IOCTL_DRAWCTXT_CREATE, arg)
+    }
+    fn drawctxt_destroy(&self, arg: &DrawctxtDestroy) -> Result<(), Errno> {
+        self.call(IOCTL_DRAWCTXT_DESTROY, &mut arg.clone())
+    }
+    fn gpuobj_alloc(&self, arg: &mut GpuobjAlloc) -> Result<(), Errno> {
+        self.call(IOCTL_GPUOBJ_ALLOC, arg)
+    }
+    fn gpuobj_info(&self, arg: &mut GpuobjInfo) -> Result<(), Errno> {
+        self.call(IOCTL_GPUOBJ_INFO, arg)
+    }
+    fn gpuobj_free(&self, arg: &GpuobjFree, event: Option<&GpuEventTimestamp>) -> Result<(), Errno> {
+        let mut a = *arg;
+        let mut ev = event.copied().unwrap_or_default();
+        if event.is_some() {
+            a.priv_ = (&mut ev as *mut GpuEventTimestamp) as u64;
+            a.len = size_of::<GpuEventTimestamp>() as u32;
+        }
+        self.call(IOCTL_GPUOBJ_FREE, &mut a)
+    }
+    fn map_user_mem(&self, arg: &mut MapUserMem) -> Result<(), Errno> {
+        self.call(IOCTL_MAP_USER_MEM, arg)
+    }
+    fn sharedmem_free(&self, arg: &SharedmemFree) -> Result<(), Errno> {
+        self.call(IOCTL_SHAREDMEM_FREE, &mut arg.clone())
+    }
+    fn gpu_command(&self, arg: &mut GpuCommand, cmds: &[CommandObject]) -> Result<(), Errno> {
+        arg.cmdlist = cmds.as_ptr() as u64;
+        arg.cmdsize = size_of::<CommandObject>() as u32;
+        arg.numcmds = cmds.len() as u32;
+        self.call(IOCTL_GPU_COMMAND, arg)
+    }
+    fn wait_timestamp(&self, arg: &WaitTimestampCtxtid) -> Result<(), Errno> {
+        self.call(IOCTL_DEVICE_WAITTIMESTAMP_CTXTID, &mut arg.clone())
+    }
+    fn read_timestamp(&self, arg: &mut ReadTimestampCtxtid) -> Result<(), Errno> {
+        self.call(IOCTL_CMDSTREAM_READTIMESTAMP_CTXTID, arg)
+    }
+    fn mmap(&self, len: usize, offset: u64) -> Result<Mapping, Errno> {
+        use rustix::mm::{MapFlags, ProtFlags, mmap};
+        // SAFETY: a fresh shared mapping of the device at a kernel-chosen address; it aliases
+        // no Rust object.
+        let p = unsafe {
+            mmap(core::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED, &self.fd, offset)?
+        };
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or(Errno::NOMEM)?;
+        Ok(Mapping { ptr, len })
+    }
+    unsafe fn munmap(&self, m: &Mapping) {
+        // SAFETY: the caller guarantees `m` is our mapping and unreferenced.
+        let _ = unsafe { rustix::mm::munmap(m.ptr.as_ptr().cast(), m.len) };
+    }
+}

@@ -1,0 +1,431 @@
+//! hcq KGSL access: Qualcomm's Adreno kernel driver (`/dev/kgsl-3d0`, Android and comma's AGNOS).
+//!
+//! KGSL has no user-visible ring: work is an indirect buffer (IB) handed to
+//! `IOCTL_KGSL_GPU_COMMAND`, which returns a per-context timestamp; the kernel wraps the IB in
+//! its own ring with the timestamp writes. This crate offers:
+//!
+//! - [`uapi`]: the structs as zerocopy types with size/offset assertions; [`flags`]: the flag
+//!   words as `bitflags`.
+//! - [`backend::KgslIoctl`]: every ioctl behind a trait ([`backend::RustixKgsl`] is the device
+//!   node through rustix; a simulated KGSL or a test fake replaces it).
+//! - [`Kgsl`]: open and check the device (KGSL ≥ 3.14, an Adreno 630), contexts, GPU objects
+//!   (allocated, CPU-mapped, freed only after the timestamp that last used them),
+//!   user-memory mappings, IB submission, timestamp waits, and [`TimestampHooks`], the
+//!   core signal wait's sleep hook.
+
+pub mod backend;
+pub mod flags;
+pub mod uapi;
+
+use backend::{KgslIoctl, Mapping, RustixKgsl};
+use flags::{CmdlistFlags, ContextFlags, MemFlags};
+use hcq::error::device_name;
+use hcq::mmio::VolatileRegion;
+use hcq::{Error, Result};
+use rustix::io::Errno;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use uapi::*;
+use zerocopy::FromZeros;
+
+/// The KGSL node of the 3D core.
+pub const DEFAULT_NODE: &str = "/dev/kgsl-3d0";
+/// Oldest KGSL driver version with `GPUOBJ_*` and `GPU_COMMAND`.
+pub const MIN_VERSION: (u32, u32) = (3, 14);
+const DEVICE: &str = "QCOM";
+
+fn os(what: &'static str, e: Errno) -> Error {
+    Error::Os { what, errno: e.raw_os_error() }
+}
+
+/// The error a user sees when the node cannot be opened.
+fn open_error(e: Errno) -> Error {
+    match e {
+        Errno::NOENT | Errno::NODEV | Errno::NXIO => Error::DeviceUnavailable {
+            device: device_name(DEVICE),
+            reason: "the KGSL node (/dev/kgsl-3d0) is missing: no Adreno GPU, or its kernel driver is not loaded",
+        },
+        Errno::ACCESS | Errno::PERM => Error::DeviceUnavailable {
+            device: device_name(DEVICE),
+            reason: "permission denied on the KGSL node (/dev/kgsl-3d0): run in its group (graphics/video) or as root",
+        },
+        e => os("open /dev/kgsl-3d0", e),
+    }
+}
+
+/// What `DEVICE_GETPROPERTY(DEVICE_INFO)` says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// `core << 24 | major << 16 | minor << 8 | patch` (a630: 0x0603000p).
+    pub chip_id: u32,
+    /// Marketing id (630).
+    pub gpu_id: u32,
+    /// GMEM bytes (1 MiB on a630).
+    pub gmem_bytes: u64,
+    /// GMEM base address.
+    pub gmem_base: u64,
+    /// The GPU MMU is on.
+    pub mmu_enabled: bool,
+}
+
+impl DeviceInfo {
+    /// `(core, major, minor, patch)` of the chip id.
+    pub fn revision(&self) -> (u8, u8, u8, u8) {
+        let c = self.chip_id.to_be_bytes();
+        (c[0], c[1], c[2], c[3])
+    }
+}
+
+/// An open, checked KGSL device.
+pub struct Kgsl {
+    io: Arc<dyn KgslIoctl>,
+    info: DeviceInfo,
+    version: Version,
+}
+
+impl core::fmt::Debug for Kgsl {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Kgsl").field("info", &self.info).field("version", &self.version).finish()
+    }
+}
+
+/// A KGSL context: submissions on it are ordered and numbered by its timestamps.
+#[derive(Debug)]
+pub struct Context {
+    id: u32,
+    last: AtomicU32,
+}
+
+impl Context {
+    /// KGSL's context id.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+    /// Timestamp of the latest submission (0 before the first).
+    pub fn last_submitted(&self) -> u32 {
+        self.last.load(Ordering::Acquire)
+    }
+}
+
+/// When a GPU object may be released.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FreeAfter {
+    /// It was never part of a submission: free at once.
+    NeverSubmitted,
+    /// The kernel frees it once `context` retires `timestamp` (`GPUOBJ_FREE_ON_EVENT`).
+    Timestamp {
+        /// Context id.
+        context: u32,
+        /// Timestamp of the last submission that used it.
+        timestamp: u32,
+    },
+}
+
+/// A GPU memory object, mapped into this process.
+pub struct GpuObject {
+    io: Arc<dyn KgslIoctl>,
+    id: u32,
+    gpuaddr: u64,
+    size: u64,
+    map: Mapping,
+    region: VolatileRegion,
+}
+
+impl core::fmt::Debug for GpuObject {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("GpuObject")
+            .field("id", &self.id)
+            .field("gpuaddr", &format_args!("{:#x}", self.gpuaddr))
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+impl GpuObject {
+    /// KGSL object id.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+    /// GPU virtual address.
+    pub fn gpuaddr(&self) -> u64 {
+        self.gpuaddr
+    }
+    /// Size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    /// The CPU mapping as a bus of volatile word accesses (the GPU may read and write it).
+    pub fn bus(&self) -> &VolatileRegion {
+        &self.region
+    }
+}
+
+impl Drop for GpuObject {
+    fn drop(&mut self) {
+        // Only the CPU mapping goes: the GPU object itself is released by `Kgsl::free` (after
+        // its last timestamp) or when the device file closes, so a dropped handle never frees
+        // memory the GPU may still use.
+        // SAFETY: `map` came from this backend's mmap; `region` (the only accessor) dies with
+        // `self`, so nothing references the range afterwards.
+        unsafe { self.io.munmap(&self.map) };
+    }
+}
+
+/// A user-memory mapping (`MAP_USER_MEM`).
+#[derive(Debug)]
+pub struct UserMapping {
+    /// GPU address of the host range.
+    pub gpuaddr: u64,
+    /// Length.
+    pub len: u64,
+}
+
+impl Kgsl {
+    /// Open [`DEFAULT_NODE`] and check it.
+    pub fn open() -> Result<Kgsl> {
+        Self::open_path(DEFAULT_NODE)
+    }
+
+    /// Open the node at `path` and check it.
+    pub fn open_path(path: &str) -> Result<Kgsl> {
+        let io = RustixKgsl::open(path).map_err(open_error)?;
+        Self::with_backend(Arc::new(io))
+    }
+
+    /// Use `io` (a simulated KGSL, a fake): query and check the driver version and the chip.
+    pub fn with_backend(io: Arc<dyn KgslIoctl>) -> Result<Kgsl> {
+        let mut version = Version::new_zeroed();
+        io.get_property(PROP_VERSION, zerocopy::IntoBytes::as_mut_bytes(&mut version))
+            .map_err(|e| os("KGSL GETPROPERTY(VERSION)", e))?;
+        if (version.drv_major, version.drv_minor) < MIN_VERSION {
+            return Err(Error::Unsupported {
+                what: "KGSL driver version (3.14 or newer needed; value = major << 16 | minor)",
+                value: u64::from(version.drv_major) << 16 | u64::from(version.drv_minor),
+            });
+        }
+        let mut d = DevInfo::new_zeroed();
+        io.get_property(PROP_DEVICE_INFO, zerocopy::IntoBytes::as_mut_bytes(&mut d))
+            .map_err(|e| os("KGSL GETPROPERTY(DEVICE_INFO)", e))?;
+        let info = DeviceInfo {
+            chip_id: d.chip_id,
+            gpu_id: d.gpu_id,
+            gmem_bytes: d.gmem_sizebytes,
+            gmem_base: d.gmem_gpubaseaddr,
+            mmu_enabled: d.mmu_enabled != 0,
+        };
+        let (core, major, minor, _) = info.revision();
+        if (core, major, minor) != (6, 3, 0) {
+            return Err(Error::Unsupported {
+                what: "Adreno chip id (only the Adreno 630, chip 6.3.0.x, is supported)",
+                value: info.chip_id.into(),
+            });
+        }
+        Ok(Kgsl { io, info, version })
+    }
+
+    /// The device.
+    pub fn info(&self) -> DeviceInfo {
+        self.info
+    }
+
+    /// The driver's `(major, minor)` version.
+    pub fn version(&self) -> (u32, u32) {
+        (self.version.drv_major, self.version.drv_minor)
+    }
+
+    /// Create a context.
+    pub fn create_context(&self, flags: ContextFlags) -> Result<Context> {
+        let mut a = DrawctxtCreate { flags: flags.bits(), drawctxt_id: 0 };
+        self.io.drawctxt_create(&mut a).map_err(|e| os("KGSL DRAWCTXT_CREATE", e))?;
+        Ok(Context { id: a.drawctxt_id, last: AtomicU32::new(0) })
+    }
+
+    /// Destroy a context (KGSL waits for its submissions to retire first).
+    pub fn destroy_context(&self, ctx: Context) -> Result<()> {
+        self.io.drawctxt_destroy(&DrawctxtDestroy { drawctxt_id: ctx.id }).map_err(|e| os("KGSL DRAWCTXT_DESTROY", e))
+    }
+
+    /// Allocate `size` bytes (rounded up to 4 KiB, 4 KiB aligned) and map them.
+    pub fn alloc(&self, size: u64, flags: MemFlags) -> Result<GpuObject> {
+        if size == 0 || size > 1 << 40 {
+            return Err(Error::InvalidArgument { what: "KGSL allocation size (1 byte .. 1 TiB)", value: size });
+        }
+        let size = size.next_multiple_of(4096);
+        let mut a = GpuobjAlloc { size, flags: flags.with_align_log2(12).bits(), ..GpuobjAlloc::new_zeroed() };
+        self.io.gpuobj_alloc(&mut a).map_err(|e| match e {
+            Errno::NOMEM => Error::OutOfMemory { device: device_name(DEVICE), requested: size, used: 0 },
+            e => os("KGSL GPUOBJ_ALLOC", e),
+        })?;
+        let release = |io: &Arc<dyn KgslIoctl>| {
+            let _ = io.gpuobj_free(&GpuobjFree { id: a.id, ..GpuobjFree::new_zeroed() }, None);
+        };
+        let mut info = GpuobjInfo { id: a.id, ..GpuobjInfo::new_zeroed() };
+        if let Err(e) = self.io.gpuobj_info(&mut info) {
+            release(&self.io);
+            return Err(os("KGSL GPUOBJ_INFO", e));
+        }
+        let len = usize::try_from(a.mmapsize.max(size))
+            .map_err(|_| Error::InvalidArgument { what: "KGSL mmap size", value: a.mmapsize })?;
+        let map = match self.io.mmap(len, u64::from(a.id) << 12) {
+            Ok(m) => m,
+            Err(e) => {
+                release(&self.io);
+                return Err(os("mmap of a KGSL GPU object", e));
+            }
+        };
+        // SAFETY: the mapping is live, readable and writable until GpuObject::drop unmaps it,
+        // and the region dies with the object; no Rust reference into it is ever made.
+        let region = match unsafe { VolatileRegion::new(map.ptr, map.len) } {
+            Ok(r) => r,
+            Err(e) => {
+                // SAFETY: just mapped, not referenced.
+                unsafe { self.io.munmap(&map) };
+                release(&self.io);
+                return Err(e);
+            }
+        };
+        Ok(GpuObject { io: self.io.clone(), id: a.id, gpuaddr: info.gpuaddr, size, map, region })
+    }
+
+    /// Release `obj`: at once when it was never submitted, else when its last timestamp retires.
+    pub fn free(&self, obj: GpuObject, after: FreeAfter) -> Result<()> {
+        let (a, ev) = match after {
+            FreeAfter::NeverSubmitted => (GpuobjFree { id: obj.id, ..GpuobjFree::new_zeroed() }, None),
+            FreeAfter::Timestamp { context, timestamp } => (
+                GpuobjFree {
+                    flags: GPUOBJ_FREE_ON_EVENT,
+                    id: obj.id,
+                    ty: GPU_EVENT_TIMESTAMP,
+                    ..GpuobjFree::new_zeroed()
+                },
+                Some(GpuEventTimestamp { context_id: context, timestamp }),
+            ),
+        };
+        drop(obj); // the CPU mapping first; the GPU object stays until the kernel frees it
+        self.io.gpuobj_free(&a, ev.as_ref()).map_err(|e| os("KGSL GPUOBJ_FREE", e))
+    }
+
+    /// Map host memory for the GPU.
+    ///
+    /// # Safety
+    /// `[ptr, ptr + len)` must stay allocated until [`Kgsl::unmap_user`] returns for it, and
+    /// the caller must not free it while a submission that uses it is in flight.
+    pub unsafe fn map_user(&self, ptr: *mut u8, len: usize) -> Result<UserMapping> {
+        let mut a = MapUserMem {
+            hostptr: ptr as u64,
+            len: len as u64,
+            memtype: USER_MEM_TYPE_ADDR,
+            flags: MemFlags::USERMEM_ADDR.bits() as u32,
+            ..MapUserMem::new_zeroed()
+        };
+        self.io.map_user_mem(&mut a).map_err(|e| os("KGSL MAP_USER_MEM", e))?;
+        Ok(UserMapping { gpuaddr: a.gpuaddr, len: len as u64 })
+    }
+
+    /// Unmap host memory once `ctx` retired `after` (waits for it first, `timeout_ms` at most).
+    pub fn unmap_user(&self, m: UserMapping, ctx: &Context, after: u32, timeout_ms: u32) -> Result<()> {
+        self.wait(ctx, after, timeout_ms)?;
+        self.io.sharedmem_free(&SharedmemFree { gpuaddr: m.gpuaddr }).map_err(|e| os("KGSL SHAREDMEM_FREE", e))
+    }
+
+    /// Submit the IB of `bytes` at `ib` on `ctx`; returns its timestamp. The caller has made
+    /// the IB and its data visible to the GPU (the ioctl is the ordering point: the kernel's
+    /// barriers precede the ring write).
+    pub fn submit(&self, ctx: &Context, ib: u64, bytes: u64) -> Result<u32> {
+        if bytes == 0 || !bytes.is_multiple_of(4) || !ib.is_multiple_of(4) {
+            return Err(Error::InvalidArgument {
+                what: "KGSL submit: IB address and size must be non-zero dword multiples",
+                value: bytes,
+            });
+        }
+        let cmd =
+            [CommandObject { gpuaddr: ib, size: bytes, flags: CmdlistFlags::IB.bits(), ..CommandObject::new_zeroed() }];
+        let mut a = GpuCommand { context_id: ctx.id, ..GpuCommand::new_zeroed() };
+        self.io.gpu_command(&mut a, &cmd).map_err(|e| match e {
+            Errno::DEADLK | Errno::IO => Error::DeviceHung { device: device_name(DEVICE) },
+            e => os("KGSL GPU_COMMAND", e),
+        })?;
+        ctx.last.store(a.timestamp, Ordering::Release);
+        Ok(a.timestamp)
+    }
+
+    /// The latest retired timestamp of `ctx`.
+    pub fn retired(&self, ctx: &Context) -> Result<u32> {
+        let mut a = ReadTimestampCtxtid { context_id: ctx.id, ty: TIMESTAMP_RETIRED, timestamp: 0 };
+        self.io.read_timestamp(&mut a).map_err(|e| os("KGSL READTIMESTAMP", e))?;
+        Ok(a.timestamp)
+    }
+
+    /// Sleep until `ctx` retires `timestamp`, `timeout_ms` at most. A timeout is
+    /// [`Error::Timeout`]; a faulted or hung context is [`Error::DeviceHung`].
+    pub fn wait(&self, ctx: &Context, timestamp: u32, timeout_ms: u32) -> Result<()> {
+        let a = WaitTimestampCtxtid { context_id: ctx.id, timestamp, timeout: timeout_ms };
+        match self.io.wait_timestamp(&a) {
+            Ok(()) => Ok(()),
+            Err(Errno::TIMEDOUT) | Err(Errno::BUSY) => Err(Error::Timeout {
+                device: device_name(DEVICE),
+                awaited: timestamp.into(),
+                last: self.retired(ctx).unwrap_or(0).into(),
+                timeout_ms: timeout_ms.into(),
+            }),
+            Err(Errno::DEADLK) | Err(Errno::IO) | Err(Errno::PROTO) => {
+                Err(Error::DeviceHung { device: device_name(DEVICE) })
+            }
+            Err(e) => Err(os("KGSL WAITTIMESTAMP_CTXTID", e)),
+        }
+    }
+}
+
+/// The core signal wait's hooks for a KGSL context: the sleep hook blocks in the kernel on the
+/// context's latest submission (1 ms at a time) instead of spinning, and a fault seen there
+/// ends the wait at once.
+#[derive(Debug)]
+pub struct TimestampHooks {
+    kgsl: Arc<Kgsl>,
+    ctx: Arc<Context>,
+    fault: Mutex<Option<Error>>,
+}
+
+impl TimestampHooks {
+    /// Hooks waiting on `ctx`.
+    pub fn new(kgsl: Arc<Kgsl>, ctx: Arc<Context>) -> Self {
+        Self { kgsl, ctx, fault: Mutex::new(None) }
+    }
+}
+
+impl hcq::signal::WaitHooks for TimestampHooks {
+    fn now_ns(&self) -> u64 {
+        hcq::signal::host_clock_ns()
+    }
+    fn yield_now(&self) {
+        std::thread::yield_now();
+    }
+    fn sleep(&self, _idle_ns: u64) {
+        // TIMEOUT: 1 ms per call; the core's wait policy owns the overall timeout.
+        match self.kgsl.wait(&self.ctx, self.ctx.last_submitted(), 1) {
+            Ok(()) | Err(Error::Timeout { .. }) => {}
+            Err(e) => {
+                if let Ok(mut f) = self.fault.lock() {
+                    f.get_or_insert(e);
+                }
+            }
+        }
+    }
+    fn fault(&self) -> Option<Error> {
+        self.fault.lock().ok().and_then(|f| f.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_errors_say_what_to_do() {
+        let denied = open_error(Errno::ACCESS).to_string();
+        assert!(denied.contains("permission denied") && denied.contains("group"), "{denied}");
+        assert!(open_error(Errno::NOENT).to_string().contains("missing"));
+        assert!(matches!(open_error(Errno::BUSY), Error::Os { errno, .. } if errno == Errno::BUSY.raw_os_error()));
+    }
+}
