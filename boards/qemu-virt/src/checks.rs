@@ -2,9 +2,11 @@
 //! host tests prove them on x86-64; these prove them on bare-metal AArch64 with the MMU,
 //! caches, exclusives and this heap). Each check states what it proves and returns what broke.
 
+use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use hcq::allocator::{Allocator, BufferSpec, DeviceMemory, LruAllocator};
 use hcq::error::{Error, device_name};
 use hcq::memory::{BumpAllocator, RangeAllocator};
 use hcq::signal::{SignalPool, WaitHooks, WaitPolicy};
@@ -67,6 +69,54 @@ fn range() -> Check {
         alloc::format!("after freeing all: {} free, largest block {}", r.free_bytes(), r.largest_free())
     })?;
     ensure(r.free(0x10_0000).is_err(), || "a double free was accepted".into())
+}
+
+/// Device addresses from a range allocator (no CPU mapping): a device's memory as the LRU cache
+/// sees it.
+struct Arena(spin::Mutex<RangeAllocator>);
+
+impl Allocator for Arena {
+    fn alloc(&self, size: u64, _: &BufferSpec) -> hcq::Result<DeviceMemory> {
+        let addr = self.0.lock().alloc(size, 4096)?;
+        // SAFETY: the range allocator handed out [addr, addr + size) and keeps it until `free`
+        // gives it back; there is no CPU pointer (nothing is accessed through it).
+        Ok(unsafe { DeviceMemory::from_raw_parts(addr, size, None) })
+    }
+    fn free(&self, mem: DeviceMemory, _: &BufferSpec) {
+        let _ = self.0.lock().free(mem.addr());
+    }
+}
+
+/// The device allocator cache: a freed block is reused for the same size, and when the backend
+/// is out of space the cache is emptied and the request retried once before an out-of-memory
+/// error names the device and the request.
+fn lru() -> Check {
+    let lru =
+        LruAllocator::new("ARENA", Box::new(Arena(spin::Mutex::new(RangeAllocator::new(0x1000_0000, 256 << 10)))));
+    let spec = BufferSpec::default();
+    let e = |e: Error| alloc::format!("{e}");
+    let a = lru.alloc(128 << 10, &spec).map_err(e)?;
+    let b = lru.alloc(64 << 10, &spec).map_err(e)?;
+    let a_addr = a.addr();
+    lru.free(a, &spec);
+    ensure(lru.cached_bytes() == 128 << 10, || alloc::format!("{} bytes cached after a free", lru.cached_bytes()))?;
+    let again = lru.alloc(128 << 10, &spec).map_err(e)?;
+    ensure(again.addr() == a_addr && lru.cached_bytes() == 0, || {
+        alloc::format!("the same size got {:#x}, not the cached {a_addr:#x}", again.addr())
+    })?;
+    lru.free(again, &spec);
+    // 192 KiB never fits next to the 64 KiB block in 256 KiB, even with the cache emptied
+    let big = lru.alloc(192 << 10, &spec);
+    let oom = matches!(big.as_ref().map_err(|e| e.root()), Err(Error::OutOfMemory { requested, .. }) if *requested == 192 << 10);
+    ensure(oom && lru.cached_bytes() == 0, || {
+        alloc::format!(
+            "an impossible request gave {}, {} bytes still cached",
+            show(&big.map(|m| m.addr())),
+            lru.cached_bytes()
+        )
+    })?;
+    lru.free(b, &spec);
+    ensure(lru.used_bytes() == 0, || alloc::format!("{} bytes in use after freeing everything", lru.used_bytes()))
 }
 
 /// Counts executions.
@@ -146,5 +196,12 @@ fn fault() -> Check {
 pub type CheckFn = fn() -> Check;
 
 /// Every check, by name.
-pub const CHECKS: &[(&str, CheckFn)] =
-    &[("heap", heap), ("bump", bump), ("range", range), ("ring", ring), ("signal", signal), ("fault", fault)];
+pub const CHECKS: &[(&str, CheckFn)] = &[
+    ("heap", heap),
+    ("lru", lru),
+    ("bump", bump),
+    ("range", range),
+    ("ring", ring),
+    ("signal", signal),
+    ("fault", fault),
+];

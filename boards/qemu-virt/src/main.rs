@@ -22,6 +22,7 @@
 extern crate alloc;
 
 mod boot;
+#[cfg(feature = "checks")]
 mod checks;
 mod exec;
 mod heap;
@@ -85,6 +86,7 @@ extern "C" fn rust_main() -> ! {
     bad_access();
 
     let (mut passed, mut failed) = (0u32, 0u32);
+    #[cfg(feature = "checks")]
     for (name, check) in checks::CHECKS {
         match check() {
             Ok(()) => {
