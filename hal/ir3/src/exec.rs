@@ -707,6 +707,10 @@ fn cx_cat0(_cx: &mut Ctx, wave: &mut Wave, c: &Cat0, pc: usize, exec: u64) -> Re
 fn write_lanes(dst: &mut Lanes, val: &Lanes, exec: u64) {
     if exec == u64::MAX {
         *dst = *val;
+    } else if exec & exec.wrapping_add(1) == 0 {
+        // lanes 0..n
+        let n = active_len(exec);
+        dst[..n].copy_from_slice(&val[..n]);
     } else {
         for l in lanes_of(exec) {
             dst[l] = val[l];
@@ -998,6 +1002,8 @@ fn operand(
     out: &mut Lanes,
 ) -> Res<()> {
     read_src(cx, wave, o, k, pc, exec, kind == Kind::Float, out)?;
+    // Lanes above the highest active one are never stored: skip them.
+    let out = &mut out[..active_len(exec)];
     match kind {
         Kind::Float => {
             for x in out.iter_mut() {
@@ -1040,15 +1046,21 @@ fn operand(
     Ok(())
 }
 
+/// One past the highest active lane.
 #[inline]
-fn map1(a: &mut Lanes, f: impl Fn(u32) -> u32) {
+fn active_len(exec: u64) -> usize {
+    W - exec.leading_zeros() as usize
+}
+
+#[inline]
+fn map1(a: &mut [u32], f: impl Fn(u32) -> u32) {
     for x in a.iter_mut() {
         *x = f(*x);
     }
 }
 
 #[inline]
-fn map2(a: &mut Lanes, b: &Lanes, f: impl Fn(u32, u32) -> u32) {
+fn map2(a: &mut [u32], b: &[u32], f: impl Fn(u32, u32) -> u32) {
     for (x, y) in a.iter_mut().zip(b.iter()) {
         *x = f(*x, *y);
     }
@@ -1073,11 +1085,12 @@ fn cmp<T: PartialOrd>(c: Cond, a: T, b: T) -> u32 {
 /// Store an ALU result: floats (f32 bits) are rounded to f16 for half destinations, integers
 /// truncated; (sat) clamps float results to [0, 1].
 fn store(wave: &mut Wave, dst: Reg, half: bool, float: bool, sat: bool, v: &mut Lanes, exec: u64) {
+    let n = active_len(exec);
     if float && sat {
-        map1(v, |x| f32::from_bits(x).clamp(0.0, 1.0).to_bits());
+        map1(&mut v[..n], |x| f32::from_bits(x).clamp(0.0, 1.0).to_bits());
     }
     if half && float {
-        map1(v, |x| f32_to_f16(f32::from_bits(x)) as u32);
+        map1(&mut v[..n], |x| f32_to_f16(f32::from_bits(x)) as u32);
     }
     // p0 and a0 destinations are never half.
     let half = half && dst.0 < 0xf4;
@@ -1090,6 +1103,7 @@ fn cat2(cx: &mut Ctx, wave: &mut Wave, c: &Cat2, fl: &Flags, pc: usize, exec: u6
     let signed = matches!(c.op, AddS | SubS | CmpsS | MinS | MaxS | AbsnegS | MulS24 | ClzS | AshrB);
     let mut a = [0u32; W];
     let mut b = [0u32; W];
+    let n = active_len(exec);
     for k in 0..=fl.repeat {
         operand(cx, wave, &c.src1, k, pc, exec, kind, signed, &mut a)?;
         if let Some(s2) = &c.src2 {
@@ -1097,11 +1111,11 @@ fn cat2(cx: &mut Ctx, wave: &mut Wave, c: &Cat2, fl: &Flags, pc: usize, exec: u6
         }
         let mut float_result = kind == Kind::Float;
         match c.op {
-            AddF => map2(&mut a, &b, ff(|x, y| x + y)),
-            MulF => map2(&mut a, &b, ff(|x, y| x * y)),
-            MinF => map2(&mut a, &b, ff(f32::min)),
-            MaxF => map2(&mut a, &b, ff(f32::max)),
-            SignF => map1(&mut a, |x| {
+            AddF => map2(&mut a[..n], &b[..n], ff(|x, y| x + y)),
+            MulF => map2(&mut a[..n], &b[..n], ff(|x, y| x * y)),
+            MinF => map2(&mut a[..n], &b[..n], ff(f32::min)),
+            MaxF => map2(&mut a[..n], &b[..n], ff(f32::max)),
+            SignF => map1(&mut a[..n], |x| {
                 let f = f32::from_bits(x);
                 (if f > 0.0 {
                     1.0f32
@@ -1113,60 +1127,62 @@ fn cat2(cx: &mut Ctx, wave: &mut Wave, c: &Cat2, fl: &Flags, pc: usize, exec: u6
                 .to_bits()
             }),
             AbsnegF => {}
-            FloorF => map1(&mut a, |x| libm::floorf(f32::from_bits(x)).to_bits()),
-            CeilF => map1(&mut a, |x| libm::ceilf(f32::from_bits(x)).to_bits()),
-            RndneF => map1(&mut a, |x| libm::rintf(f32::from_bits(x)).to_bits()),
-            RndazF => map1(&mut a, |x| libm::roundf(f32::from_bits(x)).to_bits()),
-            TruncF => map1(&mut a, |x| libm::truncf(f32::from_bits(x)).to_bits()),
+            FloorF => map1(&mut a[..n], |x| libm::floorf(f32::from_bits(x)).to_bits()),
+            CeilF => map1(&mut a[..n], |x| libm::ceilf(f32::from_bits(x)).to_bits()),
+            RndneF => map1(&mut a[..n], |x| libm::rintf(f32::from_bits(x)).to_bits()),
+            RndazF => map1(&mut a[..n], |x| libm::roundf(f32::from_bits(x)).to_bits()),
+            TruncF => map1(&mut a[..n], |x| libm::truncf(f32::from_bits(x)).to_bits()),
             CmpsF => {
                 let cond = c.cond.unwrap_or(Cond::Eq);
-                map2(&mut a, &b, |x, y| cmp(cond, f32::from_bits(x), f32::from_bits(y)));
+                map2(&mut a[..n], &b[..n], |x, y| cmp(cond, f32::from_bits(x), f32::from_bits(y)));
                 float_result = false;
             }
             AddU | AddS => {
                 if fl.ei {
                     // (ei): halving add (NIR uhadd / ihadd).
                     if signed {
-                        map2(&mut a, &b, |x, y| ((x as i32 as i64 + y as i32 as i64) >> 1) as u32)
+                        map2(&mut a[..n], &b[..n], |x, y| ((x as i32 as i64 + y as i32 as i64) >> 1) as u32)
                     } else {
-                        map2(&mut a, &b, |x, y| ((x as u64 + y as u64) >> 1) as u32)
+                        map2(&mut a[..n], &b[..n], |x, y| ((x as u64 + y as u64) >> 1) as u32)
                     }
                 } else {
-                    map2(&mut a, &b, u32::wrapping_add)
+                    map2(&mut a[..n], &b[..n], u32::wrapping_add)
                 }
             }
-            SubU | SubS => map2(&mut a, &b, u32::wrapping_sub),
+            SubU | SubS => map2(&mut a[..n], &b[..n], u32::wrapping_sub),
             CmpsU => {
                 let cond = c.cond.unwrap_or(Cond::Eq);
-                map2(&mut a, &b, |x, y| cmp(cond, x, y))
+                map2(&mut a[..n], &b[..n], |x, y| cmp(cond, x, y))
             }
             CmpsS => {
                 let cond = c.cond.unwrap_or(Cond::Eq);
-                map2(&mut a, &b, |x, y| cmp(cond, x as i32, y as i32))
+                map2(&mut a[..n], &b[..n], |x, y| cmp(cond, x as i32, y as i32))
             }
-            MinU => map2(&mut a, &b, u32::min),
-            MaxU => map2(&mut a, &b, u32::max),
-            MinS => map2(&mut a, &b, |x, y| (x as i32).min(y as i32) as u32),
-            MaxS => map2(&mut a, &b, |x, y| (x as i32).max(y as i32) as u32),
+            MinU => map2(&mut a[..n], &b[..n], u32::min),
+            MaxU => map2(&mut a[..n], &b[..n], u32::max),
+            MinS => map2(&mut a[..n], &b[..n], |x, y| (x as i32).min(y as i32) as u32),
+            MaxS => map2(&mut a[..n], &b[..n], |x, y| (x as i32).max(y as i32) as u32),
             AbsnegS => {}
-            AndB => map2(&mut a, &b, |x, y| x & y),
-            OrB => map2(&mut a, &b, |x, y| x | y),
-            XorB => map2(&mut a, &b, |x, y| x ^ y),
-            NotB => map1(&mut a, |x| !x),
-            MulU24 => map2(&mut a, &b, |x, y| (x & 0xff_ffff).wrapping_mul(y & 0xff_ffff)),
-            MulS24 => map2(&mut a, &b, |x, y| (((x << 8) as i32) >> 8).wrapping_mul(((y << 8) as i32) >> 8) as u32),
-            MullU => map2(&mut a, &b, |x, y| (x & 0xffff) * (y & 0xffff)),
-            BfrevB => map1(&mut a, u32::reverse_bits),
-            ClzB => map1(&mut a, u32::leading_zeros),
-            ClzS => map1(&mut a, |x| {
+            AndB => map2(&mut a[..n], &b[..n], |x, y| x & y),
+            OrB => map2(&mut a[..n], &b[..n], |x, y| x | y),
+            XorB => map2(&mut a[..n], &b[..n], |x, y| x ^ y),
+            NotB => map1(&mut a[..n], |x| !x),
+            MulU24 => map2(&mut a[..n], &b[..n], |x, y| (x & 0xff_ffff).wrapping_mul(y & 0xff_ffff)),
+            MulS24 => {
+                map2(&mut a[..n], &b[..n], |x, y| (((x << 8) as i32) >> 8).wrapping_mul(((y << 8) as i32) >> 8) as u32)
+            }
+            MullU => map2(&mut a[..n], &b[..n], |x, y| (x & 0xffff) * (y & 0xffff)),
+            BfrevB => map1(&mut a[..n], u32::reverse_bits),
+            ClzB => map1(&mut a[..n], u32::leading_zeros),
+            ClzS => map1(&mut a[..n], |x| {
                 let v = x as i32;
                 if v < 0 { (!x).leading_zeros() } else { x.leading_zeros() }
             }),
-            ShlB => map2(&mut a, &b, |x, y| x.wrapping_shl(y & 31)),
-            ShrB => map2(&mut a, &b, |x, y| x.wrapping_shr(y & 31)),
-            AshrB => map2(&mut a, &b, |x, y| (x as i32).wrapping_shr(y & 31) as u32),
-            CbitsB => map1(&mut a, u32::count_ones),
-            GetbitB => map2(&mut a, &b, |x, y| (x >> (y & 31)) & 1),
+            ShlB => map2(&mut a[..n], &b[..n], |x, y| x.wrapping_shl(y & 31)),
+            ShrB => map2(&mut a[..n], &b[..n], |x, y| x.wrapping_shr(y & 31)),
+            AshrB => map2(&mut a[..n], &b[..n], |x, y| (x as i32).wrapping_shr(y & 31) as u32),
+            CbitsB => map1(&mut a[..n], u32::count_ones),
+            GetbitB => map2(&mut a[..n], &b[..n], |x, y| (x >> (y & 31)) & 1),
             op => return Err(unsupported(pc, op.name())),
         }
         store(wave, c.dst.offset(k), c.dst_half, float_result, fl.sat, &mut a, exec);
@@ -1189,29 +1205,30 @@ fn cat3(cx: &mut Ctx, wave: &mut Wave, c: &Cat3, fl: &Flags, pc: usize, exec: u6
     let mut a = [0u32; W];
     let mut b = [0u32; W];
     let mut d = [0u32; W];
+    let n = active_len(exec);
     for k in 0..=fl.repeat {
         operand(cx, wave, &c.srcs[0], k, pc, exec, kind, signed, &mut a)?;
         operand(cx, wave, &c.srcs[1], k, pc, exec, kind, signed, &mut b)?;
         operand(cx, wave, &c.srcs[2], k, pc, exec, kind, signed, &mut d)?;
         match c.op {
             MadF16 | MadF32 => {
-                for l in 0..W {
+                for l in 0..n {
                     let p = ftz(f32::from_bits(a[l]) * f32::from_bits(b[l]));
                     a[l] = ftz(p + f32::from_bits(d[l])).to_bits();
                 }
             }
             MadU16 | MadS16 => {
-                for l in 0..W {
+                for l in 0..n {
                     a[l] = a[l].wrapping_mul(b[l]).wrapping_add(d[l]);
                 }
             }
             MadU24 => {
-                for l in 0..W {
+                for l in 0..n {
                     a[l] = (a[l] & 0xff_ffff).wrapping_mul(b[l] & 0xff_ffff).wrapping_add(d[l]);
                 }
             }
             MadS24 => {
-                for l in 0..W {
+                for l in 0..n {
                     let x = ((a[l] << 8) as i32) >> 8;
                     let y = ((b[l] << 8) as i32) >> 8;
                     a[l] = x.wrapping_mul(y).wrapping_add(d[l] as i32) as u32;
@@ -1219,39 +1236,39 @@ fn cat3(cx: &mut Ctx, wave: &mut Wave, c: &Cat3, fl: &Flags, pc: usize, exec: u6
             }
             MadshM16 => {
                 // NIR imadsh_mix16: ((src1 & 0xffff) · (src2 >> 16)) << 16 + src3.
-                for l in 0..W {
+                for l in 0..n {
                     a[l] = ((a[l] & 0xffff).wrapping_mul(b[l] >> 16) << 16).wrapping_add(d[l]);
                 }
             }
             SelB16 | SelB32 => {
                 // sel.b32 d, a, c, b = c != 0 ? a : b (src2 is the condition).
                 let m = if c.op == SelB16 { 0xffff } else { u32::MAX };
-                for l in 0..W {
+                for l in 0..n {
                     a[l] = if b[l] & m != 0 { a[l] } else { d[l] };
                 }
             }
             Shrm => {
-                for l in 0..W {
+                for l in 0..n {
                     a[l] = b[l].wrapping_shr(a[l] & 31) & d[l];
                 }
             }
             Shlm => {
-                for l in 0..W {
+                for l in 0..n {
                     a[l] = b[l].wrapping_shl(a[l] & 31) & d[l];
                 }
             }
             Shrg => {
-                for l in 0..W {
+                for l in 0..n {
                     a[l] = b[l].wrapping_shr(a[l] & 31) | d[l];
                 }
             }
             Shlg => {
-                for l in 0..W {
+                for l in 0..n {
                     a[l] = b[l].wrapping_shl(a[l] & 31) | d[l];
                 }
             }
             Andg => {
-                for l in 0..W {
+                for l in 0..n {
                     a[l] = (b[l] & a[l]) | d[l];
                 }
             }
@@ -1279,7 +1296,7 @@ fn cat4(cx: &mut Ctx, wave: &mut Wave, c: &Cat4, fl: &Flags, pc: usize, exec: u6
             Cos => libm::cos,
             Sqrt => libm::sqrt,
         };
-        map1(&mut a, |x| ftz(f(f32::from_bits(x) as f64) as f32).to_bits());
+        map1(&mut a[..active_len(exec)], |x| ftz(f(f32::from_bits(x) as f64) as f32).to_bits());
         store(wave, c.dst.offset(k), c.dst_half, true, fl.sat, &mut a, exec);
     }
     Ok(())

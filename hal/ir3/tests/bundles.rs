@@ -14,17 +14,24 @@ fn every_bundle_matches_expected_outputs() {
         }
         let mut interp = hcq_ir3::exec::Interp::new();
         let stats = common::run_all(&mut b, &mut interp).unwrap_or_else(|e| panic!("{e}"));
-        let (maxdev, worst, n) = common::compare(&dir, &b);
+        let d = common::compare(&dir, &b);
         eprintln!(
-            "{}: {n} outputs, largest |got-exp| = {maxdev:.3e}, {} lane-instructions",
+            "{}: {} outputs ({} bit-identical), largest |got-exp| = {:.3e} (expected {}, got {}), {} lane-instructions",
             dir.display(),
+            d.n,
+            d.exact,
+            d.max,
+            d.at_expected,
+            d.at_got,
             stats.lane_instructions
         );
-        assert!(n > 0);
+        assert!(d.n > 0);
         assert!(
-            worst <= 0.0,
-            "{}: an output exceeds the tolerance by {worst:e} (largest deviation {maxdev:e})",
-            dir.display()
+            d.worst_excess <= 0.0,
+            "{}: an output exceeds the tolerance by {:e} (largest deviation {:e})",
+            dir.display(),
+            d.worst_excess,
+            d.max
         );
         bundles += 1;
     }

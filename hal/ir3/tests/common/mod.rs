@@ -208,10 +208,21 @@ pub fn run_all(b: &mut Bundle, interp: &mut hcq_ir3::exec::Interp) -> Result<hcq
     run_launches(b, &l, interp)
 }
 
-/// (largest |got − expected|, worst excess over the tolerance 1e-5 + 1e-4·|expected|, count)
-/// over every output of the bundle.
-pub fn compare(dir: &Path, b: &Bundle) -> (f64, f64, usize) {
-    let (mut maxdev, mut worst, mut n) = (0f64, f64::NEG_INFINITY, 0);
+/// Comparison of a bundle's outputs with its expected files.
+pub struct Deviation {
+    /// Largest |got − expected|, and the expected and got values there.
+    pub max: f64,
+    pub at_expected: f64,
+    pub at_got: f64,
+    /// Worst excess over the tolerance 1e-5 + 1e-4·|expected| (≤ 0 passes).
+    pub worst_excess: f64,
+    /// Elements compared, and how many are bit-identical.
+    pub n: usize,
+    pub exact: usize,
+}
+
+pub fn compare(dir: &Path, b: &Bundle) -> Deviation {
+    let mut d = Deviation { max: 0.0, at_expected: 0.0, at_got: 0.0, worst_excess: f64::NEG_INFINITY, n: 0, exact: 0 };
     for o in b.manifest["outputs"].as_array().unwrap() {
         assert_eq!(o["dtype"], "float32");
         let exp = std::fs::read(dir.join(o["file"].as_str().unwrap())).unwrap();
@@ -226,10 +237,13 @@ pub fn compare(dir: &Path, b: &Bundle) -> (f64, f64, usize) {
             } else {
                 (g - e).abs()
             };
-            maxdev = maxdev.max(dev);
-            worst = worst.max(dev - (1e-5 + 1e-4 * e.abs()));
-            n += 1;
+            if dev > d.max {
+                (d.max, d.at_expected, d.at_got) = (dev, e, g);
+            }
+            d.worst_excess = d.worst_excess.max(dev - (1e-5 + 1e-4 * e.abs()));
+            d.n += 1;
+            d.exact += (g.to_bits() == e.to_bits()) as usize;
         }
     }
-    (maxdev, worst, n)
+    d
 }
