@@ -12,9 +12,11 @@
 //!   (allocated, CPU-mapped, freed only after the timestamp that last used them),
 //!   user-memory mappings, IB submission, timestamp waits, and [`TimestampHooks`], the
 //!   core signal wait's sleep hook.
+//! - [`sim::SimKgsl`]: a simulated KGSL whose submissions run on the simulated Adreno CP.
 
 pub mod backend;
 pub mod flags;
+pub mod sim;
 pub mod uapi;
 
 use backend::{KgslIoctl, Mapping, RustixKgsl};
