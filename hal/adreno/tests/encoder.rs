@@ -144,6 +144,9 @@ fn patching_rewrites_every_form_of_a_value() {
     q.patch(e, Field::Kernargs, CONSTS + 0x1000).unwrap();
     q.patch(s, Field::Value, 0x5_0000_0009).unwrap();
     q.patch(0, Field::Value, 0x1_8000_0000).unwrap(); // across bit 31: the compare turns signed
+    q.patch(0, Field::Addr, SIGNALS + 128).unwrap();
+    q.patch(s, Field::Addr, SIGNALS + 64).unwrap();
+    assert!(q.patch(s, Field::Addr, SIGNALS + 4).is_err(), "a signal is 8-byte aligned");
     assert_eq!(
         q.command(e),
         Some(Command::Exec { program: h, kernargs: CONSTS + 0x1000, global: [4, 1, 3], local: [16, 2, 1] })
@@ -152,12 +155,12 @@ fn patching_rewrites_every_form_of_a_value() {
     let enc2 = encoder();
     let h2 = enc2.add_program(&prog, CODE).unwrap();
     let mut fresh = Pm4Queue::new(enc2);
-    fresh.push(Command::Wait { addr: SIGNALS, value: 0x1_8000_0000 }).unwrap();
+    fresh.push(Command::Wait { addr: SIGNALS + 128, value: 0x1_8000_0000 }).unwrap();
     fresh.push(Command::Exec { program: h2, kernargs: CONSTS + 0x1000, global: [4, 1, 3], local: [16, 2, 1] }).unwrap();
     fresh.push(Command::Signal { addr: SIGNALS + 64, value: 0x5_0000_0009 }).unwrap();
     assert_eq!(q.words(), fresh.words());
     // And it runs: the sim checks NDRANGE = groups × local against CP_EXEC_CS.
-    mem.write64(SIGNALS, 0x1_8000_0000).unwrap();
+    mem.write64(SIGNALS + 128, 0x1_8000_0000).unwrap();
     let (mut cp, mut rec) = (Cp::new(), Recorder::default());
     assert_eq!(run(&q, &mut mem, &mut cp, &mut rec).unwrap(), Outcome::Done);
     assert_eq!((rec.seen[0].groups, rec.seen[0].local), ([4, 1, 3], [16, 2, 1]));

@@ -12,9 +12,11 @@
 //!   (allocated, CPU-mapped, freed only after the timestamp that last used them),
 //!   user-memory mappings, IB submission, timestamp waits, and [`TimestampHooks`], the
 //!   core signal wait's sleep hook.
+//! - [`sim::SimKgsl`]: a simulated KGSL whose submissions run on the simulated Adreno CP.
 
 pub mod backend;
 pub mod flags;
+pub mod sim;
 pub mod uapi;
 
 use backend::{KgslIoctl, Mapping, RustixKgsl};
@@ -246,7 +248,8 @@ impl Kgsl {
         self.io.drawctxt_destroy(&DrawctxtDestroy { drawctxt_id: ctx.id }).map_err(|e| os("KGSL DRAWCTXT_DESTROY", e))
     }
 
-    /// Allocate `size` bytes (rounded up to 4 KiB, 4 KiB aligned) and map them.
+    /// Allocate `size` bytes (rounded up to 4 KiB, 4 KiB aligned) and map them. With
+    /// [`MemFlags::USE_CPU_MAP`] the GPU address is the CPU mapping's address.
     pub fn alloc(&self, size: u64, flags: MemFlags) -> Result<GpuObject> {
         if size == 0 || size > 1 << 40 {
             return Err(Error::InvalidArgument { what: "KGSL allocation size (1 byte .. 1 TiB)", value: size });
@@ -260,8 +263,12 @@ impl Kgsl {
         let release = |io: &Arc<dyn KgslIoctl>| {
             let _ = io.gpuobj_free(&GpuobjFree { id: a.id, ..GpuobjFree::new_zeroed() }, None);
         };
+        // With USE_CPU_MAP the GPU address is the CPU mapping's address (tinygrad's usage);
+        // otherwise KGSL chose it and GPUOBJ_INFO reports it.
         let mut info = GpuobjInfo { id: a.id, ..GpuobjInfo::new_zeroed() };
-        if let Err(e) = self.io.gpuobj_info(&mut info) {
+        if !flags.contains(MemFlags::USE_CPU_MAP)
+            && let Err(e) = self.io.gpuobj_info(&mut info)
+        {
             release(&self.io);
             return Err(os("KGSL GPUOBJ_INFO", e));
         }
@@ -285,7 +292,8 @@ impl Kgsl {
                 return Err(e);
             }
         };
-        Ok(GpuObject { io: self.io.clone(), id: a.id, gpuaddr: info.gpuaddr, size, map, region })
+        let gpuaddr = if flags.contains(MemFlags::USE_CPU_MAP) { map.ptr.as_ptr() as u64 } else { info.gpuaddr };
+        Ok(GpuObject { io: self.io.clone(), id: a.id, gpuaddr, size, map, region })
     }
 
     /// Release `obj`: at once when it was never submitted, else when its last timestamp retires.

@@ -149,13 +149,17 @@ fn contexts_objects_and_submissions() {
     assert_eq!(ctx.id(), 7);
     let obj = k.alloc(100, MemFlags::USE_CPU_MAP).unwrap();
     assert_eq!(obj.size(), 4096, "rounded up to a page");
-    assert_eq!(obj.gpuaddr(), 0x1_0000_0000 + u64::from(obj.id()) * 0x10_0000);
+    assert_eq!(obj.gpuaddr(), obj.bus().base().as_ptr() as u64, "USE_CPU_MAP: GPU address = CPU address");
+    let plain = k.alloc(4096, MemFlags::empty()).unwrap();
+    assert_eq!(plain.gpuaddr(), 0x1_0000_0000 + u64::from(plain.id()) * 0x10_0000, "from GPUOBJ_INFO");
+    drop(plain);
     obj.bus().write(8, Width::U32, 0xdead_beef).unwrap();
     assert_eq!(obj.bus().read(8, Width::U32).unwrap(), 0xdead_beef);
     assert!(obj.bus().read(4096, Width::U32).is_err(), "bounds-checked");
     let calls = fake.calls.lock().unwrap().clone();
     assert_eq!(calls[0], format!("create {:#x}", ContextFlags::compute().bits()));
     assert_eq!(calls[1], format!("alloc 4096 {:#x}", (MemFlags::USE_CPU_MAP.bits() | 12 << 16)), "MEMALIGN(12)");
+    assert_eq!(calls[2], format!("alloc 4096 {:#x}", 12 << 16));
     let ts = k.submit(&ctx, obj.gpuaddr(), 64).unwrap();
     assert_eq!(ctx.last_submitted(), ts);
     let (cmd, objs) = fake.last_cmd.lock().unwrap().clone().unwrap();

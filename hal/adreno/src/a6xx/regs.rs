@@ -92,7 +92,7 @@ crate::__adreno_regs! {
     }
     /// Where the hardware stack starts in private memory. Dword `0xa9bd`.
     SP_CS_PVT_MEM_STACK_OFFSET @ 0x2a6f4 : u32 {
-        /// Bytes shr 11 (units of 2 KiB).
+        /// Bytes shr 11 (units of 2 KiB). tinygrad writes the byte offset; we follow the XML.
         18:0 offset as u32;
     }
     /// UAV state size. Dword `0xaa00`.
@@ -136,7 +136,8 @@ crate::__adreno_regs! {
     }
     /// Constant file length and enable (`a6xx_xs_const_config`, A6XX offset). Dword `0xb987`.
     SP_CS_CONST_CONFIG @ 0x2e61c : u32 {
-        /// Constants in vec4, shr 2 (units of 4 vec4).
+        /// Constants in vec4, shr 2 (units of 4 vec4). tinygrad writes the whole register as
+        /// 0x100 (CONSTLEN 0, ENABLED); we follow the XML and write `load_vec4 >> 2`.
         7:0 constlen as u8;
         /// Constants enabled.
         8:8 enabled as bool;

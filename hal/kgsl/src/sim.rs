@@ -1,0 +1,398 @@
+//! A simulated KGSL: a [`KgslIoctl`] whose GPU objects are host memory and whose submissions
+//! run on the simulated Adreno command processor (`hcq_adreno::sim::Cp`) with a pluggable
+//! [`Dispatch`] (the ir3 interpreter, or a test's fake).
+//!
+//! GPU addresses equal the host addresses of the backing memory (as with `USE_CPU_MAP`).
+//! Submissions run in order, synchronously inside `GPU_COMMAND` and again whenever a timestamp
+//! is read or awaited (a `CP_WAIT_REG_MEM` on memory the host has not written yet leaves the
+//! CP blocked until then). A CP error — an unknown opcode, bad parity, a fault — is recorded
+//! with its IB offset ([`SimKgsl::fault`]); every later wait fails at once with `EDEADLK`
+//! (the core sees `DeviceHung`), never after a timeout.
+
+use crate::backend::{KgslIoctl, Mapping};
+use crate::uapi::*;
+use hcq::mmio::{MmioBus, VolatileRegion, Width};
+use hcq_adreno::sim::{Cp, Dispatch, GpuMemory, Outcome};
+use rustix::io::Errno;
+use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ptr::NonNull;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use zerocopy::IntoBytes;
+
+/// Page size: GPU objects are page aligned, as KGSL's are.
+const PAGE: usize = 4096;
+
+/// Chip id the simulated device reports (Adreno 630, SDM845 v2).
+pub const SIM_CHIP_ID: u32 = 0x0603_0001;
+
+struct Block {
+    region: VolatileRegion,
+    /// Owned backing (GPU objects, page aligned like KGSL's); `None` for user memory the
+    /// caller owns.
+    owned: Option<NonNull<u8>>,
+    bytes: usize,
+    id: u32,
+    mapped: bool,
+    freed: bool,
+}
+
+// SAFETY: a Block is an address range plus ownership of its backing; all access is volatile
+// through `region`, under the simulator's mutex.
+unsafe impl Send for Block {}
+
+/// GPU memory = the blocks, keyed by GPU (= host) address.
+#[derive(Default)]
+struct Memory {
+    blocks: BTreeMap<u64, Block>,
+}
+
+impl Memory {
+    fn find(&self, addr: u64) -> hcq::Result<(&VolatileRegion, usize)> {
+        if let Some((base, b)) = self.blocks.range(..=addr).next_back()
+            && addr.checked_add(4).is_some_and(|end| end <= base + (b.region.size() as u64))
+        {
+            return Ok((&b.region, (addr - base) as usize));
+        }
+        Err(hcq::Error::OutOfBounds {
+            what: "gpu address outside every allocation (fault)",
+            offset: addr,
+            len: 4,
+            limit: 0,
+        })
+    }
+}
+
+impl GpuMemory for Memory {
+    fn read32(&self, addr: u64) -> hcq::Result<u32> {
+        let (r, o) = self.find(addr)?;
+        Ok(r.read(o, Width::U32)? as u32)
+    }
+    fn write32(&mut self, addr: u64, value: u32) -> hcq::Result<()> {
+        let (r, o) = self.find(addr)?;
+        r.write(o, Width::U32, value.into())
+    }
+}
+
+struct State {
+    cp: Cp,
+    mem: Memory,
+    dispatch: Box<dyn Dispatch + Send>,
+    next_id: u32,
+    next_ctx: u32,
+    contexts: HashMap<u32, (u32, u32)>,    // id -> (submitted, retired)
+    queue: VecDeque<(u32, u32, u64, u32)>, // (ctx, ts, ib, dwords)
+    running: Option<(u32, u32)>,           // (ctx, ts) blocked in a wait
+    deferred_free: Vec<(u32, u32, u32)>,   // (object id, ctx, ts)
+    fault: Option<String>,
+}
+
+impl State {
+    /// Run queued submissions until done, blocked or faulted.
+    fn pump(&mut self) {
+        loop {
+            if self.fault.is_some() {
+                return;
+            }
+            let (res, ctx, ts) = if let Some((ctx, ts)) = self.running {
+                (self.cp.resume(&mut self.mem, self.dispatch.as_mut()), ctx, ts)
+            } else if let Some((ctx, ts, ib, dwords)) = self.queue.pop_front() {
+                (self.cp.submit(ib, dwords, &mut self.mem, self.dispatch.as_mut()), ctx, ts)
+            } else {
+                return;
+            };
+            match res {
+                Ok(Outcome::Done) => {
+                    self.running = None;
+                    // A submission of several IBs retires with its last one.
+                    let more = self.queue.front().is_some_and(|q| (q.0, q.1) == (ctx, ts));
+                    if !more && let Some(c) = self.contexts.get_mut(&ctx) {
+                        c.1 = ts;
+                    }
+                    self.release_deferred();
+                }
+                Ok(Outcome::Blocked { .. }) => {
+                    self.running = Some((ctx, ts));
+                    return;
+                }
+                Err(e) => {
+                    self.running = None;
+                    self.queue.clear();
+                    self.fault = Some(format!("context {ctx} timestamp {ts}: {e}"));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn retired(&self, ctx: u32, ts: u32) -> bool {
+        self.contexts.get(&ctx).is_some_and(|c| c.1.wrapping_sub(ts) as i32 >= 0)
+    }
+
+    fn release_deferred(&mut self) {
+        let mut i = 0;
+        while i < self.deferred_free.len() {
+            let (id, ctx, ts) = self.deferred_free[i];
+            if self.retired(ctx, ts) {
+                self.deferred_free.swap_remove(i);
+                self.free_object(id);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    fn free_object(&mut self, id: u32) {
+        let Some((&base, _)) = self.mem.blocks.iter().find(|(_, b)| b.id == id) else { return };
+        let b = self.mem.blocks.get_mut(&base).expect("found above");
+        b.freed = true;
+        if !b.mapped {
+            drop_block(self.mem.blocks.remove(&base).expect("found above"));
+        }
+    }
+}
+
+fn drop_block(b: Block) {
+    if let (Some(p), Ok(layout)) = (b.owned, Layout::from_size_align(b.bytes, PAGE)) {
+        // SAFETY: `owned` came from `alloc_zeroed(layout)` with this size and alignment in
+        // gpuobj_alloc and is released exactly once: the block left the map before this call.
+        unsafe { dealloc(p.as_ptr(), layout) };
+    }
+}
+
+/// The simulated KGSL device.
+pub struct SimKgsl {
+    state: Mutex<State>,
+}
+
+impl core::fmt::Debug for SimKgsl {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SimKgsl").finish_non_exhaustive()
+    }
+}
+
+impl SimKgsl {
+    /// A simulated Adreno 630 whose dispatches run on `dispatch`.
+    pub fn new(dispatch: Box<dyn Dispatch + Send>) -> Self {
+        Self {
+            state: Mutex::new(State {
+                cp: Cp::new(),
+                mem: Memory::default(),
+                dispatch,
+                next_id: 0,
+                next_ctx: 0,
+                contexts: HashMap::new(),
+                queue: VecDeque::new(),
+                running: None,
+                deferred_free: Vec::new(),
+                fault: None,
+            }),
+        }
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, State>, Errno> {
+        self.state.lock().map_err(|_| Errno::IO)
+    }
+
+    /// The CP error that stopped the device, with its IB address and word offset.
+    pub fn fault(&self) -> Option<String> {
+        self.state.lock().ok().and_then(|s| s.fault.clone())
+    }
+
+    /// Number of live GPU objects and user mappings.
+    pub fn live_blocks(&self) -> usize {
+        self.state.lock().map_or(0, |s| s.mem.blocks.len())
+    }
+}
+
+impl Drop for SimKgsl {
+    fn drop(&mut self) {
+        if let Ok(s) = self.state.get_mut() {
+            for (_, b) in std::mem::take(&mut s.mem.blocks) {
+                drop_block(b);
+            }
+        }
+    }
+}
+
+impl KgslIoctl for SimKgsl {
+    fn get_property(&self, ty: u32, out: &mut [u8]) -> Result<(), Errno> {
+        let v = match ty {
+            PROP_VERSION => Version { drv_major: 3, drv_minor: 14, dev_major: 3, dev_minor: 1 }.as_bytes().to_vec(),
+            PROP_DEVICE_INFO => DevInfo {
+                device_id: 1,
+                chip_id: SIM_CHIP_ID,
+                mmu_enabled: 1,
+                gpu_id: 630,
+                gmem_sizebytes: 1 << 20,
+                ..Default::default()
+            }
+            .as_bytes()
+            .to_vec(),
+            _ => return Err(Errno::INVAL),
+        };
+        if out.len() != v.len() {
+            return Err(Errno::INVAL);
+        }
+        out.copy_from_slice(&v);
+        Ok(())
+    }
+
+    fn drawctxt_create(&self, arg: &mut DrawctxtCreate) -> Result<(), Errno> {
+        let mut s = self.lock()?;
+        s.next_ctx += 1;
+        arg.drawctxt_id = s.next_ctx;
+        let id = s.next_ctx;
+        s.contexts.insert(id, (0, 0));
+        Ok(())
+    }
+
+    fn drawctxt_destroy(&self, arg: &DrawctxtDestroy) -> Result<(), Errno> {
+        let mut s = self.lock()?;
+        s.pump();
+        s.contexts.remove(&arg.drawctxt_id).map(|_| ()).ok_or(Errno::INVAL)
+    }
+
+    fn gpuobj_alloc(&self, arg: &mut GpuobjAlloc) -> Result<(), Errno> {
+        if arg.size == 0 || arg.size > 1 << 32 {
+            return Err(Errno::NOMEM);
+        }
+        let bytes = usize::try_from(arg.size.next_multiple_of(PAGE as u64)).map_err(|_| Errno::NOMEM)?;
+        let layout = Layout::from_size_align(bytes, PAGE).map_err(|_| Errno::NOMEM)?;
+        // SAFETY: `layout` has a non-zero size (size ≥ 1 was checked above).
+        let p = NonNull::new(unsafe { alloc_zeroed(layout) }).ok_or(Errno::NOMEM)?;
+        // SAFETY: `p` points at `bytes` zeroed bytes owned by this block until drop_block; only
+        // volatile accesses reach it.
+        let region = unsafe { VolatileRegion::new(p, bytes) }.map_err(|_| Errno::INVAL)?;
+        let mut s = self.lock()?;
+        s.next_id += 1;
+        let id = s.next_id;
+        s.mem
+            .blocks
+            .insert(p.as_ptr() as u64, Block { region, owned: Some(p), bytes, id, mapped: false, freed: false });
+        arg.id = id;
+        arg.mmapsize = bytes as u64;
+        Ok(())
+    }
+
+    fn gpuobj_info(&self, arg: &mut GpuobjInfo) -> Result<(), Errno> {
+        let s = self.lock()?;
+        let (&base, b) = s.mem.blocks.iter().find(|(_, b)| b.id == arg.id && b.owned.is_some()).ok_or(Errno::INVAL)?;
+        arg.gpuaddr = base;
+        arg.size = b.bytes as u64;
+        Ok(())
+    }
+
+    fn gpuobj_free(&self, arg: &GpuobjFree, event: Option<&GpuEventTimestamp>) -> Result<(), Errno> {
+        let mut s = self.lock()?;
+        if !s.mem.blocks.values().any(|b| b.id == arg.id && b.owned.is_some() && !b.freed) {
+            return Err(Errno::INVAL);
+        }
+        match (arg.flags & GPUOBJ_FREE_ON_EVENT != 0, event) {
+            (false, _) => s.free_object(arg.id),
+            (true, Some(e)) if arg.ty == GPU_EVENT_TIMESTAMP => {
+                s.deferred_free.push((arg.id, e.context_id, e.timestamp));
+                s.pump();
+                s.release_deferred();
+            }
+            _ => return Err(Errno::INVAL),
+        }
+        Ok(())
+    }
+
+    fn map_user_mem(&self, arg: &mut MapUserMem) -> Result<(), Errno> {
+        let p = NonNull::new(arg.hostptr as *mut u8).ok_or(Errno::FAULT)?;
+        let len = usize::try_from(arg.len).map_err(|_| Errno::INVAL)?;
+        // SAFETY: Kgsl::map_user's contract: the range stays valid until SHAREDMEM_FREE.
+        let region = unsafe { VolatileRegion::new(p, len) }.map_err(|_| Errno::INVAL)?;
+        let mut s = self.lock()?;
+        s.mem.blocks.insert(arg.hostptr, Block { region, owned: None, bytes: len, id: 0, mapped: false, freed: false });
+        arg.gpuaddr = arg.hostptr;
+        Ok(())
+    }
+
+    fn sharedmem_free(&self, arg: &SharedmemFree) -> Result<(), Errno> {
+        let mut s = self.lock()?;
+        match s.mem.blocks.get(&arg.gpuaddr) {
+            Some(b) if b.owned.is_none() => {
+                s.mem.blocks.remove(&arg.gpuaddr);
+                Ok(())
+            }
+            _ => Err(Errno::INVAL),
+        }
+    }
+
+    fn gpu_command(&self, arg: &mut GpuCommand, cmds: &[CommandObject]) -> Result<(), Errno> {
+        let mut s = self.lock()?;
+        if s.fault.is_some() {
+            return Err(Errno::DEADLK);
+        }
+        let ctx = arg.context_id;
+        let c = s.contexts.get_mut(&ctx).ok_or(Errno::INVAL)?;
+        c.0 = c.0.wrapping_add(1);
+        let ts = c.0;
+        for cmd in cmds {
+            if cmd.size % 4 != 0 || cmd.size / 4 > u64::from(u32::MAX) {
+                return Err(Errno::INVAL);
+            }
+            s.queue.push_back((ctx, ts, cmd.gpuaddr + cmd.offset, (cmd.size / 4) as u32));
+        }
+        arg.timestamp = ts;
+        s.pump();
+        Ok(())
+    }
+
+    fn wait_timestamp(&self, arg: &WaitTimestampCtxtid) -> Result<(), Errno> {
+        // TIMEOUT: `arg.timeout` milliseconds, polling the simulated CP every 50 µs.
+        let deadline = Instant::now() + Duration::from_millis(arg.timeout.into());
+        loop {
+            {
+                let mut s = self.lock()?;
+                s.pump();
+                if s.fault.is_some() {
+                    return Err(Errno::DEADLK);
+                }
+                if !s.contexts.contains_key(&arg.context_id) {
+                    return Err(Errno::INVAL);
+                }
+                if s.retired(arg.context_id, arg.timestamp) {
+                    return Ok(());
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(Errno::TIMEDOUT);
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+
+    fn read_timestamp(&self, arg: &mut ReadTimestampCtxtid) -> Result<(), Errno> {
+        let mut s = self.lock()?;
+        s.pump();
+        arg.timestamp = s.contexts.get(&arg.context_id).ok_or(Errno::INVAL)?.1;
+        Ok(())
+    }
+
+    fn mmap(&self, len: usize, offset: u64) -> Result<Mapping, Errno> {
+        let mut s = self.lock()?;
+        let id = u32::try_from(offset >> 12).map_err(|_| Errno::INVAL)?;
+        let b = s.mem.blocks.values_mut().find(|b| b.id == id && b.owned.is_some() && !b.freed).ok_or(Errno::INVAL)?;
+        if len > b.bytes {
+            return Err(Errno::INVAL);
+        }
+        b.mapped = true;
+        Ok(Mapping { ptr: b.region.base(), len })
+    }
+
+    unsafe fn munmap(&self, m: &Mapping) {
+        let Ok(mut s) = self.state.lock() else { return };
+        let base = m.ptr.as_ptr() as u64;
+        if let Some(b) = s.mem.blocks.get_mut(&base) {
+            b.mapped = false;
+            if b.freed {
+                drop_block(s.mem.blocks.remove(&base).expect("present"));
+            }
+        }
+    }
+}
