@@ -127,16 +127,19 @@ mod supported {
         hcqb::write(&model).unwrap()
     }
 
-    /// Make every thread of `dev` run once: the copy engine's command processor (an empty queue on
-    /// engine 1) and every core-id worker (a `core_id` launch of the test kernel `fill`, which
-    /// returns only after each worker has checked in). Threads that have not been scheduled yet
-    /// still owe std's one-time thread start-up (it allocates a copy of the thread's name), which
-    /// would otherwise land in the counting window on a busy machine.
+    /// Make every thread of `dev` do its work once: both engines' command-processor threads (an
+    /// empty queue on each, submitted for the thread: model calls run inline on the caller) and
+    /// the core-id workers (a `core_id` launch of the test kernel `fill`). A device's threads
+    /// have started before `CpuDevice::new` returns (a thread that had never been scheduled owed
+    /// std's one-time start-up, a copy of its name: the 7 bytes of "CPU-cp0" that once landed in
+    /// a counting window on a busy machine); this covers anything lazy in their first command.
     fn start_every_thread(dev: &Arc<CpuDevice>) {
         let hcq = dev.soft().hcq();
-        let mut q = hcq.queue().unwrap();
-        let v = hcq.submit(1, &mut q).unwrap();
-        hcq.wait(v).unwrap();
+        for engine in [0, 1] {
+            let mut q = hcq.queue().unwrap();
+            let v = hcq.submit(engine, &mut q).unwrap();
+            hcq.wait(v).unwrap();
+        }
         let suffix = if cfg!(target_arch = "aarch64") { ".aarch64.o" } else { ".o" };
         let obj = std::fs::read(format!("{}/tests/data/coreid/fill{suffix}", env!("CARGO_MANIFEST_DIR"))).unwrap();
         let param = |slot, name: Option<&str>, kind| Param {
