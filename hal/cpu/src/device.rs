@@ -198,15 +198,15 @@ struct FanShared {
 struct FanOut {
     shared: Arc<FanShared>,
     workers: Vec<JoinHandle<()>>,
-    /// Launches so far (the tag of `FanShared::next`); only the launching thread writes it,
-    /// and `run` takes `&self` from one command processor at a time (the engine's consumer
-    /// state is held while it runs).
+    /// Launches so far (the tag of `FanShared::next`). One launch at a time: exec commands run
+    /// one after another, as every queue of the device waits on the timeline value of the
+    /// submission before it (whichever engine and command processor runs them).
     launches: AtomicU64,
 }
 
 /// How long an idle worker polls for the next launch before it sleeps (launches come in
 /// bursts: the `core_id` kernels of one model call).
-const WORKER_SPIN: Duration = Duration::from_micros(100);
+const WORKER_SPIN: Duration = Duration::from_micros(20);
 
 /// Longest the launching thread spins for the workers' last calls before it sleeps.
 const CALLER_SPIN_MAX: Duration = Duration::from_micros(200);
@@ -351,7 +351,9 @@ fn worker(s: Arc<FanShared>) {
     s.started.fetch_add(1, Ordering::AcqRel);
     let mut seen = 0u64;
     loop {
-        // spin a little for the next generation, then sleep
+        // spin a little for the next launch, then sleep. No `yield_now` in between: on a busy
+        // machine a yielding thread goes to the back of the run queue and misses launches by
+        // milliseconds, while a sleeping one is woken (and scheduled) when a launch comes.
         let spin_until = Instant::now() + WORKER_SPIN;
         while s.generation.load(Ordering::Acquire) == seen && Instant::now() < spin_until {
             if s.stop.load(Ordering::Acquire) {
@@ -363,8 +365,6 @@ fn worker(s: Arc<FanShared>) {
                 }
                 core::hint::spin_loop();
             }
-            // let the launching thread (or anything else waiting for this CPU) run
-            std::thread::yield_now();
         }
         let job = {
             let mut g = s.job.lock().unwrap_or_else(|p| p.into_inner());
