@@ -4,10 +4,13 @@
 For each model, this script builds it in tinygrad, captures it with TinyJit, times the JIT call (median and min of
 --iters calls after --warmup calls, time.perf_counter around `jit(*inputs)` plus a device synchronize), checks the
 JIT's output against the bundle's expected bytes (so both sides compute the same thing), then runs
-`hcq run examples/<model> --iters N --check --json` and reads its JSON line. It prints one table:
+`hcq run examples/<model> --iters N --check --json` and reads its JSON line. It also times, on the same bundles, a plain Python ctypes loop over the bundle's kernels (tinygrad's jit_loader
+loads each object; one ctypes call per launch, core_id tids one after another) and the C floor (the objects linked into a
+generated C program that calls each launch through a function pointer; needs $CC and objcopy); both check their outputs
+against the bundle. It prints one table:
 
-  model, kernels (tinygrad / hcq), tinygrad call us (median, min), hcq call us (median, min), ratio of the medians,
-  per-kernel us (median call / kernels) for both.
+  model, kernels, tinygrad / Python loop / C floor / hcq call us (median, min), hcq / C floor and hcq / Python loop
+  (ratios of the medians), tinygrad / hcq, hcq per-kernel us (median call / kernels).
 
 Models: chain100 (100 chained `(x+1).contiguous()` on 16 floats, input from examples/chain100/buf_000.bin; its output
 is checked against the bundle's expected bytes), mlp and wide (tools/models/*.py, seed 0; checked against the model file's
@@ -142,6 +145,161 @@ def time_tinygrad(name, args):
           "checked_against": ref_what}
 
 
+def bundle_plan(examples, name):
+  """The bundle's buffers (nbytes, initial bytes or None), programs (symbol, x86-64 object path) and launches, from its
+  manifest: kernels as (program, [(buffer, offset)], vals, calls, core_id slot or None), copies as ('copy', dst, src, n)."""
+  m = manifest(examples, name)
+  d = os.path.join(examples, name)
+  bufs = []
+  for b in m["buffers"]:
+    init = None
+    if b.get("file"):
+      with open(os.path.join(d, b["file"]), "rb") as f: init = f.read()
+    bufs.append((b["nbytes"], init))
+  progs = [(p["symbol"], os.path.join(d, p["objects"]["x86_64"]["file"])) for p in m["programs"]]
+  launches = []
+  for l in m["launches"]:
+    if l["kind"] == "copy":
+      launches.append(("copy", (l["dst"]["buffer"], l["dst"]["offset"]), (l["src"]["buffer"], l["src"]["offset"]), l["dst"]["nbytes"]))
+      continue
+    slot = l.get("core_id_arg")
+    args = [(a["buffer"], a["offset"]) for a in l["args"]]
+    launches.append(("kernel", l["program"], args, list(l["vals"]), l["global_size"][0] if slot is not None else 1, slot))
+  outs = []
+  for o in m["outputs"]:
+    with open(os.path.join(d, o["file"]), "rb") as f: outs.append((o["buffer"], o["offset"], o["nbytes"], o["dtype"], f.read()))
+  return bufs, progs, launches, outs
+
+
+def check_outputs(what, name, outs, read):
+  """Compare outputs read with read(buffer, offset, nbytes) with the bundle's expected bytes (the format's tolerance)."""
+  import numpy as np
+  for buf, off, n, dtype, exp in outs:
+    g = np.frombuffer(read(buf, off, n), dtype=dtype).astype(np.float64)
+    e = np.frombuffer(exp, dtype=dtype).astype(np.float64)
+    if not np.all(np.abs(g - e) <= 1e-5 + 1e-4 * np.abs(e)):
+      raise SystemExit(f"bench_peer: the {what} computed a different {name} output (max abs diff {np.abs(g - e).max():.3g})")
+
+
+def time_python_loop(name, args):
+  """A plain Python ctypes loop over the bundle's kernels: tinygrad's jit_loader relocates each object into RWX memory (as
+  tinygrad's CPUProgram does), each launch is a ctypes function called with its integer arguments, core_id tids one
+  after another. Times one pass over the launch list."""
+  import ctypes, ctypes.util, mmap
+  from tinygrad.runtime.support.elf import jit_loader
+  bufs, progs, launches, outs = bundle_plan(args.examples, name)
+  libs = [ctypes.CDLL(ctypes.util.find_library(n) or n) for n in ("m", "gcc_s")]
+  keep = []
+
+  def addr_of(mm):
+    c = ctypes.c_char.from_buffer(mm)
+    keep.append(c)
+    return ctypes.addressof(c)
+  mems = []
+  for nbytes, init in bufs:
+    mm = mmap.mmap(-1, max(nbytes, 1))
+    if init: mm[:len(init)] = init
+    mems.append((mm, addr_of(mm)))
+  fns = []
+  for _, path in progs:
+    with open(path, "rb") as f: obj = f.read()
+    mm = mmap.mmap(-1, len(obj) + 65536, mmap.MAP_ANON | mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    base = addr_of(mm)
+    img = jit_loader(obj, base=base, link_libs=libs)
+    mm[:len(img)] = img
+    fns.append(base)
+  calls = []
+  for l in launches:
+    if l[0] == "copy":
+      _, (db, do), (sb, so), n = l
+      calls.append((ctypes.memmove, (mems[db][1] + do, mems[sb][1] + so, n)))
+      continue
+    _, prog, largs, vals, n, slot = l
+    a = [mems[b][1] + o for b, o in largs] + [v or 0 for v in vals]
+    f = ctypes.CFUNCTYPE(None, *([ctypes.c_uint64] * len(a)))(fns[prog])
+    keep.append(f)
+    for tid in range(n):
+      if slot is not None: a[slot] = tid
+      calls.append((f, tuple(a)))
+
+  def run():
+    for f, a in calls: f(*a)
+  for _ in range(args.warmup): run()
+  check_outputs("Python ctypes loop", name, outs, lambda b, o, n: bytes(mems[b][0][o:o + n]))
+  ts = []
+  for _ in range(args.iters):
+    t0 = time.perf_counter()
+    run()
+    ts.append(time.perf_counter() - t0)
+  return {"median_us": median(ts) * 1e6, "min_us": min(ts) * 1e6, "calls": len(calls)}
+
+
+def time_c_floor(name, args, workdir):
+  """The C floor: the bundle's objects linked into a C program (symbols renamed with objcopy, as several programs may
+  share a name) that calls every launch through a function pointer on one thread, core_id tids one after another —
+  the sum of the kernels called directly. Times one pass with clock_gettime."""
+  bufs, progs, launches, outs = bundle_plan(args.examples, name)
+  cc = os.environ.get("CC", "clang")
+  objs = []
+  for i, (sym, path) in enumerate(progs):
+    o = os.path.join(workdir, f"{name}_p{i}.o")
+    subprocess.run(["objcopy", f"--redefine-sym={sym}=hcqfloor_p{i}", path, o], check=True)
+    objs.append(o)
+  lines = ["#include <stdint.h>", "#include <stdio.h>", "#include <stdlib.h>", "#include <string.h>", "#include <time.h>"]
+  lines += [f"extern void hcqfloor_p{i}(void);" for i in range(len(progs))]
+  lines.append(f"static void (*volatile fn[{len(progs)}])(void) = {{ {', '.join(f'hcqfloor_p{i}' for i in range(len(progs)))} }};")
+  lines.append(f"static uint8_t *buf[{len(bufs)}];")
+  lines.append("static void run(void) {")
+  for l in launches:
+    if l[0] == "copy":
+      _, (db, do), (sb, so), n = l
+      lines.append(f"  memmove(buf[{db}] + {do}, buf[{sb}] + {so}, {n});")
+      continue
+    _, prog, largs, vals, n, slot = l
+    a = [f"(uint64_t)(buf[{b}] + {o})" for b, o in largs] + [f"(uint64_t){v or 0}" for v in vals]
+    ty = f"void (*)({', '.join(['uint64_t'] * len(a)) or 'void'})"
+    if slot is None:
+      lines.append(f"  (({ty})fn[{prog}])({', '.join(a)});")
+    else:
+      a[slot] = "t"
+      lines.append(f"  for (uint64_t t = 0; t < {n}; t++) (({ty})fn[{prog}])({', '.join(a)});")
+  lines.append("}")
+  lines.append("static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }")
+  lines.append("int main(int argc, char **argv) {")
+  lines.append("  int iters = atoi(argv[1]), warmup = atoi(argv[2]);")
+  for i, (nbytes, init) in enumerate(bufs):
+    size = (max(nbytes, 1) + 4095) // 4096 * 4096
+    lines.append(f"  buf[{i}] = aligned_alloc(4096, {size}); memset(buf[{i}], 0, {size});")
+    if init:
+      lines.append(f"  {{ FILE *f = fopen(argv[{3 + i}], \"rb\"); if (!f || fread(buf[{i}], 1, {len(init)}, f) != {len(init)}) return 2; fclose(f); }}")
+  lines.append("  for (int i = 0; i < warmup; i++) run();")
+  lines.append("  double *ts = malloc(sizeof(double) * iters);")
+  lines.append("  for (int i = 0; i < iters; i++) { struct timespec a, b; clock_gettime(CLOCK_MONOTONIC, &a); run(); clock_gettime(CLOCK_MONOTONIC, &b);")
+  lines.append("    ts[i] = (b.tv_sec - a.tv_sec) * 1e6 + (b.tv_nsec - a.tv_nsec) / 1e3; }")
+  lines.append("  qsort(ts, iters, sizeof(double), cmp);")
+  lines.append("  double med = iters % 2 ? ts[iters / 2] : (ts[iters / 2 - 1] + ts[iters / 2]) / 2;")
+  lines.append("  printf(\"%.4f %.4f\\n\", med, ts[0]);")
+  for j, (b, o, n, _, _) in enumerate(outs):
+    lines.append(f"  fwrite(buf[{b}] + {o}, 1, {n}, stdout);")
+  lines.append("  return 0;")
+  lines.append("}")
+  src = os.path.join(workdir, f"{name}_floor.c")
+  with open(src, "w") as f: f.write("\n".join(lines) + "\n")
+  exe = os.path.join(workdir, f"{name}_floor")
+  subprocess.run([cc, "-O2", "-o", exe, src] + objs + ["-lm"], check=True)
+  files = [os.path.join(args.examples, name, b["file"]) if b.get("file") else "-" for b in manifest(args.examples, name)["buffers"]]
+  p = subprocess.run([exe, str(args.iters), str(args.warmup)] + files, capture_output=True, check=True)
+  head, _, rest = p.stdout.partition(b"\n")
+  med, mn = (float(x) for x in head.split())
+  at = 0
+  got = {}
+  for b, o, n, _, _ in outs:
+    got[(b, o)] = rest[at:at + n]
+    at += n
+  check_outputs("C floor", name, outs, lambda b, o, n: got[(b, o)])
+  return {"median_us": med, "min_us": mn}
+
+
 def time_hcq(name, args):
   cmd = [args.hcq, "run", os.path.join(args.examples, name), "--iters", str(args.iters), "--check", "--json"]
   p = subprocess.run(cmd, capture_output=True, text=True)
@@ -168,24 +326,33 @@ def main(argv=None):
   import importlib.metadata
   tg_version = importlib.metadata.version("tinygrad")
 
+  import tempfile
   load0 = os.getloadavg()
   rows = []
-  for name in args.models:
-    tg = time_tinygrad(name, args)
-    hq = time_hcq(name, args)
-    rows.append({"model": name, "tinygrad": tg, "hcq": hq, "ratio": tg["median_us"] / hq["median_us"]})
+  with tempfile.TemporaryDirectory(prefix="bench_peer_") as work:
+    for name in args.models:
+      tg = time_tinygrad(name, args)
+      loop = time_python_loop(name, args)
+      floor = time_c_floor(name, args, work)
+      hq = time_hcq(name, args)
+      rows.append({"model": name, "tinygrad": tg, "python_loop": loop, "c_floor": floor, "hcq": hq,
+                   "ratio": tg["median_us"] / hq["median_us"], "hcq_vs_floor": hq["median_us"] / floor["median_us"],
+                   "hcq_vs_loop": hq["median_us"] / loop["median_us"]})
   load1 = os.getloadavg()
 
   print(f"tinygrad {tg_version} DEV={os.environ['DEV']} NUM_CPU_THREADS={args.threads} vs {args.hcq}; "
-        f"{args.iters} timed calls each (tinygrad after {args.warmup} warm-up calls); "
+        f"{args.iters} timed calls each (after {args.warmup} warm-up calls); "
         f"{platform.machine()}, {os.cpu_count()} CPUs, load average {load0[0]:.2f} -> {load1[0]:.2f}")
-  hdr = ("model", "kernels tg/hcq", "tinygrad us med (min)", "hcq us med (min)", "ratio", "tg us/kernel", "hcq us/kernel")
-  print(f"{hdr[0]:<10} {hdr[1]:>14} {hdr[2]:>22} {hdr[3]:>18} {hdr[4]:>8} {hdr[5]:>13} {hdr[6]:>14}")
+  print("medians (min) in us; python loop = a plain ctypes loop over the bundle's kernels, C floor = the same kernels called"
+        " through function pointers from C; both run core_id tids one by one on one thread")
+  hdr = ("model", "kernels", "tinygrad", "python loop", "C floor", "hcq", "hcq/C", "hcq/loop", "tg/hcq", "hcq us/kernel")
+  print(f"{hdr[0]:<10} {hdr[1]:>7} {hdr[2]:>20} {hdr[3]:>18} {hdr[4]:>16} {hdr[5]:>16} {hdr[6]:>6} {hdr[7]:>8} {hdr[8]:>7} {hdr[9]:>13}")
   for r in rows:
-    tg, hq = r["tinygrad"], r["hcq"]
-    print(f"{r['model']:<10} {tg['kernels']:>6}/{hq['kernels']:<7} {tg['median_us']:>11.1f} ({tg['min_us']:>8.1f}) "
-          f"{hq['median_us']:>8.2f} ({hq['min_us']:>7.2f}) {r['ratio']:>7.0f}x "
-          f"{tg['median_us'] / max(tg['kernels'], 1):>13.3f} {hq['median_us'] / max(hq['kernels'], 1):>14.3f}")
+    tg, lp, fl, hq = r["tinygrad"], r["python_loop"], r["c_floor"], r["hcq"]
+    print(f"{r['model']:<10} {hq['kernels']:>7} {tg['median_us']:>9.1f} ({tg['min_us']:>8.1f}) "
+          f"{lp['median_us']:>8.2f} ({lp['min_us']:>7.2f}) {fl['median_us']:>7.2f} ({fl['min_us']:>6.2f}) "
+          f"{hq['median_us']:>7.2f} ({hq['min_us']:>6.2f}) {r['hcq_vs_floor']:>5.2f}x {r['hcq_vs_loop']:>7.2f}x "
+          f"{r['ratio']:>6.0f}x {hq['median_us'] / max(hq['kernels'], 1):>13.4f}")
     if tg["kernels"] != hq["kernels"]:
       print(f"  note: {r['model']}: tinygrad ran {tg['kernels']} kernels, the bundle has {hq['kernels']}")
   if args.json:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tinygrad 0.14 against hcq on the sample bundles: prepares a venv with tinygrad 0.14.0 + numpy (like tools/test_export.sh),
+# tinygrad 0.14, a Python ctypes loop, the C floor and hcq on the sample bundles: prepares a venv with tinygrad 0.14.0 + numpy (like tools/test_export.sh),
 # builds the hcq CLI in release mode unless HCQ_BIN is set, and runs tools/bench_peer.py, which prints the comparison table.
 #
 # Environment: TG_VENV (venv path, default target/tg-export-venv, shared with test_export.sh), HCQ_BIN (an hcq binary; when
@@ -17,6 +17,7 @@ skip() { echo "SKIP: $*"; exit 0; }
 case "$(uname -m)" in x86_64|amd64) ;; *) skip "the peer benchmark needs an x86-64 host (the bundles' tinygrad objects are x86-64; this is $(uname -m))" ;; esac
 command -v "$CC_BIN" >/dev/null 2>&1 || skip "$CC_BIN not found (tinygrad's CPU backend compiles kernels with clang; apt-get install clang)"
 command -v python3 >/dev/null 2>&1 || skip "python3 not found"
+command -v objcopy >/dev/null 2>&1 || skip "objcopy not found (the C floor links the bundle's objects with renamed symbols; apt-get install binutils)"
 
 PY="$VENV/bin/python"
 if ! { [ -x "$PY" ] && "$PY" -c 'import importlib.metadata as m, numpy; assert m.version("tinygrad") == "0.14.0"' 2>/dev/null; }; then

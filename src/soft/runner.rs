@@ -8,9 +8,17 @@
 //! backend's [`Executor`]: a host function table for the simulated devices, loaded ELF kernels
 //! for the CPU device.
 //!
+//! A synchronous caller can be the command processor itself: [`SoftDevice::run_inline`] takes
+//! the engine's consumer state (a lock the CP thread takes too), submits without waking the CP
+//! thread, and runs the ring up to the new write pointer on the calling thread — no hand-off,
+//! no wake-up, no thread spinning while another computes. A CP run reads `[rptr, wptr)` packet
+//! by packet from a concrete ring window (no `dyn` layer) and publishes the read pointer once
+//! per run; the device's own timeline signal is reached without a pool lookup.
+//!
 //! A command-processor error (a malformed packet, a signal address that is no signal, a kernel
 //! that fails) is recorded on the timeline as the device's fault: waits end with that error and
-//! the engine stops, like a hardware CP that faulted.
+//! the engine stops, like a hardware CP that faulted. A panic of the executor (a bug) is caught
+//! and recorded the same way, on the CP thread and on an inline caller.
 //!
 //! Register layout: [`DOORBELL`] and [`RPTR`], one pair per engine (see there).
 
@@ -24,7 +32,7 @@ use crate::signal::{StdHooks, WaitHooks};
 use alloc::string::ToString;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 use std::sync::{Condvar, Mutex, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -271,6 +279,24 @@ impl Default for SoftConfig {
 
 struct Shared {
     stop: AtomicBool,
+    /// CP threads that have started running (past std's thread start-up).
+    started: AtomicUsize,
+}
+
+/// Wait (bounded) until `started` reaches `n`: threads a device spawns have run before the
+/// device is handed out, so their one-time start-up (std copies the thread's name) never lands
+/// in a caller's steady state.
+pub fn wait_started(started: &AtomicUsize, n: usize) {
+    let t0 = Instant::now();
+    // TIMEOUT: 10 s is far beyond any scheduling delay; past it the device works anyway, the
+    // thread starts whenever it is scheduled.
+    while started.load(Ordering::Acquire) < n && t0.elapsed() < Duration::from_secs(10) {
+        if t0.elapsed() < Duration::from_millis(1) {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
 }
 
 /// A device whose command processors are host threads, or the threads that submit: see
@@ -344,7 +370,7 @@ impl SoftDevice {
         let kpool = KernargPool::new(kmem.clone(), kernarg_base, config.max_in_flight);
         let tl_signal = super::HOST_SIGNALS.alloc(0);
         let hcq = Arc::new(Hcq::new(name.clone(), tl_signal, encoder, engines, kpool, hooks)?);
-        let shared = Arc::new(Shared { stop: AtomicBool::new(false) });
+        let shared = Arc::new(Shared { stop: AtomicBool::new(false), started: AtomicUsize::new(0) });
         let memory = Arc::new(SoftContext {
             kernargs: kmem.clone(),
             kernarg_base,
@@ -383,6 +409,7 @@ impl SoftDevice {
             // on an error, `dev` drops here and stops the threads already started
             dev.threads.push(t);
         }
+        wait_started(&dev.shared.started, n);
         Ok(dev)
     }
 
@@ -707,6 +734,7 @@ impl EngineCp {
     /// The CP thread: runs the ring whenever no inline driver does. It polls the doorbell for
     /// `idle_spin` after work, then sleeps until a host write of the doorbell.
     fn thread(&self, shared: &Shared, idle_spin: Duration) {
+        shared.started.fetch_add(1, Ordering::AcqRel);
         let db = doorbell_offset(self.engine);
         let mut idle_since: Option<Instant> = None;
         let mut seen = self.regs.write_count(db);

@@ -1,6 +1,6 @@
-//! Whole-model calls on the CPU device: one `Model::call()` = submit the captured launch list
-//! through the ring, the command-processor thread runs every kernel, the host waits on the
-//! timeline.
+//! Whole-model calls on the CPU device: one `Model::call()` = submit the model's exec list
+//! through the ring and run it on the calling thread (the engine is free), `core_id` kernels
+//! fanned out over the device's cores.
 //!
 //! Benches (divan; the `items/s` column of the model benches counts kernels, so the time per
 //! kernel is `1 / (items/s)`):
@@ -14,14 +14,13 @@
 //!
 //! After the benches, `cargo bench` (not `cargo test`) also prints a report that divan cannot
 //! express:
-//! - for chain100, mlp and wide, the median call time against the median per-call sum of the
-//!   kernel durations the device profiler records (the runtime's overhead around the kernels);
-//!   the profiler's own cost shows as `call+prof` minus `call`;
+//! - for each sample model, the median call against [`Model::call_direct`] (the same kernels
+//!   called directly on this thread, `core_id` tids one by one: the sum of the kernels' own
+//!   time), timed in interleaved rounds in the same run, and the per-kernel time; with the
+//!   profiler on, the call against the summed kernel durations it records;
 //! - the fan-out speedup, 1 vs 2 cores, in interleaved rounds (so drifting load hits both
 //!   sides), for the `fill` launch, the whole `wide` call and `wide`'s core_id kernels alone
-//!   (profiler), once with the default host wait (spin, then yield) and once with a sleeping
-//!   host wait: on a machine with no more CPUs than the device has cores, the waiting host
-//!   thread competes with the core-id workers.
+//!   (profiler).
 //!
 //! `cargo bench -p hcq-cpu --bench model -- nothing` prints only the report;
 //! `HCQ_BENCH_NO_REPORT=1` skips it.
@@ -35,7 +34,6 @@ use hcq::device::Device;
 use hcq::dtype::DType;
 use hcq::profile::EventKind;
 use hcq::program::{Param, ParamKind, Program, ProgramImage};
-use hcq::signal::WaitPolicy;
 use hcq_cpu::device::{CpuDevice, host_cores};
 use hcq_cpu::model::{Model, host_arch};
 use std::sync::Arc;
@@ -152,39 +150,49 @@ fn median(v: &mut [f64]) -> f64 {
     if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
 }
 
-const REPORT_CALLS: usize = 1000;
+const REPORT_CALLS: usize = 2000;
 
-/// Median call time (µs) with the profiler off, then with it on together with the median
-/// per-call sum of kernel durations (µs).
-fn overhead(name: &str) -> (usize, f64, f64, f64) {
+/// For one model on a device with every host core: `(kernels, call, direct, call+prof,
+/// profiled kernel sum)`, medians in µs. `call` and `direct` ([`Model::call_direct`]: every
+/// kernel called on this thread, tids one by one) are timed in interleaved rounds, so drifting
+/// load hits both alike.
+fn overhead(name: &str) -> (usize, f64, f64, f64, f64) {
     let mut m = load(name, host_cores());
     for _ in 0..50 {
         m.call().unwrap();
+        m.call_direct().unwrap();
     }
-    let mut plain: Vec<f64> = (0..REPORT_CALLS)
-        .map(|_| {
+    let (mut calls, mut direct) = (Vec::with_capacity(REPORT_CALLS), Vec::with_capacity(REPORT_CALLS));
+    for _ in 0..REPORT_CALLS / 100 {
+        for _ in 0..100 {
             let t = Instant::now();
             m.call().unwrap();
-            t.elapsed().as_secs_f64() * 1e6
-        })
-        .collect();
+            calls.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        for _ in 0..100 {
+            let t = Instant::now();
+            m.call_direct().unwrap();
+            direct.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    assert!(m.check().unwrap().ok, "{name}: outputs changed while timing");
     let dev = m.device().clone();
     let prof = dev.soft().hcq().profiler();
     prof.set_enabled(true);
-    let mut calls = Vec::with_capacity(REPORT_CALLS);
-    let mut kernels = Vec::with_capacity(REPORT_CALLS);
-    for _ in 0..REPORT_CALLS {
+    let mut profiled = Vec::with_capacity(REPORT_CALLS / 4);
+    let mut kernels = Vec::with_capacity(REPORT_CALLS / 4);
+    for _ in 0..REPORT_CALLS / 4 {
         prof.clear();
         let t = Instant::now();
         m.call().unwrap();
-        calls.push(t.elapsed().as_secs_f64() * 1e6);
+        profiled.push(t.elapsed().as_secs_f64() * 1e6);
         let ev = prof.events();
         let programs: Vec<_> = ev.iter().filter(|e| e.kind == EventKind::Program).collect();
         assert_eq!(programs.len(), m.kernels_per_call(), "{name}: one Program event per kernel");
         kernels.push(programs.iter().map(|e| e.end_ns.saturating_sub(e.start_ns)).sum::<u64>() as f64 / 1e3);
     }
     prof.set_enabled(false);
-    (m.kernels_per_call(), median(&mut plain), median(&mut calls), median(&mut kernels))
+    (m.kernels_per_call(), median(&mut calls), median(&mut direct), median(&mut profiled), median(&mut kernels))
 }
 
 /// Median of `n` timings (µs) of `f`.
@@ -255,60 +263,46 @@ fn core_id_names(m: &Model) -> Vec<u32> {
 
 fn report() {
     println!();
-    println!("model call vs summed kernel time (median of {REPORT_CALLS} calls, {} cores)", host_cores());
     println!(
-        "{:<10} {:>7} {:>12} {:>12} {:>12} {:>10} {:>12}",
-        "model", "kernels", "call us", "call+prof us", "kernels us", "overhead", "per-kernel"
+        "model call vs the same kernels called directly on this thread (Model::call_direct; median of {REPORT_CALLS} calls each, interleaved; {} cores)",
+        host_cores()
     );
-    for name in ["chain100", "mlp", "wide"] {
-        let (k, plain, profiled, ksum) = overhead(name);
+    println!(
+        "{:<12} {:>7} {:>10} {:>10} {:>11} {:>12} {:>12} {:>12}",
+        "model", "kernels", "call us", "direct us", "call/direct", "per-kernel", "call+prof us", "kernels us"
+    );
+    for name in ["chain100", "elementwise", "mlp", "wide"] {
+        let (k, call, direct, profiled, ksum) = overhead(name);
         println!(
-            "{:<10} {:>7} {:>12.2} {:>12.2} {:>12.2} {:>9.1}% {:>9.3} us",
+            "{:<12} {:>7} {:>10.2} {:>10.2} {:>10.3}x {:>9.4} us {:>12.2} {:>12.2}",
             name,
             k,
-            plain,
+            call,
+            direct,
+            call / direct,
+            call / k as f64,
             profiled,
-            ksum,
-            100.0 * (profiled - ksum) / profiled,
-            plain / k as f64
+            ksum
         );
     }
     println!(
-        "(overhead = (call+prof - kernels) / call+prof, both measured with the profiler on; per-kernel = call / kernels)"
+        "(per-kernel = call / kernels; call+prof and kernels: with the profiler on, kernels = summed Program events)"
     );
     println!();
     println!(
         "core_id fan-out, 1 core vs 2 cores ({FANOUT_ROUNDS} interleaved rounds of {FANOUT_CALLS} calls; medians)"
     );
-    let sleeping = WaitPolicy { spin_ns: 0, yield_ns: 0, ..WaitPolicy::default() };
-    for (wait, policy) in
-        [("host wait: default (spin, yield)", None), ("host wait: sleep (50 us steps)", Some(sleeping))]
-    {
-        println!("{wait}");
-        let set = |d: &CpuDevice| {
-            if let Some(p) = policy {
-                d.soft().hcq().timeline().set_policy(p);
-            }
-        };
-        let (d1, p1, b1) = fill_kernel(1);
-        let (d2, p2, b2) = fill_kernel(2);
-        set(&d1);
-        set(&d2);
-        let (f1, f2, fr) = fanout(|| fill_once(&*p1, &b1), || fill_once(&*p2, &b2));
-        println!(
-            "  fill ({FILL_TIDS} tids x {FILL_PER_TID} ints), one launch: 1 core {f1:.1} us, 2 cores {f2:.1} us, speedup {fr:.2}x"
-        );
-        drop((d1, p1, b1, d2, p2, b2));
-        let (mut w1, mut w2) = (load("wide", 1), load("wide", 2));
-        set(w1.device());
-        set(w2.device());
-        let (c1, c2, cr) = fanout(|| w1.call().unwrap(), || w2.call().unwrap());
-        println!("  wide call (6 kernels, 2 with core_id): 1 core {c1:.1} us, 2 cores {c2:.1} us, speedup {cr:.2}x");
-        let (n1, n2) = (core_id_names(&w1), core_id_names(&w2));
-        let (k1, k2) = (core_id_kernel_us(&mut w1, &n1), core_id_kernel_us(&mut w2, &n2));
-        println!(
-            "  wide core_id kernels only (profiler): 1 core {k1:.1} us, 2 cores {k2:.1} us, speedup {:.2}x",
-            k1 / k2
-        );
-    }
+    let (d1, p1, b1) = fill_kernel(1);
+    let (d2, p2, b2) = fill_kernel(2);
+    let (f1, f2, fr) = fanout(|| fill_once(&*p1, &b1), || fill_once(&*p2, &b2));
+    println!(
+        "  fill ({FILL_TIDS} tids x {FILL_PER_TID} ints), one launch: 1 core {f1:.1} us, 2 cores {f2:.1} us, speedup {fr:.2}x"
+    );
+    drop((d1, p1, b1, d2, p2, b2));
+    let (mut w1, mut w2) = (load("wide", 1), load("wide", 2));
+    let (c1, c2, cr) = fanout(|| w1.call().unwrap(), || w2.call().unwrap());
+    println!("  wide call (6 kernels, 2 with core_id): 1 core {c1:.1} us, 2 cores {c2:.1} us, speedup {cr:.2}x");
+    let (n1, n2) = (core_id_names(&w1), core_id_names(&w2));
+    let (k1, k2) = (core_id_kernel_us(&mut w1, &n1), core_id_kernel_us(&mut w2, &n2));
+    println!("  wide core_id kernels only (profiler): 1 core {k1:.1} us, 2 cores {k2:.1} us, speedup {:.2}x", k1 / k2);
 }

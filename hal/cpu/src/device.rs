@@ -1,11 +1,16 @@
 //! The `CPU` device: tinygrad's clang-built CPU kernels run through the HCQ engine.
 //!
 //! The device is a soft device ([`SoftDevice`]): queues are encoded in the reference encoding,
-//! submitted to a command ring, and a command-processor thread executes them — calling the
-//! loaded kernels, copying memory, writing signals and timestamps — and signals the timeline.
+//! submitted to a command ring, and a command processor executes them — calling the loaded
+//! kernels, copying memory, writing signals and timestamps — and signals the timeline. The
+//! command processor is a thread of the device, or, for a synchronous call
+//! ([`Program::call`] with `wait`, [`Model::call`](crate::model::Model::call)), the calling
+//! thread itself ([`SoftDevice::run_inline`]). An exec list ([`CpuDevice::load_exec_list`]) runs
+//! a prebuilt sequence of launches from one exec packet.
 //! A launch whose program has a `core_id` argument runs once per core id (`global[0]` calls)
 //! in parallel on a pool of worker threads plus the command processor itself (tinygrad runs
-//! them one after another).
+//! them one after another); the command processor never waits for a worker to be scheduled
+//! (it takes tids too), and sleeps rather than spins while a worker finishes its last call.
 //!
 //! Kernel calling convention: every argument is passed as a 64-bit integer in the C ABI of
 //! the host (buffer addresses first, then integer values), as tinygrad does. That is exact on
@@ -171,13 +176,19 @@ struct FanShared {
     /// Workers asleep for the next generation wait here.
     cv: Condvar,
     generation: AtomicU64,
+    /// The next tid to hand out, tagged with its launch: `generation << 32 | tid`. A thread
+    /// claims a tid only while the tag is its job's generation, so a worker that wakes late
+    /// never runs an old job's arguments with a newer launch's tids.
     next: AtomicU64,
-    done_workers: AtomicUsize,
+    /// Calls of the current launch that have finished.
+    done: AtomicU64,
     stop: AtomicBool,
+    /// Workers that have started running.
+    started: AtomicUsize,
     /// Workers asleep on `cv` (under `job`'s lock): a launch notifies only when some are, so
     /// a launch to spinning workers makes no system call.
     sleeping: AtomicUsize,
-    /// The launching thread has run out of tids and sleeps on `done_cv` for the workers.
+    /// The launching thread has run out of tids and sleeps on `done_cv` for the last calls.
     caller_sleeping: AtomicBool,
     done_lock: Mutex<()>,
     done_cv: Condvar,
@@ -188,13 +199,17 @@ struct FanShared {
 struct FanOut {
     shared: Arc<FanShared>,
     workers: Vec<JoinHandle<()>>,
+    /// Launches so far (the tag of `FanShared::next`). One launch at a time: exec commands run
+    /// one after another, as every queue of the device waits on the timeline value of the
+    /// submission before it (whichever engine and command processor runs them).
+    launches: AtomicU64,
 }
 
 /// How long an idle worker polls for the next launch before it sleeps (launches come in
 /// bursts: the `core_id` kernels of one model call).
-const WORKER_SPIN: Duration = Duration::from_micros(100);
+const WORKER_SPIN: Duration = Duration::from_micros(20);
 
-/// Longest the launching thread spins for the workers' last tids before it sleeps.
+/// Longest the launching thread spins for the workers' last calls before it sleeps.
 const CALLER_SPIN_MAX: Duration = Duration::from_micros(200);
 
 impl FanOut {
@@ -204,8 +219,9 @@ impl FanOut {
             cv: Condvar::new(),
             generation: AtomicU64::new(0),
             next: AtomicU64::new(0),
-            done_workers: AtomicUsize::new(0),
+            done: AtomicU64::new(0),
             stop: AtomicBool::new(false),
+            started: AtomicUsize::new(0),
             sleeping: AtomicUsize::new(0),
             caller_sleeping: AtomicBool::new(false),
             done_lock: Mutex::new(()),
@@ -220,39 +236,45 @@ impl FanOut {
                 .map_err(|e| Error::Os { what: "spawn core-id worker", errno: e.raw_os_error().unwrap_or(0) })?;
             ws.push(t);
         }
-        Ok(Self { shared, workers: ws })
+        hcq::soft::runner::wait_started(&shared.started, workers);
+        Ok(Self { shared, workers: ws, launches: AtomicU64::new(0) })
     }
 
     /// Run `job` for every tid in `0..job.n`, on the workers and this thread; returns when all
     /// calls are done.
     ///
-    /// This thread takes tids like the workers do. Once none is left it waits for the workers'
-    /// last calls: it spins for about as long as one call took here (the work still running
-    /// elsewhere is at most one call per worker), then sleeps until the last worker wakes it,
-    /// so it never spins for long on a CPU the workers need.
+    /// This thread takes tids like the workers do, so a launch never waits for a worker to be
+    /// scheduled: on a busy machine it may run every call itself. Once no tid is left it waits
+    /// only for calls a worker has started: it spins for about as long as one call took here
+    /// (at most one call per worker is still running), then sleeps until the last one wakes
+    /// it, so it never spins for long on a CPU a worker needs.
     fn run(&self, job: Job) {
         let s = &self.shared;
-        // every launch hands out tids from 0, on the inline path too (no worker still reads
-        // `next`: the previous `run` returned only after all of them checked in)
-        s.next.store(0, Ordering::Release);
+        // 32-bit tags, never 0 (what idle workers start from); tids fit the low 32 bits
+        // (`global[0]` is a u32)
+        let launch = match (self.launches.load(Ordering::Relaxed) + 1) & 0xffff_ffff {
+            0 => 1,
+            g => g,
+        };
+        self.launches.store(launch, Ordering::Relaxed);
+        s.done.store(0, Ordering::Release);
+        s.next.store(launch << 32, Ordering::Release);
         if self.workers.is_empty() || job.n <= 1 {
-            run_tids(s, &job);
+            run_tids(s, &job, launch);
             return;
         }
-        s.done_workers.store(0, Ordering::Release);
         {
             let mut g = s.job.lock().unwrap_or_else(|p| p.into_inner());
-            g.0 += 1;
+            g.0 = launch;
             g.1 = Some(job);
-            s.generation.store(g.0, Ordering::Release);
+            s.generation.store(launch, Ordering::Release);
             if s.sleeping.load(Ordering::Acquire) > 0 {
                 s.cv.notify_all();
             }
         }
         let t0 = Instant::now();
-        let ran = run_tids(s, &job);
-        let need = self.workers.len();
-        if s.done_workers.load(Ordering::Acquire) >= need {
+        let ran = run_tids(s, &job, launch);
+        if s.done.load(Ordering::Acquire) >= job.n {
             return;
         }
         // spin for about one call's time
@@ -261,17 +283,17 @@ impl FanOut {
         let t1 = Instant::now();
         while t1.elapsed() < spin {
             for _ in 0..64 {
-                if s.done_workers.load(Ordering::Acquire) >= need {
+                if s.done.load(Ordering::Acquire) >= job.n {
                     return;
                 }
                 core::hint::spin_loop();
             }
         }
-        // then sleep. Dekker with `worker`: this sets `caller_sleeping` then reads the count;
-        // a worker adds to the count then reads `caller_sleeping`
+        // then sleep. Dekker with `run_tids` on a worker: this sets `caller_sleeping` then reads
+        // the count; a worker adds to the count then reads `caller_sleeping`
         s.caller_sleeping.store(true, Ordering::SeqCst);
         let mut g = s.done_lock.lock().unwrap_or_else(|p| p.into_inner());
-        while s.done_workers.load(Ordering::SeqCst) < need {
+        while s.done.load(Ordering::SeqCst) < job.n {
             // TIMEOUT: a bound on a lost wake-up only; the loop re-checks the count
             g = match s.done_cv.wait_timeout(g, Duration::from_millis(1)) {
                 Ok((g, _)) => g,
@@ -296,29 +318,43 @@ impl Drop for FanOut {
     }
 }
 
-/// Run tids of `job` until none is left; returns how many this thread ran.
-fn run_tids(s: &FanShared, job: &Job) -> u64 {
+/// Claim and run tids of `job` (launch `launch`) until none is left or a newer launch began;
+/// returns how many this thread ran.
+fn run_tids(s: &FanShared, job: &Job, launch: u64) -> u64 {
     let mut args = job.args;
     let mut ran = 0;
+    let mut cur = s.next.load(Ordering::Acquire);
     loop {
-        let tid = s.next.fetch_add(1, Ordering::AcqRel);
-        if tid >= job.n {
+        if cur >> 32 != launch || cur & 0xffff_ffff >= job.n {
             break;
         }
-        args[job.slot] = tid;
+        if let Err(now) = s.next.compare_exchange_weak(cur, cur + 1, Ordering::AcqRel, Ordering::Acquire) {
+            cur = now;
+            continue;
+        }
+        args[job.slot] = cur & 0xffff_ffff;
         // The job comes from `CpuExec`: a loaded kernel of `nargs` arguments (it stays loaded
         // until the device drops, which first stops this pool) and the launch's arguments.
         // SAFETY: see above; `f` takes exactly `nargs` integer arguments.
         let _ = unsafe { call_kernel(job.f as *const (), &args[..job.nargs]) };
         ran += 1;
+        s.done.fetch_add(1, Ordering::SeqCst);
+        if s.caller_sleeping.load(Ordering::SeqCst) {
+            let _g = s.done_lock.lock().unwrap_or_else(|p| p.into_inner());
+            s.done_cv.notify_one();
+        }
+        cur = s.next.load(Ordering::Acquire);
     }
     ran
 }
 
 fn worker(s: Arc<FanShared>) {
+    s.started.fetch_add(1, Ordering::AcqRel);
     let mut seen = 0u64;
     loop {
-        // spin a little for the next generation, then sleep
+        // spin a little for the next launch, then sleep. No `yield_now` in between: on a busy
+        // machine a yielding thread goes to the back of the run queue and misses launches by
+        // milliseconds, while a sleeping one is woken (and scheduled) when a launch comes.
         let spin_until = Instant::now() + WORKER_SPIN;
         while s.generation.load(Ordering::Acquire) == seen && Instant::now() < spin_until {
             if s.stop.load(Ordering::Acquire) {
@@ -330,8 +366,6 @@ fn worker(s: Arc<FanShared>) {
                 }
                 core::hint::spin_loop();
             }
-            // let the launching thread (or anything else waiting for this CPU) run
-            std::thread::yield_now();
         }
         let job = {
             let mut g = s.job.lock().unwrap_or_else(|p| p.into_inner());
@@ -349,12 +383,7 @@ fn worker(s: Arc<FanShared>) {
             g.1
         };
         if let Some(job) = job {
-            run_tids(&s, &job);
-        }
-        s.done_workers.fetch_add(1, Ordering::SeqCst);
-        if s.caller_sleeping.load(Ordering::SeqCst) {
-            let _g = s.done_lock.lock().unwrap_or_else(|p| p.into_inner());
-            s.done_cv.notify_one();
+            run_tids(&s, &job, seen);
         }
     }
 }

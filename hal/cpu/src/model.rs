@@ -3,11 +3,16 @@
 //! [`Model::load`] takes a parsed `.hcqb` ([`Hcqb`]), checks the host can run its objects
 //! (architecture and x86-64 level), allocates every base buffer once on the device (scratch
 //! arena views stay views: `base + offset`), fills inputs and weights, loads each program's
-//! object for the host, and captures the launch list as queues whose kernel arguments live in a
-//! region of their own — one queue, or several when the list would take more than a quarter of
-//! the command ring (so a model of any length fits, and the ring can hold the next call while
-//! one runs). [`Model::call`] replays them: it patches the timeline values, copies the words
-//! into the ring, rings the doorbell and waits — no encoding, no allocation.
+//! object for the host, and captures the launch list: each run of kernel launches becomes one
+//! exec list of the device ([`CpuDevice::load_exec_list`]: kernels and arguments resolved and
+//! checked once, at load), run by one exec packet; copies stay copy packets. The packets form
+//! one queue, or several when they would take more than a quarter of the command ring.
+//! [`Model::call`] replays them: it patches the timeline values, copies the words into the
+//! ring and, when the compute engine is free, runs them on the calling thread
+//! ([`SoftDevice::run_inline`](hcq::soft::runner::SoftDevice::run_inline)) — no encoding, no
+//! allocation, no hand-off to another thread. [`Model::submit`] queues a call for the
+//! command-processor thread instead. [`Model::output`] and [`Model::check`] wait for the calls
+//! in flight before they read.
 //!
 //! [`Model::check`] compares the outputs with the bundle's expected bytes: exactly when the
 //! objects are those that produced them, else within the bundle format's stated tolerance
