@@ -278,7 +278,7 @@ pub trait Program: Send + Sync {
                     // the launch may be in flight anyway (submitted, then its wait failed): mark the
                     // buffers up to everything submitted so far, which covers it
                     if let Some(h) = bufs.first().and_then(|b| b.device().hcq()) {
-                        let upper = Stamp::new(h.timeline().last_submitted());
+                        let upper = h.timeline().last_submitted();
                         for b in bufs {
                             b.mark_written(upper);
                         }

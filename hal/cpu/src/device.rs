@@ -27,7 +27,6 @@ use hcq::hcq::Hcq;
 use hcq::profile::{Event, EventKind};
 use hcq::program::{Launch, ParamKind, Program, ProgramImage};
 use hcq::soft::runner::{Executor, Regs, SoftConfig, SoftContext, SoftDevice, soft_clock_ns};
-use hcq::stamp::Stamp;
 use std::collections::BTreeMap;
 use std::string::{String, ToString};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -545,7 +544,7 @@ impl Program for CpuProgram {
             q.exec(self.handle, ka, global, local)?;
             s.submit(0, &mut q)?
         };
-        let stamp = Some(Stamp::new(v));
+        let stamp = Some(v);
         if wait {
             hcq.wait(v)?;
             return Ok(Launch { stamp, time_us: Some(t0.elapsed().as_secs_f64() * 1e6) });

@@ -325,7 +325,7 @@ impl Model {
         let hcq = self.dev.soft().hcq();
         let mut last = 0;
         for q in &mut self.queues {
-            last = hcq.submit(0, q)?;
+            last = hcq.submit(0, q)?.get();
         }
         Ok(last)
     }
