@@ -8,9 +8,13 @@
 //!
 //! Submission: [`Hcq::lock`] takes the device's submit lock (one order across engines) and gives
 //! a [`Submitter`]; kernel arguments allocated through it are stamped with the timeline value of
-//! the submission that will use them; [`Submitter::submit`] reserves that value, patches the
-//! queue's timeline wait (previous value) and signal (new value), copies the words into the
-//! engine's ring and rings its doorbell. Nothing on this path allocates.
+//! the submission that will use them; [`Submitter::submit`] patches the queue's timeline wait
+//! (previous value) and signal (new value), copies the words into the engine's ring, takes the
+//! value for good and then rings the doorbell. Nothing on this path allocates. The submit lock
+//! (and the ring and kernel-argument locks under it) may be held across a wait for ring space,
+//! so with `std` they are sleeping locks ([`crate::sync::Lock`]). Every [`Stamp`] this returns
+//! is also what the allocator's deferred frees wait for ([`Hcq`] is a
+//! [`Completion`](crate::allocator::Completion)).
 
 use crate::deps::{Access, DepsTracker};
 use crate::error::{DeviceName, Error, Result};
