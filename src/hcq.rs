@@ -383,7 +383,12 @@ mod tests {
             let hcq = hcq.clone();
             std::thread::spawn(move || hcq.submit(0, &mut barrier_queue(&hcq)))
         };
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        // until the holder has the lock (it keeps it for the whole 900 ms wait)
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while hcq.submit.try_lock().is_some() {
+            assert!(std::time::Instant::now() < deadline, "the holder never took the submit lock");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         let (ticks, waited) = {
             let t0 = std::time::Instant::now();
             let c0 = thread_cpu_ticks();

@@ -80,8 +80,9 @@ fn a_buffer_freed_under_a_slow_kernel_is_not_reused_until_the_kernel_ends() {
     let fill = dev.load_program(&image("fill")).unwrap();
     let a = buffer(&dev);
     let a_addr = a.device_addr().unwrap();
-    // every command takes 40 ms: the kernel writes `a` about 120 ms from now
-    h.sim().faults().set_latency(Duration::from_millis(40));
+    // the device holds the launch until the host is done below (then runs it slowly), so the
+    // kernel writes `a` after its last handle is gone whatever the machine's load
+    h.sim().faults().stop_reading(true);
     fill.call(&[&a], &[], [1; 3], [1; 3], false).unwrap();
     drop(a);
     let pending = (dev.allocator().pending_frees(), dev.allocator().pending_bytes());
@@ -89,6 +90,8 @@ fn a_buffer_freed_under_a_slow_kernel_is_not_reused_until_the_kernel_ends() {
     let b = buffer(&dev);
     b.copy_in(&[GUARD; N]).unwrap();
     let b_addr = b.device_addr().unwrap();
+    h.sim().faults().set_latency(Duration::from_millis(20));
+    h.sim().faults().stop_reading(false);
     dev.synchronize().unwrap();
     h.sim().faults().clear();
     let mut out = vec![0u8; N];
