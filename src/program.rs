@@ -202,6 +202,11 @@ pub const MAX_CALL_BUFFERS: usize = 64;
 /// through [`Program::call`] is the rest of the contract: the buffers are on this program's
 /// device, their memory stays allocated and unreused until the device has finished the launch
 /// (the lifetime rule of [`crate::buffer`]), and host copies of them wait for it.
+///
+/// The program's own code falls under the same rule: a backend whose programs live in device
+/// memory keeps the code in a [`Buffer`] and marks it read at each launch
+/// ([`Buffer::mark_read`]), so dropping the program defers the free past its last launch. (The
+/// CPU and SIM devices never unload a kernel while the device lives.)
 pub trait Program: Send + Sync {
     /// The kernel's name.
     fn name(&self) -> &str;
