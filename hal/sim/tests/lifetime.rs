@@ -149,3 +149,27 @@ fn a_buffer_of_another_device_is_refused() {
     assert!(matches!(e, Error::InvalidArgument { value: 0, .. }), "{e:?}");
     assert!(!theirs.is_allocated(), "nothing was allocated or launched");
 }
+
+#[test]
+fn a_launch_whose_wait_fails_still_keeps_its_buffers_alive() {
+    let (h, dev) = sim("SIM");
+    register_fill(&h);
+    let fill = dev.load_program(&image("fill")).unwrap();
+    let hcq = h.sim().hcq();
+    hcq.timeline().set_policy(hcq::signal::WaitPolicy::with_timeout_ms(30));
+    let a = buffer(&dev);
+    a.allocate().unwrap();
+    // the device stops: the launch is submitted, and its wait times out
+    h.sim().faults().stop_reading(true);
+    let e = fill.call(&[&a], &[], [1; 3], [1; 3], true).unwrap_err();
+    assert!(matches!(e, Error::Timeout { .. }), "{e:?}");
+    assert_eq!(a.last_write(), hcq.timeline().last_submitted(), "marked up to everything submitted");
+    drop(a);
+    assert_eq!(dev.allocator().pending_frees(), 1, "the memory waits for the launch that may still run");
+    // after a reset the device runs it, and the memory comes back
+    hcq.timeline().clear_hung();
+    hcq.timeline().set_policy(hcq::signal::WaitPolicy::default());
+    h.sim().faults().stop_reading(false);
+    dev.synchronize().unwrap();
+    assert_eq!(dev.allocator().retire(), 1);
+}
