@@ -428,6 +428,8 @@ mod lru {
 
         /// Wait for `p`'s stamp, then free it; leak it if the wait fails.
         fn release_waiting(&self, c: &Arc<dyn Completion>, p: Pending) {
+            // TIMEOUT: the completion's (the device timeline's policy, default 30 s without
+            // progress); a failed wait leaks the block.
             match c.wait(p.stamp) {
                 Ok(()) => self.free(p.mem, &p.spec),
                 Err(e) => {

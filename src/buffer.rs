@@ -123,15 +123,17 @@ fn wait_device(device: &dyn Device, stamp: Stamp) -> Result<()> {
     if stamp.is_zero() {
         return Ok(());
     }
+    // TIMEOUT: the device timeline's policy (default 30 s without progress), then
+    // `Error::Timeout` and the device is marked hung.
     match device.hcq() {
-        Some(h) => h.wait(stamp.get()),
+        Some(h) => h.wait(stamp),
         None => device.synchronize(),
     }
 }
 
 /// Whether `device` is known to have passed `stamp` without waiting.
 fn passed(device: &dyn Device, stamp: Stamp) -> bool {
-    stamp.is_zero() || device.hcq().is_some_and(|h| h.timeline().signal().is_reached(stamp.get()))
+    stamp.is_zero() || device.hcq().is_some_and(|h| h.timeline().passed(stamp))
 }
 
 /// The buffers of one launch, between taking their addresses and marking their stamps: host

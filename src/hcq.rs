@@ -8,9 +8,13 @@
 //!
 //! Submission: [`Hcq::lock`] takes the device's submit lock (one order across engines) and gives
 //! a [`Submitter`]; kernel arguments allocated through it are stamped with the timeline value of
-//! the submission that will use them; [`Submitter::submit`] reserves that value, patches the
-//! queue's timeline wait (previous value) and signal (new value), copies the words into the
-//! engine's ring and rings its doorbell. Nothing on this path allocates.
+//! the submission that will use them; [`Submitter::submit`] patches the queue's timeline wait
+//! (previous value) and signal (new value), copies the words into the engine's ring, takes the
+//! value for good and then rings the doorbell. Nothing on this path allocates. The submit lock
+//! (and the ring and kernel-argument locks under it) may be held across a wait for ring space,
+//! so with `std` they are sleeping locks ([`crate::sync::Lock`]). Every [`Stamp`] this returns
+//! is also what the allocator's deferred frees wait for ([`Hcq`] is a
+//! [`Completion`](crate::allocator::Completion)).
 
 use crate::deps::{Access, DepsTracker};
 use crate::error::{DeviceName, Error, Result};
@@ -18,7 +22,7 @@ use crate::profile::Profiler;
 use crate::queue::{Encoder, HwQueue};
 use crate::ring::{CommandRing, KernargPool};
 use crate::signal::{Signal, WaitHooks};
-use crate::stamp::Stamp;
+use crate::stamp::{EngineId, Stamp};
 use crate::sync::{Lock, LockGuard};
 use crate::timeline::Timeline;
 use alloc::sync::Arc;
@@ -31,7 +35,7 @@ pub struct TimelinePoint {
     /// Device address of the timeline signal.
     pub signal: u64,
     /// The value.
-    pub value: u64,
+    pub value: Stamp,
 }
 
 /// Hazard tracking shared by the devices that touch the same buffers: which timeline point last
@@ -95,8 +99,11 @@ impl Hcq {
         kernargs: KernargPool,
         hooks: Arc<dyn WaitHooks>,
     ) -> Result<Self> {
-        if engines.is_empty() {
-            return Err(Error::InvalidArgument { what: "an HCQ device needs at least one engine", value: 0 });
+        if engines.is_empty() || engines.len() > 256 {
+            return Err(Error::InvalidArgument {
+                what: "an HCQ device needs 1 to 256 engines",
+                value: engines.len() as u64,
+            });
         }
         Ok(Self {
             timeline: Timeline::new(name, timeline),
@@ -129,6 +136,18 @@ impl Hcq {
         &self.engines
     }
 
+    /// The engine `id` names, if the device has it.
+    pub fn engine(&self, id: EngineId) -> Option<&Engine> {
+        self.engines.get(id.index())
+    }
+
+    /// The id of the engine called `name` ("compute", "copy"), if the device has one.
+    pub fn engine_id(&self, name: &str) -> Option<EngineId> {
+        let i = self.engines.iter().position(|e| e.name == name)?;
+        // CAST: a device has at most 256 engines (`Hcq::new` refuses more).
+        Some(EngineId::new(i as u8))
+    }
+
     /// A new queue for this device, encoded with its backend's encoder.
     pub fn queue(&self) -> Result<HwQueue> {
         HwQueue::new(self.encoder.clone(), self.timeline.signal())
@@ -141,7 +160,7 @@ impl Hcq {
 
     /// Submit `q` on engine `engine` (shorthand for `lock().submit(..)`); returns the timeline
     /// value that marks its completion.
-    pub fn submit(&self, engine: usize, q: &mut HwQueue) -> Result<u64> {
+    pub fn submit(&self, engine: impl Into<EngineId>, q: &mut HwQueue) -> Result<Stamp> {
         self.lock().submit(engine, q)
     }
 
@@ -152,18 +171,18 @@ impl Hcq {
     /// queue that already holds those waits. Returns the timeline value that completes it.
     pub fn submit_tracked(
         &self,
-        engine: usize,
+        engine: impl Into<EngineId>,
         hazards: &mut Hazards,
         accesses: &[Access],
         build: impl FnOnce(&mut HwQueue, &mut Submitter<'_>) -> Result<()>,
-    ) -> Result<u64> {
+    ) -> Result<Stamp> {
         let mut s = self.lock();
         let me = TimelinePoint { signal: self.timeline.signal().addr(), value: s.next_value() };
         let mut deps = Vec::new();
         hazards.access(accesses, me, &mut deps)?;
         let mut q = self.queue()?;
         for d in deps.iter().filter(|d| d.signal != me.signal) {
-            q.wait_at(d.signal, d.value)?;
+            q.wait_at(d.signal, d.value.get())?;
         }
         build(&mut q, &mut s)?;
         s.submit(engine, &mut q)
@@ -176,8 +195,9 @@ impl Hcq {
 
     /// Wait until the timeline reaches `value`. While profiling, a wait that had to wait is
     /// recorded as a [`Wait`](crate::profile::EventKind::Wait) event (host clock).
-    pub fn wait(&self, value: u64) -> Result<()> {
-        if !self.profiler.is_enabled() || self.timeline.signal().is_reached(value) {
+    pub fn wait(&self, value: impl Into<Stamp>) -> Result<()> {
+        let value = value.into();
+        if !self.profiler.is_enabled() || self.timeline.passed(value) {
             return self.timeline.wait(value, &*self.hooks);
         }
         let st = self.hooks.now_ns();
@@ -188,7 +208,7 @@ impl Hcq {
             name,
             start_ns: st,
             end_ns: self.hooks.now_ns(),
-            arg: value,
+            arg: value.get(),
         });
         r
     }
@@ -196,10 +216,10 @@ impl Hcq {
 
 impl crate::allocator::Completion for Hcq {
     fn passed(&self, stamp: Stamp) -> bool {
-        self.timeline.signal().is_reached(stamp.get())
+        self.timeline.passed(stamp)
     }
     fn wait(&self, stamp: Stamp) -> Result<()> {
-        Hcq::wait(self, stamp.get())
+        Hcq::wait(self, stamp)
     }
 }
 
@@ -211,8 +231,8 @@ pub struct Submitter<'a> {
 
 impl Submitter<'_> {
     /// The timeline value the next submission will signal.
-    pub fn next_value(&self) -> u64 {
-        self.hcq.timeline.last_submitted() + 1
+    pub fn next_value(&self) -> Stamp {
+        self.hcq.timeline.last_submitted().next()
     }
 
     /// Copy `data` into a fresh kernel-argument block of `size` bytes (≥ `data.len()`, the rest
@@ -231,14 +251,15 @@ impl Submitter<'_> {
     /// taken for good, before the doorbell, so a fault recorded from here on can never let a
     /// later submission reuse it; then the doorbell. A doorbell write that fails leaves the
     /// value taken and records the error as the device's fault (the words may or may not run).
-    pub fn submit(&mut self, engine: usize, q: &mut HwQueue) -> Result<u64> {
+    pub fn submit(&mut self, engine: impl Into<EngineId>, q: &mut HwQueue) -> Result<Stamp> {
         let hcq = self.hcq;
+        let engine = engine.into();
         let eng =
-            hcq.engines.get(engine).ok_or(Error::InvalidArgument { what: "engine index", value: engine as u64 })?;
+            hcq.engine(engine).ok_or(Error::InvalidArgument { what: "engine index", value: engine.index() as u64 })?;
         q.finish()?;
         hcq.timeline.check()?;
         let next = self.next_value();
-        q.patch_timeline(next - 1, next)?;
+        q.patch_timeline(next.prev().get(), next.get())?;
         let mut ring = eng.ring.lock();
         ring.write(q.words(), next, &hcq.timeline, &*hcq.hooks)?;
         let (_, v) = hcq.timeline.advance();
@@ -330,14 +351,14 @@ mod tests {
         let Some(Command::Signal { value: signalled, .. }) = q.command(q.len() - 1) else {
             panic!("a queue ends with its timeline signal")
         };
-        assert_eq!(first, Ok(signalled), "the value was taken before the doorbell");
+        assert_eq!(first, Ok(Stamp::new(signalled)), "the value was taken before the doorbell");
         assert!(hcq.timeline().fault().is_some(), "the fault is recorded");
         assert!(matches!(hcq.submit(0, &mut barrier_queue(&hcq)), Err(Error::Unsupported { .. })));
         // after a reset, the next submission gets a value of its own
         hcq.timeline().clear_hung();
         let second = hcq.submit(0, &mut barrier_queue(&hcq)).unwrap();
-        assert_ne!(second, signalled, "two submissions in the ring signal the same timeline value");
-        assert_eq!(second, signalled + 1);
+        assert_ne!(second.get(), signalled, "two submissions in the ring signal the same timeline value");
+        assert_eq!(second.get(), signalled + 1);
     }
 
     /// CPU time (user + system, in clock ticks) this thread has used.
@@ -362,7 +383,12 @@ mod tests {
             let hcq = hcq.clone();
             std::thread::spawn(move || hcq.submit(0, &mut barrier_queue(&hcq)))
         };
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        // until the holder has the lock (it keeps it for the whole 900 ms wait)
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while hcq.submit.try_lock().is_some() {
+            assert!(std::time::Instant::now() < deadline, "the holder never took the submit lock");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         let (ticks, waited) = {
             let t0 = std::time::Instant::now();
             let c0 = thread_cpu_ticks();

@@ -202,6 +202,11 @@ pub const MAX_CALL_BUFFERS: usize = 64;
 /// through [`Program::call`] is the rest of the contract: the buffers are on this program's
 /// device, their memory stays allocated and unreused until the device has finished the launch
 /// (the lifetime rule of [`crate::buffer`]), and host copies of them wait for it.
+///
+/// The program's own code falls under the same rule: a backend whose programs live in device
+/// memory keeps the code in a [`Buffer`] and marks it read at each launch
+/// ([`Buffer::mark_read`]), so dropping the program defers the free past its last launch. (The
+/// CPU and SIM devices never unload a kernel while the device lives.)
 pub trait Program: Send + Sync {
     /// The kernel's name.
     fn name(&self) -> &str;
@@ -278,7 +283,7 @@ pub trait Program: Send + Sync {
                     // the launch may be in flight anyway (submitted, then its wait failed): mark the
                     // buffers up to everything submitted so far, which covers it
                     if let Some(h) = bufs.first().and_then(|b| b.device().hcq()) {
-                        let upper = Stamp::new(h.timeline().last_submitted());
+                        let upper = h.timeline().last_submitted();
                         for b in bufs {
                             b.mark_written(upper);
                         }
@@ -299,6 +304,7 @@ pub trait Program: Send + Sync {
 mod tests {
     use super::*;
     use alloc::vec;
+    use std::vec::Vec;
 
     fn p(slot: u32, dtype: DType, kind: ParamKind) -> Param {
         Param { name: None, slot, dtype, shape: Vec::new(), kind }
@@ -385,5 +391,120 @@ mod tests {
     fn empty_signature_packs_nothing() {
         let l = KernargLayout::new(&[]).unwrap();
         assert_eq!(l.pack(&[], &[], &mut []).unwrap(), 0);
+    }
+
+    /// A program on a fake device: `call_raw` records the addresses it got and returns `stamp`
+    /// (or fails after "submitting" when `fail` is set); with `hold`, it reports that it is
+    /// inside and waits to be released.
+    struct FakeProgram {
+        device: *const (),
+        stamp: Stamp,
+        fail: bool,
+        got: std::sync::Mutex<Vec<u64>>,
+        hold: Option<(std::sync::mpsc::SyncSender<()>, std::sync::Mutex<std::sync::mpsc::Receiver<()>>)>,
+    }
+
+    // SAFETY: `device` is only compared, never dereferenced.
+    unsafe impl Send for FakeProgram {}
+    // SAFETY: as above; the rest is Sync.
+    unsafe impl Sync for FakeProgram {}
+
+    impl Program for FakeProgram {
+        fn name(&self) -> &str {
+            "fake"
+        }
+        fn is_on(&self, device: &dyn Device) -> bool {
+            core::ptr::addr_eq(device as *const dyn Device, self.device)
+        }
+        unsafe fn call_raw(&self, bufs: &[u64], _: &[i64], _: [u32; 3], _: [u32; 3], _: bool) -> Result<Launch> {
+            self.got.lock().unwrap().extend_from_slice(bufs);
+            if let Some((entered, go)) = &self.hold {
+                entered.send(()).unwrap();
+                go.lock().unwrap().recv().unwrap();
+            }
+            if self.fail {
+                return Err(Error::Timeout {
+                    device: crate::error::device_name("FAKE"),
+                    awaited: 1,
+                    last: 0,
+                    timeout_ms: 1,
+                });
+            }
+            Ok(Launch { stamp: Some(self.stamp), time_us: None })
+        }
+    }
+
+    fn fake_program(dev: &Arc<crate::device::tests::FakeDevice>, stamp: u64) -> FakeProgram {
+        FakeProgram {
+            device: Arc::as_ptr(dev).cast(),
+            stamp: Stamp::new(stamp),
+            fail: false,
+            got: std::sync::Mutex::new(Vec::new()),
+            hold: None,
+        }
+    }
+
+    #[test]
+    fn call_passes_buffer_addresses_and_marks_the_buffers_with_the_launch() {
+        use crate::device::tests::FakeDevice;
+        let dev = FakeDevice::new("FAKE", 1 << 16);
+        let other = FakeDevice::new("FAKE:1", 1 << 16);
+        let d: Arc<dyn Device> = dev.clone();
+        let a = Buffer::new(d.clone(), 16, DType::U8, Default::default()).unwrap();
+        let b = Buffer::new(d, 64, DType::U8, Default::default()).unwrap();
+        let v = b.view(8, DType::U8, 8).unwrap();
+        let prog = fake_program(&dev, 7);
+        prog.call(&[&a, &v], &[], [1; 3], [1; 3], false).unwrap();
+        assert_eq!(*prog.got.lock().unwrap(), vec![a.device_addr().unwrap(), b.device_addr().unwrap() + 8]);
+        assert_eq!((a.last_write(), b.last_write()), (Stamp::new(7), Stamp::new(7)), "a view marks its base");
+        // a buffer of another device is refused before anything is allocated or launched
+        let theirs = Buffer::new(other, 16, DType::U8, Default::default()).unwrap();
+        let e = prog.call(&[&a, &theirs], &[], [1; 3], [1; 3], false).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { value: 1, .. }), "{e:?}");
+        assert!(!theirs.is_allocated());
+        assert_eq!(prog.got.lock().unwrap().len(), 2);
+        let e = prog.call(&[&a; MAX_CALL_BUFFERS + 1], &[], [1; 3], [1; 3], false).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }));
+    }
+
+    #[test]
+    fn a_host_copy_never_runs_between_a_launch_taking_an_address_and_marking_it() {
+        use crate::device::tests::FakeDevice;
+        use core::sync::atomic::Ordering;
+        let dev = FakeDevice::new("FAKE", 1 << 16);
+        let d: Arc<dyn Device> = dev.clone();
+        let a = Buffer::new(d, 16, DType::U8, Default::default()).unwrap();
+        a.allocate().unwrap();
+        let (entered_tx, entered) = std::sync::mpsc::sync_channel(1);
+        let (go, go_rx) = std::sync::mpsc::sync_channel(1);
+        let prog = FakeProgram { hold: Some((entered_tx, std::sync::Mutex::new(go_rx))), ..fake_program(&dev, 3) };
+        std::thread::scope(|s| {
+            let launch = s.spawn(|| prog.call(&[&a], &[], [1; 3], [1; 3], false));
+            entered.recv().unwrap();
+            // the launch is inside `call_raw`: its stamp is not marked yet
+            let copy = s.spawn(|| {
+                let mut out = [0u8; 16];
+                a.copy_out(&mut out)
+            });
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert!(!copy.is_finished(), "the copy ran while a launch held the buffer's address");
+            go.send(()).unwrap();
+            launch.join().unwrap().unwrap();
+            copy.join().unwrap().unwrap();
+        });
+        // the copy saw stamp 3 and waited for it (a device without a timeline synchronizes)
+        assert_eq!(dev.syncs.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn without_a_timeline_a_failed_launch_leaves_no_stamp() {
+        // (on a device with a timeline it marks everything submitted: hal/sim tests/lifetime.rs)
+        use crate::device::tests::FakeDevice;
+        let dev = FakeDevice::new("FAKE", 1 << 16);
+        let d: Arc<dyn Device> = dev.clone();
+        let a = Buffer::new(d, 16, DType::U8, Default::default()).unwrap();
+        let prog = FakeProgram { fail: true, ..fake_program(&dev, 3) };
+        assert!(matches!(prog.call(&[&a], &[], [1; 3], [1; 3], true), Err(Error::Timeout { .. })));
+        assert!(a.last_write().is_zero());
     }
 }

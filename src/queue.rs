@@ -394,6 +394,8 @@ impl HwQueue {
                 value: self.cmds.len() as u64,
             });
         }
+        // CAST: a queue's commands are counted in u32 (each takes at least one word of a ring
+        // far smaller than 2^32 words).
         let idx = self.cmds.len() as u32;
         let (words0, marks0) = (self.words.len(), self.marks.len());
         let mut w = CmdWriter { words: &mut self.words, marks: &mut self.marks, cmd: idx };
@@ -406,7 +408,8 @@ impl HwQueue {
         Ok(self)
     }
 
-    /// Wait until `signal` reaches `value` (another device's timeline, a kick signal, ...).
+    /// Wait until `signal` reaches `value` (another device's timeline stamp, `Stamp::get`; a
+    /// kick signal's count, ...).
     pub fn wait(&mut self, signal: &Signal, value: u64) -> Result<&mut Self> {
         self.push(Command::Wait { addr: signal.addr(), value })
     }

@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::memory::BumpAllocator;
 use crate::mmio::{MmioBus, Width};
 use crate::signal::WaitHooks;
+use crate::stamp::Stamp;
 use crate::sync::{Ordering, fence};
 use crate::timeline::Timeline;
 use alloc::collections::VecDeque;
@@ -29,7 +30,7 @@ use alloc::sync::Arc;
 pub struct InFlight {
     size: u64,
     retired: u64,
-    spans: VecDeque<(u64, u64)>,
+    spans: VecDeque<(u64, Stamp)>,
     cap: usize,
 }
 
@@ -58,6 +59,8 @@ impl InFlight {
             let Some(&(span_end, stamp)) = self.spans.front() else {
                 return Err(Error::OutOfSpace { what, requested: end - self.retired, capacity: self.size });
             };
+            // TIMEOUT: the timeline's wait policy (default 30 s without progress); a device that
+            // never retires the span ends in `Error::Timeout` and is marked hung.
             tl.wait(stamp, hooks)?;
             self.retired = span_end;
             self.spans.pop_front();
@@ -66,7 +69,7 @@ impl InFlight {
     }
 
     /// Record that everything up to `end` is retired by timeline value `stamp`.
-    pub fn push(&mut self, end: u64, stamp: u64) {
+    pub fn push(&mut self, end: u64, stamp: Stamp) {
         match self.spans.back_mut() {
             // several blocks of one submission share a stamp: keep one span
             Some(last) if last.1 == stamp => last.0 = end,
@@ -76,9 +79,8 @@ impl InFlight {
 
     /// Retire, without waiting, every span whose stamp the timeline has reached.
     pub fn retire_completed(&mut self, tl: &Timeline) {
-        let done = tl.completed();
         while let Some(&(end, stamp)) = self.spans.front() {
-            if !crate::signal::reached(done, stamp, tl.signal().is_32bit()) {
+            if !tl.passed(stamp) {
                 break;
             }
             self.retired = end;
@@ -134,6 +136,7 @@ impl CommandRing {
                 value: bytes as u64,
             });
         }
+        // CAST: usize is at most 64 bits on every target.
         let words = (bytes / 4) as u64;
         Ok(Self { mem, words, wptr: 0, flight: InFlight::new(words, max_in_flight), doorbell })
     }
@@ -162,7 +165,7 @@ impl CommandRing {
     /// the submission's last command signals. Waits (on `tl`) for the device to consume older
     /// submissions when the ring is full. Allocates nothing. Shorthand for [`CommandRing::write`]
     /// then [`CommandRing::kick`].
-    pub fn submit(&mut self, words: &[u32], stamp: u64, tl: &Timeline, hooks: &dyn WaitHooks) -> Result<u64> {
+    pub fn submit(&mut self, words: &[u32], stamp: Stamp, tl: &Timeline, hooks: &dyn WaitHooks) -> Result<u64> {
         self.write(words, stamp, tl, hooks)?;
         self.kick()
     }
@@ -171,7 +174,7 @@ impl CommandRing {
     /// [`CommandRing::kick`] the device does not read them. `stamp` is the timeline value the
     /// submission's last command signals. Waits (on `tl`) for the device to consume older
     /// submissions when the ring is full. On error nothing is recorded (the write pointer stays).
-    pub fn write(&mut self, words: &[u32], stamp: u64, tl: &Timeline, hooks: &dyn WaitHooks) -> Result<()> {
+    pub fn write(&mut self, words: &[u32], stamp: Stamp, tl: &Timeline, hooks: &dyn WaitHooks) -> Result<()> {
         let n = words.len() as u64;
         let end = self.wptr + n;
         self.flight.retire_completed(tl);
@@ -219,6 +222,7 @@ impl core::fmt::Debug for KernargPool {
 impl KernargPool {
     /// A pool over all of `mem`, which the device sees at `device_base`.
     pub fn new(mem: Arc<dyn MmioBus + Send>, device_base: u64, max_in_flight: usize) -> Self {
+        // CAST: usize is at most 64 bits on every target.
         let size = mem.size() as u64;
         Self {
             mem,
@@ -237,7 +241,7 @@ impl KernargPool {
         data: &[u8],
         size: u64,
         align: u64,
-        stamp: u64,
+        stamp: Stamp,
         tl: &Timeline,
         hooks: &dyn WaitHooks,
     ) -> Result<u64> {
@@ -258,6 +262,7 @@ impl KernargPool {
             self.bump = saved;
             return Err(e);
         }
+        // CAST: `off + size` lies inside the pool, whose size is a usize.
         self.mem.write_bytes(off as usize, data)?;
         self.pos = end;
         self.flight.push(end, stamp);
@@ -296,9 +301,9 @@ mod tests {
     fn writes_wrap_in_two_slices() {
         let (mut r, mem, tl) = ring(8, 4);
         let h = StdHooks;
-        r.submit(&[1, 2, 3, 4, 5, 6], 1, &tl, &h).unwrap();
+        r.submit(&[1, 2, 3, 4, 5, 6], Stamp::new(1), &tl, &h).unwrap();
         tl.signal().set(1); // the device consumed it
-        r.submit(&[7, 8, 9, 10], 2, &tl, &h).unwrap();
+        r.submit(&[7, 8, 9, 10], Stamp::new(2), &tl, &h).unwrap();
         let mut words = [0u32; 8];
         for (i, w) in words.iter_mut().enumerate() {
             *w = mem.read(i * 4, Width::U32).unwrap() as u32;
@@ -311,9 +316,9 @@ mod tests {
     fn a_full_ring_waits_and_never_overwrites_unconsumed_words() {
         let (mut r, _mem, tl) = ring(8, 4);
         let h = StdHooks;
-        r.submit(&[1; 6], 1, &tl, &h).unwrap();
+        r.submit(&[1; 6], Stamp::new(1), &tl, &h).unwrap();
         // the device has not consumed submission 1: writing 4 more words would overwrite it
-        let e = r.submit(&[2; 4], 2, &tl, &h).unwrap_err();
+        let e = r.submit(&[2; 4], Stamp::new(2), &tl, &h).unwrap_err();
         assert!(matches!(e, Error::Timeout { awaited: 1, .. }), "{e:?}");
         assert_eq!(r.wptr(), 6, "nothing was written");
     }
@@ -321,16 +326,16 @@ mod tests {
     #[test]
     fn oversized_submission_is_out_of_space() {
         let (mut r, _mem, tl) = ring(8, 4);
-        assert!(matches!(r.submit(&[0; 9], 1, &tl, &StdHooks), Err(Error::OutOfSpace { .. })));
+        assert!(matches!(r.submit(&[0; 9], Stamp::new(1), &tl, &StdHooks), Err(Error::OutOfSpace { .. })));
     }
 
     #[test]
     fn bookkeeping_capacity_bounds_in_flight_submissions() {
         let (mut r, _mem, tl) = ring(64, 2);
         let h = StdHooks;
-        r.submit(&[0; 2], 1, &tl, &h).unwrap();
-        r.submit(&[0; 2], 2, &tl, &h).unwrap();
-        assert!(matches!(r.submit(&[0; 2], 3, &tl, &h), Err(Error::Timeout { awaited: 1, .. })));
+        r.submit(&[0; 2], Stamp::new(1), &tl, &h).unwrap();
+        r.submit(&[0; 2], Stamp::new(2), &tl, &h).unwrap();
+        assert!(matches!(r.submit(&[0; 2], Stamp::new(3), &tl, &h), Err(Error::Timeout { awaited: 1, .. })));
     }
 
     #[test]
@@ -341,13 +346,13 @@ mod tests {
         tl.set_policy(WaitPolicy::with_timeout_ms(20));
         let h = StdHooks;
         let mut k = KernargPool::new(mem.clone(), 0x1000, 8);
-        let a = k.alloc(&[1; 8], 100, 64, 1, &tl, &h).unwrap();
-        let b = k.alloc(&[2; 8], 100, 64, 2, &tl, &h).unwrap();
+        let a = k.alloc(&[1; 8], 100, 64, Stamp::new(1), &tl, &h).unwrap();
+        let b = k.alloc(&[2; 8], 100, 64, Stamp::new(2), &tl, &h).unwrap();
         assert_eq!((a, b), (0x1000, 0x1080));
         // a third block wraps to offset 0, which submission 1 still uses
-        assert!(matches!(k.alloc(&[3; 8], 100, 64, 3, &tl, &h), Err(Error::Timeout { awaited: 1, .. })));
+        assert!(matches!(k.alloc(&[3; 8], 100, 64, Stamp::new(3), &tl, &h), Err(Error::Timeout { awaited: 1, .. })));
         tl.signal().set(1);
-        let c = k.alloc(&[3; 8], 100, 64, 3, &tl, &h).unwrap();
+        let c = k.alloc(&[3; 8], 100, 64, Stamp::new(3), &tl, &h).unwrap();
         assert_eq!(c, 0x1000);
         assert_eq!(mem.read(0, Width::U8).unwrap(), 3);
         assert_eq!(mem.read(0x80, Width::U8).unwrap(), 2, "block of submission 2 untouched");

@@ -119,6 +119,7 @@ impl SignalPage {
         // Box can invalidate it
         let raw = alloc::boxed::Box::into_raw(owned);
         let ptr = NonNull::new(raw.cast::<Slot>()).unwrap_or(NonNull::dangling());
+        // CAST: host devices see host memory at its CPU address; pointers fit in 64 bits.
         let device_base = ptr.as_ptr() as u64;
         Self { ptr, len, device_base, owned: true }
     }
@@ -412,6 +413,7 @@ impl SignalPool {
 #[cfg(feature = "std")]
 pub fn host_clock_ns() -> u64 {
     static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    // CAST: u64 nanoseconds last 584 years of process uptime.
     EPOCH.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
 }
 

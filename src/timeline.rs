@@ -11,6 +11,7 @@
 
 use crate::error::{DeviceName, Error, Result};
 use crate::signal::{Signal, WaitHooks, WaitPolicy};
+use crate::stamp::Stamp;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
 /// A device's timeline.
@@ -69,30 +70,34 @@ impl Timeline {
         *self.policy.lock()
     }
 
-    /// The last value handed out to a submission (0 before the first).
-    pub fn last_submitted(&self) -> u64 {
-        self.next.load(Ordering::Acquire) - 1
+    /// The last value handed out to a submission (zero before the first).
+    pub fn last_submitted(&self) -> Stamp {
+        Stamp::new(self.next.load(Ordering::Acquire) - 1)
     }
 
-    /// The value the device has completed.
-    pub fn completed(&self) -> u64 {
-        self.signal.value()
+    /// The value the device has completed (the timeline signal's reading).
+    pub fn completed(&self) -> Stamp {
+        Stamp::new(self.signal.value())
+    }
+
+    /// Whether the device has passed `stamp` (compared as the signal's payload width says).
+    pub fn passed(&self, stamp: Stamp) -> bool {
+        self.signal.is_reached(stamp.get())
     }
 
     /// Reserve the next value: returns `(wait_for, signal)` = (previous, new). Callers hold
     /// their device's submit lock so reservation order equals ring order.
-    pub fn reserve(&self) -> Result<(u64, u64)> {
+    pub fn reserve(&self) -> Result<(Stamp, Stamp)> {
         self.check()?;
-        let v = self.next.fetch_add(1, Ordering::AcqRel);
-        Ok((v - 1, v))
+        Ok(self.advance())
     }
 
     /// Take the next value without checking the device's state: for a submitter whose words are
     /// already in the ring (a fault recorded now must not let a later submission take the
     /// same value). Callers hold their device's submit lock. Returns `(wait_for, signal)`.
-    pub fn advance(&self) -> (u64, u64) {
-        let v = self.next.fetch_add(1, Ordering::AcqRel);
-        (v - 1, v)
+    pub fn advance(&self) -> (Stamp, Stamp) {
+        let v = Stamp::new(self.next.fetch_add(1, Ordering::AcqRel));
+        (v.prev(), v)
     }
 
     /// Fail if the device is hung or faulted.
@@ -131,11 +136,14 @@ impl Timeline {
     }
 
     /// Wait until the timeline reaches `value`. A timeout marks the device hung.
-    pub fn wait(&self, value: u64, hooks: &dyn WaitHooks) -> Result<()> {
+    pub fn wait(&self, value: impl Into<Stamp>, hooks: &dyn WaitHooks) -> Result<()> {
+        let value = value.into().get();
         if self.signal.is_reached(value) {
             return Ok(());
         }
         self.check()?;
+        // TIMEOUT: the device's policy (`WaitPolicy`, default 30 s without progress, tinygrad's
+        // HCQDEV_WAIT_TIMEOUT_MS); progress restarts it, so only a stuck device times out.
         let policy = self.policy();
         let faults = FaultHooks { inner: hooks, tl: self };
         match self.signal.wait(value, &policy, &faults, &self.device) {
@@ -186,10 +194,11 @@ mod tests {
     fn reservations_chain_previous_to_next() {
         let pool = SignalPool::new();
         let tl = Timeline::new(device_name("T"), pool.alloc(99));
-        assert_eq!(tl.completed(), 0, "the signal starts at 0");
-        assert_eq!(tl.reserve().unwrap(), (0, 1));
-        assert_eq!(tl.reserve().unwrap(), (1, 2));
-        assert_eq!(tl.last_submitted(), 2);
+        assert_eq!(tl.completed(), Stamp::ZERO, "the signal starts at 0");
+        assert_eq!(tl.reserve().unwrap(), (Stamp::ZERO, Stamp::new(1)));
+        assert_eq!(tl.reserve().unwrap(), (Stamp::new(1), Stamp::new(2)));
+        assert_eq!(tl.last_submitted(), Stamp::new(2));
+        assert!(tl.passed(Stamp::ZERO) && !tl.passed(Stamp::new(1)));
     }
 
     #[test]

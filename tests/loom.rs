@@ -33,8 +33,9 @@
 //! - [`LoomHooks`]: a clock that never advances (a wait never times out; a protocol deadlock
 //!   shows up as loom running out of branches) and loom's `yield_now`.
 //!
-//! The spin mutexes inside `Hcq`/`Timeline` are not loom-aware; that is sound here because only
-//! the producer thread takes the submit/ring/kernarg locks, and the timeline's fault/policy
+//! The locks inside `Hcq`/`Timeline` (std mutexes for submit/ring/kernargs, spin mutexes for
+//! the fault and policy) are not loom-aware; that is sound here because only the producer
+//! thread takes the submit/ring/kernarg locks, and the timeline's fault/policy
 //! locks hold no loom operation inside (loom never switches threads while they are held).
 //!
 //! # Properties checked (in every interleaving loom explores)
@@ -70,6 +71,7 @@ use hcq::queue::{Command, Encoder, Field};
 use hcq::ring::{CommandRing, Doorbell, KernargPool};
 use hcq::signal::{Signal, SignalPage, WaitHooks};
 use hcq::soft::{SoftCp, SoftEncoder, SoftTarget, Step};
+use hcq::stamp::Stamp;
 use hcq::timeline::Timeline;
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU64, Ordering};
@@ -331,7 +333,7 @@ fn submissions_wrap_the_ring_and_kernarg_pool_without_overwriting_in_flight_work
             let ka = s.kernargs(&args(i, 100 + i), 16, 16).unwrap();
             let mut q = r.hcq.queue().unwrap();
             q.exec(STORE, ka, [1; 3], [1; 3]).unwrap();
-            assert_eq!(s.submit(0, &mut q).unwrap(), u64::from(i) + 1);
+            assert_eq!(s.submit(0, &mut q).unwrap().get(), u64::from(i) + 1);
             assert_eq!(q.words().len() as u64, ONE_EXEC_WORDS);
         }
         // property 3: once the waiter sees value 1, the device's write before it is visible
@@ -393,7 +395,7 @@ fn two_engines_of_a_device_run_in_timeline_order() {
         cp0.join().unwrap();
         cp1.join().unwrap();
         assert_eq!((r.out.load(0), r.out.load(1)), (41, 42));
-        assert_eq!(r.hcq.timeline().completed(), 2);
+        assert_eq!(r.hcq.timeline().completed(), Stamp::new(2));
     });
 }
 
@@ -445,7 +447,7 @@ fn model_catches_a_ring_slot_reused_before_its_stamp() {
             q.patch(0, Field::Value, v - 1).unwrap();
             q.patch(q.len() - 1, Field::Value, v).unwrap();
             // BUG: stamp 0 (already reached) instead of `v`: nothing protects these words
-            ring.submit(q.words(), 0, tl, &LoomHooks).unwrap();
+            ring.submit(q.words(), Stamp::ZERO, tl, &LoomHooks).unwrap();
         }
         tl.signal().wait(2, &Default::default(), &LoomHooks, &device_name("LOOM")).unwrap();
         cp.join().unwrap();

@@ -36,6 +36,7 @@ use crate::mmio::{HostRegion, MmioBus, SubRegion, Width};
 use crate::queue::Encoder;
 use crate::ring::{CommandRing, Doorbell, KernargPool};
 use crate::signal::{WaitHooks, WaitPolicy};
+use crate::stamp::Stamp;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
@@ -350,9 +351,10 @@ impl InlineDevice {
     /// submitted is an [`Error::InvalidArgument`] at once; a command-processor fault ends the
     /// run with that fault; a wait packet that nothing releases ends in the wait policy's
     /// timeout (the device is then hung, as with any timeline wait).
-    pub fn run_until(&self, value: u64) -> Result<()> {
+    pub fn run_until(&self, value: impl Into<Stamp>) -> Result<()> {
+        let value = value.into().get();
         let tl = self.hcq.timeline();
-        if value > tl.last_submitted() && !tl.signal().is_32bit() {
+        if value > tl.last_submitted().get() && !tl.signal().is_32bit() {
             return Err(Error::InvalidArgument {
                 what: "inline device: run until a timeline value that was never submitted",
                 value,
@@ -427,7 +429,7 @@ mod tests {
             s.submit(0, &mut q).unwrap()
         };
         assert_eq!(exec.calls.load(Ordering::Relaxed), 0, "no thread ran it behind our back");
-        assert_eq!(hcq.timeline().completed(), 0);
+        assert_eq!(hcq.timeline().completed(), Stamp::ZERO);
         dev.run_until(v).unwrap();
         assert_eq!(hcq.timeline().completed(), v);
         assert_eq!(exec.calls.load(Ordering::Relaxed), 1);
@@ -443,7 +445,7 @@ mod tests {
         let cfg = InlineConfig { ring_bytes: 1024, kernarg_bytes: 256, max_in_flight: 4, ..InlineConfig::default() };
         let dev = device(exec.clone(), &cfg);
         let hcq = dev.hcq();
-        let mut last = 0;
+        let mut last = Stamp::ZERO;
         for i in 0..200u64 {
             let mut q = hcq.queue().unwrap();
             let mut s = hcq.lock();

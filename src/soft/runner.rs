@@ -24,6 +24,7 @@
 
 use super::{SoftCp, SoftEncoder, SoftTarget, Step, host_signals};
 use crate::error::{Error, Result};
+use crate::stamp::Stamp;
 use crate::hcq::{Engine, Hcq};
 use crate::mmio::{HostRegion, MmioBus, Width};
 use crate::queue::{Command, Encoder};
@@ -461,7 +462,7 @@ impl SoftDevice {
     /// handed to the CP thread and this waits like [`Hcq::wait`]. Ordering, timeline and fault
     /// semantics are those of the CP thread: a command that fails (or an executor that panics)
     /// faults the device and this returns that fault.
-    pub fn run_inline(&self, engine: usize, submit: impl FnOnce(&Hcq) -> Result<u64>) -> Result<()> {
+    pub fn run_inline(&self, engine: usize, submit: impl FnOnce(&Hcq) -> Result<Stamp>) -> Result<()> {
         let cp =
             self.engines.get(engine).ok_or(Error::InvalidArgument { what: "engine index", value: engine as u64 })?;
         let mut guard = match cp.state.try_lock() {

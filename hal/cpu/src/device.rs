@@ -819,7 +819,7 @@ impl Program for CpuProgram {
         let hcq = dev.soft.hcq();
         let mut q = hcq.queue()?;
         let t0 = Instant::now();
-        let submitted = core::cell::Cell::new(0u64);
+        let submitted = core::cell::Cell::new(Stamp::ZERO);
         let mut submit = |hcq: &Hcq| {
             let mut s = hcq.lock();
             let ka = s.kernargs(&raw[..n], n.max(8) as u64, 8)?;
@@ -831,11 +831,11 @@ impl Program for CpuProgram {
         if wait {
             // a synchronous call: the kernel runs on this thread when the engine is free
             dev.soft.run_inline(0, submit)?;
-            let stamp = Some(Stamp::new(submitted.get()));
+            let stamp = Some(submitted.get());
             return Ok(Launch { stamp, time_us: Some(t0.elapsed().as_secs_f64() * 1e6) });
         }
         let v = submit(hcq)?;
-        Ok(Launch { stamp: Some(Stamp::new(v)), time_us: None })
+        Ok(Launch { stamp: Some(v), time_us: None })
     }
 }
 

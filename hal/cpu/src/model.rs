@@ -376,7 +376,7 @@ impl Model {
         let hcq = self.dev.soft().hcq();
         let mut last = 0;
         for q in &mut self.queues {
-            last = hcq.submit(0, q)?;
+            last = hcq.submit(0, q)?.get();
         }
         Ok(last)
     }
@@ -394,7 +394,7 @@ impl Model {
     pub fn call(&mut self) -> Result<()> {
         let queues = &mut self.queues;
         self.dev.soft().run_inline(0, |hcq| {
-            let mut last = 0;
+            let mut last = hcq::stamp::Stamp::ZERO;
             for q in queues.iter_mut() {
                 last = hcq.submit(0, q)?;
             }

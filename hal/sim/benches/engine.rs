@@ -65,7 +65,7 @@ fn build_submit(hcq: &Hcq, prog: u64) -> u64 {
     let ka = s.kernargs(&ARGS, 16, 16).unwrap();
     let mut q = hcq.queue().unwrap();
     q.exec(prog, ka, [1; 3], [1; 3]).unwrap();
-    s.submit(0, &mut q).unwrap()
+    s.submit(0, &mut q).unwrap().get()
 }
 
 fn captured_100(hcq: &Hcq, prog: u64) -> (HwQueue, Vec<u64>) {
@@ -87,7 +87,7 @@ fn patch_submit(hcq: &Hcq, q: &mut HwQueue, blocks: &[u64], turn: usize) -> u64 
     for (c, &ka) in rotated.enumerate() {
         q.patch(c + 1, Field::Kernargs, ka).unwrap();
     }
-    s.submit(0, q).unwrap()
+    s.submit(0, q).unwrap().get()
 }
 
 fn kernargs_patch_submit(hcq: &Hcq, q: &mut HwQueue) -> u64 {
@@ -96,7 +96,7 @@ fn kernargs_patch_submit(hcq: &Hcq, q: &mut HwQueue) -> u64 {
         let ka = s.kernargs(&ARGS, 16, 16).unwrap();
         q.patch(c, Field::Kernargs, ka).unwrap();
     }
-    s.submit(0, q).unwrap()
+    s.submit(0, q).unwrap().get()
 }
 
 mod sim {

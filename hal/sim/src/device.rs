@@ -371,7 +371,7 @@ impl hcq::program::Program for SimProgram {
             hcq::soft::HOST_SIGNALS.free(start);
             hcq::soft::HOST_SIGNALS.free(end);
         }
-        Ok(hcq::program::Launch { stamp: Some(hcq::stamp::Stamp::new(v)), time_us: out })
+        Ok(hcq::program::Launch { stamp: Some(v), time_us: out })
     }
 }
 

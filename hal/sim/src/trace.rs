@@ -147,7 +147,7 @@ pub fn profile_run(dev: &SimDevice, rounds: u32, elems: usize) -> Result<Profile
             let ka_scale = s.kernargs(&3u32.to_le_bytes(), 4, 16)?;
             let args = [ka_fill, ka_scale, 0];
             let mut q = hcq.queue()?;
-            let value = s.next_value();
+            let value = s.next_value().get();
             for (p, (&prog, &ka)) in progs.iter().zip(&args).enumerate() {
                 let (before, after) = (HOST_SIGNALS.alloc(0), HOST_SIGNALS.alloc(0));
                 q.timestamp(&before)?.exec(prog, ka, [1; 3], [1; 3])?.timestamp(&after)?;

@@ -185,3 +185,38 @@ fn replaying_a_captured_100_command_queue_with_patches_allocates_nothing() {
     assert_eq!(sum.load(Ordering::Relaxed), expect, "every exec ran with its patched arguments");
     assert_eq!(n, 0, "{n} heap allocations in 200 steady-state replays of 100 commands");
 }
+
+#[test]
+fn deferred_frees_of_memory_in_flight_allocate_nothing_in_steady_state() {
+    use hcq::allocator::{Allocator, BufferSpec};
+    use hcq::device::Device;
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let h = hcq_sim::SimHandle::open("SIM").unwrap();
+    let (alloc, hcq) = (h.allocator(), h.sim().hcq());
+    let spec = BufferSpec::default();
+    let mut q = hcq.queue().unwrap();
+    q.memory_barrier().unwrap();
+    // each round: a submission the device holds, 64 blocks freed after it (parked), the device
+    // released, the blocks retired to the cache and handed out again next round
+    let mut round = || {
+        h.sim().faults().stop_reading(true);
+        let v = hcq.submit(0, &mut q).unwrap();
+        for _ in 0..64 {
+            let m = alloc.alloc(4096, &spec).unwrap();
+            assert!(alloc.free_after(m, &spec, v).is_ok());
+        }
+        assert_eq!(alloc.pending_frees(), 64, "the device has not passed the stamp");
+        h.sim().faults().stop_reading(false);
+        hcq.synchronize().unwrap();
+        assert_eq!(alloc.retire(), 64);
+    };
+    for _ in 0..3 {
+        round();
+    }
+    let ((), n) = allocations(|| {
+        for _ in 0..20 {
+            round();
+        }
+    });
+    assert_eq!(n, 0, "{n} heap allocations in 20 rounds of 64 deferred frees");
+}

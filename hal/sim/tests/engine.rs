@@ -68,7 +68,7 @@ fn a_queue_can_wait_on_another_devices_timeline() {
     qa.exec(prog, ka, [1; 3], [1; 3]).unwrap();
     let va = a.hcq().submit(0, &mut qa).unwrap();
     let mut qb = b.hcq().queue().unwrap();
-    qb.wait(a.hcq().timeline().signal(), va).unwrap();
+    qb.wait(a.hcq().timeline().signal(), va.get()).unwrap();
     qb.copy(b_dst.addr(), b_src.addr() + 8, 8).unwrap();
     b.hcq().submit(1, &mut qb).unwrap();
     b.hcq().synchronize().unwrap();
@@ -154,7 +154,7 @@ fn a_hung_device_times_out_within_ten_percent_and_reports_hung() {
     );
     match e {
         Error::Timeout { device, awaited, last, .. } => {
-            assert_eq!((device.as_str(), awaited, last), ("SIM:3", v, v - 1));
+            assert_eq!((device.as_str(), awaited, last), ("SIM:3", v.get(), v.get() - 1));
         }
         other => panic!("expected a timeout, got {other:?}"),
     }
@@ -327,7 +327,7 @@ fn hazard_tracking_adds_exactly_the_cross_device_waits_needed() {
     b.hcq().synchronize().unwrap();
     assert_eq!(out.read(0, Width::U64).unwrap(), 4242, "B saw A's write");
     let a_tl = a.hcq().timeline().signal().addr();
-    assert!(seen_waits.contains(&(a_tl, va)), "a wait on A's timeline was added: {seen_waits:?}");
+    assert!(seen_waits.contains(&(a_tl, va.get())), "a wait on A's timeline was added: {seen_waits:?}");
     // B touching a disjoint range needs no wait on A: only its own timeline wait remains
     let mut waits = 0;
     b.hcq()

@@ -80,8 +80,9 @@ fn a_buffer_freed_under_a_slow_kernel_is_not_reused_until_the_kernel_ends() {
     let fill = dev.load_program(&image("fill")).unwrap();
     let a = buffer(&dev);
     let a_addr = a.device_addr().unwrap();
-    // every command takes 40 ms: the kernel writes `a` about 120 ms from now
-    h.sim().faults().set_latency(Duration::from_millis(40));
+    // the device holds the launch until the host is done below (then runs it slowly), so the
+    // kernel writes `a` after its last handle is gone whatever the machine's load
+    h.sim().faults().stop_reading(true);
     fill.call(&[&a], &[], [1; 3], [1; 3], false).unwrap();
     drop(a);
     let pending = (dev.allocator().pending_frees(), dev.allocator().pending_bytes());
@@ -89,6 +90,8 @@ fn a_buffer_freed_under_a_slow_kernel_is_not_reused_until_the_kernel_ends() {
     let b = buffer(&dev);
     b.copy_in(&[GUARD; N]).unwrap();
     let b_addr = b.device_addr().unwrap();
+    h.sim().faults().set_latency(Duration::from_millis(20));
+    h.sim().faults().stop_reading(false);
     dev.synchronize().unwrap();
     h.sim().faults().clear();
     let mut out = vec![0u8; N];
@@ -145,4 +148,28 @@ fn a_buffer_of_another_device_is_refused() {
     let e = fill.call(&[&theirs], &[], [1; 3], [1; 3], true).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument { value: 0, .. }), "{e:?}");
     assert!(!theirs.is_allocated(), "nothing was allocated or launched");
+}
+
+#[test]
+fn a_launch_whose_wait_fails_still_keeps_its_buffers_alive() {
+    let (h, dev) = sim("SIM");
+    register_fill(&h);
+    let fill = dev.load_program(&image("fill")).unwrap();
+    let hcq = h.sim().hcq();
+    hcq.timeline().set_policy(hcq::signal::WaitPolicy::with_timeout_ms(30));
+    let a = buffer(&dev);
+    a.allocate().unwrap();
+    // the device stops: the launch is submitted, and its wait times out
+    h.sim().faults().stop_reading(true);
+    let e = fill.call(&[&a], &[], [1; 3], [1; 3], true).unwrap_err();
+    assert!(matches!(e, Error::Timeout { .. }), "{e:?}");
+    assert_eq!(a.last_write(), hcq.timeline().last_submitted(), "marked up to everything submitted");
+    drop(a);
+    assert_eq!(dev.allocator().pending_frees(), 1, "the memory waits for the launch that may still run");
+    // after a reset the device runs it, and the memory comes back
+    hcq.timeline().clear_hung();
+    hcq.timeline().set_policy(hcq::signal::WaitPolicy::default());
+    h.sim().faults().stop_reading(false);
+    dev.synchronize().unwrap();
+    assert_eq!(dev.allocator().retire(), 1);
 }

@@ -274,7 +274,7 @@ fn main() {
                 }
             }
             let after = hcq.timeline().completed();
-            if after < before + 2 * sizes.len() as u64 {
+            if after.get() < before.get() + 2 * sizes.len() as u64 {
                 return Err(format!("timeline advanced {before} -> {after}, expected one value per copy"));
             }
             Ok(format!("round trips: {}; timeline {before} -> {after}", rt.join(", ")))
