@@ -308,7 +308,8 @@ fn inspect_summarises_programs_buffers_and_launches() {
 
 /// A file longer than its manifest entry allows is refused from its length on disk, before a
 /// byte is read or memory reserved: here 1 TiB sparse files (no disk used) in the place of a
-/// buffer's data, an expected output and an object. Before, the importer read the whole file.
+/// buffer's data, an expected output and an object. Before, the importer tried to read the whole
+/// file (`os error 0` when the memory could not be reserved, a read of 1 TiB where it could).
 #[test]
 fn a_file_longer_than_its_entry_allows_is_refused_without_reading_it() {
     for (file, want) in
