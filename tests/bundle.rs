@@ -306,6 +306,38 @@ fn inspect_summarises_programs_buffers_and_launches() {
     assert!(short.contains("#1 ") && !short.contains("#2 ") && short.contains("... 98 more"), "{short}");
 }
 
+/// A file longer than its manifest entry allows is refused from its length on disk, before a
+/// byte is read or memory reserved: here 1 TiB sparse files (no disk used) in the place of a
+/// buffer's data, an expected output and an object. Before, the importer tried to read the whole
+/// file (`os error 0` when the memory could not be reserved, a read of 1 TiB where it could).
+#[test]
+fn a_file_longer_than_its_entry_allows_is_refused_without_reading_it() {
+    for (file, want) in
+        [("buf_000.bin", "outofbounds"), ("expected_000.bin", "outofbounds"), ("prog_000_E_1024_4.o", "mismatch")]
+    {
+        let s = Scratch::copy_of("elementwise", "sparse");
+        let f = fs::OpenOptions::new().write(true).open(s.0.join(file)).unwrap();
+        f.set_len(1 << 40).unwrap();
+        drop(f);
+        let t = std::time::Instant::now();
+        let e = s.import().expect_err(file);
+        assert_eq!(kind(&e), want, "{file}: {e}");
+        assert!(e.to_string().contains(&format!("file {file} has 1099511627776 bytes")), "{e}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(5), "{file}: refused at once, not after reading");
+    }
+}
+
+/// A manifest past `MAX_MANIFEST_BYTES` is refused by its size before it is read or parsed.
+#[test]
+fn an_oversized_manifest_is_refused_by_its_size() {
+    let s = Scratch::copy_of("elementwise", "bigmanifest");
+    let f = fs::OpenOptions::new().append(true).open(s.0.join("manifest.json")).unwrap();
+    f.set_len(v1::MAX_MANIFEST_BYTES + 1).unwrap();
+    drop(f);
+    let e = s.import().unwrap_err();
+    assert!(matches!(e.root(), Error::LimitExceeded { limit: v1::MAX_MANIFEST_BYTES, .. }), "{e}");
+}
+
 // ---- The committed malformed corpus -------------------------------------------------------
 
 fn corpus_dir() -> PathBuf {

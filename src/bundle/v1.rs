@@ -44,6 +44,8 @@ pub const MANIFEST: &str = "manifest.json";
 pub const FORMAT: &str = "tg-cpu-bundle";
 /// The `version` this importer reads.
 pub const VERSION: u64 = 1;
+/// Largest `manifest.json` the importer reads (the JSON tree takes several times the file).
+pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 
 /// A JSON value with its path in the manifest, for error messages.
 struct Node<'v> {
@@ -163,8 +165,18 @@ fn parse_sha256(node: &Node<'_>) -> Result<[u8; 32]> {
     Ok(out)
 }
 
-/// Read one bundle file: `name` must be a plain relative path inside `dir`.
-fn read_file(dir: &Path, name: &str, field: &str) -> Result<Vec<u8>> {
+/// Read one bundle file: `name` must be a plain relative path inside `dir`. Its length comes
+/// from the file system first: longer than `max_len` (what the manifest says the file may hold)
+/// is refused by `too_long` without reading a byte, and the memory for it is reserved fallibly,
+/// so a huge file is an error, never an allocation abort.
+fn read_file(
+    dir: &Path,
+    name: &str,
+    field: &str,
+    max_len: Option<u64>,
+    too_long: impl FnOnce(u64) -> Error,
+) -> Result<Vec<u8>> {
+    use std::io::Read;
     let rel = Path::new(name);
     if name.is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
         return Err(Error::Malformed {
@@ -175,24 +187,61 @@ fn read_file(dir: &Path, name: &str, field: &str) -> Result<Vec<u8>> {
         .context(format!("{MANIFEST}: {field}: {name:?}")));
     }
     let path = dir.join(rel);
-    std::fs::read(&path).map_err(|e| {
+    let os = |e: std::io::Error| {
         Error::Os { what: "read bundle file", errno: e.raw_os_error().unwrap_or(0) }
             .context(format!("{MANIFEST}: {field}: {}: {e}", path.display()))
-    })
+    };
+    let mut file = std::fs::File::open(&path).map_err(os)?;
+    let len = file.metadata().map_err(os)?.len();
+    if let Some(max) = max_len
+        && len > max
+    {
+        return Err(too_long(len).context(format!("{MANIFEST}: {field}: file {name} has {len} bytes")));
+    }
+    let mut bytes = Vec::new();
+    usize::try_from(len).ok().and_then(|n| bytes.try_reserve_exact(n).ok()).ok_or_else(|| {
+        Error::OutOfMemory { device: crate::error::device_name("host"), requested: len, used: 0 }
+            .context(format!("{MANIFEST}: {field}: file {name}"))
+    })?;
+    file.read_to_end(&mut bytes).map_err(os)?;
+    Ok(bytes)
 }
 
-/// Load the file that `entry.file_key` names, checking `entry.sha256` and, if `size_key` is
-/// given, `entry.<size_key>` against the file length.
-fn load(dir: &Path, entry: &Node<'_>, file_key: &str, size_key: Option<&str>) -> Result<Vec<u8>> {
+/// How long the file of a manifest entry may be, from one of the entry's own fields.
+#[derive(Clone, Copy)]
+enum Len<'k> {
+    /// Exactly `entry.<key>` bytes (objects), when the entry has that field.
+    Exact(&'k str),
+    /// At most `entry.<key>` bytes (a buffer's starting data, an output's expected bytes).
+    AtMost(&'k str),
+}
+
+/// Load the file that `entry.file_key` names, checking its length against `len` (from the file
+/// system, before reading it) and `entry.sha256`.
+fn load(dir: &Path, entry: &Node<'_>, file_key: &str, len: Len<'_>) -> Result<Vec<u8>> {
     let file = entry.get(file_key)?;
     let name = file.str()?;
-    let bytes = read_file(dir, name, &file.path)?;
-    if let Some(size) = size_key.and_then(|k| entry.opt(k)) {
-        let want = size.u64()?;
-        if want != bytes.len() as u64 {
-            return Err(Error::Mismatch { what: "bundle file size", expected: want, found: bytes.len() as u64 }
-                .context(format!("{MANIFEST}: {}: file {name} has {} bytes", size.path, bytes.len())));
+    let (key, exact) = match len {
+        Len::Exact(k) => (k, true),
+        Len::AtMost(k) => (k, false),
+    };
+    let size_node = entry.opt(key);
+    let want = match &size_node {
+        Some(n) => Some(n.u64()?),
+        None => None,
+    };
+    let bytes = read_file(dir, name, &file.path, want, |found| match exact {
+        true => Error::Mismatch { what: "bundle file size", expected: want.unwrap_or(0), found },
+        false => {
+            Error::OutOfBounds { what: "bundle file vs its nbytes", offset: 0, len: found, limit: want.unwrap_or(0) }
         }
+    })?;
+    if exact
+        && let (Some(want), Some(size)) = (want, &size_node)
+        && want != bytes.len() as u64
+    {
+        return Err(Error::Mismatch { what: "bundle file size", expected: want, found: bytes.len() as u64 }
+            .context(format!("{MANIFEST}: {}: file {name} has {} bytes", size.path, bytes.len())));
     }
     if let Some(sha) = entry.opt("sha256") {
         let want = parse_sha256(&sha)?;
@@ -221,7 +270,11 @@ pub fn import_dir(path: impl AsRef<Path>) -> Result<BundleModel> {
 }
 
 fn import(dir: &Path) -> Result<BundleModel> {
-    let text = read_file(dir, MANIFEST, MANIFEST)?;
+    let text = read_file(dir, MANIFEST, MANIFEST, Some(MAX_MANIFEST_BYTES), |len| Error::LimitExceeded {
+        what: "manifest.json size (bytes)",
+        value: len,
+        limit: MAX_MANIFEST_BYTES,
+    })?;
     let value: Value = serde_json::from_slice(&text).map_err(|e| {
         Error::Malformed { what: "bundle manifest", at: e.line() as u64, reason: "not valid JSON" }
             .context(format!("{MANIFEST}: {e}"))
@@ -256,7 +309,7 @@ fn import(dir: &Path) -> Result<BundleModel> {
         let role =
             BufferRole::from_name(role_node.str()?).with_context(|| format!("{MANIFEST}: {}", role_node.path))?;
         let initial = match b.opt("file") {
-            Some(_) => Some(load(dir, b, "file", None)?),
+            Some(_) => Some(load(dir, b, "file", Len::AtMost("nbytes"))?),
             None if matches!(role, BufferRole::Input | BufferRole::Weight) => {
                 return Err(field_error(&format!("{}.file", b.path), "input and weight buffers need a file"));
             }
@@ -283,7 +336,7 @@ fn import(dir: &Path) -> Result<BundleModel> {
     let mut outputs = Vec::new();
     for t in root.get("outputs")?.array()? {
         let expected = match t.opt("file") {
-            Some(_) => Some(load(dir, &t, "file", None)?),
+            Some(_) => Some(load(dir, &t, "file", Len::AtMost("nbytes"))?),
             None => None,
         };
         let output = Output { view: t.view()?, shape: t.get("shape")?.u64_list()?, expected };
@@ -363,10 +416,10 @@ fn program(dir: &Path, p: &Node<'_>) -> Result<Program> {
             for (key, value) in map {
                 let Ok(arch) = Arch::from_name(key) else { continue };
                 let entry = objs.child(key, value);
-                objects.set(arch, Some(load(dir, &entry, "file", Some("nbytes"))?));
+                objects.set(arch, Some(load(dir, &entry, "file", Len::Exact("nbytes"))?));
             }
         }
-        None => objects.x86_64 = Some(load(dir, p, "file", Some("nbytes"))?),
+        None => objects.x86_64 = Some(load(dir, p, "file", Len::Exact("nbytes"))?),
     }
     let adreno = match p.opt("adreno") {
         Some(a) => Some(serde_json::to_vec(a.value).map_err(|_| field_error(&a.path, "cannot re-encode as JSON"))?),

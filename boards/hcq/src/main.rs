@@ -86,15 +86,30 @@ fn registry() -> Registry {
 }
 
 /// The bytes of a bundle: a .hcqb file as is, a v1 directory imported and packed in memory.
+/// The bytes of a file, with the memory for them reserved fallibly: a file larger than the
+/// memory the process can get is an error, never an allocation abort.
+fn read_fallibly(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let os = |e: std::io::Error| Error::Os { what: "read bundle file", errno: e.raw_os_error().unwrap_or(0) };
+    let mut file = std::fs::File::open(path).map_err(os)?;
+    let len = file.metadata().map_err(os)?.len();
+    let mut bytes = Vec::new();
+    usize::try_from(len).ok().and_then(|n| bytes.try_reserve_exact(n).ok()).ok_or(Error::OutOfMemory {
+        device: hcq::error::device_name("host"),
+        requested: len,
+        used: 0,
+    })?;
+    file.read_to_end(&mut bytes).map_err(os)?;
+    Ok(bytes)
+}
+
 fn bundle_bytes(path: &Path) -> Result<Vec<u8>> {
     let ctx = || format!("bundle {}", path.display());
     if path.is_dir() {
         let model = hcq::bundle::v1::import_dir(path).with_context(ctx)?;
         hcqb::write(&model).with_context(ctx)
     } else {
-        std::fs::read(path)
-            .map_err(|e| Error::Os { what: "read bundle file", errno: e.raw_os_error().unwrap_or(0) })
-            .with_context(ctx)
+        read_fallibly(path).with_context(ctx)
     }
 }
 

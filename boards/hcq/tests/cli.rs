@@ -219,3 +219,24 @@ fn a_closed_stdout_pipe_ends_quietly() {
         }
     }
 }
+
+/// A `.hcqb` larger than the memory the process can get (a sparse file of 2^62 bytes, or at
+/// least 2^47, past the x86-64 user address space, so no overcommit setting can grant it) is an
+/// error with exit 2 naming the allocation (before: `read bundle file failed: os error 0`).
+#[test]
+fn a_packed_file_too_large_for_memory_is_an_error_not_an_abort() {
+    // tmpfs takes sparse files up to 2^63 - 1 bytes; ext4 stops at 16 TiB
+    let dir = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+    let path = dir.join(format!("hcq-huge-{}.hcqb", std::process::id()));
+    let f = std::fs::File::create(&path).unwrap();
+    let size = [1u64 << 62, 1 << 50, 1 << 47].into_iter().find(|&n| f.set_len(n).is_ok());
+    drop(f);
+    assert!(size.is_some(), "{} cannot hold a sparse file of 2^47 bytes", dir.display());
+    for cmd in ["run", "inspect"] {
+        let out = hcq(&[cmd, path.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {stderr}");
+        assert!(stderr.contains("allocation of") && stderr.lines().count() == 1, "{cmd}: {stderr}");
+    }
+    std::fs::remove_file(&path).ok();
+}

@@ -201,6 +201,28 @@ pub fn compare(dtype: DType, got: &[u8], expected: &[u8], exact: bool) -> (u64, 
     (bad, max)
 }
 
+/// Write `initial` at the start of `buf` (`bytes` long) and zeros after it, through views of at
+/// most [`FILL_CHUNK`] bytes: no host copy of the whole buffer, so a buffer that fits the device
+/// never needs twice its size in host memory.
+fn fill(buf: &Buffer, initial: &[u8], bytes: u64) -> Result<()> {
+    static ZEROS: [u8; FILL_CHUNK] = [0; FILL_CHUNK];
+    let mut off = 0u64;
+    while off < bytes {
+        let n = usize::try_from((bytes - off).min(FILL_CHUNK as u64)).unwrap_or(FILL_CHUNK);
+        let rest = usize::try_from(off).ok().and_then(|o| initial.get(o..)).unwrap_or_default();
+        let src = if rest.is_empty() { ZEROS.get(..n) } else { rest.get(..rest.len().min(n)) }.unwrap_or_default();
+        if src.is_empty() {
+            return Err(Error::InvalidArgument { what: "buffer fill made no progress", value: off });
+        }
+        buf.view(src.len() as u64, DType::U8, off)?.copy_in(src)?;
+        off += src.len() as u64;
+    }
+    Ok(())
+}
+
+/// Bytes written per view when a buffer is filled at load time.
+const FILL_CHUNK: usize = 64 << 10;
+
 impl Model {
     /// Load `bundle` on `dev`, running the objects built for `arch` (normally the host's).
     /// `allow_unchecked_level`: run objects whose CPU level cannot be verified (`native`).
@@ -236,11 +258,7 @@ impl Model {
             let bytes = limits.alloc_size("buffer nbytes", b.nbytes).with_context(|| format!("buffer {i}"))?;
             let buf = Buffer::new(ddev.clone(), bytes, DType::U8, Default::default())
                 .with_context(|| format!("buffer {i}"))?;
-            let mut init = std::vec![0u8; bytes as usize];
-            if let Some(d) = b.initial {
-                init[..d.len()].copy_from_slice(d);
-            }
-            buf.copy_in(&init).with_context(|| format!("buffer {i}"))?;
+            fill(&buf, b.initial.unwrap_or_default(), bytes).with_context(|| format!("buffer {i}"))?;
             addrs.push(buf.device_addr()?);
             buffers.push(buf);
         }
@@ -512,6 +530,21 @@ mod tests {
         assert_eq!(compare(DType::I32, &[1, 0, 0, 0], &[2, 0, 0, 0], false).0, 1);
         let nan = f32::NAN.to_le_bytes();
         assert_eq!(compare(DType::F32, &nan, &1.0f32.to_le_bytes(), false).0, 1, "NaN never passes");
+    }
+
+    #[test]
+    fn fill_writes_the_initial_bytes_then_zeros_over_stale_contents_across_chunks() {
+        let dev = CpuDevice::new("CPU", 1).unwrap();
+        let ddev: Arc<dyn Device> = dev.clone();
+        let bytes = 3 * FILL_CHUNK as u64 + 48;
+        let buf = Buffer::new(ddev, bytes, DType::U8, Default::default()).unwrap();
+        buf.copy_in(&std::vec![0xaa; bytes as usize]).unwrap(); // stale contents
+        let initial: Vec<u8> = (0..FILL_CHUNK + 100).map(|i| (i % 251) as u8 + 1).collect();
+        fill(&buf, &initial, bytes).unwrap();
+        let mut got = std::vec![0u8; bytes as usize];
+        buf.copy_out(&mut got).unwrap();
+        assert_eq!(&got[..initial.len()], &initial[..]);
+        assert!(got[initial.len()..].iter().all(|&b| b == 0), "zeros after the initial bytes");
     }
 
     #[test]

@@ -339,3 +339,21 @@ fn hazard_tracking_adds_exactly_the_cross_device_waits_needed() {
     assert_eq!(waits, 1, "only the device's own timeline wait");
     b.hcq().synchronize().unwrap();
 }
+
+#[test]
+fn the_sim_device_states_its_limits_and_its_allocator_keeps_them() {
+    use hcq::device::Device;
+    let dev = hcq_sim::SimHandle::open("SIM:7").unwrap();
+    let l = dev.limits();
+    assert_eq!(
+        (l.memory_bytes, l.max_alloc_bytes),
+        (hcq_sim::device::SIM_MEMORY_BYTES, hcq_sim::device::SIM_MAX_ALLOC_BYTES)
+    );
+    assert_eq!(dev.properties().memory_bytes, l.memory_bytes);
+    let dev: Arc<dyn Device> = Arc::new(dev);
+    let too_big = hcq::buffer::Buffer::new(dev.clone(), l.max_alloc_bytes + 1, hcq::DType::U8, Default::default())
+        .and_then(|b| b.device_addr());
+    assert!(matches!(too_big, Err(ref e) if matches!(e.root(), Error::LimitExceeded { .. })), "{too_big:?}");
+    let ok = hcq::buffer::Buffer::new(dev, 4096, hcq::DType::U8, Default::default()).and_then(|b| b.device_addr());
+    assert!(ok.is_ok(), "{ok:?}");
+}
