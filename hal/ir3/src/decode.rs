@@ -762,6 +762,7 @@ fn cat6_a6xx(w: u64) -> R<Body> {
         0b001111 if plain && !bit(w, 0) && bits(w, 20, 23) == 0b0110 => "resinfo.b",
         0b011101 if !b52 && !bit(w, 0) && bits(w, 20, 22) == 0b110 && (bit(w, 23) || plain) => "stib.b",
         0b000110 if !b52 && bits(w, 20, 22) == 0b110 && (bit(w, 23) || plain) => "ldib.b",
+        // PANIC: sub is 16..=26 and not 19/20 here, so the index is 0..=10 and names an entry.
         0b010000..=0b011010 if b52 && plain && bits(w, 20, 23) == 0b0110 && !matches!(sub, 0b010011 | 0b010100) => [
             "atomic.b.add",
             "atomic.b.sub",

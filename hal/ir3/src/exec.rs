@@ -1272,7 +1272,8 @@ fn cat3(cx: &mut Ctx, wave: &mut Wave, c: &Cat3, fl: &Flags, pc: usize, exec: u6
                     a[l] = (b[l] & a[l]) | d[l];
                 }
             }
-            _ => unreachable!(),
+            // The opcodes refused above.
+            op => return Err(unsupported(pc, op.name())),
         }
         store(wave, c.dst.offset(k), c.dst_half, kind == Kind::Float, fl.sat, &mut a, exec);
     }
@@ -1453,7 +1454,8 @@ fn cat6(
                     (ty, addr, index, shift, off, dst, size, false)
                 }
                 Cat6::StgA { ty, addr, index, shift, off, src, size } => (ty, addr, index, shift, off, src, size, true),
-                _ => unreachable!(),
+                // Only LdgA/StgA reach this arm.
+                _ => return Err(unsupported(pc, "ldg.a/stg.a")),
             };
             let half = ty.is_half();
             let eb = ty.mem_bytes() as usize;
