@@ -13,8 +13,10 @@
 //!   user-memory mappings, IB submission, timestamp waits, and [`TimestampHooks`], the
 //!   core signal wait's sleep hook.
 //! - [`sim::SimKgsl`]: a simulated KGSL whose submissions run on the simulated Adreno CP.
+//! - [`capture::Capturing`]: any backend, recording every submission in a freedreno `.rd` capture.
 
 pub mod backend;
+pub mod capture;
 pub mod flags;
 pub mod sim;
 pub mod uapi;

@@ -50,8 +50,12 @@ struct Memory {
 
 impl Memory {
     fn find(&self, addr: u64) -> hcq::Result<(&VolatileRegion, usize)> {
+        self.find_range(addr, 4)
+    }
+
+    fn find_range(&self, addr: u64, len: u64) -> hcq::Result<(&VolatileRegion, usize)> {
         if let Some((base, b)) = self.blocks.range(..=addr).next_back()
-            && addr.checked_add(4).is_some_and(|end| end <= base + (b.region.size() as u64))
+            && addr.checked_add(len).is_some_and(|end| end <= base + (b.region.size() as u64))
         {
             return Ok((&b.region, (addr - base) as usize));
         }
@@ -72,6 +76,13 @@ impl GpuMemory for Memory {
     fn write32(&mut self, addr: u64, value: u32) -> hcq::Result<()> {
         let (r, o) = self.find(addr)?;
         r.write(o, Width::U32, value.into())
+    }
+    fn read_words(&self, addr: u64, out: &mut [u32]) -> hcq::Result<()> {
+        let (r, o) = self.find_range(addr, 4 * out.len() as u64)?;
+        for (i, w) in out.iter_mut().enumerate() {
+            *w = r.read(o + 4 * i, Width::U32)? as u32;
+        }
+        Ok(())
     }
 }
 

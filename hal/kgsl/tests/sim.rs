@@ -175,3 +175,35 @@ fn objects_are_released_only_after_their_timestamp() {
     r.k.wait(&r.ctx, ts, 1000).unwrap();
     assert_eq!(r.sim.live_blocks(), live - 1, "released once retired");
 }
+
+#[test]
+fn submissions_are_captured_in_rd_format() {
+    use hcq_kgsl::capture::Capturing;
+    let cap = Arc::new(Capturing::new(SimKgsl::new(Box::new(Fake)), "hcq-test"));
+    let k = Kgsl::with_backend(cap.clone()).unwrap();
+    let ctx = k.create_context(ContextFlags::compute()).unwrap();
+    let sig = k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
+    let ib = k.alloc(4096, MemFlags::empty()).unwrap();
+    let scratch = k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
+    let enc = Arc::new(
+        A6xxEncoder::new(EncoderConfig { scratch: scratch.gpuaddr(), pvt_mem: scratch.gpuaddr(), pvt_mem_bytes: 4096 })
+            .unwrap(),
+    );
+    let mut q = Pm4Queue::new(enc);
+    q.push(Command::Barrier).unwrap();
+    q.push(Command::Signal { addr: sig.gpuaddr(), value: 3 }).unwrap();
+    for (i, w) in q.words().iter().enumerate() {
+        ib.bus().write(4 * i, Width::U32, (*w).into()).unwrap();
+    }
+    for _ in 0..2 {
+        let ts = k.submit(&ctx, ib.gpuaddr(), 4 * q.words().len() as u64).unwrap();
+        k.wait(&ctx, ts, 1000).unwrap();
+    }
+    let rd = hcq_adreno::rd::read(&cap.bytes()).unwrap();
+    assert_eq!((rd.gpu_id, rd.submits.len()), (Some(630), 2));
+    let s = &rd.submits[1];
+    assert_eq!(s.buffers.len(), 3, "every mapped object, again for each submission");
+    assert_eq!(s.ib_words().unwrap(), q.words(), "the IB reads back word for word");
+    let sig_buf = s.buffers.iter().find(|b| b.0 == sig.gpuaddr()).unwrap();
+    assert_eq!(sig_buf.1[0], 3, "the second capture shows the first submission's signal");
+}

@@ -11,6 +11,15 @@ pub trait GpuMemory {
     fn read32(&self, addr: u64) -> Result<u32>;
     /// Write the dword at `addr` (4-byte aligned).
     fn write32(&mut self, addr: u64, value: u32) -> Result<()>;
+
+    /// Read `out.len()` consecutive dwords from `addr` (a bulk form for state loads and IB
+    /// payloads; implementations override it to look the mapping up once).
+    fn read_words(&self, addr: u64, out: &mut [u32]) -> Result<()> {
+        for (i, w) in out.iter_mut().enumerate() {
+            *w = self.read32(addr.wrapping_add(4 * i as u64))?;
+        }
+        Ok(())
+    }
 }
 
 /// GPU memory made of separate allocations (what KGSL hands out), for tests and the sim.
@@ -105,6 +114,17 @@ impl GpuMemory for SparseMemory {
         }
         let (i, o) = self.find(addr, 4)?;
         self.allocs[i].1[o..o + 4].copy_from_slice(&value.to_le_bytes());
+        Ok(())
+    }
+
+    fn read_words(&self, addr: u64, out: &mut [u32]) -> Result<()> {
+        if !addr.is_multiple_of(4) {
+            return Err(Error::Misaligned { what: "gpu dword read", value: addr, align: 4 });
+        }
+        let (i, o) = self.find(addr, 4 * out.len() as u64)?;
+        for (w, c) in out.iter_mut().zip(self.allocs[i].1[o..].chunks_exact(4)) {
+            *w = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        }
         Ok(())
     }
 }

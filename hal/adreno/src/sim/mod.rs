@@ -251,9 +251,9 @@ impl Cp {
             });
         }
         self.payload.clear();
-        for i in 0..count {
-            let w = mem.read32(f.base.wrapping_add(u64::from(f.pos + 1 + i) * 4))?;
-            self.payload.push(w);
+        if count > 0 {
+            self.payload.resize(count as usize, 0);
+            mem.read_words(f.base.wrapping_add(u64::from(f.pos + 1) * 4), &mut self.payload)?;
         }
         self.packets += 1;
         self.counter += TICKS_PER_PACKET;
@@ -417,9 +417,8 @@ impl Cp {
             }
         };
         buf.clear();
-        for i in 0..words {
-            buf.push(mem.read32(addr.wrapping_add(4 * u64::from(i)))?);
-        }
+        buf.resize(words as usize, 0);
+        mem.read_words(addr, buf)?;
         *slot = Some(Loaded { addr, units });
         Ok(())
     }

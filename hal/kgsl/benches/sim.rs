@@ -1,0 +1,66 @@
+//! Host cost per dispatch on the simulated KGSL: a 1000-dispatch IB (the elementwise a630
+//! program, a dispatch callback that does nothing) submitted through `Kgsl::submit` and awaited.
+//! This is the PM4 interpretation and state checking around each dispatch, without the shader.
+
+use divan::Bencher;
+use hcq::mmio::{MmioBus, Width};
+use hcq::queue::Command;
+use hcq_adreno::sim::{ComputeState, Dispatch, GpuMemory};
+use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue, Program};
+use hcq_kgsl::Kgsl;
+use hcq_kgsl::flags::{ContextFlags, MemFlags};
+use hcq_kgsl::sim::SimKgsl;
+use std::sync::Arc;
+
+fn main() {
+    divan::main();
+}
+
+struct Nop;
+
+impl Dispatch for Nop {
+    fn dispatch(&mut self, _s: &ComputeState<'_>, _mem: &mut dyn GpuMemory) -> hcq::Result<()> {
+        Ok(())
+    }
+}
+
+#[divan::bench]
+fn sim_submit_1000_dispatches(b: Bencher) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../adreno/tests/data");
+    let prog = Program::from_json(
+        &std::fs::read(dir.join("e_32_32_4.a630.bin")).unwrap(),
+        &std::fs::read(dir.join("e_32_32_4.adreno.json")).unwrap(),
+    )
+    .unwrap();
+    let k = Kgsl::with_backend(Arc::new(SimKgsl::new(Box::new(Nop)))).unwrap();
+    let ctx = k.create_context(ContextFlags::compute()).unwrap();
+    let f = MemFlags::USE_CPU_MAP;
+    let code = k.alloc(prog.image.len() as u64, f).unwrap();
+    code.bus().write_bytes(0, &prog.image).unwrap();
+    let consts = k.alloc(prog.const_block_bytes.into(), f).unwrap();
+    let pvt = k.alloc(prog.stack_bytes, f).unwrap();
+    let scratch = k.alloc(4096, f).unwrap();
+    let enc = Arc::new(
+        A6xxEncoder::new(EncoderConfig {
+            scratch: scratch.gpuaddr(),
+            pvt_mem: pvt.gpuaddr(),
+            pvt_mem_bytes: pvt.size(),
+        })
+        .unwrap(),
+    );
+    let h = enc.add_program(&prog, code.gpuaddr()).unwrap();
+    let mut q = Pm4Queue::new(enc);
+    for _ in 0..1000 {
+        q.push(Command::Exec { program: h, kernargs: consts.gpuaddr(), global: [32, 1, 1], local: [32, 1, 1] })
+            .unwrap();
+    }
+    let ib = k.alloc(4 * q.words().len() as u64, f).unwrap();
+    for (i, w) in q.words().iter().enumerate() {
+        ib.bus().write(4 * i, Width::U32, (*w).into()).unwrap();
+    }
+    let bytes = 4 * q.words().len() as u64;
+    b.bench_local(|| {
+        let ts = k.submit(&ctx, ib.gpuaddr(), bytes).unwrap();
+        k.wait(&ctx, ts, 10_000).unwrap();
+    });
+}
