@@ -24,12 +24,12 @@
 
 use super::{SoftCp, SoftEncoder, SoftTarget, Step, host_signals};
 use crate::error::{Error, Result};
-use crate::stamp::Stamp;
 use crate::hcq::{Engine, Hcq};
 use crate::mmio::{HostRegion, MmioBus, Width};
 use crate::queue::{Command, Encoder};
 use crate::ring::{CommandRing, Doorbell, KernargPool};
 use crate::signal::{StdHooks, WaitHooks};
+use crate::stamp::Stamp;
 use alloc::string::ToString;
 use alloc::sync::Arc;
 use alloc::vec::Vec;

@@ -136,7 +136,7 @@ fn ring() -> Check {
     let dev = InlineDevice::new("RING", &cfg, exec.clone(), crate::time::now_ns).map_err(|e| alloc::format!("{e}"))?;
     let hcq = dev.hcq();
     let s = HOST_SIGNALS.alloc(0);
-    let mut last = 0;
+    let mut last = hcq::stamp::Stamp::ZERO;
     for i in 1..=100u64 {
         let mut q = hcq.queue().map_err(|e| alloc::format!("{e}"))?;
         q.exec(0, 0, [1; 3], [1; 3]).map_err(|e| alloc::format!("{e}"))?;

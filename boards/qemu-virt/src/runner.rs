@@ -254,7 +254,7 @@ pub fn run(bytes: &[u8]) -> Result<Report> {
     queues.push(q);
     rep.heap_bytes = crate::heap::used().saturating_sub(heap_before);
     let t0 = crate::time::now_us();
-    let mut last = 0;
+    let mut last = hcq::stamp::Stamp::ZERO;
     for q in &mut queues {
         last = hcq.submit(0, q)?;
     }

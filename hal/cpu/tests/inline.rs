@@ -108,7 +108,11 @@ fn run_example(name: &str) -> (usize, usize) {
     }
     let v = s.submit(0, &mut q).unwrap();
     drop(s);
-    assert_eq!(hcq.timeline().completed(), hcq::stamp::Stamp::ZERO, "nothing ran before the submitter drove the device");
+    assert_eq!(
+        hcq.timeline().completed(),
+        hcq::stamp::Stamp::ZERO,
+        "nothing ran before the submitter drove the device"
+    );
     dev.run_until(v).unwrap();
     let me = std::thread::current().id();
     let ran_on = exec.ran_on.lock().unwrap();
