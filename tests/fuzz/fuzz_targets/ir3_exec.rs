@@ -24,12 +24,25 @@ fuzz_target!(|data: &[u8]| {
     consts[..64].copy_from_slice(&data[2..66]);
     // c0.x/c0.y: the address of the fuzz buffer, so that ldg/stg often hit it.
     consts[..8].copy_from_slice(&0x1_0000_0000u64.to_le_bytes());
-    let nop = Instr { word: 0, flags: Flags::default(), body: Body::Cat0(Cat0 { op: Cat0Op::Nop, immed: 0, inv1: false, comp1: 0, inv2: false, comp2: 0, index: 0 }) };
+    let nop = Instr {
+        word: 0,
+        flags: Flags::default(),
+        body: Body::Cat0(Cat0 { op: Cat0Op::Nop, immed: 0, inv1: false, comp1: 0, inv2: false, comp2: 0, index: 0 }),
+    };
     let instrs: Vec<Instr> = data[66..]
         .chunks_exact(8)
         .map(|c| hcq_ir3::decode(u64::from_le_bytes(c.try_into().unwrap())).unwrap_or(nop))
         .collect();
-    let meta = Meta { fregs: 48, hregs: 48, wgid: 192, lid: 0, shmem: 256, pvtmem: 64, merged_regs: data[0] & 0x80 != 0, const_demotion: data[1] & 0x80 != 0 };
+    let meta = Meta {
+        fregs: 48,
+        hregs: 48,
+        wgid: 192,
+        lid: 0,
+        shmem: 256,
+        pvtmem: 64,
+        merged_regs: data[0] & 0x80 != 0,
+        const_demotion: data[1] & 0x80 != 0,
+    };
     let prog = Program { instrs, meta };
     let mut mem = Buffers { bufs: vec![(0x1_0000_0000, vec![0; 4096])] };
     let mut it = Interp::new();

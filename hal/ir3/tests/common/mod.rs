@@ -192,8 +192,9 @@ pub fn run_launches(
 ) -> Result<hcq_ir3::exec::Stats, String> {
     let mut total = hcq_ir3::exec::Stats::default();
     for l in launches {
-        let prog =
-            b.programs[l.program].as_ref().ok_or(format!("{}: program {} has no a630 object", l.name, l.program))?;
+        let prog = b.programs[l.program]
+            .as_ref()
+            .ok_or_else(|| format!("{}: program {} has no a630 object", l.name, l.program))?;
         let d = hcq_ir3::exec::Dispatch { consts: &l.consts, grid: l.grid, local: l.local };
         let s = interp.run(prog, &d, &mut b.mem).map_err(|e| format!("{} {}: {e}", b.name, l.name))?;
         total.steps += s.steps;
