@@ -17,6 +17,7 @@
 extern crate alloc;
 
 pub mod a6xx;
+pub mod chip;
 pub mod pm4;
 pub mod program;
 pub mod queue;

@@ -218,13 +218,7 @@ impl Kgsl {
             gmem_base: d.gmem_gpubaseaddr,
             mmu_enabled: d.mmu_enabled != 0,
         };
-        let (core, major, minor, _) = info.revision();
-        if (core, major, minor) != (6, 3, 0) {
-            return Err(Error::Unsupported {
-                what: "Adreno chip id (only the Adreno 630, chip 6.3.0.x, is supported)",
-                value: info.chip_id.into(),
-            });
-        }
+        hcq_adreno::chip::generation(info.chip_id)?;
         Ok(Kgsl { io, info, version })
     }
 

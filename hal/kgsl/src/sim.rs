@@ -25,7 +25,7 @@ use zerocopy::IntoBytes;
 const PAGE: usize = 4096;
 
 /// Chip id the simulated device reports (Adreno 630, SDM845 v2).
-pub const SIM_CHIP_ID: u32 = 0x0603_0001;
+pub const SIM_CHIP_ID: u32 = hcq_adreno::chip::A630_CHIP_ID;
 
 struct Block {
     region: VolatileRegion,

@@ -1,0 +1,107 @@
+//! The replay hot path allocates nothing: re-encoding into a cleared `Pm4Queue` and patching
+//! every dispatch of a captured queue leave a counting global allocator untouched, and so does
+//! running the queue on the simulated CP once its buffers are warm.
+//!
+//! One `#[test]` on purpose: the counter is process-wide and the harness allocates on its own
+//! thread between tests.
+
+mod common;
+
+use common::*;
+use hcq::queue::{Command, Field};
+use hcq_adreno::Pm4Queue;
+use hcq_adreno::sim::Cp;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+struct Counting;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: forwards to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract for `alloc`, passed on.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { System.alloc_zeroed(l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { System.realloc(p, l, n) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn encoding_patching_and_simulating_a_warm_queue_allocate_nothing() {
+    let prog = elementwise();
+    let enc = encoder();
+    let h = enc.add_program(&prog, CODE).unwrap();
+    let mut mem = memory();
+    mem.write_bytes(CODE, &prog.image).unwrap();
+    let mut q = Pm4Queue::with_capacity(enc, 100 * 64 + 64, 102);
+    let build = |q: &mut Pm4Queue| {
+        q.clear();
+        q.push(Command::Wait { addr: SIGNALS, value: 0 }).unwrap();
+        for i in 0..100u64 {
+            q.push(Command::Exec { program: h, kernargs: CONSTS + 16 * i, global: [2, 1, 1], local: [32, 1, 1] })
+                .unwrap();
+        }
+        q.push(Command::Signal { addr: SIGNALS + 8, value: 1 }).unwrap();
+    };
+    build(&mut q);
+    let mut cp = Cp::new();
+    let mut rec = Recorder::default();
+    rec.seen.reserve(1000);
+    let run = |q: &Pm4Queue, mem: &mut hcq_adreno::sim::SparseMemory, cp: &mut Cp, rec: &mut Recorder| {
+        mem.write_words(IB, q.words()).unwrap();
+        cp.submit(IB, q.words().len() as u32, mem, rec).unwrap();
+    };
+    run(&q, &mut mem, &mut cp, &mut rec); // warm the CP's buffers
+    rec.seen.clear();
+
+    let before = ALLOCS.load(Ordering::Relaxed);
+    build(&mut q);
+    for round in 1..=10u64 {
+        q.patch(0, Field::Value, round - 1).unwrap();
+        for i in 0..100 {
+            q.patch(i + 1, Field::Kernargs, CONSTS + 16 * ((i as u64 + round) % 100)).unwrap();
+            q.patch(i + 1, Field::Global(0), 1 + round % 3).unwrap();
+        }
+        q.patch(101, Field::Value, round).unwrap();
+    }
+    let after_patch = ALLOCS.load(Ordering::Relaxed);
+    assert_eq!(after_patch - before, 0, "re-encoding and patching allocated");
+    mem.write64(SIGNALS, 9).unwrap();
+    let before_run = ALLOCS.load(Ordering::Relaxed);
+    mem.write_words(IB, q.words()).unwrap();
+    cp.submit(IB, q.words().len() as u32, &mut mem, &mut NoRecord).unwrap();
+    assert_eq!(ALLOCS.load(Ordering::Relaxed) - before_run, 0, "the simulated CP allocated");
+    assert_eq!(mem.read64(SIGNALS + 8).unwrap(), 10);
+}
+
+/// A dispatch callback that keeps nothing (the recorder copies state into vectors).
+struct NoRecord;
+
+impl hcq_adreno::sim::Dispatch for NoRecord {
+    fn dispatch(
+        &mut self,
+        s: &hcq_adreno::sim::ComputeState<'_>,
+        _m: &mut dyn hcq_adreno::sim::GpuMemory,
+    ) -> hcq::Result<()> {
+        assert_eq!(s.local, [32, 1, 1]);
+        Ok(())
+    }
+}
