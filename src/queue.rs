@@ -506,26 +506,40 @@ impl HwQueue {
         }
         let first = info.first_mark as usize;
         let marks = self.marks.get(first..first + info.marks as usize).unwrap_or_default();
-        // validate every dependent word first, so a failure leaves the queue as it was
-        let mut any = false;
+        // compute every dependent word before writing any, so a failure leaves the queue as it
+        // was; up to `STAGED` words are kept on the stack (one evaluation each), more are
+        // evaluated again when written
+        const STAGED: usize = 16;
+        let mut staged = [(0usize, 0u64, false); STAGED];
+        let (mut n, mut any) = (0usize, false);
         for m in marks.iter().filter(|m| m.depends_on(field)) {
-            m.eval(&new)?;
+            let v = m.eval(&new)?;
             any |= m.carries(field);
+            if let Some(slot) = staged.get_mut(n) {
+                *slot = (m.word as usize, v, m.wide);
+            }
+            n += 1;
         }
         if !any {
             return Err(no_field);
         }
-        for m in marks.iter().filter(|m| m.depends_on(field)) {
-            let v = m.eval(&new)?;
-            let w = m.word as usize;
-            // CAST: low and high halves; `eval` checked a 32-bit mark fits.
-            if let Some(slot) = self.words.get_mut(w) {
+        let words = &mut self.words;
+        let mut put = |w: usize, v: u64, wide: bool| {
+            // CAST: low and high halves; `eval` checked that a 32-bit mark's value fits.
+            if let Some(slot) = words.get_mut(w) {
                 *slot = v as u32;
             }
-            if m.wide
-                && let Some(slot) = self.words.get_mut(w + 1)
-            {
+            if wide && let Some(slot) = words.get_mut(w + 1) {
                 *slot = (v >> 32) as u32;
+            }
+        };
+        if n <= STAGED {
+            for &(w, v, wide) in staged.get(..n).unwrap_or_default() {
+                put(w, v, wide);
+            }
+        } else {
+            for m in marks.iter().filter(|m| m.depends_on(field)) {
+                put(m.word as usize, m.eval(&new)?, m.wide);
             }
         }
         info.cmd = new;
@@ -677,5 +691,34 @@ mod tests {
         assert!(q.patch(1, Field::Size, 7).is_err(), "not a field of exec");
         assert_eq!(q.words(), &before[..]);
         assert_eq!(q.command(1).and_then(|c| c.field(Field::Global(0))), Some(10));
+    }
+
+    /// Writes the kernel-argument address in 20 places (more than `patch` keeps on its stack).
+    struct Many;
+
+    impl Encoder for Many {
+        fn encode(&self, cmd: &Command, w: &mut CmdWriter<'_>) -> Result<()> {
+            match *cmd {
+                Command::Exec { kernargs, .. } => {
+                    for _ in 0..20 {
+                        w.field64(Field::Kernargs, kernargs);
+                    }
+                }
+                Command::Wait { value, .. } | Command::Signal { value, .. } => w.field64(Field::Value, value),
+                _ => w.word(0),
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn patching_a_field_written_in_many_places_rewrites_them_all() {
+        let pool = SignalPool::new();
+        let tl = pool.alloc(0);
+        let mut q = HwQueue::new(Arc::new(Many), &tl).unwrap();
+        q.exec(1, 0x1_0000_0002, [1; 3], [1; 3]).unwrap();
+        q.patch(1, Field::Kernargs, 0x3_0000_0004).unwrap();
+        let exec = &q.words()[2..42];
+        assert!(exec.chunks(2).all(|c| c == [4, 3]), "{exec:?}");
     }
 }
