@@ -353,6 +353,8 @@ struct CmdInfo {
     cmd: Command,
     first_mark: u32,
     marks: u32,
+    /// Some mark of the command has a form other than [`Form::Plain`].
+    derived: bool,
 }
 
 /// A queue of encoded commands.
@@ -404,7 +406,8 @@ impl HwQueue {
             self.marks.truncate(marks0);
             return Err(e);
         }
-        self.cmds.push(CmdInfo { cmd, first_mark: marks0 as u32, marks: (self.marks.len() - marks0) as u32 });
+        let derived = self.marks.get(marks0..).unwrap_or_default().iter().any(|m| !matches!(m.form, Form::Plain));
+        self.cmds.push(CmdInfo { cmd, first_mark: marks0 as u32, marks: (self.marks.len() - marks0) as u32, derived });
         Ok(self)
     }
 
@@ -492,24 +495,54 @@ impl HwQueue {
     /// a value does not fit its word.
     pub fn patch(&mut self, cmd: usize, field: Field, value: u64) -> Result<()> {
         let limit = self.cmds.len() as u64;
-        let info = self.cmds.get_mut(cmd).ok_or(Error::OutOfBounds {
+        let info = self.cmds.get_mut(cmd).ok_or_else(|| Error::OutOfBounds {
             what: "queue command index",
             offset: cmd as u64,
             len: 1,
             limit,
         })?;
-        let no_field =
-            Error::InvalidArgument { what: "queue patch: the command has no such patchable field", value: cmd as u64 };
+        let no_field = || Error::InvalidArgument {
+            what: "queue patch: the command has no such patchable field",
+            value: cmd as u64,
+        };
         let mut new = info.cmd;
         if !new.set_field(field, value)? {
-            return Err(no_field);
+            return Err(no_field());
         }
         let first = info.first_mark as usize;
         let marks = self.marks.get(first..first + info.marks as usize).unwrap_or_default();
+        if !info.derived {
+            // only plain marks (the common case): each holds the value itself, so the one way
+            // to fail is a value too wide for a 32-bit mark, checked before any write
+            if value > u64::from(u32::MAX) && marks.iter().any(|m| m.field == field && !m.wide) {
+                return Err(Error::InvalidArgument { what: "queue patch: value does not fit a 32-bit field", value });
+            }
+            let mut any = false;
+            for m in marks {
+                if m.field == field {
+                    any = true;
+                    let w = m.word as usize;
+                    // CAST: low and high halves; a narrow mark's value fits (checked above).
+                    if let Some(slot) = self.words.get_mut(w) {
+                        *slot = value as u32;
+                    }
+                    if m.wide
+                        && let Some(slot) = self.words.get_mut(w + 1)
+                    {
+                        *slot = (value >> 32) as u32;
+                    }
+                }
+            }
+            if !any {
+                return Err(no_field());
+            }
+            info.cmd = new;
+            return Ok(());
+        }
         // compute every dependent word before writing any, so a failure leaves the queue as it
         // was; up to `STAGED` words are kept on the stack (one evaluation each), more are
         // evaluated again when written
-        const STAGED: usize = 16;
+        const STAGED: usize = 8;
         let mut staged = [(0usize, 0u64, false); STAGED];
         let (mut n, mut any) = (0usize, false);
         for m in marks.iter().filter(|m| m.depends_on(field)) {
@@ -521,7 +554,7 @@ impl HwQueue {
             n += 1;
         }
         if !any {
-            return Err(no_field);
+            return Err(no_field());
         }
         let words = &mut self.words;
         let mut put = |w: usize, v: u64, wide: bool| {
@@ -693,7 +726,8 @@ mod tests {
         assert_eq!(q.command(1).and_then(|c| c.field(Field::Global(0))), Some(10));
     }
 
-    /// Writes the kernel-argument address in 20 places (more than `patch` keeps on its stack).
+    /// Writes the kernel-argument address in 20 places (more than `patch` keeps on its stack),
+    /// and once more in a derived form.
     struct Many;
 
     impl Encoder for Many {
@@ -703,6 +737,7 @@ mod tests {
                     for _ in 0..20 {
                         w.field64(Field::Kernargs, kernargs);
                     }
+                    w.derived64(Field::Kernargs, Form::Offset(16), cmd)?;
                 }
                 Command::Wait { value, .. } | Command::Signal { value, .. } => w.field64(Field::Value, value),
                 _ => w.word(0),
@@ -720,5 +755,6 @@ mod tests {
         q.patch(1, Field::Kernargs, 0x3_0000_0004).unwrap();
         let exec = &q.words()[2..42];
         assert!(exec.chunks(2).all(|c| c == [4, 3]), "{exec:?}");
+        assert_eq!(&q.words()[42..44], &[20, 3]);
     }
 }
