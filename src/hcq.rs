@@ -11,8 +11,8 @@
 //! the submission that will use them; [`Submitter::submit`] patches the queue's timeline wait
 //! (previous value) and signal (new value), copies the words into the engine's ring, takes the
 //! value for good and then rings the doorbell. Nothing on this path allocates. The submit lock
-//! (and the ring and kernel-argument locks under it) may be held across a wait for ring space,
-//! so with `std` they are sleeping locks ([`crate::sync::Lock`]). Every [`Stamp`] this returns
+//! (which guards the kernel-argument pool) and the ring locks under it may be held across a
+//! wait for ring or pool space, so with `std` they are sleeping locks ([`crate::sync::Lock`]). Every [`Stamp`] this returns
 //! is also what the allocator's deferred frees wait for ([`Hcq`] is a
 //! [`Completion`](crate::allocator::Completion)).
 
