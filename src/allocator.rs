@@ -296,7 +296,8 @@ mod lru {
         cache: Cache,
         used: u64,
         cached: u64,
-        /// Deferred frees, in stamp order (stamps of one device only grow).
+        /// Deferred frees, in the order they were freed; retired from the front, so a block
+        /// behind one the device has not passed yet comes back later, never earlier.
         pending: VecDeque<Pending>,
         pending_bytes: u64,
     }
@@ -381,9 +382,9 @@ mod lru {
         /// Give `mem` back once the device has passed `stamp` (its last use). Frees at once when
         /// `stamp` is zero or already passed.
         ///
-        /// Errors: [`Error::Unsupported`] (and `mem` comes back) when no completion source is
-        /// attached and `stamp` is not zero: the caller must then make sure the device is done
-        /// (synchronize) before calling [`Allocator::free`].
+        /// Returns `Err(mem)` (the block comes back) when no completion source is attached and
+        /// `stamp` is not zero: the caller must then make sure the device is done (synchronize)
+        /// before calling [`Allocator::free`].
         pub fn free_after(
             &self,
             mem: DeviceMemory,

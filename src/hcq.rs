@@ -11,8 +11,8 @@
 //! the submission that will use them; [`Submitter::submit`] patches the queue's timeline wait
 //! (previous value) and signal (new value), copies the words into the engine's ring, takes the
 //! value for good and then rings the doorbell. Nothing on this path allocates. The submit lock
-//! (and the ring and kernel-argument locks under it) may be held across a wait for ring space,
-//! so with `std` they are sleeping locks ([`crate::sync::Lock`]). Every [`Stamp`] this returns
+//! (which guards the kernel-argument pool) and the ring locks under it may be held across a
+//! wait for ring or pool space, so with `std` they are sleeping locks ([`crate::sync::Lock`]). Every [`Stamp`] this returns
 //! is also what the allocator's deferred frees wait for ([`Hcq`] is a
 //! [`Completion`](crate::allocator::Completion)).
 
@@ -75,9 +75,9 @@ pub struct Hcq {
     timeline: Timeline,
     encoder: Arc<dyn Encoder>,
     engines: Vec<Engine>,
-    // Both are held across waits for the device (ring or pool space): sleeping locks on std.
-    kernargs: Lock<KernargPool>,
-    submit: Lock<()>,
+    /// The submit lock, guarding the kernel-argument pool (only a submitter uses it). Held
+    /// across waits for ring or pool space: a sleeping lock on std.
+    submit: Lock<KernargPool>,
     hooks: Arc<dyn WaitHooks>,
     profiler: Profiler,
 }
@@ -109,8 +109,7 @@ impl Hcq {
             timeline: Timeline::new(name, timeline),
             encoder,
             engines,
-            kernargs: Lock::new(kernargs),
-            submit: Lock::new(()),
+            submit: Lock::new(kernargs),
             hooks,
             profiler: Profiler::new(1 << 16),
         })
@@ -155,7 +154,7 @@ impl Hcq {
 
     /// Take the submit lock.
     pub fn lock(&self) -> Submitter<'_> {
-        Submitter { hcq: self, _guard: self.submit.lock() }
+        Submitter { hcq: self, kernargs: self.submit.lock() }
     }
 
     /// Submit `q` on engine `engine` (shorthand for `lock().submit(..)`); returns the timeline
@@ -226,7 +225,7 @@ impl crate::allocator::Completion for Hcq {
 /// The submit lock of a device, held while kernel arguments are filled and a queue is submitted.
 pub struct Submitter<'a> {
     hcq: &'a Hcq,
-    _guard: LockGuard<'a, ()>,
+    kernargs: LockGuard<'a, KernargPool>,
 }
 
 impl Submitter<'_> {
@@ -240,7 +239,7 @@ impl Submitter<'_> {
     /// address. Waits if the pool would overwrite arguments still in flight.
     pub fn kernargs(&mut self, data: &[u8], size: u64, align: u64) -> Result<u64> {
         let stamp = self.next_value();
-        self.hcq.kernargs.lock().alloc(data, size, align, stamp, &self.hcq.timeline, &*self.hcq.hooks)
+        self.kernargs.alloc(data, size, align, stamp, &self.hcq.timeline, &*self.hcq.hooks)
     }
 
     /// Submit `q` on engine `engine`: reserve the next timeline value, patch the queue's timeline

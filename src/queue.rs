@@ -353,6 +353,8 @@ struct CmdInfo {
     cmd: Command,
     first_mark: u32,
     marks: u32,
+    /// Some mark of the command has a form other than [`Form::Plain`].
+    derived: bool,
 }
 
 /// A queue of encoded commands.
@@ -404,7 +406,8 @@ impl HwQueue {
             self.marks.truncate(marks0);
             return Err(e);
         }
-        self.cmds.push(CmdInfo { cmd, first_mark: marks0 as u32, marks: (self.marks.len() - marks0) as u32 });
+        let derived = self.marks.get(marks0..).unwrap_or_default().iter().any(|m| !matches!(m.form, Form::Plain));
+        self.cmds.push(CmdInfo { cmd, first_mark: marks0 as u32, marks: (self.marks.len() - marks0) as u32, derived });
         Ok(self)
     }
 
@@ -492,40 +495,84 @@ impl HwQueue {
     /// a value does not fit its word.
     pub fn patch(&mut self, cmd: usize, field: Field, value: u64) -> Result<()> {
         let limit = self.cmds.len() as u64;
-        let info = self.cmds.get_mut(cmd).ok_or(Error::OutOfBounds {
+        let info = self.cmds.get_mut(cmd).ok_or_else(|| Error::OutOfBounds {
             what: "queue command index",
             offset: cmd as u64,
             len: 1,
             limit,
         })?;
-        let no_field =
-            Error::InvalidArgument { what: "queue patch: the command has no such patchable field", value: cmd as u64 };
+        let no_field = || Error::InvalidArgument {
+            what: "queue patch: the command has no such patchable field",
+            value: cmd as u64,
+        };
         let mut new = info.cmd;
         if !new.set_field(field, value)? {
-            return Err(no_field);
+            return Err(no_field());
         }
         let first = info.first_mark as usize;
         let marks = self.marks.get(first..first + info.marks as usize).unwrap_or_default();
-        // validate every dependent word first, so a failure leaves the queue as it was
-        let mut any = false;
-        for m in marks.iter().filter(|m| m.depends_on(field)) {
-            m.eval(&new)?;
-            any |= m.carries(field);
+        if !info.derived {
+            // only plain marks (the common case): each holds the value itself, so the one way
+            // to fail is a value too wide for a 32-bit mark, checked before any write
+            if value > u64::from(u32::MAX) && marks.iter().any(|m| m.field == field && !m.wide) {
+                return Err(Error::InvalidArgument { what: "queue patch: value does not fit a 32-bit field", value });
+            }
+            let mut any = false;
+            for m in marks {
+                if m.field == field {
+                    any = true;
+                    let w = m.word as usize;
+                    // CAST: low and high halves; a narrow mark's value fits (checked above).
+                    if let Some(slot) = self.words.get_mut(w) {
+                        *slot = value as u32;
+                    }
+                    if m.wide
+                        && let Some(slot) = self.words.get_mut(w + 1)
+                    {
+                        *slot = (value >> 32) as u32;
+                    }
+                }
+            }
+            if !any {
+                return Err(no_field());
+            }
+            info.cmd = new;
+            return Ok(());
         }
-        if !any {
-            return Err(no_field);
-        }
+        // compute every dependent word before writing any, so a failure leaves the queue as it
+        // was; up to `STAGED` words are kept on the stack (one evaluation each), more are
+        // evaluated again when written
+        const STAGED: usize = 8;
+        let mut staged = [(0usize, 0u64, false); STAGED];
+        let (mut n, mut any) = (0usize, false);
         for m in marks.iter().filter(|m| m.depends_on(field)) {
             let v = m.eval(&new)?;
-            let w = m.word as usize;
-            // CAST: low and high halves; `eval` checked a 32-bit mark fits.
-            if let Some(slot) = self.words.get_mut(w) {
+            any |= m.carries(field);
+            if let Some(slot) = staged.get_mut(n) {
+                *slot = (m.word as usize, v, m.wide);
+            }
+            n += 1;
+        }
+        if !any {
+            return Err(no_field());
+        }
+        let words = &mut self.words;
+        let mut put = |w: usize, v: u64, wide: bool| {
+            // CAST: low and high halves; `eval` checked that a 32-bit mark's value fits.
+            if let Some(slot) = words.get_mut(w) {
                 *slot = v as u32;
             }
-            if m.wide
-                && let Some(slot) = self.words.get_mut(w + 1)
-            {
+            if wide && let Some(slot) = words.get_mut(w + 1) {
                 *slot = (v >> 32) as u32;
+            }
+        };
+        if n <= STAGED {
+            for &(w, v, wide) in staged.get(..n).unwrap_or_default() {
+                put(w, v, wide);
+            }
+        } else {
+            for m in marks.iter().filter(|m| m.depends_on(field)) {
+                put(m.word as usize, m.eval(&new)?, m.wide);
             }
         }
         info.cmd = new;
@@ -677,5 +724,37 @@ mod tests {
         assert!(q.patch(1, Field::Size, 7).is_err(), "not a field of exec");
         assert_eq!(q.words(), &before[..]);
         assert_eq!(q.command(1).and_then(|c| c.field(Field::Global(0))), Some(10));
+    }
+
+    /// Writes the kernel-argument address in 20 places (more than `patch` keeps on its stack),
+    /// and once more in a derived form.
+    struct Many;
+
+    impl Encoder for Many {
+        fn encode(&self, cmd: &Command, w: &mut CmdWriter<'_>) -> Result<()> {
+            match *cmd {
+                Command::Exec { kernargs, .. } => {
+                    for _ in 0..20 {
+                        w.field64(Field::Kernargs, kernargs);
+                    }
+                    w.derived64(Field::Kernargs, Form::Offset(16), cmd)?;
+                }
+                Command::Wait { value, .. } | Command::Signal { value, .. } => w.field64(Field::Value, value),
+                _ => w.word(0),
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn patching_a_field_written_in_many_places_rewrites_them_all() {
+        let pool = SignalPool::new();
+        let tl = pool.alloc(0);
+        let mut q = HwQueue::new(Arc::new(Many), &tl).unwrap();
+        q.exec(1, 0x1_0000_0002, [1; 3], [1; 3]).unwrap();
+        q.patch(1, Field::Kernargs, 0x3_0000_0004).unwrap();
+        let exec = &q.words()[2..42];
+        assert!(exec.chunks(2).all(|c| c == [4, 3]), "{exec:?}");
+        assert_eq!(&q.words()[42..44], &[20, 3]);
     }
 }
