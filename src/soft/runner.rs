@@ -474,7 +474,9 @@ impl SoftDevice {
             }
         };
         let st = &mut *guard;
-        cp.inline[engine].store(true, Ordering::SeqCst);
+        // setting needs no fence: a doorbell write that misses it only wakes the CP thread,
+        // which then finds the consumer state held and sleeps again
+        cp.inline[engine].store(true, Ordering::Relaxed);
         let mut submit = Some(submit);
         let mut value = None;
         // first what is in the ring already, so `submit` never waits for ring or kernarg space
@@ -498,13 +500,13 @@ impl SoftDevice {
         };
         let db = doorbell_offset(engine);
         let step = loop {
-            cp.inline[engine].store(false, Ordering::SeqCst);
+            cp.inline[engine].store(false, Ordering::Relaxed);
             // Dekker with `RegsAsBus::write`: a doorbell stored while the flag was set (and so
             // without waking the CP thread) is seen here and run before letting go
             fence(Ordering::SeqCst);
             match step {
                 Ok(Step::Idle) if self.regs.device_read(db, Width::U64)? != st.cp.rptr() => {
-                    cp.inline[engine].store(true, Ordering::SeqCst);
+                    cp.inline[engine].store(true, Ordering::Relaxed);
                     step = cp.drive(st);
                 }
                 other => break other,
