@@ -928,6 +928,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore)] // 1,600 submissions from 4 threads: minutes under Miri; native runs cover it
     fn inline_runs_and_threaded_submissions_from_many_threads_all_complete() {
         let exec = Arc::new(WhoRan::default());
         let dev =
