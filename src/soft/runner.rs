@@ -24,7 +24,7 @@
 
 use super::{SoftCp, SoftEncoder, SoftTarget, Step, host_signals};
 use crate::error::{Error, Result};
-use crate::hcq::{Engine, Hcq};
+use crate::hcq::{Engine, Hcq, Submitter};
 use crate::mmio::{HostRegion, MmioBus, Width};
 use crate::queue::{Command, Encoder};
 use crate::ring::{CommandRing, Doorbell, KernargPool};
@@ -447,29 +447,35 @@ impl SoftDevice {
 
     /// A synchronous submission whose commands run on the calling thread.
     ///
-    /// `submit` submits work on engine `engine` (through [`Hcq::submit`] or a
-    /// [`Submitter`](crate::hcq::Submitter)) and returns the timeline value that completes it;
-    /// this returns once the timeline has reached that value. When the engine's command
-    /// processor is free, the calling thread becomes it for the duration: it takes the
-    /// engine's consumer state, runs what is already in the ring, lets `submit` write the
-    /// doorbell without waking the CP thread, then runs the new commands itself — no hand-off
-    /// to another thread, no wake-up, no spinning while another thread computes. Work other
-    /// threads submit meanwhile runs too, in ring order, before the consumer is let go.
+    /// `submit` submits work on engine `engine` through the device's submit lock (which this
+    /// holds while `submit` runs) and returns the timeline value that completes it; this returns
+    /// once the timeline has reached that value. When the engine's command processor is free,
+    /// the calling thread becomes it for the duration: it takes the engine's consumer state,
+    /// runs what is already in the ring (so `submit` finds the ring and the kernel-argument pool
+    /// free: nothing else can submit meanwhile), lets `submit` write the doorbell without waking
+    /// the CP thread, releases the submit lock and runs the new commands itself — no hand-off to
+    /// another thread, no wake-up, no thread spinning while another computes. Work other threads
+    /// submit meanwhile runs too, in ring order, before the consumer is let go.
     ///
     /// When the CP thread is busy with the ring, or a command must wait for a signal that is
     /// not there yet (another engine's, another device's) or the executor holds it, the rest is
     /// handed to the CP thread and this waits like [`Hcq::wait`]. Ordering, timeline and fault
     /// semantics are those of the CP thread: a command that fails (or an executor that panics)
     /// faults the device and this returns that fault.
-    pub fn run_inline(&self, engine: usize, submit: impl FnOnce(&Hcq) -> Result<u64>) -> Result<()> {
+    ///
+    /// Lock order: the submit lock, then the consumer state (taken with `try_lock` only); no
+    /// path takes the submit lock while it holds a consumer state.
+    pub fn run_inline(&self, engine: usize, submit: impl FnOnce(&mut Submitter<'_>) -> Result<u64>) -> Result<()> {
         let cp =
             self.engines.get(engine).ok_or(Error::InvalidArgument { what: "engine index", value: engine as u64 })?;
+        let mut s = self.hcq.lock();
         let mut guard = match cp.state.try_lock() {
             Ok(g) => g,
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
             Err(TryLockError::WouldBlock) => {
                 // the CP thread is running this ring: submit as usual and wait
-                let v = submit(&self.hcq)?;
+                let v = submit(&mut s)?;
+                drop(s);
                 return self.hcq.wait(v);
             }
         };
@@ -477,28 +483,28 @@ impl SoftDevice {
         // setting needs no fence: a doorbell write that misses it only wakes the CP thread,
         // which then finds the consumer state held and sleeps again
         cp.inline[engine].store(true, Ordering::Relaxed);
-        let mut submit = Some(submit);
-        let mut value = None;
-        // first what is in the ring already, so `submit` never waits for ring or kernarg space
-        // that only this (held) consumer could free
-        let mut failed = None;
-        let mut step = match (cp.drive(st), submit.take()) {
-            (Ok(Step::Idle), Some(f)) => match f(&self.hcq) {
-                Ok(v) => {
-                    value = Some(v);
-                    cp.drive(st)
-                }
-                Err(e) => {
-                    failed = Some(e);
-                    Ok(Step::Idle)
-                }
-            },
-            (other, f) => {
-                submit = f;
-                other
-            }
-        };
         let db = doorbell_offset(engine);
+        match cp.drive(st) {
+            Ok(Step::Idle) => {}
+            first => {
+                // a command this thread cannot run now (or a fault): let go, then submit behind
+                // it with an ordinary doorbell write, which wakes the CP thread
+                cp.inline[engine].store(false, Ordering::Relaxed);
+                drop(guard);
+                let r = submit(&mut s);
+                let wptr = self.hcq.engines()[engine].wptr();
+                self.regs.write(db, Width::U64, wptr)?;
+                drop(s);
+                first?;
+                return self.hcq.wait(r?);
+            }
+        }
+        let submitted = submit(&mut s);
+        drop(s);
+        let mut step = match submitted {
+            Ok(_) => cp.drive(st),
+            Err(_) => Ok(Step::Idle),
+        };
         let step = loop {
             cp.inline[engine].store(false, Ordering::Relaxed);
             // Dekker with `RegsAsBus::write`: a doorbell stored while the flag was set (and so
@@ -513,9 +519,6 @@ impl SoftDevice {
             }
         };
         drop(guard);
-        if let Some(e) = failed {
-            return Err(e);
-        }
         match step {
             Ok(Step::Idle) => {}
             Ok(_) => {
@@ -523,18 +526,11 @@ impl SoftDevice {
                 // under the submit lock, so no newer write pointer is overwritten)
                 let _s = self.hcq.lock();
                 let wptr = self.hcq.engines()[engine].wptr();
-                self.regs.write(doorbell_offset(engine), Width::U64, wptr)?;
+                self.regs.write(db, Width::U64, wptr)?;
             }
             Err(e) => return Err(e),
         }
-        let v = match (value, submit) {
-            (Some(v), _) => v,
-            // the ring held work this thread could not run: submit behind it, the CP thread
-            // runs both
-            (None, Some(f)) => f(&self.hcq)?,
-            (None, None) => return self.hcq.synchronize(),
-        };
-        self.hcq.wait(v)
+        self.hcq.wait(submitted?)
     }
 }
 
@@ -894,7 +890,7 @@ mod tests {
         let hcq = dev.hcq();
         let mut q = exec_queue(hcq, 3);
         for _ in 0..10 {
-            dev.run_inline(0, |h| h.submit(0, &mut q)).unwrap();
+            dev.run_inline(0, |s| s.submit(0, &mut q)).unwrap();
             assert_eq!(hcq.timeline().completed(), hcq.timeline().last_submitted());
         }
         let me = std::thread::current().id();
@@ -920,7 +916,7 @@ mod tests {
             g.set(1);
         });
         let mut q = exec_queue(hcq, 2);
-        dev.run_inline(0, |h| h.submit(0, &mut q)).unwrap();
+        dev.run_inline(0, |s| s.submit(0, &mut q)).unwrap();
         opener.join().unwrap();
         assert_eq!(hcq.timeline().completed(), hcq.timeline().last_submitted());
         assert_eq!(exec.threads.lock().unwrap().len(), 3, "the blocked queue's exec and both of ours ran, in order");
@@ -942,7 +938,7 @@ mod tests {
                     let mut q = exec_queue(hcq, 2);
                     for _ in 0..200 {
                         if i % 2 == 0 {
-                            dev.run_inline(0, |h| h.submit(0, &mut q)).unwrap();
+                            dev.run_inline(0, |s| s.submit(0, &mut q)).unwrap();
                         } else {
                             let v = hcq.submit(0, &mut q).unwrap();
                             hcq.wait(v).unwrap();
@@ -959,6 +955,40 @@ mod tests {
         // a submission stranded by a lost doorbell would wait for the CP thread's 50 ms nap:
         // 800 of them would take far longer than this
         assert!(t0.elapsed() < Duration::from_secs(20), "took {:?}", t0.elapsed());
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)] // thousands of submissions from 2 threads: native runs cover it
+    fn inline_runs_never_wait_for_ring_space_only_they_could_free() {
+        // a tiny ring (8 submissions in flight) that another thread keeps full with
+        // submissions it does not wait for: an inline caller holds the consumer while it
+        // submits, so its submit must never wait for space in the ring (it would wait for
+        // itself until the timeout)
+        let exec = Arc::new(WhoRan::default());
+        let cfg = SoftConfig { max_in_flight: 8, ..SoftConfig::default() };
+        let dev = Arc::new(SoftDevice::new("SOFT", &cfg, Arc::new(Regs::new(4)), exec.clone()).unwrap());
+        dev.hcq().timeline().set_policy(crate::signal::WaitPolicy::with_timeout_ms(5_000));
+        let stop = Arc::new(AtomicBool::new(false));
+        let flooder = {
+            let (dev, stop) = (dev.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut q = exec_queue(dev.hcq(), 1);
+                let mut n = 0u64;
+                while !stop.load(Ordering::Acquire) {
+                    dev.hcq().submit(0, &mut q).unwrap();
+                    n += 1;
+                }
+                n
+            })
+        };
+        let mut q = exec_queue(dev.hcq(), 1);
+        for _ in 0..2000 {
+            dev.run_inline(0, |s| s.submit(0, &mut q)).unwrap();
+        }
+        stop.store(true, Ordering::Release);
+        let flooded = flooder.join().unwrap();
+        dev.hcq().synchronize().unwrap();
+        assert_eq!(exec.threads.lock().unwrap().len() as u64, 2000 + flooded);
     }
 
     /// An executor with a bug: it panics on its first exec, after `delay` (so waiters are

@@ -27,7 +27,7 @@ use crate::exec::{LoadedObject, default_resolver};
 use hcq::allocator::{Allocator, BufferSpec, DeviceMemory, HostAllocator, LruAllocator};
 use hcq::device::{Device, DeviceKind, DeviceProperties};
 use hcq::error::{Error, Result, ResultExt};
-use hcq::hcq::Hcq;
+use hcq::hcq::{Hcq, Submitter};
 
 use hcq::profile::{Event, EventKind};
 use hcq::program::{ParamKind, Program, ProgramImage};
@@ -805,8 +805,7 @@ impl Program for CpuProgram {
         let hcq = dev.soft.hcq();
         let mut q = hcq.queue()?;
         let t0 = Instant::now();
-        let mut submit = |hcq: &Hcq| {
-            let mut s = hcq.lock();
+        let mut submit = |s: &mut Submitter<'_>| {
             let ka = s.kernargs(&raw[..n], n.max(8) as u64, 8)?;
             q.exec(self.handle, ka, global, local)?;
             s.submit(0, &mut q)
@@ -816,7 +815,7 @@ impl Program for CpuProgram {
             dev.soft.run_inline(0, submit)?;
             return Ok(Some(t0.elapsed().as_secs_f64() * 1e6));
         }
-        submit(hcq)?;
+        submit(&mut hcq.lock())?;
         Ok(None)
     }
 }
