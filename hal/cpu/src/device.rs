@@ -175,6 +175,11 @@ struct FanShared {
     /// Workers asleep for the next generation wait here.
     cv: Condvar,
     generation: AtomicU64,
+    /// How long an idle worker polls for the next launch before it sleeps, in ns: about twice
+    /// the recent time between one launch's end and the next one's start (the caller's
+    /// estimate), so the launches of a model call, and of calls in a row, find the workers
+    /// awake, and an idle device's workers sleep soon.
+    worker_spin_ns: AtomicU64,
     /// The next tid to hand out, tagged with its launch: `generation << 32 | tid`. A thread
     /// claims a tid only while the tag is its job's generation, so a worker that wakes late
     /// never runs an old job's arguments with a newer launch's tids.
@@ -206,6 +211,10 @@ struct FanOut {
     solo_left: AtomicU32,
     /// How many launches the last late worker cost (doubles while workers keep being late).
     backoff: AtomicU32,
+    /// When the last launch ended ([`soft_clock_ns`]; 0 before the first).
+    last_end_ns: AtomicU64,
+    /// Moving average of the time from one launch's end to the next one's start, in ns.
+    gap_ns: AtomicU64,
 }
 
 /// Most launches run without the workers after they were late.
@@ -213,7 +222,9 @@ const SOLO_MAX: u32 = 64;
 
 /// How long an idle worker polls for the next launch before it sleeps (launches come in
 /// bursts: the `core_id` kernels of one model call).
-const WORKER_SPIN: Duration = Duration::from_micros(20);
+const WORKER_SPIN_MIN: Duration = Duration::from_micros(20);
+/// Longest an idle worker polls for the next launch.
+const WORKER_SPIN_MAX: Duration = Duration::from_micros(500);
 
 /// Longest the launching thread spins for the workers' last calls before it sleeps.
 const CALLER_SPIN_MAX: Duration = Duration::from_micros(200);
@@ -224,6 +235,7 @@ impl FanOut {
             job: Mutex::new((0, None)),
             cv: Condvar::new(),
             generation: AtomicU64::new(0),
+            worker_spin_ns: AtomicU64::new(WORKER_SPIN_MIN.as_nanos() as u64),
             next: AtomicU64::new(0),
             done: AtomicU64::new(0),
             stop: AtomicBool::new(false),
@@ -249,6 +261,8 @@ impl FanOut {
             launches: AtomicU64::new(0),
             solo_left: AtomicU32::new(0),
             backoff: AtomicU32::new(0),
+            last_end_ns: AtomicU64::new(0),
+            gap_ns: AtomicU64::new(0),
         })
     }
 
@@ -263,6 +277,33 @@ impl FanOut {
     /// was preempted (a machine busier than the device has cores): the next launches run on
     /// this thread alone (1, 2, 4, ... up to 64 of them while it keeps happening).
     fn run(&self, job: Job) {
+        if !self.workers.is_empty() {
+            self.note_gap();
+        }
+        self.launch(job);
+        if !self.workers.is_empty() {
+            self.last_end_ns.store(soft_clock_ns().max(1), Ordering::Relaxed);
+        }
+    }
+
+    /// Update the workers' idle spin from the time since the last launch ended.
+    fn note_gap(&self) {
+        let end = self.last_end_ns.load(Ordering::Relaxed);
+        if end == 0 {
+            return;
+        }
+        let gap = soft_clock_ns().saturating_sub(end);
+        // an average over about 8 launches (the launches of a call alternate short and long gaps)
+        let avg = match self.gap_ns.load(Ordering::Relaxed) {
+            0 => gap,
+            a => a - a / 8 + gap / 8,
+        };
+        self.gap_ns.store(avg, Ordering::Relaxed);
+        let spin = avg.saturating_mul(2).clamp(WORKER_SPIN_MIN.as_nanos() as u64, WORKER_SPIN_MAX.as_nanos() as u64);
+        self.shared.worker_spin_ns.store(spin, Ordering::Relaxed);
+    }
+
+    fn launch(&self, job: Job) {
         let s = &self.shared;
         // 32-bit tags, never 0 (what idle workers start from); tids fit the low 32 bits
         // (`global[0]` is a u32)
@@ -380,7 +421,7 @@ fn worker(s: Arc<FanShared>) {
         // spin a little for the next launch, then sleep. No `yield_now` in between: on a busy
         // machine a yielding thread goes to the back of the run queue and misses launches by
         // milliseconds, while a sleeping one is woken (and scheduled) when a launch comes.
-        let spin_until = Instant::now() + WORKER_SPIN;
+        let spin_until = Instant::now() + Duration::from_nanos(s.worker_spin_ns.load(Ordering::Relaxed));
         while s.generation.load(Ordering::Acquire) == seen && Instant::now() < spin_until {
             if s.stop.load(Ordering::Acquire) {
                 return;
