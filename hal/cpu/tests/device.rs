@@ -196,16 +196,21 @@ fn exec_lists_are_checked_once_at_load_and_run_in_order() {
     c.copy_out(&mut ints).unwrap();
     assert!(ints.chunks(4).all(|w| w != [0; 4]), "every tid of the core_id launch wrote its slice");
 
-    // refused at load, naming the launch: unknown kernel, wrong argument count, core_id with no call
-    let e = unsafe { dev.load_exec_list(&[ExecLaunch { kernel: 99, args: &[], calls: 1 }]) }.unwrap_err();
+    // refused at load, naming the launch: unknown kernel, wrong argument count, core_id with no
+    // call. A refused list never runs.
+    let refused = |launches: &[ExecLaunch<'_>]| {
+        // SAFETY: the pointer arguments are live buffers of this device; the lists are refused
+        // before anything could run them.
+        unsafe { dev.load_exec_list(launches) }.unwrap_err()
+    };
+    let e = refused(&[ExecLaunch { kernel: 99, args: &[], calls: 1 }]);
     assert!(e.to_string().contains("launch 0"), "{e}");
-    let e =
-        unsafe { dev.load_exec_list(&[launches[0], ExecLaunch { kernel: add, args: &[pa], calls: 1 }]) }.unwrap_err();
+    let e = refused(&[launches[0], ExecLaunch { kernel: add, args: &[pa], calls: 1 }]);
     assert!(
         matches!(e.root(), Error::Mismatch { expected: 2, found: 1, .. }) && e.to_string().contains("launch 1"),
         "{e}"
     );
-    let e = unsafe { dev.load_exec_list(&[ExecLaunch { kernel: fill, args: &[pc, 8, 0], calls: 0 }]) }.unwrap_err();
+    let e = refused(&[ExecLaunch { kernel: fill, args: &[pc, 8, 0], calls: 0 }]);
     assert!(matches!(e.root(), Error::InvalidArgument { .. }), "{e}");
 
     // unloaded: a second unload and a run of the stale handle are errors (a device fault)
