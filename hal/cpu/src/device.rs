@@ -27,7 +27,7 @@ use crate::exec::{LoadedObject, default_resolver};
 use hcq::allocator::{Allocator, BufferSpec, DeviceMemory, HostAllocator, LruAllocator};
 use hcq::device::{Device, DeviceKind, DeviceProperties};
 use hcq::error::{Error, Result, ResultExt};
-use hcq::hcq::Hcq;
+use hcq::hcq::{Hcq, Submitter};
 
 use hcq::profile::{Event, EventKind};
 use hcq::program::{Launch, ParamKind, Program, ProgramImage};
@@ -35,7 +35,7 @@ use hcq::soft::runner::{Executor, Regs, SoftConfig, SoftContext, SoftDevice, sof
 use hcq::stamp::Stamp;
 use std::collections::BTreeMap;
 use std::string::{String, ToString};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -176,6 +176,11 @@ struct FanShared {
     /// Workers asleep for the next generation wait here.
     cv: Condvar,
     generation: AtomicU64,
+    /// How long an idle worker polls for the next launch before it sleeps, in ns: about twice
+    /// the recent time between one launch's end and the next one's start (the caller's
+    /// estimate), so the launches of a model call, and of calls in a row, find the workers
+    /// awake, and an idle device's workers sleep soon.
+    worker_spin_ns: AtomicU64,
     /// The next tid to hand out, tagged with its launch: `generation << 32 | tid`. A thread
     /// claims a tid only while the tag is its job's generation, so a worker that wakes late
     /// never runs an old job's arguments with a newer launch's tids.
@@ -203,11 +208,24 @@ struct FanOut {
     /// one after another, as every queue of the device waits on the timeline value of the
     /// submission before it (whichever engine and command processor runs them).
     launches: AtomicU64,
+    /// Launches still to run on the launching thread alone (after workers were late).
+    solo_left: AtomicU32,
+    /// How many launches the last late worker cost (doubles while workers keep being late).
+    backoff: AtomicU32,
+    /// When the last launch ended ([`soft_clock_ns`]; 0 before the first).
+    last_end_ns: AtomicU64,
+    /// Moving average of the time from one launch's end to the next one's start, in ns.
+    gap_ns: AtomicU64,
 }
+
+/// Most launches run without the workers after they were late.
+const SOLO_MAX: u32 = 64;
 
 /// How long an idle worker polls for the next launch before it sleeps (launches come in
 /// bursts: the `core_id` kernels of one model call).
-const WORKER_SPIN: Duration = Duration::from_micros(20);
+const WORKER_SPIN_MIN: Duration = Duration::from_micros(20);
+/// Longest an idle worker polls for the next launch.
+const WORKER_SPIN_MAX: Duration = Duration::from_micros(500);
 
 /// Longest the launching thread spins for the workers' last calls before it sleeps.
 const CALLER_SPIN_MAX: Duration = Duration::from_micros(200);
@@ -218,6 +236,7 @@ impl FanOut {
             job: Mutex::new((0, None)),
             cv: Condvar::new(),
             generation: AtomicU64::new(0),
+            worker_spin_ns: AtomicU64::new(WORKER_SPIN_MIN.as_nanos() as u64),
             next: AtomicU64::new(0),
             done: AtomicU64::new(0),
             stop: AtomicBool::new(false),
@@ -237,7 +256,15 @@ impl FanOut {
             ws.push(t);
         }
         hcq::soft::runner::wait_started(&shared.started, workers);
-        Ok(Self { shared, workers: ws, launches: AtomicU64::new(0) })
+        Ok(Self {
+            shared,
+            workers: ws,
+            launches: AtomicU64::new(0),
+            solo_left: AtomicU32::new(0),
+            backoff: AtomicU32::new(0),
+            last_end_ns: AtomicU64::new(0),
+            gap_ns: AtomicU64::new(0),
+        })
     }
 
     /// Run `job` for every tid in `0..job.n`, on the workers and this thread; returns when all
@@ -247,8 +274,37 @@ impl FanOut {
     /// scheduled: on a busy machine it may run every call itself. Once no tid is left it waits
     /// only for calls a worker has started: it spins for about as long as one call took here
     /// (at most one call per worker is still running), then sleeps until the last one wakes
-    /// it, so it never spins for long on a CPU a worker needs.
+    /// it, so it never spins for long on a CPU a worker needs. A worker that needed the sleep
+    /// was preempted (a machine busier than the device has cores): the next launches run on
+    /// this thread alone (1, 2, 4, ... up to 64 of them while it keeps happening).
     fn run(&self, job: Job) {
+        if !self.workers.is_empty() {
+            self.note_gap();
+        }
+        self.launch(job);
+        if !self.workers.is_empty() {
+            self.last_end_ns.store(soft_clock_ns().max(1), Ordering::Relaxed);
+        }
+    }
+
+    /// Update the workers' idle spin from the time since the last launch ended.
+    fn note_gap(&self) {
+        let end = self.last_end_ns.load(Ordering::Relaxed);
+        if end == 0 {
+            return;
+        }
+        let gap = soft_clock_ns().saturating_sub(end);
+        // an average over about 8 launches (the launches of a call alternate short and long gaps)
+        let avg = match self.gap_ns.load(Ordering::Relaxed) {
+            0 => gap,
+            a => a - a / 8 + gap / 8,
+        };
+        self.gap_ns.store(avg, Ordering::Relaxed);
+        let spin = avg.saturating_mul(2).clamp(WORKER_SPIN_MIN.as_nanos() as u64, WORKER_SPIN_MAX.as_nanos() as u64);
+        self.shared.worker_spin_ns.store(spin, Ordering::Relaxed);
+    }
+
+    fn launch(&self, job: Job) {
         let s = &self.shared;
         // 32-bit tags, never 0 (what idle workers start from); tids fit the low 32 bits
         // (`global[0]` is a u32)
@@ -259,7 +315,9 @@ impl FanOut {
         self.launches.store(launch, Ordering::Relaxed);
         s.done.store(0, Ordering::Release);
         s.next.store(launch << 32, Ordering::Release);
-        if self.workers.is_empty() || job.n <= 1 {
+        let solo = self.solo_left.load(Ordering::Relaxed);
+        if self.workers.is_empty() || job.n <= 1 || solo > 0 {
+            self.solo_left.store(solo.saturating_sub(1), Ordering::Relaxed);
             run_tids(s, &job, launch);
             return;
         }
@@ -275,6 +333,7 @@ impl FanOut {
         let t0 = Instant::now();
         let ran = run_tids(s, &job, launch);
         if s.done.load(Ordering::Acquire) >= job.n {
+            self.backoff.store(0, Ordering::Relaxed);
             return;
         }
         // spin for about one call's time
@@ -284,11 +343,19 @@ impl FanOut {
         while t1.elapsed() < spin {
             for _ in 0..64 {
                 if s.done.load(Ordering::Acquire) >= job.n {
+                    self.backoff.store(0, Ordering::Relaxed);
                     return;
                 }
                 core::hint::spin_loop();
             }
         }
+        // A worker's call ran well past this thread's: on a machine busier than the device has
+        // cores, a worker is preempted mid-call and the launch waits for a scheduler quantum.
+        // Run the next launches on this thread alone, twice as many each time this happens in
+        // a row (up to SOLO_MAX), then try the workers again.
+        let backoff = (self.backoff.load(Ordering::Relaxed) * 2).clamp(1, SOLO_MAX);
+        self.backoff.store(backoff, Ordering::Relaxed);
+        self.solo_left.store(backoff, Ordering::Relaxed);
         // then sleep. Dekker with `run_tids` on a worker: this sets `caller_sleeping` then reads
         // the count; a worker adds to the count then reads `caller_sleeping`
         s.caller_sleeping.store(true, Ordering::SeqCst);
@@ -355,7 +422,7 @@ fn worker(s: Arc<FanShared>) {
         // spin a little for the next launch, then sleep. No `yield_now` in between: on a busy
         // machine a yielding thread goes to the back of the run queue and misses launches by
         // milliseconds, while a sleeping one is woken (and scheduled) when a launch comes.
-        let spin_until = Instant::now() + WORKER_SPIN;
+        let spin_until = Instant::now() + Duration::from_nanos(s.worker_spin_ns.load(Ordering::Relaxed));
         while s.generation.load(Ordering::Acquire) == seen && Instant::now() < spin_until {
             if s.stop.load(Ordering::Acquire) {
                 return;
@@ -447,7 +514,7 @@ impl CpuExec {
         let prof = ctx.hcq().profiler();
         let on = prof.is_enabled();
         for e in &list.entries {
-            let args = list.args.get(e.args_at..e.args_at + e.nargs).ok_or(Error::OutOfBounds {
+            let args = list.args.get(e.args_at..e.args_at + e.nargs).ok_or_else(|| Error::OutOfBounds {
                 what: "CPU exec list arguments",
                 offset: e.args_at as u64,
                 len: e.nargs as u64,
@@ -487,13 +554,13 @@ impl Executor for CpuExec {
                 .ok()
                 .and_then(|i| lists.get(i))
                 .and_then(Option::as_ref)
-                .ok_or(Error::InvalidArgument { what: "CPU exec: unknown exec-list handle", value: program })?;
+                .ok_or_else(|| Error::InvalidArgument { what: "CPU exec: unknown exec-list handle", value: program })?;
             return self.run_list(ctx, list);
         }
         let ks = self.kernels.read().unwrap_or_else(|p| p.into_inner());
         let k = ks
             .get(usize::try_from(program).unwrap_or(usize::MAX))
-            .ok_or(Error::InvalidArgument { what: "CPU exec: unknown program handle", value: program })?;
+            .ok_or_else(|| Error::InvalidArgument { what: "CPU exec: unknown program handle", value: program })?;
         let mut args = [0u64; MAX_ARGS];
         let words = &mut args[..k.nargs];
         ctx.read_kernargs(kernargs, zerocopy::IntoBytes::as_mut_bytes(words))?;
@@ -820,8 +887,7 @@ impl Program for CpuProgram {
         let mut q = hcq.queue()?;
         let t0 = Instant::now();
         let submitted = core::cell::Cell::new(Stamp::ZERO);
-        let mut submit = |hcq: &Hcq| {
-            let mut s = hcq.lock();
+        let mut submit = |s: &mut Submitter<'_>| {
             let ka = s.kernargs(&raw[..n], n.max(8) as u64, 8)?;
             q.exec(self.handle, ka, global, local)?;
             let v = s.submit(0, &mut q)?;
@@ -834,7 +900,7 @@ impl Program for CpuProgram {
             let stamp = Some(submitted.get());
             return Ok(Launch { stamp, time_us: Some(t0.elapsed().as_secs_f64() * 1e6) });
         }
-        let v = submit(hcq)?;
+        let v = submit(&mut hcq.lock())?;
         Ok(Launch { stamp: Some(v), time_us: None })
     }
 }

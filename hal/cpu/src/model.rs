@@ -411,10 +411,10 @@ impl Model {
     /// over the device's workers and this thread. Allocates nothing.
     pub fn call(&mut self) -> Result<()> {
         let queues = &mut self.queues;
-        self.dev.soft().run_inline(0, |hcq| {
+        self.dev.soft().run_inline(0, |s| {
             let mut last = hcq::stamp::Stamp::ZERO;
             for q in queues.iter_mut() {
-                last = hcq.submit(0, q)?;
+                last = s.submit(0, q)?;
             }
             Ok(last)
         })

@@ -162,3 +162,63 @@ fn core_id_launches_repeat_correctly_on_a_one_core_device() {
         assert!(got.chunks(4).all(|c| c != [0, 0, 0, 0]), "round {round}: every tid ran");
     }
 }
+
+#[test]
+fn exec_lists_are_checked_once_at_load_and_run_in_order() {
+    use hcq_cpu::device::ExecLaunch;
+    let dev = CpuDevice::new("CPU", 2).unwrap();
+    let add = dev.load_kernel(&obj("chain100", "prog_000_E_4_4"), "E_4_4", 2, None).unwrap();
+    let fill = dev.load_kernel(&obj("coreid", "fill"), "fill", 3, Some(2)).unwrap();
+    let dyn_dev: Arc<dyn Device> = dev.clone();
+    let buf = |n| Buffer::new(dyn_dev.clone(), n, DType::F32, Default::default()).unwrap();
+    let (a, b, c) = (buf(16), buf(16), buf(4 * 8));
+    a.copy_in(&[0u8; 64]).unwrap();
+    let (pa, pb, pc) = (a.device_addr().unwrap(), b.device_addr().unwrap(), c.device_addr().unwrap());
+    // a -> b -> a -> b (+1 each), then a core_id launch of 4 calls writing 8 ints each
+    let launches = [
+        ExecLaunch { kernel: add, args: &[pb, pa], calls: 1 },
+        ExecLaunch { kernel: add, args: &[pa, pb], calls: 1 },
+        ExecLaunch { kernel: add, args: &[pb, pa], calls: 1 },
+        ExecLaunch { kernel: fill, args: &[pc, 8, 0], calls: 4 },
+    ];
+    // SAFETY: every pointer argument is a live buffer of this device, kept until the list is
+    // unloaded below (after the device finished with it).
+    let list = unsafe { dev.load_exec_list(&launches) }.unwrap();
+    let hcq = dev.soft().hcq();
+    let mut q = hcq.queue().unwrap();
+    q.exec(list, 0, [1; 3], [1; 3]).unwrap();
+    dev.soft().run_inline(0, |s| s.submit(0, &mut q)).unwrap();
+    let mut out = vec![0u8; 64];
+    b.copy_out(&mut out).unwrap();
+    assert!(f32s(&out).iter().all(|&x| x == 3.0), "three adds ran in order: {:?}", f32s(&out));
+    let mut ints = vec![0u8; 4 * 8 * 4];
+    assert_eq!(c.nbytes(), 128);
+    c.copy_out(&mut ints).unwrap();
+    assert!(ints.chunks(4).all(|w| w != [0; 4]), "every tid of the core_id launch wrote its slice");
+
+    // refused at load, naming the launch: unknown kernel, wrong argument count, core_id with no
+    // call. A refused list never runs.
+    let refused = |launches: &[ExecLaunch<'_>]| {
+        // SAFETY: the pointer arguments are live buffers of this device; the lists are refused
+        // before anything could run them.
+        unsafe { dev.load_exec_list(launches) }.unwrap_err()
+    };
+    let e = refused(&[ExecLaunch { kernel: 99, args: &[], calls: 1 }]);
+    assert!(e.to_string().contains("launch 0"), "{e}");
+    let e = refused(&[launches[0], ExecLaunch { kernel: add, args: &[pa], calls: 1 }]);
+    assert!(
+        matches!(e.root(), Error::Mismatch { expected: 2, found: 1, .. }) && e.to_string().contains("launch 1"),
+        "{e}"
+    );
+    let e = refused(&[ExecLaunch { kernel: fill, args: &[pc, 8, 0], calls: 0 }]);
+    assert!(matches!(e.root(), Error::InvalidArgument { .. }), "{e}");
+
+    // unloaded: a second unload and a run of the stale handle are errors (a device fault)
+    dev.unload_exec_list(list).unwrap();
+    assert!(dev.unload_exec_list(list).is_err());
+    assert!(dev.unload_exec_list(add).is_err(), "a kernel handle is no exec list");
+    let mut q = hcq.queue().unwrap();
+    q.exec(list, 0, [1; 3], [1; 3]).unwrap();
+    let e = dev.soft().run_inline(0, |s| s.submit(0, &mut q)).unwrap_err();
+    assert!(matches!(e.root(), Error::InvalidArgument { what: "CPU exec: unknown exec-list handle", .. }), "{e}");
+}

@@ -88,3 +88,18 @@ fn objects_for_another_architecture_are_refused() {
     let e = Model::load(CpuDevice::new("CPU", 1).unwrap(), &file, other, false).unwrap_err();
     assert!(e.to_string().contains("not this host"), "{e}");
 }
+
+#[test]
+fn a_direct_call_computes_what_a_device_call_does() {
+    for (name, cores) in [("mlp", 2), ("wide", 2), ("wide", 1)] {
+        let m = v1::import_dir(examples(name)).unwrap();
+        let bytes = hcqb::write(&m).unwrap();
+        let file = Hcqb::parse(&bytes).unwrap();
+        let mut model =
+            Model::load(CpuDevice::new("CPU", cores).unwrap(), &file, Arch::host().unwrap(), false).unwrap();
+        model.call_direct().unwrap();
+        assert!(model.check().unwrap().ok, "{name}: the direct call's outputs");
+        model.call().unwrap();
+        assert!(model.check().unwrap().ok, "{name}: the device call's outputs");
+    }
+}
