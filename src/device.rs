@@ -268,7 +268,10 @@ impl Registry {
     /// kind's own error when counting or opening fails.
     pub fn open(&self, name: &str) -> Result<Arc<dyn Device>> {
         let canon = canonicalize(name);
+        // A kind whose own name has a ':' (`QCOM:SIM`, a variant of `QCOM`) is named whole.
+        let whole = self.kinds.lock().iter().any(|k| k.name.contains(':') && k.name.eq_ignore_ascii_case(&canon));
         let (kind_name, index) = match canon.split_once(':') {
+            _ if whole => (canon.as_str(), 0),
             Some((k, i)) => (k, i.parse::<u32>().map_err(|_| Error::UnknownDevice { name: device_name(&canon) })?),
             None => (canon.as_str(), 0),
         };

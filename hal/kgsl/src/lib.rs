@@ -17,8 +17,10 @@
 
 pub mod backend;
 pub mod capture;
+pub mod device;
 pub mod flags;
 pub mod sim;
+pub mod sim_dispatch;
 pub mod uapi;
 
 use backend::{KgslIoctl, Mapping, RustixKgsl};
