@@ -108,7 +108,7 @@ pub fn compare(dtype: DType, got: &[u8], expected: &[u8], exact: bool) -> (u64, 
 /// for which every program of `bundle` has an object.
 pub fn pick_arch(bundle: &Hcqb<'_>, device_archs: &[Arch]) -> Result<Arch> {
     device_archs.iter().copied().find(|&a| bundle.programs().all(|p| p.object(a).is_some())).ok_or(Error::Unsupported {
-        what: "bundle has no complete object set for this device's architecture (code of its first arch)",
+        what: "bundle has no complete object set for this device (code of its preferred arch)",
         value: device_archs.first().map_or(0, |a| u64::from(a.code())),
     })
 }
@@ -196,7 +196,10 @@ impl<B: Backend> core::fmt::Debug for Runner<B> {
 impl<B: Backend> Runner<B> {
     /// Load `bundle` on `backend` (see the module docs).
     pub fn load(mut backend: B, bundle: &Hcqb<'_>) -> Result<Self> {
-        let arch = pick_arch(bundle, backend.archs())?;
+        let arch = pick_arch(bundle, backend.archs()).with_context(|| {
+            let names: Vec<&str> = backend.archs().iter().map(|a| a.name()).collect();
+            format!("device objects {}", names.join(" or "))
+        })?;
         let limits = backend.limits();
         bundle.check_limits(&limits)?;
         let mut addrs = Vec::with_capacity(bundle.n_buffers());
