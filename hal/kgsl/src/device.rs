@@ -158,10 +158,10 @@ impl Device for QcomDevice {
         })
     }
     fn synchronize(&self) -> Result<()> {
-        match self.ctx.last_submitted() {
-            0 => Ok(()),
-            ts => self.kgsl.wait(&self.ctx, ts, self.timeout_ms),
+        if !self.ctx.has_submitted() {
+            return Ok(());
         }
+        self.kgsl.wait(&self.ctx, self.ctx.last_submitted(), self.timeout_ms)
     }
     fn properties(&self) -> DeviceProperties {
         let info = self.kgsl.info();
@@ -224,9 +224,10 @@ impl Allocator for KgslAllocator {
     }
     fn free(&self, mem: DeviceMemory, _spec: &BufferSpec) {
         let Some(o) = self.objs.lock().ok().and_then(|mut m| m.remove(&mem.addr())) else { return };
-        let after = match self.ctx.last_submitted() {
-            0 => FreeAfter::NeverSubmitted,
-            ts => FreeAfter::Timestamp { context: self.ctx.id(), timestamp: ts },
+        let after = if self.ctx.has_submitted() {
+            FreeAfter::Timestamp { context: self.ctx.id(), timestamp: self.ctx.last_submitted() }
+        } else {
+            FreeAfter::NeverSubmitted
         };
         if let Err(e) = self.kgsl.free(o, after) {
             log::warn!("QCOM: freeing GPU object at {:#x}: {e}", mem.addr());
@@ -270,7 +271,7 @@ pub struct QcomBackend {
     /// Scratch (16 B for the barrier's flush event), private memory, signal, IB objects.
     scratch: Option<GpuObject>,
     pvt: Option<GpuObject>,
-    signal: GpuObject,
+    signal: Option<GpuObject>,
     ib: Option<GpuObject>,
     consts: Vec<GpuObject>,
     signal_cmd: usize,
@@ -303,7 +304,7 @@ impl QcomBackend {
             queue: None,
             scratch: None,
             pvt: None,
-            signal,
+            signal: Some(signal),
             ib: None,
             consts: Vec::new(),
             signal_cmd: 0,
@@ -316,6 +317,17 @@ impl QcomBackend {
     /// Wait at most `ms` per call (default [`DEFAULT_TIMEOUT_MS`]).
     pub fn set_timeout_ms(&mut self, ms: u32) {
         self.timeout_ms = ms;
+    }
+
+    /// Calls made so far; the next call signals `calls + 1` (set it to resume the timeline of
+    /// an earlier run).
+    pub fn set_calls(&mut self, calls: u64) {
+        self.calls = calls;
+    }
+
+    /// The signal value of the last call (its completion on the 64-bit timeline).
+    pub fn calls(&self) -> u64 {
+        self.calls
     }
 
     /// The device.
@@ -445,7 +457,7 @@ impl Backend for QcomBackend {
 
     fn finish(&mut self) -> Result<()> {
         self.encoder()?;
-        let signal = self.signal.gpuaddr();
+        let signal = self.signal.as_ref().map_or(0, GpuObject::gpuaddr);
         let q = self.queue.as_mut().expect("created by encoder()");
         self.signal_cmd = q.push(Command::Signal { addr: signal, value: 0 })?;
         let bytes = 4 * q.words().len() as u64;
@@ -454,7 +466,7 @@ impl Backend for QcomBackend {
     }
 
     fn replay(&mut self) -> Result<()> {
-        let (Some(q), Some(ib)) = (self.queue.as_mut(), self.ib.as_ref()) else {
+        let (Some(q), Some(ib), Some(sig)) = (self.queue.as_mut(), self.ib.as_ref(), self.signal.as_ref()) else {
             return Err(Error::InvalidArgument { what: "QCOM: call before the load finished", value: 0 });
         };
         self.calls += 1;
@@ -465,7 +477,7 @@ impl Backend for QcomBackend {
             bus.write(4 * i, Width::U32, (*w).into())?;
         }
         self.dev.submit_and_wait(ib.gpuaddr(), 4 * q.words().len() as u64, self.timeout_ms)?;
-        let seen = self.signal.bus().read(0, Width::U64)?;
+        let seen = sig.bus().read(0, Width::U64)?;
         if seen != self.calls {
             return Err(Error::Mismatch {
                 what: "QCOM: the call's signal after its timestamp retired",
@@ -496,6 +508,26 @@ impl Backend for QcomBackend {
             limit: self.buffers.len() as u64,
         })?;
         write_words(o, offset, data)
+    }
+}
+
+impl Drop for QcomBackend {
+    fn drop(&mut self) {
+        // Every object goes back to KGSL only after the context's last submission retired.
+        let ctx = &self.dev.ctx;
+        let after = if ctx.has_submitted() {
+            FreeAfter::Timestamp { context: ctx.id(), timestamp: ctx.last_submitted() }
+        } else {
+            FreeAfter::NeverSubmitted
+        };
+        let objs = self.buffers.drain(..).chain(self.code.drain(..)).chain(self.consts.drain(..));
+        let objs =
+            objs.chain(self.scratch.take()).chain(self.pvt.take()).chain(self.ib.take()).chain(self.signal.take());
+        for o in objs {
+            if let Err(e) = self.dev.kgsl.free(o, after) {
+                log::warn!("QCOM: freeing a GPU object: {e}");
+            }
+        }
     }
 }
 
