@@ -219,6 +219,8 @@ fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
         Some(d) => hcq::device::canonicalize(d),
         None => std::env::var("DEV").ok().and_then(|v| hcq::device::parse_dev(&v)).unwrap_or_else(|| "CPU".into()),
     };
+    // Variant kinds (`QCOM:SIM`) are named whole, in any case.
+    let name = if name.eq_ignore_ascii_case("QCOM:SIM") { "QCOM:SIM".to_string() } else { name };
     let bundle_ctx = || format!("bundle {}", path.display());
     match name.as_str() {
         "CPU" => {
