@@ -445,6 +445,7 @@ impl Backend for QcomBackend {
         }
         write_words(obj, off, &self.block)?;
         let kernargs = obj.gpuaddr() + off;
+        // PANIC: `encoder()` succeeded above, and it creates the queue with the encoder.
         let q = self.queue.as_mut().expect("created by encoder()");
         q.push(Command::Exec { program: *handle, kernargs, global: gpu.global_size, local: gpu.local_size })?;
         q.push(Command::Barrier)?;
@@ -458,6 +459,7 @@ impl Backend for QcomBackend {
     fn finish(&mut self) -> Result<()> {
         self.encoder()?;
         let signal = self.signal.as_ref().map_or(0, GpuObject::gpuaddr);
+        // PANIC: `encoder()` succeeded above, and it creates the queue with the encoder.
         let q = self.queue.as_mut().expect("created by encoder()");
         self.signal_cmd = q.push(Command::Signal { addr: signal, value: 0 })?;
         let bytes = 4 * q.words().len() as u64;

@@ -35,6 +35,8 @@ pub struct Ir3Dispatch {
     cache: HashMap<u64, Cached>,
     journal: HashMap<u64, u32>,
     order: Vec<u64>,
+    /// The constant file as bytes (reused: no allocation per dispatch once warm).
+    consts: Vec<u8>,
     dispatches: u64,
     lane_instructions: u64,
 }
@@ -66,6 +68,7 @@ impl Ir3Dispatch {
             cache: HashMap::new(),
             journal: HashMap::new(),
             order: Vec::new(),
+            consts: Vec::new(),
             dispatches: 0,
             lane_instructions: 0,
         }
@@ -102,6 +105,7 @@ impl Ir3Dispatch {
             })?;
             self.cache.insert(s.shader_addr, Cached { words: s.shader.to_vec(), entry: s.entry, regs, prog });
         }
+        // PANIC: present: either hit above or inserted just now.
         Ok(&self.cache.get(&s.shader_addr).expect("inserted above").prog)
     }
 }
@@ -170,11 +174,13 @@ impl Memory for Journaled<'_> {
 
 impl Dispatch for Ir3Dispatch {
     fn dispatch(&mut self, s: &ComputeState<'_>, mem: &mut dyn GpuMemory) -> Result<()> {
-        let consts: Vec<u8> = s.consts.iter().flat_map(|w| w.to_le_bytes()).collect();
+        self.consts.clear();
+        self.consts.extend(s.consts.iter().flat_map(|w| w.to_le_bytes()));
         // Borrow the interpreter and the program apart: the program lives in the cache.
         self.program(s)?;
+        // PANIC: `program` returned Ok, so the cache holds this shader address.
         let prog = &self.cache.get(&s.shader_addr).expect("cached by program()").prog;
-        let d = hcq_ir3::exec::Dispatch { consts: &consts, grid: s.groups, local: s.local };
+        let d = hcq_ir3::exec::Dispatch { consts: &self.consts, grid: s.groups, local: s.local };
         self.journal.clear();
         self.order.clear();
         let mut j = Journaled { mem, journal: &mut self.journal, order: &mut self.order };
@@ -191,7 +197,9 @@ impl Dispatch for Ir3Dispatch {
             }
             .context(format!("{e}"))
         })?;
+        // The dispatch finished: commit its writes in program order.
         for &a in &self.order {
+            // PANIC: `order` lists exactly the journal's keys (pushed on first insert).
             mem.write32(a, self.journal[&a])?;
         }
         self.dispatches += 1;
