@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the cargo-fuzz targets of tests/fuzz (elf, bundle, load) the way cargo-fuzz does, without
+# Build the cargo-fuzz targets of tests/fuzz (elf, bundle, load, qcom_load) the way cargo-fuzz does, without
 # needing cargo-fuzz installed, seed them, and run each for SECS seconds (default 20). A crash,
 # a leak past -rss_limit_mb or a build failure exits non-zero. Needs a nightly toolchain and a
 # C++ compiler (libfuzzer-sys builds libFuzzer). Used by .ci/run; longer runs:
@@ -16,8 +16,8 @@ cd "$ROOT/tests/fuzz"
 RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks" \
-  cargo +nightly build --release --target "$HOST" --bin elf --bin bundle --bin load
-mkdir -p corpus/elf corpus/bundle corpus/load artifacts
+  cargo +nightly build --release --target "$HOST" --bin elf --bin bundle --bin load --bin qcom_load
+mkdir -p corpus/elf corpus/bundle corpus/load corpus/qcom_load artifacts
 cp "$ROOT"/hal/cpu/tests/data/*/*.o "$ROOT"/examples/*/prog_*.o corpus/elf/ 2>/dev/null || true
 cp "$ROOT"/tests/data/bundles-bad/*.hcqb corpus/bundle/
 cp "$ROOT"/tests/data/bundles-bad/*.hcqb corpus/load/
@@ -26,8 +26,9 @@ for b in "$ROOT"/examples/*/; do
   name="$(basename "$b")"
   "$HCQ_BIN" pack "$b" -o "corpus/bundle/$name.hcqb" >/dev/null
   cp "corpus/bundle/$name.hcqb" "corpus/load/$name.hcqb"
+  cp "corpus/bundle/$name.hcqb" "corpus/qcom_load/$name.hcqb"
 done
-for t in elf bundle load; do
+for t in elf bundle load qcom_load; do
   echo "fuzz $t: ${SECS}s"
   "./target/$HOST/release/$t" "corpus/$t" -max_total_time="$SECS" -rss_limit_mb=2048 \
     -artifact_prefix="artifacts/" -print_final_stats=1 2>&1 | grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|==|SUMMARY)' || true
@@ -36,4 +37,4 @@ for t in elf bundle load; do
     echo "FAIL: fuzz $t left $(ls artifacts/ | grep -E '^(crash|leak|oom|timeout)-' | tr '\n' ' ')in tests/fuzz/artifacts"; exit 1
   fi
 done
-echo "fuzz smoke: elf, bundle, load ran ${SECS}s each without a crash"
+echo "fuzz smoke: elf, bundle, load, qcom_load ran ${SECS}s each without a crash"
