@@ -18,7 +18,7 @@ use crate::backend::KgslIoctl;
 use crate::capture::Capturing;
 use crate::flags::{ContextFlags, MemFlags};
 use crate::sim::SimKgsl;
-use crate::sim_dispatch::Ir3Dispatch;
+use crate::sim_dispatch::{ArgSlots, Ir3Dispatch};
 use crate::{Context, FreeAfter, GpuObject, Kgsl};
 use hcq::allocator::{Allocator, BufferSpec, DeviceMemory, LruAllocator};
 use hcq::bundle::Arch;
@@ -53,6 +53,7 @@ pub struct QcomDevice {
     kgsl: Arc<Kgsl>,
     ctx: Arc<Context>,
     sim: Option<Arc<SimKgsl>>,
+    arg_slots: Option<ArgSlots>,
     capture: Option<Arc<Capturing<Arc<dyn KgslIoctl>>>>,
     alloc: LruAllocator,
     timeout_ms: u32,
@@ -68,25 +69,31 @@ impl QcomDevice {
     /// Open `QCOM` (the node) or `QCOM:SIM`; with `capture`, every submission is also recorded
     /// as a freedreno `.rd` capture ([`QcomDevice::rd_capture`]).
     pub fn open(backing: Backing, capture: bool) -> Result<Arc<QcomDevice>> {
-        let (name, io, sim): (&str, Arc<dyn KgslIoctl>, _) = match backing {
+        match backing {
             Backing::Node => {
                 let io = crate::backend::RustixKgsl::open(crate::DEFAULT_NODE).map_err(crate::open_error)?;
-                ("QCOM", Arc::new(io), None)
+                Self::with_backend("QCOM", Arc::new(io), None, None, capture)
             }
-            Backing::Sim => {
-                let sim = Arc::new(SimKgsl::new(Box::new(Ir3Dispatch::new())));
-                ("QCOM:SIM", sim.clone(), Some(sim))
-            }
-        };
-        Self::with_backend(name, io, sim, capture)
+            Backing::Sim => Self::sim_with(Ir3Dispatch::new(), capture),
+        }
+    }
+
+    /// `QCOM:SIM` with `dispatch` (a step limit of one's choosing) as its shader core; the
+    /// device registers each program's argument slots with it.
+    pub fn sim_with(dispatch: Ir3Dispatch, capture: bool) -> Result<Arc<QcomDevice>> {
+        let slots = ArgSlots::default();
+        let sim = Arc::new(SimKgsl::new(Box::new(dispatch.with_arg_slots(slots.clone()))));
+        Self::with_backend("QCOM:SIM", sim.clone(), Some(sim), Some(slots), capture)
     }
 
     /// A device over `io` (a fake, a wrapped backend); `sim` is the simulated KGSL behind it, if
-    /// any, for fault reports.
+    /// any, for fault reports, and `arg_slots` the table its dispatcher checks arguments with
+    /// (the device registers every program it uploads).
     pub fn with_backend(
         name: &str,
         io: Arc<dyn KgslIoctl>,
         sim: Option<Arc<SimKgsl>>,
+        arg_slots: Option<ArgSlots>,
         capture: bool,
     ) -> Result<Arc<QcomDevice>> {
         let (io, capture) = if capture {
@@ -104,6 +111,7 @@ impl QcomDevice {
             kgsl,
             ctx,
             sim,
+            arg_slots,
             capture,
             timeout_ms: DEFAULT_TIMEOUT_MS,
         }))
@@ -360,6 +368,13 @@ impl QcomBackend {
             pvt_mem_bytes: pvt.size(),
         })?);
         for (p, code) in &mut self.programs {
+            if let Some(slots) = &self.dev.arg_slots {
+                let args = p.slots.iter().filter_map(|&(o, s)| match s {
+                    hcq_adreno::program::Slot::Arg { arg } => Some((arg, o)),
+                    _ => None,
+                });
+                slots.register(*code, args.collect());
+            }
             *code = enc.add_program(p, *code)?;
         }
         self.queue = Some(Pm4Queue::new(enc.clone()));

@@ -6,6 +6,10 @@
 //!   the entry offset (`SP_CS_PROGRAM_COUNTER_OFFSET`) and cached by shader address and content;
 //!   its metadata comes from the registers the encoder wrote (`SP_CS_CNTL_0/1`,
 //!   `SP_CS_CONST_CONFIG_0`, `SP_CS_PVT_MEM_PARAM`, `SP_MODE_CNTL`), as the hardware reads them.
+//! - Argument addresses: a program whose argument slots are known ([`ArgSlots::register`], done
+//!   by the QCOM device when it uploads a program) has every argument address checked against
+//!   the allocations before anything runs; one that points outside every allocation is a fault
+//!   naming the argument and its constant offset.
 //! - The dispatch is a transaction: global-memory writes go to a journal that reads see, and
 //!   reach GPU memory only when the whole dispatch finished. A fault (an access outside every
 //!   allocation, e.g. an argument address that points nowhere), an unsupported instruction or
@@ -17,6 +21,53 @@ use hcq::{Error, Result};
 use hcq_adreno::sim::{ComputeState, Dispatch, GpuMemory};
 use hcq_ir3::exec::{ExecError, Interp, MemSpace, Memory, Meta, OutOfBounds, Program};
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Where each program keeps its argument addresses: shader address → `(argument, byte offset
+/// in the constant file)`. Shared between the device (which registers programs) and the
+/// dispatcher (which checks them).
+#[derive(Clone, Debug, Default)]
+pub struct ArgSlots(Arc<Mutex<SlotTable>>);
+
+/// Shader address → `(argument, constant byte offset)` of each address argument.
+type SlotTable = HashMap<u64, Vec<(u32, u32)>>;
+
+impl ArgSlots {
+    /// Register the argument slots of the program whose code is at `shader_addr`.
+    pub fn register(&self, shader_addr: u64, slots: Vec<(u32, u32)>) {
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(shader_addr, slots);
+        }
+    }
+
+    /// Check every argument address of a dispatch of the program at `shader_addr`.
+    fn check(&self, shader_addr: u64, consts: &[u32], mem: &dyn GpuMemory) -> Result<()> {
+        let Ok(m) = self.0.lock() else { return Ok(()) };
+        let Some(slots) = m.get(&shader_addr) else { return Ok(()) };
+        for &(arg, off) in slots {
+            let w = (off / 4) as usize;
+            let (Some(lo), Some(hi)) = (consts.get(w), consts.get(w + 1)) else {
+                return Err(Error::OutOfBounds {
+                    what: "adreno sim: argument slot beyond the loaded constants",
+                    offset: off.into(),
+                    len: 8,
+                    limit: 4 * consts.len() as u64,
+                });
+            };
+            let addr = u64::from(*lo) | u64::from(*hi) << 32;
+            if mem.read32(addr & !3).is_err() {
+                return Err(Error::OutOfBounds {
+                    what: "adreno sim: kernel argument address outside every allocation (fault, nothing ran)",
+                    offset: addr,
+                    len: 1,
+                    limit: 0,
+                })
+                .map_err(|e| e.context(format!("argument {arg} (constant byte {off})")));
+            }
+        }
+        Ok(())
+    }
+}
 
 /// Wave-instructions one dispatch may run before it counts as hung (a shader in an endless
 /// loop becomes a fault, not a stuck host).
@@ -37,6 +88,7 @@ pub struct Ir3Dispatch {
     order: Vec<u64>,
     /// The constant file as bytes (reused: no allocation per dispatch once warm).
     consts: Vec<u8>,
+    args: ArgSlots,
     dispatches: u64,
     lane_instructions: u64,
 }
@@ -69,9 +121,16 @@ impl Ir3Dispatch {
             journal: HashMap::new(),
             order: Vec::new(),
             consts: Vec::new(),
+            args: ArgSlots::default(),
             dispatches: 0,
             lane_instructions: 0,
         }
+    }
+
+    /// Check argument addresses against `slots` (see [`ArgSlots`]).
+    pub fn with_arg_slots(mut self, slots: ArgSlots) -> Self {
+        self.args = slots;
+        self
     }
 
     /// Dispatches that ran to the end.
@@ -174,6 +233,7 @@ impl Memory for Journaled<'_> {
 
 impl Dispatch for Ir3Dispatch {
     fn dispatch(&mut self, s: &ComputeState<'_>, mem: &mut dyn GpuMemory) -> Result<()> {
+        self.args.check(s.shader_addr, s.consts, mem)?;
         self.consts.clear();
         self.consts.extend(s.consts.iter().flat_map(|w| w.to_le_bytes()));
         // Borrow the interpreter and the program apart: the program lives in the cache.

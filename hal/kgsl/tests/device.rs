@@ -14,7 +14,7 @@ use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue};
 use hcq_kgsl::device::{Backing, QcomBackend, QcomDevice};
 use hcq_kgsl::flags::MemFlags;
 use hcq_kgsl::sim::SimKgsl;
-use hcq_kgsl::sim_dispatch::Ir3Dispatch;
+use hcq_kgsl::sim_dispatch::{ArgSlots, Ir3Dispatch};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -24,9 +24,10 @@ fn bundle(name: &str) -> Vec<u8> {
 }
 
 fn sim_device(max_steps: u64, first_ts: u32, capture: bool) -> (Arc<QcomDevice>, Arc<SimKgsl>) {
-    let sim = Arc::new(SimKgsl::new(Box::new(Ir3Dispatch::with_max_steps(max_steps))));
+    let slots = ArgSlots::default();
+    let sim = Arc::new(SimKgsl::new(Box::new(Ir3Dispatch::with_max_steps(max_steps).with_arg_slots(slots.clone()))));
     sim.start_timestamps_at(first_ts);
-    let dev = QcomDevice::with_backend("QCOM:SIM", sim.clone(), Some(sim.clone()), capture).unwrap();
+    let dev = QcomDevice::with_backend("QCOM:SIM", sim.clone(), Some(sim.clone()), Some(slots), capture).unwrap();
     (dev, sim)
 }
 
@@ -227,4 +228,29 @@ fn the_32_bit_rollovers_are_crossed() {
     assert_eq!(dev.kgsl().retired(dev.context()).unwrap(), 2);
     assert_eq!(m.backend().calls(), (1 << 32) + 2, "the signal's high word carried");
     assert!(m.check().unwrap().ok);
+}
+
+#[test]
+fn an_argument_pointing_nowhere_is_refused_before_the_shader_runs() {
+    let (dev, sim) = sim_device(1 << 30, 0, false);
+    let bytes = bundle("elementwise");
+    let file = Hcqb::parse(&bytes).unwrap();
+    let mut b = QcomBackend::new(dev.clone()).unwrap();
+    let mut addrs = Vec::new();
+    for (i, buf) in file.buffers().enumerate() {
+        addrs.push(b.alloc(i, buf.nbytes.next_multiple_of(4096), buf.initial.unwrap_or_default()).unwrap());
+    }
+    let p = file.programs().next().unwrap();
+    let a630 = hcq::bundle::Arch::AdrenoA630;
+    let prog = b.load_program(0, &p, a630, p.object(a630).unwrap()).unwrap();
+    let LaunchRef::Kernel(k) = file.launches().next().unwrap() else { panic!("a kernel launch") };
+    let mut args: Vec<u64> = k.args().map(|a| addrs[a.buffer as usize] + a.offset).collect();
+    let last = args.len() - 1;
+    args[last] = 0xdead_0000;
+    b.record_kernel(&prog, &Launch { index: 0, kernel: &k, args: &args }).unwrap();
+    b.finish().unwrap();
+    let msg = b.replay().unwrap_err().to_string();
+    assert!(msg.contains(&format!("argument {last}")) && msg.contains("0xdead0000"), "{msg}");
+    assert!(msg.contains("nothing ran") && msg.contains("word"), "{msg}");
+    assert!(sim.fault().is_some());
 }

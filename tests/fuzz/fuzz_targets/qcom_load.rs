@@ -16,10 +16,8 @@ use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::device::DeviceLimits;
 use hcq::runner::{Model, Runner};
 use hcq_kgsl::device::{QcomBackend, QcomDevice};
-use hcq_kgsl::sim::SimKgsl;
 use hcq_kgsl::sim_dispatch::Ir3Dispatch;
 use libfuzzer_sys::fuzz_target;
-use std::sync::Arc;
 
 /// The memory budget of one load (checked before anything is allocated).
 const BUDGET: u64 = 64 << 20;
@@ -40,8 +38,7 @@ fuzz_target!(|data: &[u8]| {
     if file.check_limits(&limits).is_err() {
         return;
     }
-    let sim = Arc::new(SimKgsl::new(Box::new(Ir3Dispatch::with_max_steps(STEPS))));
-    let Ok(dev) = QcomDevice::with_backend("QCOM:SIM", sim.clone(), Some(sim), false) else { return };
+    let Ok(dev) = QcomDevice::sim_with(Ir3Dispatch::with_max_steps(STEPS), false) else { return };
     let Ok(backend) = QcomBackend::new(dev) else { return };
     if let Ok(mut m) = Runner::load(backend, &file) {
         backend_timeout(&mut m);
