@@ -267,8 +267,20 @@ impl Registry {
     /// number; [`Error::DeviceUnavailable`] when the index is beyond the devices present; the
     /// kind's own error when counting or opening fails.
     pub fn open(&self, name: &str) -> Result<Arc<dyn Device>> {
-        let canon = canonicalize(name);
+        let mut canon = canonicalize(name);
+        // A kind whose own name has a ':' (`QCOM:SIM`, a variant of `QCOM`) is named whole, in
+        // any case, and opened under its own spelling.
+        let whole = self
+            .kinds
+            .lock()
+            .iter()
+            .find(|k| k.name.contains(':') && k.name.eq_ignore_ascii_case(&canon))
+            .map(|k| k.name);
+        if let Some(k) = whole {
+            canon = k.into();
+        }
         let (kind_name, index) = match canon.split_once(':') {
+            _ if whole.is_some() => (canon.as_str(), 0),
             Some((k, i)) => (k, i.parse::<u32>().map_err(|_| Error::UnknownDevice { name: device_name(&canon) })?),
             None => (canon.as_str(), 0),
         };
@@ -509,6 +521,23 @@ pub(crate) mod tests {
         let c = r.open("fake:1").unwrap();
         assert!(!Arc::ptr_eq(&a, &c));
         assert_eq!(c.name(), "FAKE:1");
+    }
+
+    fn open_variant(_: u32) -> Result<Arc<dyn Device>> {
+        Ok(FakeDevice::new("FAKE:SIM", 1 << 20))
+    }
+
+    #[test]
+    fn a_kind_named_with_a_colon_is_opened_by_its_whole_name() {
+        let r = Registry::new();
+        r.register(FAKE);
+        r.register(DeviceKind { name: "FAKE:SIM", count: two, open: open_variant });
+        let v = r.open("fake:sim").unwrap();
+        assert_eq!(v.name(), "FAKE:SIM");
+        assert!(Arc::ptr_eq(&v, &r.open("FAKE:SIM").unwrap()));
+        assert_eq!(r.open("fake:1").unwrap().name(), "FAKE:1", "indices of the plain kind still work");
+        assert_eq!(r.open("fake:simx").unwrap_err(), Error::UnknownDevice { name: device_name("FAKE:simx") });
+        assert!(r.enumerate().iter().any(|d| d.name == "FAKE:SIM" && d.result.is_ok()));
     }
 
     #[test]

@@ -61,6 +61,8 @@ pub mod program;
 pub mod queue;
 #[cfg(feature = "alloc")]
 pub mod ring;
+#[cfg(feature = "alloc")]
+pub mod runner;
 pub mod signal;
 #[cfg(feature = "alloc")]
 pub mod soft;

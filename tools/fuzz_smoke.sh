@@ -28,6 +28,7 @@ for b in "$ROOT"/examples/*/; do
   name="$(basename "$b")"
   "$HCQ_BIN" pack "$b" -o "corpus/bundle/$name.hcqb" >/dev/null
   cp "corpus/bundle/$name.hcqb" "corpus/load/$name.hcqb"
+  cp "corpus/bundle/$name.hcqb" "corpus/qcom_load/$name.hcqb"
 done
 # seeds: real shader images for the ir3 targets (the interpreter target reads its first 66 bytes
 # as launch parameters, so any bytes serve)

@@ -4,7 +4,8 @@
 //! hcq devices                      enumerate devices (PASS/FAIL with reasons)
 //! hcq inspect BUNDLE [--disasm]    header, programs, buffers, launches, sizes (+ a630 listings)
 //! hcq pack DIR -o FILE             a v1 bundle directory into one .hcqb file
-//! hcq run BUNDLE [--device CPU] [--iters N] [--check] [--profile trace.json] [--json]
+//! hcq run BUNDLE [--device CPU|QCOM|QCOM:SIM] [--iters N] [--check] [--profile trace.json] [--json]
+//!                  [--dump-rd FILE]
 //! ```
 //!
 //! BUNDLE is a v1 directory (with `manifest.json`) or a `.hcqb` file.
@@ -14,8 +15,10 @@ use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::device::{Registry, ReportList};
 use hcq::error::{Error, Result, ResultExt};
 use hcq::profile::{Event, EventKind};
+use hcq::runner::{Model as RunModel, Runner, TOL_ABS, TOL_REL};
 use hcq_cpu::device::{CpuDevice, cpu_kind};
-use hcq_cpu::model::{Model, TOL_ABS, TOL_REL};
+use hcq_cpu::model::Model;
+use hcq_kgsl::device::{Backing, QcomBackend, QcomDevice};
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -75,6 +78,10 @@ enum Cmd {
         /// Run objects whose CPU level cannot be verified (bundles exported with `native`).
         #[arg(long)]
         allow_native: bool,
+        /// QCOM devices: write every submitted command buffer and the buffers it points at as
+        /// a freedreno `.rd` capture (Mesa's cffdump decodes it).
+        #[arg(long)]
+        dump_rd: Option<PathBuf>,
     },
 }
 
@@ -82,6 +89,8 @@ fn registry() -> Registry {
     let r = Registry::new();
     r.register(cpu_kind());
     r.register(hcq_sim::sim_kind());
+    r.register(hcq_kgsl::device::qcom_kind());
+    r.register(hcq_kgsl::device::qcom_sim_kind());
     r
 }
 
@@ -199,42 +208,89 @@ struct RunOpts {
     profile: Option<PathBuf>,
     json: bool,
     allow_native: bool,
+    dump_rd: Option<PathBuf>,
 }
 
 fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
     let bytes = bundle_bytes(path)?;
     let file = Hcqb::parse(&bytes).with_context(|| format!("bundle {}", path.display()))?;
     let reg = registry();
-    let name = match o.device {
-        Some(d) => hcq::device::canonicalize(&d),
+    let name = match &o.device {
+        Some(d) => hcq::device::canonicalize(d),
         None => std::env::var("DEV").ok().and_then(|v| hcq::device::parse_dev(&v)).unwrap_or_else(|| "CPU".into()),
     };
-    let cpu: Arc<CpuDevice> = if name == "CPU" {
-        CpuDevice::new("CPU", hcq_cpu::device::host_cores())?
-    } else {
-        // open it anyway, so an unknown or absent device reports why
-        reg.open(&name)?;
-        return Err(Error::Unsupported {
-            what: "this device cannot run bundle kernels (only CPU can today)",
-            value: 0,
-        })
-        .with_context(|| format!("device {name}"));
-    };
-    let arch = hcq_cpu::model::host_arch().ok_or(Error::Unsupported { what: "host architecture", value: 0 })?;
-    if o.profile.is_some() {
-        // from before the load, so the trace shows the buffer allocations too
-        cpu.soft().hcq().profiler().set_enabled(true);
+    // Variant kinds (`QCOM:SIM`) are named whole, in any case.
+    let name = if name.eq_ignore_ascii_case("QCOM:SIM") { "QCOM:SIM".to_string() } else { name };
+    let bundle_ctx = || format!("bundle {}", path.display());
+    match name.as_str() {
+        "CPU" => {
+            if o.dump_rd.is_some() {
+                return Err(Error::Unsupported {
+                    what: "--dump-rd records Adreno submissions: use --device QCOM or QCOM:SIM",
+                    value: 0,
+                });
+            }
+            let cpu: Arc<CpuDevice> = CpuDevice::new("CPU", hcq_cpu::device::host_cores())?;
+            let arch = hcq_cpu::model::host_arch().ok_or(Error::Unsupported { what: "host architecture", value: 0 })?;
+            if o.profile.is_some() {
+                // from before the load, so the trace shows the buffer allocations too
+                cpu.soft().hcq().profiler().set_enabled(true);
+            }
+            let t_load = Instant::now();
+            let mut model = Model::load(cpu.clone(), &file, arch, o.allow_native).with_context(bundle_ctx)?;
+            let load_us = t_load.elapsed().as_secs_f64() * 1e6;
+            let desc = format!("{} ({} cores)", name, cpu.cores());
+            drive(&mut model, path, &name, &desc, load_us, Some(cpu.soft().hcq().profiler()), &o, out)
+        }
+        "QCOM" | "QCOM:SIM" => {
+            let backing = if name == "QCOM" { Backing::Node } else { Backing::Sim };
+            if o.profile.is_some() {
+                return Err(Error::Unsupported { what: "--profile on QCOM devices (not recorded yet)", value: 0 });
+            }
+            let dev = QcomDevice::open(backing, o.dump_rd.is_some()).with_context(|| format!("device {name}"))?;
+            let t_load = Instant::now();
+            let backend = QcomBackend::new(dev.clone())?;
+            let mut model = Runner::load(backend, &file).with_context(bundle_ctx)?;
+            let load_us = t_load.elapsed().as_secs_f64() * 1e6;
+            let desc = format!("{name} ({})", hcq::device::Device::properties(&*dev).notes);
+            let res = drive(&mut model, path, &name, &desc, load_us, None, &o, out);
+            // The capture is written even when a call failed: it shows what was submitted.
+            if let (Some(p), Some(rd)) = (&o.dump_rd, dev.rd_capture()) {
+                std::fs::write(p, &rd)
+                    .map_err(|e| Error::Os { what: "write .rd capture", errno: e.raw_os_error().unwrap_or(0) })
+                    .with_context(|| p.display().to_string())?;
+                writeln!(out, "rd       {} bytes written to {}", rd.len(), p.display()).ok();
+            }
+            res
+        }
+        _ => {
+            // open it anyway, so an unknown or absent device reports why
+            reg.open(&name)?;
+            Err(Error::Unsupported {
+                what: "this device cannot run bundle kernels (CPU, QCOM and QCOM:SIM can)",
+                value: 0,
+            })
+            .with_context(|| format!("device {name}"))
+        }
     }
-    let t_load = Instant::now();
-    let mut model =
-        Model::load(cpu.clone(), &file, arch, o.allow_native).with_context(|| format!("bundle {}", path.display()))?;
-    let load_us = t_load.elapsed().as_secs_f64() * 1e6;
+}
+
+/// Call a loaded model (any device, through `hcq::runner::Model`), time it, check it, report.
+#[allow(clippy::too_many_arguments)]
+fn drive<M: RunModel>(
+    model: &mut M,
+    path: &Path,
+    name: &str,
+    desc: &str,
+    load_us: f64,
+    prof: Option<&hcq::profile::Profiler>,
+    o: &RunOpts,
+    out: &mut String,
+) -> Result<bool> {
     let t0 = Instant::now();
     model.call()?;
     let first_us = t0.elapsed().as_secs_f64() * 1e6;
-    let hcq = cpu.soft().hcq();
-    let prof = hcq.profiler();
-    let call_name = prof.intern(&format!("call {}", model.name()));
+    let call_name = prof.map(|p| p.intern(&format!("call {}", model.name())));
     let mut times = CallStats::new(CallStats::SAMPLE);
     let progress = std::io::stderr().is_terminal() && o.iters >= 1000;
     for i in 0..o.iters {
@@ -242,9 +298,9 @@ fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
         let t = Instant::now();
         model.call()?;
         let dt = t.elapsed();
-        if o.profile.is_some() {
+        if let (Some(p), Some(n), true) = (prof, call_name, o.profile.is_some()) {
             let end_ns = hcq::soft::runner::soft_clock_ns();
-            prof.record(Event { kind: EventKind::Call, name: call_name, start_ns, end_ns, arg: i });
+            p.record(Event { kind: EventKind::Call, name: n, start_ns, end_ns, arg: i });
         }
         times.push(dt.as_secs_f64() * 1e6);
         if progress && i % 500 == 0 {
@@ -254,12 +310,14 @@ fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
     if progress {
         let _ = writeln!(std::io::stderr(), "\r  {}/{} calls", o.iters, o.iters);
     }
-    prof.set_enabled(false);
+    if let Some(p) = prof {
+        p.set_enabled(false);
+    }
     let min = times.min;
     let med = times.median();
     let report = if o.check { Some(model.check()?) } else { None };
     writeln!(out, "bundle   {} ({})", model.name(), path.display()).ok();
-    writeln!(out, "device   {} ({} cores), objects {}", name, cpu.cores(), model.arch().name()).ok();
+    writeln!(out, "device   {}, objects {}", desc, model.arch().name()).ok();
     writeln!(
         out,
         "kernels  {} per call; load {:.1} us; first call {:.1} us",
@@ -292,8 +350,8 @@ fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
         )
         .ok();
     }
-    if let Some(p) = &o.profile {
-        let json = hcq::profile::chrome::trace_json(&[(name.as_str(), prof)]);
+    if let (Some(p), Some(prof)) = (&o.profile, prof) {
+        let json = hcq::profile::chrome::trace_json(&[(name, prof)]);
         std::fs::write(p, json)
             .map_err(|e| Error::Os { what: "write profile", errno: e.raw_os_error().unwrap_or(0) })
             .with_context(|| p.display().to_string())?;
@@ -358,8 +416,8 @@ fn main() -> ExitCode {
                 writeln!(out, "packed {} -> {} ({} bytes)", dir.display(), output.display(), b.len()).ok();
                 Ok(true)
             }),
-        Cmd::Run { bundle, device, iters, check, profile, json, allow_native } => {
-            run(&bundle, RunOpts { device, iters, check, profile, json, allow_native }, &mut out)
+        Cmd::Run { bundle, device, iters, check, profile, json, allow_native, dump_rd } => {
+            run(&bundle, RunOpts { device, iters, check, profile, json, allow_native, dump_rd }, &mut out)
         }
     };
     let written = emit(&out);

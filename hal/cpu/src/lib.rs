@@ -47,5 +47,12 @@ pub mod exec;
     not(all(target_os = "macos", target_arch = "aarch64"))
 ))]
 pub mod model;
+#[cfg(all(
+    feature = "std",
+    any(target_os = "linux", target_os = "macos"),
+    any(target_arch = "x86_64", target_arch = "aarch64"),
+    not(all(target_os = "macos", target_arch = "aarch64"))
+))]
+pub mod runner;
 
 pub use elf::{Arch, ElfObject, Layout};

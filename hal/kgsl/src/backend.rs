@@ -57,6 +57,50 @@ pub trait KgslIoctl: Send + Sync {
     unsafe fn munmap(&self, m: &Mapping);
 }
 
+/// A shared backend is a backend (the device keeps one, a capture wraps another).
+impl<T: KgslIoctl + ?Sized> KgslIoctl for std::sync::Arc<T> {
+    fn get_property(&self, ty: u32, out: &mut [u8]) -> Result<(), Errno> {
+        (**self).get_property(ty, out)
+    }
+    fn drawctxt_create(&self, arg: &mut DrawctxtCreate) -> Result<(), Errno> {
+        (**self).drawctxt_create(arg)
+    }
+    fn drawctxt_destroy(&self, arg: &DrawctxtDestroy) -> Result<(), Errno> {
+        (**self).drawctxt_destroy(arg)
+    }
+    fn gpuobj_alloc(&self, arg: &mut GpuobjAlloc) -> Result<(), Errno> {
+        (**self).gpuobj_alloc(arg)
+    }
+    fn gpuobj_info(&self, arg: &mut GpuobjInfo) -> Result<(), Errno> {
+        (**self).gpuobj_info(arg)
+    }
+    fn gpuobj_free(&self, arg: &GpuobjFree, event: Option<&GpuEventTimestamp>) -> Result<(), Errno> {
+        (**self).gpuobj_free(arg, event)
+    }
+    fn map_user_mem(&self, arg: &mut MapUserMem) -> Result<(), Errno> {
+        (**self).map_user_mem(arg)
+    }
+    fn sharedmem_free(&self, arg: &SharedmemFree) -> Result<(), Errno> {
+        (**self).sharedmem_free(arg)
+    }
+    fn gpu_command(&self, arg: &mut GpuCommand, cmds: &[CommandObject]) -> Result<(), Errno> {
+        (**self).gpu_command(arg, cmds)
+    }
+    fn wait_timestamp(&self, arg: &WaitTimestampCtxtid) -> Result<(), Errno> {
+        (**self).wait_timestamp(arg)
+    }
+    fn read_timestamp(&self, arg: &mut ReadTimestampCtxtid) -> Result<(), Errno> {
+        (**self).read_timestamp(arg)
+    }
+    fn mmap(&self, len: usize, offset: u64) -> Result<Mapping, Errno> {
+        (**self).mmap(len, offset)
+    }
+    unsafe fn munmap(&self, m: &Mapping) {
+        // SAFETY: forwarded: the caller's contract is the inner backend's.
+        unsafe { (**self).munmap(m) }
+    }
+}
+
 /// The real KGSL device node, through rustix.
 #[derive(Debug)]
 pub struct RustixKgsl {

@@ -17,8 +17,10 @@
 
 pub mod backend;
 pub mod capture;
+pub mod device;
 pub mod flags;
 pub mod sim;
+pub mod sim_dispatch;
 pub mod uapi;
 
 use backend::{KgslIoctl, Mapping, RustixKgsl};
@@ -29,7 +31,7 @@ use hcq::{Error, Result};
 use rustix::io::Errno;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use uapi::*;
 use zerocopy::FromZeros;
 
@@ -99,6 +101,7 @@ impl core::fmt::Debug for Kgsl {
 pub struct Context {
     id: u32,
     last: AtomicU32,
+    any: AtomicBool,
 }
 
 impl Context {
@@ -106,9 +109,14 @@ impl Context {
     pub fn id(&self) -> u32 {
         self.id
     }
-    /// Timestamp of the latest submission (0 before the first).
+    /// Timestamp of the latest submission (0 before the first; 0 is also a valid timestamp
+    /// after the 32-bit rollover: see [`Context::has_submitted`]).
     pub fn last_submitted(&self) -> u32 {
         self.last.load(Ordering::Acquire)
+    }
+    /// Whether anything was submitted on this context.
+    pub fn has_submitted(&self) -> bool {
+        self.any.load(Ordering::Acquire)
     }
 }
 
@@ -236,7 +244,7 @@ impl Kgsl {
     pub fn create_context(&self, flags: ContextFlags) -> Result<Context> {
         let mut a = DrawctxtCreate { flags: flags.bits(), drawctxt_id: 0 };
         self.io.drawctxt_create(&mut a).map_err(|e| os("KGSL DRAWCTXT_CREATE", e))?;
-        Ok(Context { id: a.drawctxt_id, last: AtomicU32::new(0) })
+        Ok(Context { id: a.drawctxt_id, last: AtomicU32::new(0), any: AtomicBool::new(false) })
     }
 
     /// Destroy a context (KGSL waits for its submissions to retire first).
@@ -351,6 +359,7 @@ impl Kgsl {
             e => os("KGSL GPU_COMMAND", e),
         })?;
         ctx.last.store(a.timestamp, Ordering::Release);
+        ctx.any.store(true, Ordering::Release);
         Ok(a.timestamp)
     }
 

@@ -97,6 +97,8 @@ struct State {
     running: Option<(u32, u32)>,           // (ctx, ts) blocked in a wait
     deferred_free: Vec<(u32, u32, u32)>,   // (object id, ctx, ts)
     fault: Option<String>,
+    /// Timestamp new contexts start at (see `SimKgsl::start_timestamps_at`).
+    first_ts: u32,
 }
 
 impl State {
@@ -198,7 +200,17 @@ impl SimKgsl {
                 running: None,
                 deferred_free: Vec::new(),
                 fault: None,
+                first_ts: 0,
             }),
+        }
+    }
+
+    /// Contexts created from now on start their timestamps at `ts` (the first submission gets
+    /// `ts + 1`): KGSL timestamps are 32-bit and wrap, and a test crosses the rollover
+    /// without four billion submissions.
+    pub fn start_timestamps_at(&self, ts: u32) {
+        if let Ok(mut s) = self.state.lock() {
+            s.first_ts = ts;
         }
     }
 
@@ -255,7 +267,8 @@ impl KgslIoctl for SimKgsl {
         s.next_ctx += 1;
         arg.drawctxt_id = s.next_ctx;
         let id = s.next_ctx;
-        s.contexts.insert(id, (0, 0));
+        let t = s.first_ts;
+        s.contexts.insert(id, (t, t));
         Ok(())
     }
 

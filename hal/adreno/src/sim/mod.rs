@@ -62,6 +62,12 @@ pub struct ComputeState<'a> {
     pub const_config_0: regs::SP_CS_CONST_CONFIG_0,
     /// `SP_CS_WGE_CNTL`.
     pub wge_cntl: regs::SP_CS_WGE_CNTL,
+    /// `SP_CS_CNTL_1` (shared memory size, constant RAM mode).
+    pub cntl_1: regs::SP_CS_CNTL_1,
+    /// `SP_CS_PVT_MEM_PARAM` (private memory per fiber).
+    pub pvt_mem_param: regs::SP_CS_PVT_MEM_PARAM,
+    /// `SP_MODE_CNTL` (constant demotion).
+    pub mode_cntl: regs::SP_MODE_CNTL,
 }
 
 /// Runs dispatches (the shader interpreter plugs in here).
@@ -481,6 +487,9 @@ impl Cp {
             cntl_0: regs::SP_CS_CNTL_0(r(regs::SP_CS_CNTL_0::REG)),
             const_config_0: regs::SP_CS_CONST_CONFIG_0(r(regs::SP_CS_CONST_CONFIG_0::REG)),
             wge_cntl: regs::SP_CS_WGE_CNTL(r(regs::SP_CS_WGE_CNTL::REG)),
+            cntl_1: regs::SP_CS_CNTL_1(r(regs::SP_CS_CNTL_1::REG)),
+            pvt_mem_param: regs::SP_CS_PVT_MEM_PARAM(r(regs::SP_CS_PVT_MEM_PARAM::REG)),
+            mode_cntl: regs::SP_MODE_CNTL(r(regs::SP_MODE_CNTL::REG)),
         };
         d.dispatch(&state, mem)?;
         self.dispatches += 1;

@@ -1,0 +1,38 @@
+//! Host cost per dispatch on `QCOM:SIM`: one call of a bundle through `hcq::runner::Runner` and
+//! `QcomBackend` — patch the captured PM4 queue, copy it to the IB object, `GPU_COMMAND`, the
+//! simulated CP running every packet, the ir3 interpreter running every shader, the timestamp
+//! wait. Items = dispatches, so divan's throughput is dispatches per second.
+
+use divan::Bencher;
+use divan::counter::ItemsCount;
+use hcq::bundle::hcqb::{self, Hcqb};
+use hcq::runner::{Model, Runner};
+use hcq_kgsl::device::{Backing, QcomBackend, QcomDevice};
+
+fn main() {
+    divan::main();
+}
+
+fn bench_bundle(b: Bencher, name: &str) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
+    let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap();
+    let file = Hcqb::parse(&bytes).unwrap();
+    let dev = QcomDevice::open(Backing::Sim, false).unwrap();
+    let mut m = Runner::load(QcomBackend::new(dev).unwrap(), &file).unwrap();
+    m.call().unwrap();
+    assert!(m.check().unwrap().ok);
+    let n = m.kernels_per_call();
+    b.counter(ItemsCount::new(n)).bench_local(|| m.call().unwrap());
+}
+
+/// 100 dispatches of a 16-element add (the shader is tiny: mostly the host path).
+#[divan::bench(sample_count = 50)]
+fn qcom_sim_call_chain100(b: Bencher) {
+    bench_bundle(b, "chain100");
+}
+
+/// One dispatch of 4096 elements (exp2, rcp: the interpreter dominates).
+#[divan::bench(sample_count = 50)]
+fn qcom_sim_call_elementwise(b: Bencher) {
+    bench_bundle(b, "elementwise");
+}

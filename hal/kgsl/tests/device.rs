@@ -1,0 +1,256 @@
+//! The QCOM device end to end on the simulated KGSL: bundles through `hcq::runner::Runner` and
+//! `QcomBackend` (PM4 + the ir3 interpreter), `.rd` captures of the runner's submissions, and
+//! the device-level faults: a hung submission is a timeout, a hung shader and a corrupt IB word
+//! are faults seen at once with where they happened, an argument outside every allocation
+//! writes nothing, and both the 32-bit KGSL timestamps and the 32-bit halves of the 64-bit
+//! signal cross their rollover.
+
+use hcq::Error;
+use hcq::bundle::hcqb::{self, Hcqb, LaunchRef};
+use hcq::mmio::{MmioBus, Width};
+use hcq::queue::Command;
+use hcq::runner::{Backend, Launch, Model, Runner};
+use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue};
+use hcq_kgsl::device::{Backing, QcomBackend, QcomDevice};
+use hcq_kgsl::flags::MemFlags;
+use hcq_kgsl::sim::SimKgsl;
+use hcq_kgsl::sim_dispatch::{ArgSlots, Ir3Dispatch};
+use std::sync::Arc;
+use std::time::Instant;
+
+fn bundle(name: &str) -> Vec<u8> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
+    hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap()
+}
+
+fn sim_device(max_steps: u64, first_ts: u32, capture: bool) -> (Arc<QcomDevice>, Arc<SimKgsl>) {
+    let slots = ArgSlots::default();
+    let sim = Arc::new(SimKgsl::new(Box::new(Ir3Dispatch::with_max_steps(max_steps).with_arg_slots(slots.clone()))));
+    sim.start_timestamps_at(first_ts);
+    let dev = QcomDevice::with_backend("QCOM:SIM", sim.clone(), Some(sim.clone()), Some(slots), capture).unwrap();
+    (dev, sim)
+}
+
+#[test]
+fn every_example_with_a630_objects_runs_and_checks_through_the_runner() {
+    for name in ["elementwise", "mlp", "chain100"] {
+        let bytes = bundle(name);
+        let file = Hcqb::parse(&bytes).unwrap();
+        let dev = QcomDevice::open(Backing::Sim, false).unwrap();
+        let mut m = Runner::load(QcomBackend::new(dev).unwrap(), &file).unwrap();
+        assert_eq!(m.arch(), hcq::bundle::Arch::AdrenoA630);
+        for _ in 0..2 {
+            m.call().unwrap();
+        }
+        let r = m.check().unwrap();
+        assert!(r.ok && r.compared > 0 && !r.exact, "{name}: {r:?}");
+        assert_eq!(m.backend().calls(), 2);
+    }
+}
+
+#[test]
+fn a_changed_input_changes_the_output_on_the_next_call() {
+    let bytes = bundle("elementwise");
+    let file = Hcqb::parse(&bytes).unwrap();
+    let mut m = Runner::load(QcomBackend::new(QcomDevice::open(Backing::Sim, false).unwrap()).unwrap(), &file).unwrap();
+    m.call().unwrap();
+    let before = m.output(0).unwrap();
+    let n = file.inputs().next().unwrap().view.nbytes as usize;
+    m.set_input(0, &vec![0u8; n]).unwrap();
+    m.call().unwrap();
+    assert_ne!(m.output(0).unwrap(), before, "the replay read the new input");
+    assert!(!m.check().unwrap().ok, "and no longer matches the expected output");
+}
+
+#[test]
+fn the_rd_capture_of_a_run_holds_the_runners_command_buffer() {
+    let (dev, _) = sim_device(1 << 30, 0, true);
+    let bytes = bundle("mlp");
+    let file = Hcqb::parse(&bytes).unwrap();
+    let mut m = Runner::load(QcomBackend::new(dev.clone()).unwrap(), &file).unwrap();
+    m.call().unwrap();
+    let cap = hcq_adreno::rd::read(&dev.rd_capture().unwrap()).unwrap();
+    assert_eq!(cap.submits.len(), 1);
+    let s = &cap.submits[0];
+    assert_eq!(s.ib_words().unwrap(), m.backend().words(), "the IB reads back word for word");
+    let packets: Vec<_> = hcq_adreno::pm4::Decoder::new(m.backend().words()).map(|p| p.unwrap().1.words()).collect();
+    let decoded: Vec<_> = hcq_adreno::pm4::Decoder::new(&s.ib_words().unwrap()).map(|p| p.unwrap().1.words()).collect();
+    assert_eq!(packets, decoded, "the same packets");
+    for i in 0..file.n_buffers() {
+        let a = m.backend().buffer_addr(i).unwrap();
+        assert!(s.buffers.iter().any(|b| b.0 == a), "buffer {i} is in the capture");
+    }
+}
+
+/// An encoder and IB on `dev` for hand-made submissions.
+struct Raw {
+    q: Pm4Queue,
+    ib: hcq_kgsl::GpuObject,
+    mem: hcq_kgsl::GpuObject,
+    _scratch: hcq_kgsl::GpuObject,
+}
+
+fn raw(dev: &QcomDevice) -> Raw {
+    let k = dev.kgsl();
+    let scratch = k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
+    let enc = Arc::new(
+        A6xxEncoder::new(EncoderConfig { scratch: scratch.gpuaddr(), pvt_mem: scratch.gpuaddr(), pvt_mem_bytes: 4096 })
+            .unwrap(),
+    );
+    Raw {
+        q: Pm4Queue::new(enc),
+        ib: k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap(),
+        mem: k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap(),
+        _scratch: scratch,
+    }
+}
+
+impl Raw {
+    fn submit(&self, dev: &QcomDevice, words: &[u32], timeout_ms: u32) -> hcq::Result<u32> {
+        for (i, w) in words.iter().enumerate() {
+            self.ib.bus().write(4 * i, Width::U32, (*w).into()).unwrap();
+        }
+        dev.submit_and_wait(self.ib.gpuaddr(), 4 * words.len() as u64, timeout_ms)
+    }
+}
+
+#[test]
+fn a_hung_submission_surfaces_as_the_timeout_error() {
+    let (dev, sim) = sim_device(1 << 30, 0, false);
+    let mut r = raw(&dev);
+    r.q.push(Command::Wait { addr: r.mem.gpuaddr(), value: 1 }).unwrap();
+    r.q.push(Command::Signal { addr: r.mem.gpuaddr() + 8, value: 7 }).unwrap();
+    let t0 = Instant::now();
+    let e = r.submit(&dev, r.q.words(), 30).unwrap_err();
+    assert!(matches!(e, Error::Timeout { timeout_ms: 30, .. }), "{e}");
+    assert!(t0.elapsed().as_millis() >= 30);
+    assert!(sim.fault().is_none(), "a hang is not a fault");
+    // The host releases it: the device is fine afterwards.
+    r.mem.bus().write(0, Width::U64, 1).unwrap();
+    hcq::device::Device::synchronize(&*dev).unwrap();
+    assert_eq!(r.mem.bus().read(8, Width::U64).unwrap(), 7);
+}
+
+#[test]
+fn a_hung_shader_is_a_fault_seen_at_once_not_a_timeout() {
+    let (dev, _) = sim_device(1000, 0, false);
+    let bytes = bundle("mlp");
+    let file = Hcqb::parse(&bytes).unwrap();
+    let mut m = Runner::load(QcomBackend::new(dev).unwrap(), &file).unwrap();
+    let t0 = Instant::now();
+    let e = m.call().unwrap_err().to_string();
+    assert!(t0.elapsed().as_secs() < 5, "no 60 s timeout");
+    assert!(e.contains("hung") && e.contains("step limit") && e.contains("word"), "{e}");
+}
+
+#[test]
+fn a_corrupt_ib_word_is_reported_with_its_offset() {
+    let (dev, sim) = sim_device(1 << 30, 0, false);
+    let mut r = raw(&dev);
+    r.q.push(Command::Barrier).unwrap();
+    r.q.push(Command::Signal { addr: r.mem.gpuaddr(), value: 1 }).unwrap();
+    // Corrupt the header of the signal's first packet (the last packet before its first mark).
+    let first_signal_word = r.q.marks(1).first().map(|m| m.word as usize).unwrap();
+    let mut hdr_at = 0;
+    for p in hcq_adreno::pm4::Decoder::new(r.q.words()) {
+        let (off, _) = p.unwrap();
+        if off < first_signal_word {
+            hdr_at = off;
+        }
+    }
+    let mut words = r.q.words().to_vec();
+    words[hdr_at] ^= 1 << 3; // parity breaks
+    let t0 = Instant::now();
+    let e = r.submit(&dev, &words, 10_000).unwrap_err();
+    assert!(t0.elapsed().as_secs() < 5);
+    assert!(matches!(e.root(), Error::DeviceHung { .. }), "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains(&format!("word {hdr_at}")), "{msg}");
+    assert!(sim.fault().unwrap().contains(&format!("word {hdr_at}")));
+    assert_eq!(r.mem.bus().read(0, Width::U64).unwrap(), 0, "nothing after the corrupt word ran");
+}
+
+#[test]
+fn an_argument_outside_every_allocation_is_a_fault_that_writes_nothing() {
+    // elementwise's E_32_32_4: out[i] = f(in1[i], in2[i]) over 4096 floats in 32 work-groups.
+    // The second input points at a 4 KiB object: the first 8 work-groups read inside it, the
+    // ninth reads past it (outside every allocation). Without the dispatch journal, groups
+    // 0..7 would already have written their outputs.
+    let (dev, sim) = sim_device(1 << 30, 0, false);
+    let bytes = bundle("elementwise");
+    let file = Hcqb::parse(&bytes).unwrap();
+    let mut b = QcomBackend::new(dev.clone()).unwrap();
+    let mut addrs = Vec::new();
+    for (i, buf) in file.buffers().enumerate() {
+        addrs.push(b.alloc(i, buf.nbytes.next_multiple_of(4096), buf.initial.unwrap_or_default()).unwrap());
+    }
+    let p = file.programs().next().unwrap();
+    let prog =
+        b.load_program(0, &p, hcq::bundle::Arch::AdrenoA630, p.object(hcq::bundle::Arch::AdrenoA630).unwrap()).unwrap();
+    let small = dev.kgsl().alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
+    let LaunchRef::Kernel(k) = file.launches().next().unwrap() else { panic!("a kernel launch") };
+    let mut args: Vec<u64> = k.args().map(|a| addrs[a.buffer as usize] + a.offset).collect();
+    let out_arg = k.outs().next().unwrap() as usize;
+    let in_arg = (0..args.len()).find(|&j| j != out_arg).unwrap();
+    args[in_arg] = small.gpuaddr();
+    b.record_kernel(&prog, &Launch { index: 0, kernel: &k, args: &args }).unwrap();
+    b.finish().unwrap();
+    let out = k.arg(out_arg).unwrap();
+    let mut before = vec![0u8; out.nbytes as usize];
+    b.read(out.buffer as usize, out.offset, &mut before).unwrap();
+    let t0 = Instant::now();
+    let e = b.replay().unwrap_err();
+    assert!(t0.elapsed().as_secs() < 5, "seen at once");
+    let msg = e.to_string();
+    assert!(msg.contains("outside every allocation") && msg.contains("nothing of the dispatch written"), "{msg}");
+    assert!(sim.fault().is_some());
+    let mut after = vec![0u8; out.nbytes as usize];
+    b.read(out.buffer as usize, out.offset, &mut after).unwrap();
+    let changed = before.iter().zip(&after).filter(|(a, b)| a != b).count();
+    assert_eq!(changed, 0, "the faulted dispatch wrote nothing");
+}
+
+#[test]
+fn the_32_bit_rollovers_are_crossed() {
+    // KGSL timestamps start 2 below 2^32 and the 64-bit signal 2 below 2^32: four calls
+    // cross both rollovers, each call waiting on its own (wrapped) timestamp.
+    let (dev, _) = sim_device(1 << 30, u32::MAX - 1, false);
+    let bytes = bundle("chain100");
+    let file = Hcqb::parse(&bytes).unwrap();
+    let mut m = Runner::load(QcomBackend::new(dev.clone()).unwrap(), &file).unwrap();
+    m.backend_mut().set_calls(u64::from(u32::MAX) - 1);
+    let mut stamps = Vec::new();
+    for _ in 0..4 {
+        m.call().unwrap();
+        stamps.push(dev.context().last_submitted());
+    }
+    assert_eq!(stamps, [u32::MAX, 0, 1, 2], "KGSL timestamps wrapped");
+    assert_eq!(dev.kgsl().retired(dev.context()).unwrap(), 2);
+    assert_eq!(m.backend().calls(), (1 << 32) + 2, "the signal's high word carried");
+    assert!(m.check().unwrap().ok);
+}
+
+#[test]
+fn an_argument_pointing_nowhere_is_refused_before_the_shader_runs() {
+    let (dev, sim) = sim_device(1 << 30, 0, false);
+    let bytes = bundle("elementwise");
+    let file = Hcqb::parse(&bytes).unwrap();
+    let mut b = QcomBackend::new(dev.clone()).unwrap();
+    let mut addrs = Vec::new();
+    for (i, buf) in file.buffers().enumerate() {
+        addrs.push(b.alloc(i, buf.nbytes.next_multiple_of(4096), buf.initial.unwrap_or_default()).unwrap());
+    }
+    let p = file.programs().next().unwrap();
+    let a630 = hcq::bundle::Arch::AdrenoA630;
+    let prog = b.load_program(0, &p, a630, p.object(a630).unwrap()).unwrap();
+    let LaunchRef::Kernel(k) = file.launches().next().unwrap() else { panic!("a kernel launch") };
+    let mut args: Vec<u64> = k.args().map(|a| addrs[a.buffer as usize] + a.offset).collect();
+    let last = args.len() - 1;
+    args[last] = 0xdead_0000;
+    b.record_kernel(&prog, &Launch { index: 0, kernel: &k, args: &args }).unwrap();
+    b.finish().unwrap();
+    let msg = b.replay().unwrap_err().to_string();
+    assert!(msg.contains(&format!("argument {last}")) && msg.contains("0xdead0000"), "{msg}");
+    assert!(msg.contains("nothing ran") && msg.contains("word"), "{msg}");
+    assert!(sim.fault().is_some());
+}

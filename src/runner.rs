@@ -1,0 +1,365 @@
+//! One bundle runner over every device.
+//!
+//! [`Runner::load`] walks a parsed bundle ([`Hcqb`]) the same way for every device: it picks
+//! the object set for the device's architecture ([`pick_arch`]: x86_64, aarch64,
+//! adreno_a630), checks every size and count against the device's limits, allocates and fills
+//! each base buffer once, loads every program, resolves each kernel launch's buffer arguments
+//! to device addresses (`base + view offset`) and hands them to the [`Backend`], which lays
+//! them out as the program says (CPU: host-ABI 64-bit words; Adreno: the constant block of
+//! `programs[].adreno.consts`) and records the launch into its captured queues. A call
+//! ([`Model::call`]) replays what was captured; [`Model::check`] compares the outputs with the
+//! bundle's expected bytes ([`compare`]: exact when the objects are those that produced them,
+//! else `|got − expected| ≤ 1e-5 + 1e-4·|expected|`).
+//!
+//! [`Model`] is what a front end (the `hcq run` command) drives: a [`Runner`] over any
+//! backend implements it, and so can a device whose loader predates this module (the CPU
+//! model, through a thin adapter in `hcq-cpu`).
+
+use crate::bundle::hcqb::{Hcqb, KernelRef, LaunchRef, ProgramRef};
+use crate::bundle::{Arch, ArgView};
+use crate::device::DeviceLimits;
+use crate::dtype::DType;
+use crate::error::{Error, Result, ResultExt};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+
+/// Absolute term of the cross-architecture tolerance.
+pub const TOL_ABS: f64 = 1e-5;
+/// Relative term of the cross-architecture tolerance.
+pub const TOL_REL: f64 = 1e-4;
+
+/// Result of comparing outputs with the expected bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckReport {
+    /// Every compared output matched (exactly, or within the tolerance).
+    pub ok: bool,
+    /// Largest absolute difference over float outputs (0 when identical or none).
+    pub max_abs_diff: f64,
+    /// Whether the comparison was exact (same objects as the expected outputs came from).
+    pub exact: bool,
+    /// Outputs compared (those with expected bytes).
+    pub compared: usize,
+    /// Elements outside the tolerance (or differing bytes when exact).
+    pub mismatches: u64,
+}
+
+/// IEEE half → f64, exactly (bit manipulation: no libm in `no_std`).
+fn f16_to_f64(h: u16) -> f64 {
+    let sign = u32::from(h >> 15) << 31;
+    let exp = u32::from(h >> 10 & 0x1f);
+    let frac = u32::from(h & 0x3ff);
+    let bits = match (exp, frac) {
+        (0, 0) => sign,
+        (0, f) => {
+            // subnormal: renormalise
+            let shift = f.leading_zeros() - 21; // bring the top bit to position 10
+            sign | (113 - shift) << 23 | ((f << shift) & 0x3ff) << 13
+        }
+        (0x1f, 0) => sign | 0x7f80_0000,
+        (0x1f, f) => sign | 0x7fc0_0000 | f << 13,
+        (e, f) => sign | (e + 112) << 23 | f << 13,
+    };
+    f64::from(f32::from_bits(bits))
+}
+
+fn element(dtype: DType, b: &[u8]) -> f64 {
+    match dtype {
+        DType::F32 => f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        DType::F64 => f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+        DType::F16 => f16_to_f64(u16::from_le_bytes([b[0], b[1]])),
+        DType::BF16 => f64::from(f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16)),
+        _ => 0.0,
+    }
+}
+
+/// Compare `got` with `expected` elementwise as `dtype`: floats within the tolerance (or
+/// bit-identical when `exact`), other types byte-exact. Returns the number of elements outside
+/// and the largest absolute float difference (infinite for a NaN where a number was expected).
+pub fn compare(dtype: DType, got: &[u8], expected: &[u8], exact: bool) -> (u64, f64) {
+    let size = dtype.size();
+    let mut bad = 0u64;
+    let mut max = 0f64;
+    for (g, e) in got.chunks_exact(size).zip(expected.chunks_exact(size)) {
+        if dtype.is_float() {
+            let (gv, ev) = (element(dtype, g), element(dtype, e));
+            let d = (gv - ev).abs();
+            if !(g == e || gv.is_nan() && ev.is_nan()) {
+                if d.is_nan() || d > max {
+                    max = if d.is_nan() { f64::INFINITY } else { d };
+                }
+                let within = d <= TOL_ABS + TOL_REL * ev.abs(); // false for NaN
+                if exact || !within {
+                    bad += 1;
+                }
+            }
+        } else if g != e {
+            bad += 1;
+        }
+    }
+    if got.len() != expected.len() {
+        bad += 1;
+    }
+    (bad, max)
+}
+
+/// The object set to run: the first of `device_archs` (the device's, in preference order)
+/// for which every program of `bundle` has an object.
+pub fn pick_arch(bundle: &Hcqb<'_>, device_archs: &[Arch]) -> Result<Arch> {
+    device_archs.iter().copied().find(|&a| bundle.programs().all(|p| p.object(a).is_some())).ok_or(Error::Unsupported {
+        what: "bundle has no complete object set for this device (code of its preferred arch)",
+        value: device_archs.first().map_or(0, |a| u64::from(a.code())),
+    })
+}
+
+/// One kernel launch as a backend records it: the program, its buffer arguments as device
+/// addresses (in argument order) and the launch as the bundle states it.
+#[derive(Clone, Copy, Debug)]
+pub struct Launch<'a, 'b> {
+    /// Launch index in the bundle.
+    pub index: usize,
+    /// The bundle's launch (grids, integer values, the Adreno dispatch).
+    pub kernel: &'b KernelRef<'a>,
+    /// Device address of every buffer argument (`base + view offset`).
+    pub args: &'b [u64],
+}
+
+/// What a device provides to run bundles. The [`Runner`] calls, in order: `alloc` for every
+/// base buffer, `load_program` for every program, `record_kernel`/`record_copy` for every
+/// launch, `finish` once; then `replay` per call and `read`/`write` for outputs and inputs.
+pub trait Backend {
+    /// A loaded program.
+    type Program;
+    /// Architectures whose objects this device runs, preferred first.
+    fn archs(&self) -> &[Arch];
+    /// What the device can hold (sizes and counts are checked against it before any allocation).
+    fn limits(&self) -> DeviceLimits;
+    /// Allocate base buffer `index` of `nbytes` (already rounded to the device's granule),
+    /// filled with `initial` then zeros; returns its device address.
+    fn alloc(&mut self, index: usize, nbytes: u64, initial: &[u8]) -> Result<u64>;
+    /// Load program `index` from its object for `arch`.
+    fn load_program(
+        &mut self,
+        index: usize,
+        program: &ProgramRef<'_>,
+        arch: Arch,
+        object: &[u8],
+    ) -> Result<Self::Program>;
+    /// Lay out a kernel launch's arguments as `program` says and record it.
+    fn record_kernel(&mut self, program: &Self::Program, launch: &Launch<'_, '_>) -> Result<()>;
+    /// Record a buffer-to-buffer copy.
+    fn record_copy(&mut self, dst: u64, src: u64, bytes: u64) -> Result<()>;
+    /// Close the capture.
+    fn finish(&mut self) -> Result<()>;
+    /// One forward pass: replay the captured queues and wait for them.
+    fn replay(&mut self) -> Result<()>;
+    /// Copy `out.len()` bytes of base buffer `buffer` at `offset` out (after the work in flight).
+    fn read(&self, buffer: usize, offset: u64, out: &mut [u8]) -> Result<()>;
+    /// Copy `data` into base buffer `buffer` at `offset` (after the work in flight).
+    fn write(&self, buffer: usize, offset: u64, data: &[u8]) -> Result<()>;
+}
+
+/// A loaded bundle, ready to call: what a front end drives on any device.
+pub trait Model {
+    /// The model's name.
+    fn name(&self) -> &str;
+    /// The architecture whose objects run.
+    fn arch(&self) -> Arch;
+    /// Kernel launches per call.
+    fn kernels_per_call(&self) -> usize;
+    /// One forward pass (submit and wait).
+    fn call(&mut self) -> Result<()>;
+    /// Bytes of output `i`.
+    fn output(&self, i: usize) -> Result<Vec<u8>>;
+    /// Compare every output that has expected bytes.
+    fn check(&self) -> Result<CheckReport>;
+}
+
+/// A bundle loaded through a [`Backend`].
+pub struct Runner<B: Backend> {
+    backend: B,
+    arch: Arch,
+    kernels: usize,
+    expected_from: Arch,
+    outputs: Vec<(ArgView, Option<Vec<u8>>)>,
+    inputs: Vec<ArgView>,
+    name: String,
+}
+
+impl<B: Backend> core::fmt::Debug for Runner<B> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Runner").field("name", &self.name).field("arch", &self.arch).finish_non_exhaustive()
+    }
+}
+
+impl<B: Backend> Runner<B> {
+    /// Load `bundle` on `backend` (see the module docs).
+    pub fn load(mut backend: B, bundle: &Hcqb<'_>) -> Result<Self> {
+        let arch = pick_arch(bundle, backend.archs()).with_context(|| {
+            let names: Vec<&str> = backend.archs().iter().map(|a| a.name()).collect();
+            format!("device objects {}", names.join(" or "))
+        })?;
+        let limits = backend.limits();
+        bundle.check_limits(&limits)?;
+        let mut addrs = Vec::with_capacity(bundle.n_buffers());
+        for (i, b) in bundle.buffers().enumerate() {
+            let bytes = limits.alloc_size("buffer nbytes", b.nbytes).with_context(|| format!("buffer {i}"))?;
+            let a = backend.alloc(i, bytes, b.initial.unwrap_or_default()).with_context(|| format!("buffer {i}"))?;
+            addrs.push(a);
+        }
+        let mut programs = Vec::with_capacity(bundle.n_programs());
+        for (i, p) in bundle.programs().enumerate() {
+            let obj = p.object(arch).ok_or(Error::Unsupported {
+                what: "bundle has no object for this architecture",
+                value: u64::from(arch.code()),
+            });
+            let prog = obj
+                .and_then(|o| backend.load_program(i, &p, arch, o))
+                .with_context(|| format!("program {i} ({})", p.name))?;
+            programs.push(prog);
+        }
+        let mut kernels = 0;
+        let mut args = Vec::new();
+        for (li, l) in bundle.launches().enumerate() {
+            match l {
+                LaunchRef::Kernel(k) => {
+                    args.clear();
+                    args.extend(k.args().map(|a| addrs[a.buffer as usize] + a.offset));
+                    let prog = programs.get(k.program as usize).ok_or(Error::OutOfBounds {
+                        what: "launch program index",
+                        offset: k.program.into(),
+                        len: 1,
+                        limit: programs.len() as u64,
+                    });
+                    prog.and_then(|p| backend.record_kernel(p, &Launch { index: li, kernel: &k, args: &args }))
+                        .with_context(|| format!("launch {li} ({})", k.name))?;
+                    kernels += 1;
+                }
+                LaunchRef::Copy { dst, src } => backend
+                    .record_copy(
+                        addrs[dst.buffer as usize] + dst.offset,
+                        addrs[src.buffer as usize] + src.offset,
+                        dst.nbytes,
+                    )
+                    .with_context(|| format!("launch {li} (copy)"))?,
+            }
+        }
+        backend.finish()?;
+        Ok(Runner {
+            backend,
+            arch,
+            kernels,
+            expected_from: bundle.expected_from(),
+            outputs: bundle.outputs().map(|o| (o.view, o.expected.map(<[u8]>::to_vec))).collect(),
+            inputs: bundle.inputs().map(|i| i.view).collect(),
+            name: bundle.model_name().into(),
+        })
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// The backend, mutably.
+    pub fn backend_mut(&mut self) -> &mut B {
+        &mut self.backend
+    }
+
+    fn view_bytes(&self, v: &ArgView) -> Result<Vec<u8>> {
+        let n = usize::try_from(v.nbytes)
+            .map_err(|_| Error::InvalidArgument { what: "output view size", value: v.nbytes })?;
+        let mut out = vec![0u8; n];
+        self.backend.read(v.buffer as usize, v.offset, &mut out)?;
+        Ok(out)
+    }
+
+    /// Replace input `i` with `data` (exactly its size).
+    pub fn set_input(&self, i: usize, data: &[u8]) -> Result<()> {
+        let v = self.inputs.get(i).ok_or(Error::OutOfBounds {
+            what: "model input index",
+            offset: i as u64,
+            len: 1,
+            limit: self.inputs.len() as u64,
+        })?;
+        if data.len() as u64 != v.nbytes {
+            return Err(Error::Mismatch { what: "model input size", expected: v.nbytes, found: data.len() as u64 });
+        }
+        self.backend.write(v.buffer as usize, v.offset, data)
+    }
+
+    /// Number of outputs.
+    pub fn n_outputs(&self) -> usize {
+        self.outputs.len()
+    }
+}
+
+impl<B: Backend> Model for Runner<B> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn arch(&self) -> Arch {
+        self.arch
+    }
+    fn kernels_per_call(&self) -> usize {
+        self.kernels
+    }
+    fn call(&mut self) -> Result<()> {
+        self.backend.replay()
+    }
+    fn output(&self, i: usize) -> Result<Vec<u8>> {
+        let (v, _) = self.outputs.get(i).ok_or(Error::OutOfBounds {
+            what: "model output index",
+            offset: i as u64,
+            len: 1,
+            limit: self.outputs.len() as u64,
+        })?;
+        self.view_bytes(v)
+    }
+    fn check(&self) -> Result<CheckReport> {
+        let exact = self.arch == self.expected_from;
+        let mut rep = CheckReport { ok: true, max_abs_diff: 0.0, exact, compared: 0, mismatches: 0 };
+        for (v, exp) in &self.outputs {
+            let Some(exp) = exp else { continue };
+            let got = self.view_bytes(v)?;
+            let (bad, max) = compare(v.dtype, &got, exp, exact);
+            rep.compared += 1;
+            rep.mismatches += bad;
+            rep.max_abs_diff = rep.max_abs_diff.max(max);
+        }
+        rep.ok = rep.mismatches == 0;
+        Ok(rep)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_precision_decodes_exactly() {
+        assert_eq!(f16_to_f64(0x3c00), 1.0);
+        assert_eq!(f16_to_f64(0xc000), -2.0);
+        assert_eq!(f16_to_f64(0x0001), 1.0 / 16_777_216.0, "smallest subnormal");
+        assert_eq!(f16_to_f64(0x03ff), 1023.0 / 16_777_216.0, "largest subnormal");
+        assert_eq!(f16_to_f64(0x7bff), 65504.0);
+        assert_eq!(f16_to_f64(0xfc00), f64::NEG_INFINITY);
+        assert!(f16_to_f64(0x7e00).is_nan());
+    }
+
+    #[test]
+    fn tolerance_compare_follows_the_bundle_rule() {
+        let e: Vec<u8> = [1.0f32, 10.0, 0.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let ok: Vec<u8> = [1.0f32 + 1e-5, 10.0 + 5e-4, 9e-6].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let (bad, max) = compare(DType::F32, &ok, &e, false);
+        assert_eq!(bad, 0);
+        assert!(max > 4e-4 && max < 6e-4);
+        assert_eq!(compare(DType::F32, &ok, &e, true).0, 3, "exact mode counts every differing element");
+        let far: Vec<u8> = [1.001f32, 10.0, 0.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert_eq!(compare(DType::F32, &far, &e, false).0, 1);
+        assert_eq!(compare(DType::I32, &[1, 0, 0, 0], &[2, 0, 0, 0], false).0, 1);
+        assert_eq!(compare(DType::F32, &f32::NAN.to_le_bytes(), &1.0f32.to_le_bytes(), false).0, 1);
+        assert_eq!(compare(DType::F32, &[0; 8], &[0; 4], false).0, 1, "a size difference is a mismatch");
+    }
+}
