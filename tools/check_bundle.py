@@ -20,7 +20,12 @@ large enough for the GPU signature.
 Structure against another bundle (optional): with `--like REF_DIR`, the manifest must have the same key paths and JSON types
 as REF_DIR's (fields of the Adreno option are ignored).
 
+Same GPU objects as another bundle (optional): with `--same-adreno REF_DIR`, every `.a630.bin`/`.a630.asm` file must equal
+REF_DIR's byte for byte, and the Adreno manifest fields (`programs[].adreno`, `objects.adreno_a630`, the launches' `gpu_*`,
+`toolchains.adreno_a630` less `produced_by`) must be the same JSON, key order included. A re-export of the same kernels gives this.
+
 Usage: python tools/check_bundle.py DIR [--model tools/models/mlp.py] [--seed N] [--atol 1e-5] [--rtol 1e-4] [--like REF_DIR] [--adreno]
+       [--same-adreno REF_DIR]
 Exit status 0 when every check passes, 1 otherwise; each problem is printed on its own line.
 """
 from __future__ import annotations
@@ -488,6 +493,30 @@ def compare_like(c: Checker, m: dict, ref_dir: str):
     c.expect(not a or not b or a == b, f"like {ref_dir}: {path} has type {sorted(a)}, reference {sorted(b)}")
 
 
+def compare_adreno(c: Checker, m: dict, root: str, ref_dir: str):
+  """The Adreno objects and manifest fields equal REF_DIR's (JSON text, key order included)."""
+  with open(os.path.join(ref_dir, "manifest.json")) as f: ref = json.load(f)
+  def same(a, b, what): c.expect(json.dumps(a) == json.dumps(b), f"same-adreno {ref_dir}: {what} differs")
+  def chain(x):
+    tc = dict(x.get("toolchains", {}).get("adreno_a630") or {})
+    tc.pop("produced_by", None)
+    return tc
+  same(chain(m), chain(ref), "toolchains.adreno_a630 (less produced_by)")
+  if not c.expect(len(m["programs"]) == len(ref["programs"]) and len(m["launches"]) == len(ref["launches"]),
+                  f"same-adreno {ref_dir}: program or launch count differs"): return
+  for p, q in zip(m["programs"], ref["programs"]):
+    what = f"programs[{p.get('id')}]"
+    same(p.get("adreno"), q.get("adreno"), f"{what}.adreno")
+    same(p.get("objects", {}).get("adreno_a630"), q.get("objects", {}).get("adreno_a630"), f"{what}.objects.adreno_a630")
+    for name in (p.get("objects", {}).get("adreno_a630", {}).get("file"), (p.get("adreno") or {}).get("disasm_file")):
+      if not isinstance(name, str) or os.sep in name: continue
+      paths = (os.path.join(root, name), os.path.join(ref_dir, name))
+      if c.expect(all(os.path.isfile(x) for x in paths), f"same-adreno {ref_dir}: {name} missing on one side"):
+        with open(paths[0], "rb") as f1, open(paths[1], "rb") as f2: c.expect(f1.read() == f2.read(), f"same-adreno {ref_dir}: {name} differs")
+  for i, (l, r) in enumerate(zip(m["launches"], ref["launches"])):
+    same([l.get(k) for k in GPU_ONLY[2:]], [r.get(k) for k in GPU_ONLY[2:]], f"launches[{i}] gpu_global_size/gpu_local_size/gpu_vals")
+
+
 def main(argv=None) -> int:
   ap = argparse.ArgumentParser(description="Check a tg-cpu-bundle v1 directory (structure, hashes, data flow, optional numpy reference).")
   ap.add_argument("dir")
@@ -497,10 +526,12 @@ def main(argv=None) -> int:
   ap.add_argument("--rtol", type=float, default=1e-4)
   ap.add_argument("--like", metavar="REF_DIR", help="also require the same manifest key structure as the bundle in REF_DIR")
   ap.add_argument("--adreno", action="store_true", help="require Adreno 630 objects and metadata for every program")
+  ap.add_argument("--same-adreno", metavar="REF_DIR", help="also require the same a630 files and Adreno manifest fields as REF_DIR")
   a = ap.parse_args(argv)
-  c = Checker(a.dir, require_adreno=a.adreno)
+  c = Checker(a.dir, require_adreno=a.adreno or bool(a.same_adreno))
   m = c.run()
   if m is not None and a.like: compare_like(c, m, a.like)
+  if m is not None and a.same_adreno: compare_adreno(c, m, a.dir, a.same_adreno)
   if m is not None and a.model and not c.errors: c.compare_reference(m, a.model, a.seed, a.atol, a.rtol)
   for w in c.warnings: print(f"  warning: {w}")
   for e in c.errors: print(f"  FAIL: {e}")
