@@ -116,6 +116,13 @@ EOF
   ! "$PY" "$ROOT/tools/check_bundle.py" "$TMP/corrupt" >"$TMP/corrupt.log" 2>&1 || return 1
   grep -q "sha256" "$TMP/corrupt.log" && grep -q "before they are written" "$TMP/corrupt.log"
 }
+adreno_refuses_other_tinymesa() { # --adreno with another tinymesa version fails with a message and writes no bundle
+  mkdir -p "$TMP/other-tinymesa/tinymesa-0.0.1.dist-info" || return 1
+  printf 'Metadata-Version: 2.1\nName: tinymesa\nVersion: 0.0.1\n' >"$TMP/other-tinymesa/tinymesa-0.0.1.dist-info/METADATA"
+  ! PYTHONPATH="$TMP/other-tinymesa" export_model mlp "$TMP/refused" --adreno >"$TMP/refused.log" 2>&1 || return 1
+  cat "$TMP/refused.log"
+  grep -q "tinymesa 0.0.1 is installed" "$TMP/refused.log" && grep -q "25.2.7.2" "$TMP/refused.log" && [ ! -e "$TMP/refused/manifest.json" ]
+}
 hcq_ok() { # hcq_ok DIR [run options]: `hcq run DIR --check --json [options]` succeeds and reports outputs_ok true
   local dir="$1"; shift
   "$HCQ_BIN" run "$dir" --check --json "$@" >"$TMP/hcq.json" 2>"$TMP/hcq.err" || { cat "$TMP/hcq.err"; return 1; }
@@ -153,6 +160,7 @@ if [ -d "$TMP/mlp" ]; then
   else fail "mlp export without --adreno"; fi
   check "checker rejects a corrupted bundle" corrupt_rejected "$TMP/mlp"
   check "checker rejects a corrupted a630 image and register" adreno_corrupt_rejected "$TMP/mlp"
+  check "--adreno refuses a tinymesa of another version" adreno_refuses_other_tinymesa
   if [ -f "$REF_MLP/manifest.json" ] && [ ${#A64[@]} -gt 0 ]; then
     check "mlp manifest has the structure of $REF_MLP" "$PY" "$ROOT/tools/check_bundle.py" "$TMP/mlp" --like "$REF_MLP"
   else echo "note: reference bundle $REF_MLP not found (or no aarch64 objects); structure comparison skipped"; fi
