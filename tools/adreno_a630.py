@@ -155,8 +155,9 @@ class AdrenoExporter:
     return buf.getvalue().encode()
 
   def program(self, sink, where: str, stem: str) -> dict:
-    """Compile one kernel; returns {entry, files, gpu_info, qprg, elf} where entry is the manifest's `adreno` object (the regs
-    and the kernarg check come later, with the first launch)."""
+    """Compile one kernel; returns {entry, blob, asm, info, qprg, n_buf}: `entry` is the manifest's `adreno` object (its `regs`,
+    `consts.load_vec4`, `consts.args` and `consts.vals` are filled at the program's first launch), `blob` the .a630.bin bytes,
+    `asm` the disassembly, `info` the GPU ProgramInfo and `qprg` tinygrad's QCOMProgram on the stand-in device."""
     mesa = self.mesa
     prg = self.compile(sink, where)
     info, elf = prg.arg, prg.to_elf()
@@ -226,7 +227,7 @@ class AdrenoExporter:
     return {"gpu_global_size": gsz, "gpu_local_size": lsz, "gpu_vals": vals}
 
   def first_launch(self, gp, args_of, vals, gsz, lsz, where):
-    mesa, q, entry = self.mesa, gp["qprg"], gp["entry"]
+    q, entry = gp["qprg"], gp["entry"]
     consts, n_buf = entry["consts"], gp["n_buf"]
     sig = entry["signature"]
     # stand-in buffers with recognisable addresses; tinygrad fills the kernarg block and encodes one dispatch

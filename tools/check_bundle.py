@@ -351,7 +351,7 @@ class Checker:
                        f"{what}: gpu_global_size {gs!r} / gpu_local_size {ls!r}"): return
     threads = ls[0] * ls[1] * ls[2]
     self.expect(threads <= a.get("max_threads", 0) and all(d <= 1024 for d in ls), f"{what}: work-group of {threads} threads exceeds max_threads {a.get('max_threads')}")
-    self.expect(all(g * d <= 65536 for g, d in zip(gs, ls)), f"{what}: GPU grid {gs} x {ls} exceeds 65536 threads per dimension")
+    self.expect(all(g * d < 2**32 for g, d in zip(gs, ls)), f"{what}: GPU grid {gs} x {ls} does not fit SP_CS_NDRANGE's 32-bit sizes")
     self.expect(isinstance(gv, list) and len(gv) == len(a.get("vars", [])) and all(isinstance(v, int) and -2**31 <= v < 2**31 for v in gv),
                 f"{what}: gpu_vals {gv!r} for GPU vars {a.get('vars')}")
     args = l.get("args", [])
