@@ -153,6 +153,9 @@ for model in "${MODELS[@]}"; do
   fi
 done
 [ -d "$TMP/wide" ] && check "wide has core_id kernels" has_core_id "$TMP/wide"
+for ex in "$ROOT"/examples/*/; do
+  [ -f "$ex/manifest.json" ] && check "sample bundle $(basename "$ex") carries valid a630 objects" "$PY" "$ROOT/tools/check_bundle.py" "$ex" --adreno
+done
 if [ -d "$TMP/mlp" ]; then
   if export_model mlp "$TMP/mlp-again" --adreno >/dev/null; then check "second mlp export is byte-identical" diff -r "$TMP/mlp" "$TMP/mlp-again"
   else fail "second mlp export"; fi
