@@ -10,10 +10,22 @@ scratch/output buffer was written before, inputs and weights are never written, 
 Numbers (optional, needs numpy): with `--model FILE`, the model's `reference(inputs, seed)` is evaluated on the bundle's
 input bytes and compared with `expected_*.bin` (|got - ref| <= atol + rtol * |ref|).
 
+Adreno 630 objects (when present, or required with `--adreno`): every program has one, `toolchains.adreno_a630` describes
+them, the blob splits into its four parts as `adreno.blob` says (image hash, immediates equal to `consts.immediates`), the
+derived fields follow from the footprints as tinygrad computes them, the kernarg layout (buffer addresses, values, immediates,
+local size) fits the block without overlaps, the program registers agree with the metadata (field positions from Mesa's a6xx.xml),
+and every kernel launch has a GPU grid whose work-group fits `max_threads`, GPU values for the GPU kernel's vars, and arguments
+large enough for the GPU signature.
+
 Structure against another bundle (optional): with `--like REF_DIR`, the manifest must have the same key paths and JSON types
 as REF_DIR's (fields of the Adreno option are ignored).
 
-Usage: python tools/check_bundle.py DIR [--model tools/models/mlp.py] [--seed N] [--atol 1e-5] [--rtol 1e-4] [--like REF_DIR]
+Same GPU objects as another bundle (optional): with `--same-adreno REF_DIR`, every `.a630.bin`/`.a630.asm` file must equal
+REF_DIR's byte for byte, and the Adreno manifest fields (`programs[].adreno`, `objects.adreno_a630`, the launches' `gpu_*`,
+`toolchains.adreno_a630` less `produced_by`) must be the same JSON, key order included. A re-export of the same kernels gives this.
+
+Usage: python tools/check_bundle.py DIR [--model tools/models/mlp.py] [--seed N] [--atol 1e-5] [--rtol 1e-4] [--like REF_DIR] [--adreno]
+       [--same-adreno REF_DIR]
 Exit status 0 when every check passes, 1 otherwise; each problem is printed on its own line.
 """
 from __future__ import annotations
@@ -35,11 +47,28 @@ RELOCS = {EM_X86_64: {2: "R_X86_64_PC32", 4: "R_X86_64_PLT32"},
           EM_AARCH64: {275: "ADR_PREL_PG_HI21", 277: "ADD_ABS_LO12_NC", 278: "LDST8_ABS_LO12_NC", 284: "LDST16_ABS_LO12_NC",
                        285: "LDST32_ABS_LO12_NC", 286: "LDST64_ABS_LO12_NC", 299: "LDST128_ABS_LO12_NC", 282: "JUMP26", 283: "CALL26"}}
 SHT_SYMTAB, SHT_RELA, SHT_REL = 2, 4, 9
+# Adreno: a6xx register offsets (Mesa a6xx.xml) of the registers `programs[].adreno.regs` records
+ADRENO_REGS = {"SP_CS_CNTL_0": 0xa9b0, "SP_CS_CNTL_1": 0xa9b1, "SP_CS_BOOLEAN_CF_MASK": 0xa9b2, "SP_CS_PROGRAM_COUNTER_OFFSET": 0xa9b3,
+               "SP_CS_PVT_MEM_PARAM": 0xa9b6, "SP_CS_PVT_MEM_SIZE": 0xa9b9, "SP_CS_CONST_CONFIG": 0xb987, "SP_CS_PVT_MEM_STACK_OFFSET": 0xa9bd,
+               "SP_CS_INSTR_SIZE": 0xa9bc, "SP_CS_CONFIG": 0xa9bb, "SP_MODE_CNTL": 0xab00, "TPL1_MODE_CNTL": 0xb309,
+               "SP_CS_CONST_CONFIG_0": 0xb997, "SP_CS_WGE_CNTL": 0xb998}
+ADRENO_KEYS = ("arch", "target", "function_name", "display_name", "signature", "vars", "blob", "image_size", "instr_size_128", "prg_offset",
+               "instrs_count", "threadsize", "fregs", "hregs", "branchstack", "pvtmem", "shmem", "pvtmem_size_per_item", "pvtmem_size_total",
+               "hw_stack_offset", "stack_bytes", "shared_size", "max_threads", "wgid", "wgid_reg", "lid", "lid_reg", "wgsz", "consts",
+               "descriptors", "regs", "disasm_file")
+ADRENO_TOOLCHAIN_KEYS = ("target", "renderer", "compiler", "tinymesa_version", "mesa", "gpu_id", "chip_id", "compiler_options",
+                         "ir3_struct_sizes", "produced_by", "executed")
+
+
+def next_pow2(x: int) -> int: return 1 if x <= 1 else 1 << (x - 1).bit_length()
+def round_up(x: int, a: int) -> int: return (x + a - 1) // a * a
+def regid_name(r: int) -> str: return "none" if r == 0xfc else f"r{r >> 2}.{'xyzw'[r & 3]}"
 
 
 class Checker:
-  def __init__(self, root: str):
+  def __init__(self, root: str, require_adreno: bool = False):
     self.root, self.errors, self.warnings, self.checks = root, [], [], 0
+    self.require_adreno = require_adreno
 
   def fail(self, msg: str): self.errors.append(msg)
 
@@ -182,7 +211,9 @@ class Checker:
         if arch not in objs: continue
         data = self.file_entry(objs[arch], f"{what} {arch}")
         if data is not None: self.check_elf(data, machine, p.get("symbol"), f"{what} {arch}")
-      if "adreno_a630" in objs: self.file_entry(objs["adreno_a630"], f"{what} adreno_a630")
+      if "adreno_a630" in objs or self.require_adreno:
+        if self.expect("adreno_a630" in objs and isinstance(p.get("adreno"), dict), f"{what}: no adreno_a630 object and adreno metadata"):
+          self.check_adreno(p, self.file_entry(objs["adreno_a630"], f"{what} adreno_a630"), f"{what} adreno")
       self.read(p.get("source_file"), f"{what} source")
       for arch in levels:
         self.expect(arch in objs, f"{what}: arch_levels lists {arch} but the program has no {arch} object")
@@ -197,8 +228,141 @@ class Checker:
       core = [s["slot"] for s in scalars if s.get("name") == "core_id"]
       self.expect(p.get("core_id_arg") == (core[0] if core else None), f"{what}: core_id_arg {p.get('core_id_arg')!r}, signature says {core}")
 
+    gpu = [p for p in programs if "adreno_a630" in p.get("objects", {})]
+    if gpu or self.require_adreno:
+      self.expect(len(gpu) == len(programs), f"programs: {len(gpu)} of {len(programs)} have an adreno_a630 object (all or none)")
+      tc = chains.get("adreno_a630")
+      if self.expect(isinstance(tc, dict), "toolchains: no adreno_a630 entry for the Adreno objects"):
+        for key in ADRENO_TOOLCHAIN_KEYS: self.expect(key in tc, f"toolchains.adreno_a630: missing {key!r}")
+        self.expect(tc.get("executed") is False or tc.get("executed") is True, "toolchains.adreno_a630.executed is not a boolean")
     self.check_launches(m, buffers, programs)
     return m
+
+  # ---------- Adreno ----------
+
+  def check_adreno(self, p, blob: bytes | None, what: str):
+    a = p["adreno"]
+    missing = [k for k in ADRENO_KEYS if k not in a]
+    if not self.expect(not missing, f"{what}: missing {missing}"): return
+    ints = ("image_size", "instr_size_128", "prg_offset", "instrs_count", "fregs", "hregs", "branchstack", "pvtmem", "shmem",
+            "pvtmem_size_per_item", "pvtmem_size_total", "hw_stack_offset", "stack_bytes", "shared_size", "max_threads", "wgid", "lid", "wgsz")
+    if not self.expect(all(isinstance(a[k], int) and a[k] >= 0 for k in ints), f"{what}: a size or register field is not a non-negative int"):
+      return
+    self.expect(a["threadsize"] == "THREAD64", f"{what}: threadsize {a['threadsize']!r}, tinygrad dispatches THREAD64")
+    sig, n = a["signature"], len(a["signature"]) - len(a["vars"])
+    self.expect([s.get("slot") for s in sig] == list(range(len(sig))), f"{what}: signature slots are not 0..n-1")
+    self.expect(a["vars"] == [s.get("name") for s in sig[n:]] and all(s.get("dtype") in ITEMSIZE for s in sig),
+                f"{what}: vars/signature dtypes malformed")
+    self.read(a["disasm_file"], f"{what} disasm")
+    # the blob: variant | const_state | immediates | image, back to back
+    b = a["blob"]
+    keys = ("variant_offset", "variant_nbytes", "const_state_offset", "const_state_nbytes", "immediates_offset", "immediates_nbytes",
+            "image_offset", "image_nbytes")
+    if not self.expect(all(isinstance(b.get(k), int) and b[k] >= 0 for k in keys), f"{what}: blob layout malformed"): return
+    self.expect(b["variant_offset"] == 0 and b["const_state_offset"] == b["variant_nbytes"]
+                and b["immediates_offset"] == b["const_state_offset"] + b["const_state_nbytes"]
+                and b["image_offset"] == b["immediates_offset"] + b["immediates_nbytes"], f"{what}: blob parts are not back to back")
+    self.expect(b["image_nbytes"] == a["image_size"] and a["image_size"] > 0 and a["image_size"] % 128 == 0,
+                f"{what}: image of {b['image_nbytes']} bytes, image_size {a['image_size']} (a positive multiple of 128)")
+    self.expect(a["instr_size_128"] == -(-a["image_size"] // 128), f"{what}: instr_size_128 {a['instr_size_128']} != ceil(image_size / 128)")
+    c = a["consts"]
+    imms = c.get("immediates", [])
+    if blob is not None:
+      self.expect(len(blob) == b["image_offset"] + b["image_nbytes"], f"{what}: blob has {len(blob)} bytes, layout says {b['image_offset'] + b['image_nbytes']}")
+      image = blob[b["image_offset"]:b["image_offset"] + b["image_nbytes"]]
+      self.expect(hashlib.sha256(image).hexdigest() == b.get("image_sha256"), f"{what}: image_sha256 does not match the blob's image")
+      raw = blob[b["immediates_offset"]:b["immediates_offset"] + b["immediates_nbytes"]]
+      words = [int.from_bytes(raw[i:i + 4], "little") for i in range(0, len(raw) - 3, 4)]
+      self.expect(len(raw) % 4 == 0 and words == [im.get("value") for im in imms], f"{what}: consts.immediates differ from the blob's immediates")
+    # derived values, as tinygrad's QCOMProgram computes them
+    per_item = round_up(a["pvtmem"], 512) >> 9
+    self.expect(a["pvtmem_size_per_item"] == per_item and a["pvtmem_size_total"] == per_item * 128 * 2, f"{what}: private memory sizes")
+    stack = round_up(next_pow2(round_up(a["pvtmem"], 512)) * 128 * 16, 0x1000)
+    self.expect(a["hw_stack_offset"] == stack and a["stack_bytes"] == 4 * stack, f"{what}: hw_stack_offset/stack_bytes != {stack}/{4 * stack}")
+    self.expect(a["shared_size"] == max(1, (a["shmem"] - 1) // 1024), f"{what}: shared_size {a['shared_size']} for shmem {a['shmem']}")
+    mt = min(1024, ((384 * 32) // (max(1, a["fregs"] + round_up(a["hregs"], 2) // 2) * 128)) * 128)
+    self.expect(a["max_threads"] == mt, f"{what}: max_threads {a['max_threads']}, the footprints give {mt}")
+    self.expect(a["wgid_reg"] == regid_name(a["wgid"]) and a["lid_reg"] == regid_name(a["lid"]), f"{what}: wgid_reg/lid_reg disagree with wgid/lid")
+    self.check_kernargs(a, n, what)
+    d = a["descriptors"]
+    if self.expect(all(isinstance(d.get(k), int) for k in ("tex_cnt", "ibo_cnt", "samp_cnt", "tex_off", "ibo_off", "samp_off")), f"{what}: descriptors malformed"):
+      self.expect(d["tex_cnt"] == d["ibo_cnt"] == d["samp_cnt"] == 0, f"{what}: textures/IBOs/samplers are not supported yet")
+      self.expect(d["tex_off"] == 2048 and d["ibo_off"] == 2048 + 64 * d["tex_cnt"] and d["samp_off"] == 2048 + 64 * (d["tex_cnt"] + d["ibo_cnt"]),
+                  f"{what}: descriptor offsets")
+    # registers: the ids, and the fields that follow from the metadata (a6xx.xml bitfields)
+    regs = a["regs"]
+    if not self.expect(isinstance(regs, dict) and all(isinstance(regs.get(k), dict) and regs[k].get("reg") == r and isinstance(regs[k].get("value"), int)
+                                                      for k, r in ADRENO_REGS.items()), f"{what}: regs lack one of {list(ADRENO_REGS)} or name a wrong offset"):
+      return
+    v = {k: regs[k]["value"] for k in ADRENO_REGS}
+    self.expect(v["SP_CS_CNTL_0"] == (a["hregs"] << 1 | a["fregs"] << 7 | a["branchstack"] << 14),  # a6xx_sp_xs_cntl_0; THREADSIZE(20) = THREAD64 = 0
+                f"{what}: SP_CS_CNTL_0 {v['SP_CS_CNTL_0']:#x} disagrees with hregs/fregs/branchstack")
+    self.expect(v["SP_CS_CNTL_1"] & 0x1f == a["shared_size"], f"{what}: SP_CS_CNTL_1.SHARED_SIZE != shared_size")
+    self.expect(v["SP_CS_PROGRAM_COUNTER_OFFSET"] == a["prg_offset"], f"{what}: SP_CS_PROGRAM_COUNTER_OFFSET != prg_offset")
+    self.expect(v["SP_CS_INSTR_SIZE"] == a["instr_size_128"], f"{what}: SP_CS_INSTR_SIZE != instr_size_128")
+    self.expect(v["SP_CS_PVT_MEM_PARAM"] & 0xff == per_item, f"{what}: SP_CS_PVT_MEM_PARAM.MEMSIZEPERITEM != pvtmem_size_per_item")
+    self.expect(v["SP_CS_PVT_MEM_STACK_OFFSET"] == a["hw_stack_offset"], f"{what}: SP_CS_PVT_MEM_STACK_OFFSET != hw_stack_offset (tinygrad's byte value)")
+    self.expect(v["SP_CS_CONFIG"] >> 8 & 1 == 1 and v["SP_CS_CONFIG"] >> 9 & 0xff == d.get("tex_cnt"), f"{what}: SP_CS_CONFIG not ENABLED or NTEX wrong")
+    self.expect(v["SP_CS_CONST_CONFIG_0"] == (a["wgid"] | a["wgsz"] << 8 | 0xfc << 16 | a["lid"] << 24),
+                f"{what}: SP_CS_CONST_CONFIG_0 {v['SP_CS_CONST_CONFIG_0']:#x} disagrees with wgid/wgsz/lid")
+
+  def check_kernargs(self, a, n_buf, what):
+    c = a["consts"]
+    keys = ("kernarg_alloc_size", "load_vec4", "buf_off", "args", "vals", "immediates", "local_size_offset", "max_const_offset_vec4", "allocs")
+    if not self.expect(all(k in c for k in keys), f"{what}: consts lacks one of {keys}"): return
+    size, d = c["kernarg_alloc_size"], a["descriptors"]
+    want = round_up(2048 + (d.get("tex_cnt", 0) + d.get("ibo_cnt", 0)) * 64 + len(d.get("samplers", [])) * 4, 256)
+    self.expect(size == want, f"{what}: kernarg_alloc_size {size}, tinygrad allocates {want}")
+    self.expect(isinstance(c["load_vec4"], int) and c["load_vec4"] > 0, f"{what}: load_vec4 {c['load_vec4']!r}")
+    sig = a["signature"]
+    spans = []
+    args = c["args"]
+    if self.expect(len(args) == n_buf, f"{what}: {len(args)} kernarg addresses for {n_buf} GPU buffers"):
+      for k, arg in enumerate(args):
+        self.expect(arg.get("slot") == k and arg.get("size") == 8 and arg.get("offset") == c["buf_off"] + 8 * k and isinstance(arg.get("arg"), int),
+                    f"{what}: consts.args[{k}] {arg!r} is not the u64 address of slot {k} at buf_off + {8 * k}")
+        spans.append((arg.get("offset", 0), 8, f"args[{k}]"))
+    vals = c["vals"]
+    if self.expect(len(vals) == len(a["vars"]), f"{what}: {len(vals)} kernarg values for vars {a['vars']}"):
+      for k, (v, s) in enumerate(zip(vals, sig[n_buf:])):
+        self.expect(v.get("name") == s.get("name") and v.get("dtype") == s.get("dtype") and v.get("size") == ITEMSIZE.get(s.get("dtype")),
+                    f"{what}: consts.vals[{k}] {v!r} does not match the signature")
+        spans.append((v.get("offset", 0), v.get("size", 0), f"vals[{k}]"))
+    base = c["max_const_offset_vec4"] * 16 if isinstance(c["max_const_offset_vec4"], int) else 0
+    for k, im in enumerate(c["immediates"]):
+      self.expect(im.get("offset") == base + 4 * k and im.get("size") == 4 and isinstance(im.get("value"), int) and 0 <= im["value"] < 2**32,
+                  f"{what}: consts.immediates[{k}] {im!r} is not the u32 at max_const_offset_vec4 * 16 + {4 * k}")
+      spans.append((im.get("offset", 0), 4, f"immediates[{k}]"))
+    if c["local_size_offset"] is not None:
+      self.expect(c["local_size_offset"] == a["wgsz"] * 4, f"{what}: local_size_offset != wgsz * 4")
+      spans.append((c["local_size_offset"], 12, "local size"))
+    else: self.expect(a["wgsz"] == 0xfc, f"{what}: wgsz {a['wgsz']:#x} names a constant but local_size_offset is null")
+    spans.sort()
+    for (o, sz, name) in spans:
+      self.expect(isinstance(o, int) and 0 <= o and o + sz <= size, f"{what}: kernarg {name} at [{o}, {o + sz}) outside the {size}-byte block")
+    for (o1, s1, n1), (o2, _, n2) in zip(spans, spans[1:]):
+      self.expect(o1 + s1 <= o2, f"{what}: kernarg {n1} overlaps {n2}")
+
+  def check_gpu_launch(self, l, p, what):
+    a = p.get("adreno")
+    if not isinstance(a, dict) or not isinstance(a.get("signature"), list): return
+    gs, ls, gv = l.get("gpu_global_size"), l.get("gpu_local_size"), l.get("gpu_vals")
+    if not self.expect(all(isinstance(x, list) and len(x) == 3 and all(isinstance(d, int) and d >= 1 for d in x) for x in (gs, ls)),
+                       f"{what}: gpu_global_size {gs!r} / gpu_local_size {ls!r}"): return
+    threads = ls[0] * ls[1] * ls[2]
+    self.expect(threads <= a.get("max_threads", 0) and all(d <= 1024 for d in ls), f"{what}: work-group of {threads} threads exceeds max_threads {a.get('max_threads')}")
+    self.expect(all(g * d < 2**32 for g, d in zip(gs, ls)), f"{what}: GPU grid {gs} x {ls} does not fit SP_CS_NDRANGE's 32-bit sizes")
+    self.expect(isinstance(gv, list) and len(gv) == len(a.get("vars", [])) and all(isinstance(v, int) and -2**31 <= v < 2**31 for v in gv),
+                f"{what}: gpu_vals {gv!r} for GPU vars {a.get('vars')}")
+    args = l.get("args", [])
+    for k, ca in enumerate(a.get("consts", {}).get("args", [])):
+      j, s = ca.get("arg"), a["signature"][k] if k < len(a["signature"]) else {}
+      if not self.expect(isinstance(j, int) and 0 <= j < len(args), f"{what}: GPU argument {k} refers to launch argument {j!r}"): continue
+      count = 1
+      for dim in s.get("shape", []): count *= dim
+      self.expect(args[j].get("dtype") == s.get("dtype") and args[j].get("nbytes", 0) >= count * ITEMSIZE.get(s.get("dtype"), 1),
+                  f"{what}: launch argument {j} ({args[j].get('dtype')}, {args[j].get('nbytes')} bytes) is too small for GPU parameter {k} "
+                  f"({s.get('dtype')} x {count})")
 
   def check_launches(self, m, buffers, programs):
     written: dict[int, list[tuple[int, int]]] = {i: [] for i in range(len(buffers))}
@@ -254,6 +418,7 @@ class Checker:
         self.expect(a["nbytes"] >= count * ITEMSIZE.get(s.get("dtype"), 1), f"{what} arg {k}: {a['nbytes']} bytes for a {count}-element parameter")
       outs, ins = l.get("outs", []), l.get("ins", [])
       if not self.expect(all(isinstance(k, int) and 0 <= k < len(args) for k in outs + ins), f"{what}: outs/ins out of range") or not ok: continue
+      if "adreno_a630" in p.get("objects", {}): self.check_gpu_launch(l, p, what)
       for k in ins: read(args[k], f"{what} arg {k}")
       for k in outs: write(args[k], f"{what} arg {k}")
 
@@ -328,6 +493,30 @@ def compare_like(c: Checker, m: dict, ref_dir: str):
     c.expect(not a or not b or a == b, f"like {ref_dir}: {path} has type {sorted(a)}, reference {sorted(b)}")
 
 
+def compare_adreno(c: Checker, m: dict, root: str, ref_dir: str):
+  """The Adreno objects and manifest fields equal REF_DIR's (JSON text, key order included)."""
+  with open(os.path.join(ref_dir, "manifest.json")) as f: ref = json.load(f)
+  def same(a, b, what): c.expect(json.dumps(a) == json.dumps(b), f"same-adreno {ref_dir}: {what} differs")
+  def chain(x):
+    tc = dict(x.get("toolchains", {}).get("adreno_a630") or {})
+    tc.pop("produced_by", None)
+    return tc
+  same(chain(m), chain(ref), "toolchains.adreno_a630 (less produced_by)")
+  if not c.expect(len(m["programs"]) == len(ref["programs"]) and len(m["launches"]) == len(ref["launches"]),
+                  f"same-adreno {ref_dir}: program or launch count differs"): return
+  for p, q in zip(m["programs"], ref["programs"]):
+    what = f"programs[{p.get('id')}]"
+    same(p.get("adreno"), q.get("adreno"), f"{what}.adreno")
+    same(p.get("objects", {}).get("adreno_a630"), q.get("objects", {}).get("adreno_a630"), f"{what}.objects.adreno_a630")
+    for name in (p.get("objects", {}).get("adreno_a630", {}).get("file"), (p.get("adreno") or {}).get("disasm_file")):
+      if not isinstance(name, str) or os.sep in name: continue
+      paths = (os.path.join(root, name), os.path.join(ref_dir, name))
+      if c.expect(all(os.path.isfile(x) for x in paths), f"same-adreno {ref_dir}: {name} missing on one side"):
+        with open(paths[0], "rb") as f1, open(paths[1], "rb") as f2: c.expect(f1.read() == f2.read(), f"same-adreno {ref_dir}: {name} differs")
+  for i, (l, r) in enumerate(zip(m["launches"], ref["launches"])):
+    same([l.get(k) for k in GPU_ONLY[2:]], [r.get(k) for k in GPU_ONLY[2:]], f"launches[{i}] gpu_global_size/gpu_local_size/gpu_vals")
+
+
 def main(argv=None) -> int:
   ap = argparse.ArgumentParser(description="Check a tg-cpu-bundle v1 directory (structure, hashes, data flow, optional numpy reference).")
   ap.add_argument("dir")
@@ -336,10 +525,13 @@ def main(argv=None) -> int:
   ap.add_argument("--atol", type=float, default=1e-5)
   ap.add_argument("--rtol", type=float, default=1e-4)
   ap.add_argument("--like", metavar="REF_DIR", help="also require the same manifest key structure as the bundle in REF_DIR")
+  ap.add_argument("--adreno", action="store_true", help="require Adreno 630 objects and metadata for every program")
+  ap.add_argument("--same-adreno", metavar="REF_DIR", help="also require the same a630 files and Adreno manifest fields as REF_DIR")
   a = ap.parse_args(argv)
-  c = Checker(a.dir)
+  c = Checker(a.dir, require_adreno=a.adreno or bool(a.same_adreno))
   m = c.run()
   if m is not None and a.like: compare_like(c, m, a.like)
+  if m is not None and a.same_adreno: compare_adreno(c, m, a.dir, a.same_adreno)
   if m is not None and a.model and not c.errors: c.compare_reference(m, a.model, a.seed, a.atol, a.rtol)
   for w in c.warnings: print(f"  warning: {w}")
   for e in c.errors: print(f"  FAIL: {e}")

@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """Export a tinygrad 0.14 model, captured with TinyJit, to a `tg-cpu-bundle` (version 1) directory.
 
-The format is documented in examples/FORMAT.md. This tool writes the CPU part of it: x86-64 objects (the exact bytes
-tinygrad loaded and ran), optionally AArch64 objects rebuilt from the same C source, the buffers' starting bytes, the
-launch list of one forward pass and the outputs tinygrad computed. Adreno objects are not produced.
+The format is documented in examples/FORMAT.md. This tool writes x86-64 objects (the exact bytes tinygrad loaded and ran),
+optionally AArch64 objects rebuilt from the same C source, optionally Adreno 630 shaders with their dispatch metadata (tinygrad's
+IR3 renderer and Mesa's ir3 compiler from the `tinymesa` package; see tools/adreno_a630.py), the buffers' starting bytes, the
+launch list of one forward pass and the outputs tinygrad computed.
 
 A model file defines `build(seed)` (or `build()`) returning `(fn, example_inputs)`: `fn` takes Tensors and returns a Tensor or
 a tuple/list of Tensors, `example_inputs` is a list of realized Tensors. The model is wrapped in TinyJit and called 4 times
 (call 1 captures the linear), then once more with `example_inputs`; that last call gives the bundle's input bytes and
 expected outputs.
 
-Usage: python tools/export_tinygrad.py --model tools/models/mlp.py -o OUTDIR [--x86-level x86-64-v2] [--aarch64]
+Usage: python tools/export_tinygrad.py --model tools/models/mlp.py -o OUTDIR [--x86-level x86-64-v2] [--aarch64] [--adreno]
        [--seed N] [--name NAME] [--threads N]
 
 Only x86-64 hosts are supported (the x86-64 objects are executed by tinygrad to produce the expected outputs).
@@ -27,6 +28,9 @@ import platform
 import re
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from adreno_a630 import AdrenoError, AdrenoExporter, finish_signature  # noqa: E402 (imports tinygrad only when used)
 
 FORMAT, VERSION = "tg-cpu-bundle", 1
 TINYGRAD_VERSION = "0.14.0"
@@ -61,6 +65,8 @@ def parse_args(argv):
   ap.add_argument("--x86-level", default="x86-64-v2",
                   help="-march level for the x86-64 objects (default x86-64-v2; 'native' gives a non-portable bundle)")
   ap.add_argument("--aarch64", action="store_true", help="also build AArch64 objects from the generated C sources")
+  ap.add_argument("--adreno", action="store_true",
+                  help="also build Adreno 630 shaders (tinygrad IR3 renderer + Mesa ir3 from tinymesa) and their dispatch metadata")
   ap.add_argument("--seed", type=int, default=0, help="seed passed to build() and used for the capture-call inputs (default 0)")
   ap.add_argument("--name", help="model name in the manifest (default: the model's NAME, else the file name)")
   ap.add_argument("--threads", type=int, default=4,
@@ -110,7 +116,7 @@ def compile_c(argv, src: str) -> bytes:
 
 
 class Exporter:
-  def __init__(self, args):
+  def __init__(self, args, adreno=None):
     import numpy as np
     import tinygrad
     from tinygrad import Tensor, TinyJit, dtypes
@@ -136,6 +142,21 @@ class Exporter:
     self.program_data: list[tuple[bytes, str]] = []  # (x86 object, C source) per program id
     self.program_keys: dict[tuple, int] = {}
     self.viewed: set[int] = set()   # ids of base buffers that launches address through views (the memory planner's arenas)
+    self.adreno = adreno            # AdrenoExporter with --adreno, else None
+    self.gpu_programs: list[dict] = []  # per program id with --adreno: the compiled GPU kernel
+    self.kernel_asts: dict = {}     # compiled CPU PROGRAM -> the kernel SINK the scheduler produced (recorded at compile time)
+    if adreno is not None: self.record_kernel_asts()
+
+  def record_kernel_asts(self):
+    """Remember, for every kernel tinygrad compiles, the SINK it started from: the GPU kernel is rendered from that, not from the
+    CPU-lowered program the captured linear holds."""
+    import tinygrad.engine.realize as realize
+    compile_one, asts = realize.to_program, self.kernel_asts
+    def to_program(ast, renderer):
+      prg = compile_one(ast, renderer)
+      if ast.op is self.Ops.SINK: asts[prg] = ast
+      return prg
+    realize.to_program = to_program
 
   # ---------- helpers ----------
 
@@ -264,9 +285,11 @@ class Exporter:
       try:
         outs, ins = [slot[s] for s in info.outs], [slot[s] for s in info.ins]
       except KeyError as e: raise ExportError(f"{where}: outs/ins refer to slot {e} which is not a buffer argument") from None
-      return {"kind": "kernel", "program": pid, "name": info.function_name,
-              "global_size": self.int_dims(global_size, where), "local_size": self.int_dims(local_size or (1, 1, 1), where),
-              "args": args, "vals": vals, "core_id_arg": core_id_arg, "outs": outs, "ins": ins}
+      entry = {"kind": "kernel", "program": pid, "name": info.function_name,
+               "global_size": self.int_dims(global_size, where), "local_size": self.int_dims(local_size or (1, 1, 1), where),
+               "args": args, "vals": vals, "core_id_arg": core_id_arg, "outs": outs, "ins": ins}
+      if self.adreno is not None: entry |= self.adreno.launch(self.gpu_programs[pid], info.globals, var_vals, f"{where} (GPU)")
+      return entry
     if ast.op is Ops.COPY:
       dst, src = self.view(resolved[0].buffer, f"launch {idx} copy dst"), self.view(resolved[1].buffer, f"launch {idx} copy src")
       if dst["nbytes"] != src["nbytes"]: raise ExportError(f"launch {idx}: copy of {src['nbytes']} into {dst['nbytes']} bytes")
@@ -300,6 +323,9 @@ class Exporter:
       "symbol": name, "sha256": obj_entry["sha256"], "nbytes": obj_entry["nbytes"], "signature": signature, "n_buffer_args": n_buf,
       "vars": [s["name"] for s in signature[n_buf:]], "core_id_arg": core_id_arg, "objects": {"x86_64": obj_entry}})
     self.program_data.append((obj, source))
+    if self.adreno is not None:
+      if (sink := self.kernel_asts.get(ast)) is None: raise ExportError(f"{where}: the kernel's scheduled AST was not recorded at compile time")
+      self.gpu_programs.append(self.adreno.program(sink, f"{where} (GPU)", stem))
     return pid
 
   def classify(self, launches, inputs, outputs, start) -> list[dict]:
@@ -373,6 +399,17 @@ class Exporter:
         p["objects"]["aarch64"] = {"file": p["file"][:-2] + ".aarch64.o", "sha256": sha256(a64), "nbytes": len(a64)}
         put(p["objects"]["aarch64"]["file"], a64)
 
+    if self.adreno is not None:
+      toolchains["adreno_a630"] = self.adreno.toolchain()
+      for p, gp in zip(self.programs, self.gpu_programs):
+        stem = p["file"][:-2]
+        if gp["entry"]["regs"] is None: raise ExportError(f"program {p['id']}: no launch of it reached the GPU metadata pass")
+        finish_signature(gp["entry"], self.dtype_name)
+        p["objects"]["adreno_a630"] = {"file": f"{stem}.a630.bin", "sha256": sha256(gp["blob"]), "nbytes": len(gp["blob"])}
+        p["adreno"] = gp["entry"]
+        put(p["objects"]["adreno_a630"]["file"], gp["blob"])
+        put(gp["entry"]["disasm_file"], gp["asm"])
+
     for b in buffers:
       if "file" in b: put(b["file"], self.start[b["id"]])
     for o, data in zip(outputs, expected): put(o["file"], data)
@@ -397,7 +434,9 @@ def main(argv=None) -> int:
     setup_environment(args)
     mod = load_model(args.model)
     name = args.name or getattr(mod, "NAME", None) or os.path.splitext(os.path.basename(args.model))[0]
-    ex = Exporter(args)
+    adreno = None
+    if args.adreno: adreno = AdrenoExporter()
+    ex = Exporter(args, adreno)
     from tinygrad.device import Device
     if type(Device["CPU"].compiler).__name__ != "ClangCompiler":
       raise ExportError(f"tinygrad's CPU compiler is {type(Device['CPU'].compiler).__name__}; only ClangCompiler objects are exported")
@@ -405,6 +444,9 @@ def main(argv=None) -> int:
     manifest = ex.write(args.out, name, buffers, inputs, outputs, launches, expected)
   except ExportError as e:
     print(f"export_tinygrad: error: {e}", file=sys.stderr)
+    return 1
+  except AdrenoError as e:
+    print(f"export_tinygrad: error: --adreno: {e}", file=sys.stderr)
     return 1
   n_kernels = sum(1 for l in manifest["launches"] if l["kind"] == "kernel")
   core = sum(1 for p in manifest["programs"] if p["core_id_arg"] is not None)

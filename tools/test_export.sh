@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # CI entry point for the tinygrad exporter (tools/export_tinygrad.py).
 #
-# Creates (or reuses) a venv with tinygrad 0.14.0 + numpy, exports tools/models/mlp.py and tools/models/wide.py (a model with
-# core_id kernels) into a temporary directory, and checks them: tools/check_bundle.py (structure, hashes, data flow, numpy
-# reference), core_id present, bundle size < 1 MiB, a second export byte-identical, a corrupted copy rejected by the checker,
-# and the same manifest structure as the sample bundle examples/mlp.
-# If HCQ_BIN is set, `$HCQ_BIN run DIR --check --json` runs on each exported bundle and must report "outputs_ok": true.
+# Creates (or reuses) a venv with tinygrad 0.14.0 + numpy + tinymesa 25.2.7.2, exports tools/models/{mlp,wide,elementwise,
+# chain100}.py with --adreno (wide has core_id kernels) into a temporary directory, and checks them: tools/check_bundle.py
+# --adreno (structure, hashes, data flow, Adreno metadata, numpy reference), core_id present, bundle size < 1 MiB, the a630
+# files and Adreno manifest fields equal to the sample bundle's in examples/ byte for byte, a second export byte-identical, an
+# export without --adreno equal to the CPU part of the --adreno one, corrupted copies (CPU and Adreno parts) rejected by the
+# checker, and the same manifest structure as the sample bundle examples/mlp.
+# If HCQ_BIN is set, `$HCQ_BIN run DIR --check --json` runs on each exported bundle and must report "outputs_ok": true, and, when
+# `$HCQ_BIN devices` lists QCOM:SIM, so must `$HCQ_BIN run DIR --device QCOM:SIM --check --json` (PM4 + ir3 interpreter).
 #
 # Environment: TG_VENV (venv path, default target/tg-export-venv), HCQ_BIN (optional), TG_REF_MLP (reference bundle,
 # default examples/mlp in this repo; the check is skipped when it does not exist), CC (the C compiler, default clang).
@@ -37,11 +40,12 @@ command -v "$CC_BIN" >/dev/null 2>&1 || skip "$CC_BIN not found (tinygrad's CPU 
 command -v python3 >/dev/null 2>&1 || skip "python3 not found"
 
 PY="$VENV/bin/python"
-if ! { [ -x "$PY" ] && "$PY" -c 'import importlib.metadata as m, numpy; assert m.version("tinygrad") == "0.14.0"' 2>/dev/null; }; then
+PY_OK='import importlib.metadata as m, numpy; assert m.version("tinygrad") == "0.14.0" and m.version("tinymesa") == "25.2.7.2"'
+if ! { [ -x "$PY" ] && "$PY" -c "$PY_OK" 2>/dev/null; }; then
   mkdir -p "$(dirname "$VENV")"
   python3 -m venv "$VENV" >/dev/null 2>&1 || skip "cannot create a venv at $VENV (python3 -m venv failed)"
-  "$PY" -m pip install --quiet --disable-pip-version-check --retries 1 --timeout 30 tinygrad==0.14.0 numpy >/dev/null 2>&1 \
-    || skip "pip install tinygrad==0.14.0 numpy failed (no network or no package index?)"
+  "$PY" -m pip install --quiet --disable-pip-version-check --retries 1 --timeout 60 tinygrad==0.14.0 numpy tinymesa==25.2.7.2 >/dev/null 2>&1 \
+    || skip "pip install tinygrad==0.14.0 numpy tinymesa==25.2.7.2 failed (no network or no package index?)"
 fi
 
 TMP="$(mktemp -d)"
@@ -52,11 +56,47 @@ A64=()
 if echo 'void f(void){}' | "$CC_BIN" -c -x c --target=aarch64-none-unknown-elf - -o "$TMP/probe.o" >/dev/null 2>&1; then A64=(--aarch64)
 else echo "note: $CC_BIN cannot target aarch64; exporting x86-64 objects only"; fi
 
-export_model() { # export_model MODEL OUTDIR
-  "$PY" "$ROOT/tools/export_tinygrad.py" --model "$ROOT/tools/models/$1.py" -o "$2" ${A64[@]+"${A64[@]}"} --seed 0
+MODELS=(mlp wide elementwise chain100)
+export_model() { # export_model MODEL OUTDIR [more exporter options]
+  local model="$1" out="$2"; shift 2
+  "$PY" "$ROOT/tools/export_tinygrad.py" --model "$ROOT/tools/models/$model.py" -o "$out" ${A64[@]+"${A64[@]}"} --seed 0 "$@"
 }
 check_bundle() { # check_bundle MODEL DIR
-  "$PY" "$ROOT/tools/check_bundle.py" "$2" --model "$ROOT/tools/models/$1.py" --seed 0
+  "$PY" "$ROOT/tools/check_bundle.py" "$2" --model "$ROOT/tools/models/$1.py" --seed 0 --adreno
+}
+same_gpu_as_example() { # same_gpu_as_example MODEL DIR: a630 files and Adreno manifest fields equal examples/MODEL's
+  "$PY" "$ROOT/tools/check_bundle.py" "$2" --same-adreno "$ROOT/examples/$1"
+}
+cpu_part_unchanged() { # cpu_part_unchanged ADRENO_DIR PLAIN_DIR: --adreno changed no CPU file and no CPU manifest field
+  "$PY" - "$1" "$2" <<'EOF'
+import json, os, sys
+a, b = sys.argv[1:3]
+files = sorted(f for f in os.listdir(a) if ".a630." not in f and f != "manifest.json")
+if files != sorted(f for f in os.listdir(b) if f != "manifest.json"): sys.exit(f"file lists differ: {files}")
+for f in files:
+  if open(os.path.join(a, f), "rb").read() != open(os.path.join(b, f), "rb").read(): sys.exit(f"{f} differs")
+GPU = ("adreno", "adreno_a630", "gpu_global_size", "gpu_local_size", "gpu_vals")
+def strip(x):
+  if isinstance(x, dict): return {k: strip(v) for k, v in x.items() if k not in GPU}
+  return [strip(v) for v in x] if isinstance(x, list) else x
+ma, mb = (json.load(open(os.path.join(d, "manifest.json"))) for d in (a, b))
+if json.dumps(strip(ma)) != json.dumps(mb): sys.exit("the manifest's CPU fields differ")
+EOF
+}
+adreno_corrupt_rejected() { # a copy with one flipped byte in an a630 image and a wrong register value must fail the checker
+  rm -rf "$TMP/corrupt-gpu" && cp -r "$1" "$TMP/corrupt-gpu" && chmod -R u+w "$TMP/corrupt-gpu" || return 1
+  "$PY" - "$TMP/corrupt-gpu" <<'EOF' || return 1
+import json, sys
+d = sys.argv[1]
+m = json.load(open(d + "/manifest.json"))
+p = m["programs"][0]
+data = bytearray(open(d + "/" + p["objects"]["adreno_a630"]["file"], "rb").read()); data[p["adreno"]["blob"]["image_offset"]] ^= 1
+open(d + "/" + p["objects"]["adreno_a630"]["file"], "wb").write(data)
+p["adreno"]["regs"]["SP_CS_INSTR_SIZE"]["value"] += 1
+open(d + "/manifest.json", "w").write(json.dumps(m))
+EOF
+  ! "$PY" "$ROOT/tools/check_bundle.py" "$TMP/corrupt-gpu" >"$TMP/corrupt-gpu.log" 2>&1 || return 1
+  grep -q "adreno_a630: sha256" "$TMP/corrupt-gpu.log" && grep -q "SP_CS_INSTR_SIZE" "$TMP/corrupt-gpu.log"
 }
 small() { [ "$(du -sb "$1" | cut -f1)" -lt 1048576 ]; }
 has_core_id() {
@@ -76,8 +116,16 @@ EOF
   ! "$PY" "$ROOT/tools/check_bundle.py" "$TMP/corrupt" >"$TMP/corrupt.log" 2>&1 || return 1
   grep -q "sha256" "$TMP/corrupt.log" && grep -q "before they are written" "$TMP/corrupt.log"
 }
-hcq_ok() { # hcq_ok DIR: `hcq run DIR --check --json` reports outputs_ok true
-  "$HCQ_BIN" run "$1" --check --json >"$TMP/hcq.json" 2>"$TMP/hcq.err" || { cat "$TMP/hcq.err"; return 1; }
+adreno_refuses_other_tinymesa() { # --adreno with another tinymesa version fails with a message and writes no bundle
+  mkdir -p "$TMP/other-tinymesa/tinymesa-0.0.1.dist-info" || return 1
+  printf 'Metadata-Version: 2.1\nName: tinymesa\nVersion: 0.0.1\n' >"$TMP/other-tinymesa/tinymesa-0.0.1.dist-info/METADATA"
+  ! PYTHONPATH="$TMP/other-tinymesa" export_model mlp "$TMP/refused" --adreno >"$TMP/refused.log" 2>&1 || return 1
+  cat "$TMP/refused.log"
+  grep -q "tinymesa 0.0.1 is installed" "$TMP/refused.log" && grep -q "25.2.7.2" "$TMP/refused.log" && [ ! -e "$TMP/refused/manifest.json" ]
+}
+hcq_ok() { # hcq_ok DIR [run options]: `hcq run DIR --check --json [options]` succeeds and reports outputs_ok true
+  local dir="$1"; shift
+  "$HCQ_BIN" run "$dir" --check --json "$@" >"$TMP/hcq.json" 2>"$TMP/hcq.err" || { cat "$TMP/hcq.err"; return 1; }
   "$PY" - "$TMP/hcq.json" <<'EOF'
 import json, sys
 text = open(sys.argv[1]).read()
@@ -93,30 +141,46 @@ sys.exit(0 if ok and all(v is True for v in ok) else 1)
 EOF
 }
 
-for model in mlp wide; do
+for model in "${MODELS[@]}"; do
   out="$TMP/$model"
-  if export_model "$model" "$out"; then
-    pass "export $model"
-    check "check_bundle $model" check_bundle "$model" "$out"
+  if export_model "$model" "$out" --adreno; then
+    pass "export $model --adreno"
+    check "check_bundle $model (with the Adreno metadata)" check_bundle "$model" "$out"
     check "$model bundle is smaller than 1 MiB" small "$out"
+    check "$model a630 objects and metadata equal examples/$model byte for byte" same_gpu_as_example "$model" "$out"
   else
-    fail "export $model"
+    fail "export $model --adreno"
   fi
 done
 [ -d "$TMP/wide" ] && check "wide has core_id kernels" has_core_id "$TMP/wide"
+for ex in "$ROOT"/examples/*/; do
+  [ -f "$ex/manifest.json" ] && check "sample bundle $(basename "$ex") carries valid a630 objects" "$PY" "$ROOT/tools/check_bundle.py" "$ex" --adreno
+done
 if [ -d "$TMP/mlp" ]; then
-  if export_model mlp "$TMP/mlp-again" >/dev/null; then check "second mlp export is byte-identical" diff -r "$TMP/mlp" "$TMP/mlp-again"
+  if export_model mlp "$TMP/mlp-again" --adreno >/dev/null; then check "second mlp export is byte-identical" diff -r "$TMP/mlp" "$TMP/mlp-again"
   else fail "second mlp export"; fi
+  if export_model mlp "$TMP/mlp-cpu" >/dev/null; then check "an export without --adreno is the CPU part of the --adreno one" cpu_part_unchanged "$TMP/mlp" "$TMP/mlp-cpu"
+  else fail "mlp export without --adreno"; fi
   check "checker rejects a corrupted bundle" corrupt_rejected "$TMP/mlp"
+  check "checker rejects a corrupted a630 image and register" adreno_corrupt_rejected "$TMP/mlp"
+  check "--adreno refuses a tinymesa of another version" adreno_refuses_other_tinymesa
   if [ -f "$REF_MLP/manifest.json" ] && [ ${#A64[@]} -gt 0 ]; then
     check "mlp manifest has the structure of $REF_MLP" "$PY" "$ROOT/tools/check_bundle.py" "$TMP/mlp" --like "$REF_MLP"
   else echo "note: reference bundle $REF_MLP not found (or no aarch64 objects); structure comparison skipped"; fi
 fi
 
 if [ -n "${HCQ_BIN:-}" ]; then
-  for model in mlp wide; do
+  for model in "${MODELS[@]}"; do
     [ -d "$TMP/$model" ] && check "hcq run $model --check" hcq_ok "$TMP/$model"
   done
+  # QCOM:SIM (PM4 interpreter + ir3 interpreter) comes with the qcom branch; this guard goes once that is merged.
+  if "$HCQ_BIN" devices 2>/dev/null | grep -Eq '(^|[^[:alnum:]:])QCOM:SIM([^[:alnum:]]|$)'; then
+    for model in "${MODELS[@]}"; do
+      [ -d "$TMP/$model" ] && check "hcq run $model --device QCOM:SIM --check" hcq_ok "$TMP/$model" --device QCOM:SIM
+    done
+  else
+    echo "note: $HCQ_BIN devices does not list QCOM:SIM; the exported a630 shaders were not run"
+  fi
 else
   echo "note: HCQ_BIN not set; bundles were not executed"
 fi
