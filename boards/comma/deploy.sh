@@ -10,6 +10,7 @@
 #   --no-check  do not run `hcq-comma check` on the device after copying
 #   --dry-run   print the ssh/scp commands instead of running them
 # Environment: HCQ_COMMA (a host hcq-comma binary to read the profile from; default: cargo run),
+#   HCQ_COMMA_RUNNER (a command to start it with, e.g. qemu-aarch64 -L /usr/aarch64-linux-gnu),
 #   SSH_USER (default: the profile's user).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -24,10 +25,11 @@ for a in "$@"; do
     *) [ -z "$HOST" ] || { echo "deploy.sh: one HOST only" >&2; exit 2; }; HOST="$a" ;;
   esac
 done
-[ -n "$HOST" ] || { sed -n '8,15p' "$0" >&2; exit 2; }
+[ -n "$HOST" ] || { sed -n '7,15p' "$0" >&2; exit 2; }
 
 comma() {
-  if [ -n "${HCQ_COMMA:-}" ]; then "$HCQ_COMMA" "$@"; else cargo run -q -p hcq-board-comma --bin hcq-comma -- "$@"; fi
+  # shellcheck disable=SC2086 # HCQ_COMMA_RUNNER is a command line (an emulator and its flags)
+  if [ -n "${HCQ_COMMA:-}" ]; then ${HCQ_COMMA_RUNNER:-} "$HCQ_COMMA" "$@"; else cargo run -q -p hcq-board-comma --bin hcq-comma -- "$@"; fi
 }
 field() { comma profile | awk -v k="$1" '$1 == k { $1 = ""; sub(/^ /, ""); print }'; }
 DIR="$(field install_dir)"

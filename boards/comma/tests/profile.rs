@@ -21,8 +21,29 @@ fn sim() -> Kgsl {
     Kgsl::with_backend(Arc::new(SimKgsl::new(Box::new(NoDispatch)))).unwrap()
 }
 
+const EXE: &str = env!("CARGO_BIN_EXE_hcq-comma");
+
+/// The emulator to start `hcq-comma` with: none, or qemu-user when this test is itself a
+/// cross-built binary under qemu-user (CI's aarch64 step), where the host kernel cannot
+/// execute the aarch64 `hcq-comma` directly (ENOEXEC; glibc then hands it to `sh`, which
+/// fails). `hcq-comma profile` always succeeds where it can run.
+fn runner() -> &'static [&'static str] {
+    static R: std::sync::OnceLock<&'static [&'static str]> = std::sync::OnceLock::new();
+    R.get_or_init(|| {
+        let runs = Command::new(EXE).arg("profile").output().is_ok_and(|o| o.status.success());
+        if !runs && cfg!(target_arch = "aarch64") { &["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"] } else { &[] }
+    })
+}
+
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hcq-comma"))
+    match runner() {
+        [] => Command::new(EXE),
+        [emu, args @ ..] => {
+            let mut c = Command::new(emu);
+            c.args(args).arg(EXE);
+            c
+        }
+    }
 }
 
 #[test]
@@ -121,7 +142,8 @@ fn deploy_copies_the_cli_the_wrapper_and_the_examples_to_the_profile_dir() {
         Command::new("bash")
             .arg(&script)
             .args(args)
-            .env("HCQ_COMMA", env!("CARGO_BIN_EXE_hcq-comma"))
+            .env("HCQ_COMMA", EXE)
+            .env("HCQ_COMMA_RUNNER", runner().join(" "))
             .env_remove("SSH_USER")
             .output()
             .unwrap()

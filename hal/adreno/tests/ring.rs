@@ -368,10 +368,11 @@ fn a_cp_fault_is_seen_at_once_with_its_ring_index() {
     pkt7(&mut words, op::CP_MEM_WRITE, &[0x10, 0, 5]).unwrap(); // unmapped GPU address
     let (_, stamp) = r.tl.reserve().unwrap();
     r.ring.submit(&words, stamp, &r.tl, &r.hooks).unwrap();
-    let t0 = std::time::Instant::now();
+    // A wait that missed the fault would end in the timeline's timeout (30 s here), not in the
+    // CP's error.
+    r.tl.set_policy(WaitPolicy::with_timeout_ms(30_000));
     let e = r.tl.wait(stamp, &r.hooks).unwrap_err();
-    assert!(t0.elapsed() < Duration::from_millis(500), "not a timeout");
-    assert!(matches!(e.root(), Error::OutOfBounds { .. }), "{e}");
+    assert!(matches!(e.root(), Error::OutOfBounds { .. }), "the CP's fault, not a timeout: {e}");
     assert!(e.to_string().contains(&format!("ringbuffer {:#x} word {at}", r.ring_gpu)), "{e}");
 }
 
