@@ -7,6 +7,8 @@
 //! - [`queue`]: [`Pm4Queue`], a PM4 command buffer whose every patchable word — including
 //!   derived forms such as `local − 1` and `groups × local` — is rewritten on replay.
 //! - [`rd`]: freedreno `.rd` capture writer and reader.
+//! - [`ring`]: the bare-metal CP ringbuffer ([`ring::A6xxRing`]) over the core's MMIO bus and
+//!   [`hcq::ring::CommandRing`], with the backend's device write barrier before the doorbell.
 //! - [`sim`]: a PM4 interpreter for a simulated Adreno, with a [`sim::Dispatch`] hook for the
 //!   shader interpreter.
 //!
@@ -23,6 +25,7 @@ pub mod program;
 pub mod queue;
 pub mod rd;
 pub mod reg;
+pub mod ring;
 pub mod sim;
 
 pub use a6xx::{A6xxEncoder, EncoderConfig};

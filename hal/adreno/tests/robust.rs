@@ -1,4 +1,5 @@
-//! Stable-toolchain stand-ins for the cargo-fuzz targets in `tests/fuzz` (adreno_pm4,
+//! Stable-toolchain stand-ins for the cargo-fuzz targets in `tests/fuzz` (adreno_pm4 as IB and
+//! ringbuffer,
 //! adreno_rd, adreno_program): random and mutated inputs give results or clear errors, never
 //! panics or hangs.
 
@@ -31,6 +32,31 @@ proptest! {
         mem.map(IB, 0x1000).unwrap();
         mem.write_words(IB, &words).unwrap();
         let _ = Cp::new().submit(IB, words.len() as u32, &mut mem, &mut Recorder::default());
+    }
+
+    #[test]
+    fn random_words_in_the_ringbuffer_run_or_fail_with_rptr_inside_the_ring(
+        words in prop::collection::vec(
+            prop_oneof![any::<u32>(), (0u32..0x80, 0u32..8).prop_map(|(o, n)| hcq_adreno::pm4::type7_header(o, n).unwrap())],
+            64,
+        ),
+        bells in prop::collection::vec(0u32..64, 1..4),
+    ) {
+        // A 64-dword ring holding random words, rung at random write pointers (wrapping).
+        let mut mem = SparseMemory::new();
+        mem.map(0, 0x1000).unwrap();
+        mem.map(IB, 0x1000).unwrap();
+        mem.write_words(IB, &words).unwrap();
+        let mut cp = Cp::new();
+        for wptr in bells {
+            match cp.ring(IB, 64, wptr, &mut mem, &mut Recorder::default()) {
+                Ok((_, rptr)) => prop_assert!(rptr < 64),
+                Err(e) => {
+                    prop_assert!(e.to_string().contains("adreno sim"), "{}", e);
+                    break;
+                }
+            }
+        }
     }
 
     #[test]

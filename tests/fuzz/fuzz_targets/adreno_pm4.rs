@@ -1,6 +1,7 @@
 //! Fuzz the PM4 decoder and the simulated CP: any word stream decodes to packets or an error at
 //! a word offset inside the stream, and running it on the simulated CP (with a few mapped
-//! buffers) ends in `Done`, `Blocked` or an error, never a panic or a hang.
+//! buffers) ends in `Done`, `Blocked` or an error, never a panic or a hang — as an IB and as
+//! the ringbuffer (from a fuzzed read to a fuzzed write pointer, wrapping, then a second doorbell).
 #![no_main]
 
 use hcq_adreno::pm4::Decoder;
@@ -34,4 +35,14 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut cp = Cp::new();
     let _ = cp.submit(0x10_0000, words.len().min(0x4000) as u32, &mut mem, &mut Count(0));
+    // The same words as a 16 KiB ring: doorbells at two write pointers taken from the input.
+    let size = 0x1000u32;
+    let mut cp = Cp::new();
+    for w in words.iter().take(2) {
+        let wptr = w % size;
+        match cp.ring(0x10_0000, size, wptr, &mut mem, &mut Count(0)) {
+            Ok((_, rptr)) => assert!(rptr < size),
+            Err(_) => break,
+        }
+    }
 });

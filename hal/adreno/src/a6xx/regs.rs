@@ -225,6 +225,44 @@ crate::__adreno_regs! {
         /// Compute UAV state.
         6:6 cs_uav as bool;
     }
+    /// CP ringbuffer base address (reg64; the GPU's register bus takes it as two 32-bit writes,
+    /// low dword first, like Linux's `gpu_write64`). Dword `0x0800`.
+    CP_RB_BASE @ 0x2000 : u64 {
+        /// The whole register.
+        63:0 value as u64;
+    }
+    /// CP ringbuffer control. `a6xx.xml` declares the register without fields; the fields are
+    /// the common `CP_RB_CNTL` of `adreno_common.xml` (domain AXXX), which Linux's a6xx driver
+    /// also uses. Dword `0x0802`.
+    CP_RB_CNTL @ 0x2008 : u32 {
+        /// Ring size: log2(bytes / 8).
+        5:0 bufsz as u8;
+        /// Read-pointer report block: log2(block bytes / 8).
+        13:8 blksz as u8;
+        /// Byte swap of ring fetches (0 = none).
+        17:16 buf_swap as u8;
+        /// Poll enable.
+        20:20 poll_en as bool;
+        /// Do not write the read pointer to `CP_RB_RPTR_ADDR`.
+        27:27 no_update as bool;
+        /// Allow the host to write `CP_RB_RPTR`.
+        31:31 rptr_wr_en as bool;
+    }
+    /// GPU address the CP writes its read pointer to (the RPTR shadow; reg64). Dword `0x0804`.
+    CP_RB_RPTR_ADDR @ 0x2010 : u64 {
+        /// The whole register.
+        63:0 value as u64;
+    }
+    /// CP read pointer, in dwords from `CP_RB_BASE` (what the CP has fetched). Dword `0x0806`.
+    CP_RB_RPTR @ 0x2018 : u32 {
+        /// The whole register.
+        31:0 value as u32;
+    }
+    /// CP write pointer, in dwords from `CP_RB_BASE`: the doorbell. Dword `0x0807`.
+    CP_RB_WPTR @ 0x201c : u32 {
+        /// The whole register.
+        31:0 value as u32;
+    }
     /// Free-running 19.2 MHz counter (reg64, A6XX-A7XX offset). Dword `0x0980`.
     CP_ALWAYS_ON_COUNTER @ 0x2600 : u64 {
         /// The whole register.

@@ -1,7 +1,9 @@
 //! GPU memory as the simulated CP sees it.
 
+use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
+use hcq::mmio::{MmioBus, Width};
 use hcq::{Error, Result};
 
 /// Word access to GPU virtual memory; an access outside every mapping is a fault (an error),
@@ -126,5 +128,67 @@ impl GpuMemory for SparseMemory {
             *w = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
         }
         Ok(())
+    }
+}
+
+/// GPU memory made of windows onto [`MmioBus`]es: `(gpu base, bus)` pairs, each bus seen at its
+/// base for its whole size. How a simulated CP reaches memory the host reaches through the
+/// core's MMIO interface (a command ring, an RPTR shadow, signal pages in host memory).
+/// Accesses are 32-bit bus accesses; one outside every window is a fault (an error).
+#[derive(Clone, Default)]
+pub struct BusMemory {
+    windows: Vec<(u64, Arc<dyn MmioBus + Send + Sync>)>,
+}
+
+impl core::fmt::Debug for BusMemory {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_list().entries(self.windows.iter().map(|(b, bus)| (*b, bus.size()))).finish()
+    }
+}
+
+impl BusMemory {
+    /// No windows.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Show `bus` at GPU address `base`; errors when it overlaps another window.
+    pub fn map(&mut self, base: u64, bus: Arc<dyn MmioBus + Send + Sync>) -> Result<()> {
+        let end = base
+            .checked_add(bus.size() as u64)
+            .ok_or(Error::InvalidArgument { what: "sim memory: range overflows", value: base })?;
+        if self.windows.iter().any(|(b, w)| base < b + w.size() as u64 && *b < end) {
+            return Err(Error::InvalidArgument { what: "sim memory: window overlaps another", value: base });
+        }
+        self.windows.push((base, bus));
+        Ok(())
+    }
+
+    fn find(&self, addr: u64) -> Result<(&(dyn MmioBus + Send + Sync), usize)> {
+        if !addr.is_multiple_of(4) {
+            return Err(Error::Misaligned { what: "gpu dword access", value: addr, align: 4 });
+        }
+        for (b, bus) in &self.windows {
+            if let Some(off) = addr.checked_sub(*b)
+                && off + 4 <= bus.size() as u64
+            {
+                // CAST: `off < bus.size()`, a usize.
+                return Ok((bus.as_ref(), off as usize));
+            }
+        }
+        Err(Error::OutOfBounds { what: "gpu address outside every window (fault)", offset: addr, len: 4, limit: 0 })
+    }
+}
+
+impl GpuMemory for BusMemory {
+    fn read32(&self, addr: u64) -> Result<u32> {
+        let (bus, off) = self.find(addr)?;
+        // CAST: a 32-bit read.
+        Ok(bus.read(off, Width::U32)? as u32)
+    }
+
+    fn write32(&mut self, addr: u64, value: u32) -> Result<()> {
+        let (bus, off) = self.find(addr)?;
+        bus.write(off, Width::U32, value.into())
     }
 }

@@ -18,8 +18,10 @@
 //! mismatch stops it with an error naming the IB address and the word offset.
 
 mod memory;
+mod ring;
 
-pub use memory::{GpuMemory, SparseMemory};
+pub use memory::{BusMemory, GpuMemory, SparseMemory};
+pub use ring::RingCp;
 
 use crate::a6xx::{events, regs};
 use crate::pm4::op;
@@ -90,11 +92,44 @@ pub enum Outcome {
     },
 }
 
+/// A run of command words: an IB (`wrap == 0`), or the ringbuffer (`wrap` = its size in
+/// dwords; word `k` of the run lies at ring index `(start + k) % wrap`, so packets may span the
+/// end of the ring).
 #[derive(Clone, Copy, Debug)]
 struct Frame {
     base: u64,
     len: u32,
     pos: u32,
+    start: u32,
+    wrap: u32,
+}
+
+impl Frame {
+    fn ib(base: u64, len: u32) -> Self {
+        Self { base, len, pos: 0, start: 0, wrap: 0 }
+    }
+
+    /// The word offset (IB) or ring index (ring) of run word `k`, as errors name it.
+    fn index(&self, k: u32) -> u32 {
+        if self.wrap == 0 { k } else { ((u64::from(self.start) + u64::from(k)) % u64::from(self.wrap)) as u32 }
+    }
+
+    fn addr(&self, k: u32) -> u64 {
+        self.base.wrapping_add(u64::from(self.index(k)) * 4)
+    }
+
+    /// Read run words `[k, k + out.len())`, in two pieces where they wrap the ring.
+    fn read(&self, mem: &dyn GpuMemory, k: u32, out: &mut [u32]) -> Result<()> {
+        let i = self.index(k);
+        // CAST: IB and ring sizes are u32 word counts.
+        let first = if self.wrap == 0 { out.len() } else { out.len().min((self.wrap - i) as usize) };
+        let (a, b) = out.split_at_mut(first);
+        mem.read_words(self.addr(k), a)?;
+        if !b.is_empty() {
+            mem.read_words(self.base, b)?;
+        }
+        Ok(())
+    }
 }
 
 enum Step {
@@ -122,6 +157,8 @@ pub struct Cp {
     packets: u64,
     dispatches: u64,
     irqs: u64,
+    /// Ringbuffer read pointer (dwords from the ring base).
+    rb_rptr: u32,
 }
 
 impl core::fmt::Debug for Cp {
@@ -155,6 +192,7 @@ impl Cp {
             packets: 0,
             dispatches: 0,
             irqs: 0,
+            rb_rptr: 0,
         }
     }
 
@@ -189,7 +227,7 @@ impl Cp {
         if !addr.is_multiple_of(4) {
             return Err(Error::Misaligned { what: "adreno sim: IB address", value: addr, align: 4 });
         }
-        self.stack.push(Frame { base: addr, len: dwords, pos: 0 });
+        self.stack.push(Frame::ib(addr, dwords));
         self.resume(mem, d)
     }
 
@@ -204,26 +242,91 @@ impl Cp {
             match self.step(top, mem, d) {
                 Ok(Step::Next(next)) => self.stack[i].pos = next,
                 Ok(Step::Called) => {}
-                Ok(Step::Blocked) => return Ok(Outcome::Blocked { ib: top.base, word: top.pos }),
+                Ok(Step::Blocked) => return Ok(Outcome::Blocked { ib: top.base, word: top.index(top.pos) }),
                 Err(e) => {
                     self.stack.clear();
-                    return Err(e.context(format!("adreno sim: IB {:#x} word {}", top.base, top.pos)));
+                    let what = if top.wrap == 0 { "IB" } else { "ringbuffer" };
+                    return Err(e.context(format!("adreno sim: {what} {:#x} word {}", top.base, top.index(top.pos))));
                 }
             }
         }
         Ok(Outcome::Done)
     }
 
+    /// The ringbuffer read pointer: the ring index (dwords) of the next word the CP fetches.
+    pub fn ring_rptr(&self) -> u32 {
+        self.rb_rptr
+    }
+
+    /// Run the ringbuffer of `size` dwords at `base` from [`Cp::ring_rptr`] up to `wptr` (a ring
+    /// index in dwords): what the CP does when `CP_RB_WPTR` is written. Packets may span the end
+    /// of the ring. While a wait in the ring (or an IB it called) is blocked, a later call
+    /// extends the pending words to the new `wptr` and re-evaluates the wait. Returns how the run
+    /// ended and the new read pointer. An error (fault, bad packet) stops the CP with the read
+    /// pointer where the run started; the error names the ring index of the failing packet.
+    pub fn ring(
+        &mut self,
+        base: u64,
+        size: u32,
+        wptr: u32,
+        mem: &mut dyn GpuMemory,
+        d: &mut dyn Dispatch,
+    ) -> Result<(Outcome, u32)> {
+        if size == 0 || wptr >= size {
+            return Err(Error::InvalidArgument {
+                what: "adreno sim: ring write pointer outside the ring",
+                value: wptr.into(),
+            });
+        }
+        if !base.is_multiple_of(4) {
+            return Err(Error::Misaligned { what: "adreno sim: ring base", value: base, align: 4 });
+        }
+        match self.stack.first().copied() {
+            None => {
+                let len = (u64::from(wptr) + u64::from(size) - u64::from(self.rb_rptr)) % u64::from(size);
+                if len > 0 {
+                    // CAST: `len < size`, a u32.
+                    self.stack.push(Frame { base, len: len as u32, pos: 0, start: self.rb_rptr, wrap: size });
+                }
+            }
+            Some(f) if f.wrap == size && f.base == base => {
+                // CAST: a remainder modulo a u32.
+                let len = ((u64::from(wptr) + u64::from(size) - u64::from(f.start)) % u64::from(size)) as u32;
+                if len < f.len {
+                    return Err(Error::InvalidArgument {
+                        what: "adreno sim: write pointer moved back over words the CP has not run",
+                        value: wptr.into(),
+                    });
+                }
+                self.stack[0].len = len;
+            }
+            Some(_) => {
+                return Err(Error::InvalidArgument {
+                    what: "adreno sim: an IB submission is still blocked in a wait",
+                    value: base,
+                });
+            }
+        }
+        let outcome = self.resume(mem, d)?;
+        self.rb_rptr = match self.stack.first() {
+            Some(f) if f.wrap != 0 => f.index(f.pos),
+            _ => wptr,
+        };
+        Ok((outcome, self.rb_rptr))
+    }
+
     /// Execute the packet at `f.pos` (the top frame).
     fn step(&mut self, f: Frame, mem: &mut dyn GpuMemory, d: &mut dyn Dispatch) -> Result<Step> {
-        let hdr = mem.read32(f.base.wrapping_add(u64::from(f.pos) * 4))?;
+        // Errors name the word's offset in its IB, or its ring index.
+        let at = f.index(f.pos);
+        let hdr = mem.read32(f.addr(f.pos))?;
         let (count, opcode) = match hdr >> 28 {
             0x4 => {
                 let h = Type4Header(hdr);
                 if !h.parity_ok() || h.count() == 0 {
                     return Err(Error::Malformed {
                         what: "pm4 type4 header",
-                        at: f.pos.into(),
+                        at: at.into(),
                         reason: "bad parity or no register",
                     });
                 }
@@ -234,7 +337,7 @@ impl Cp {
                 if !h.parity_ok() || !h.reserved_clear() {
                     return Err(Error::Malformed {
                         what: "pm4 type7 header",
-                        at: f.pos.into(),
+                        at: at.into(),
                         reason: "bad parity or reserved bits set",
                     });
                 }
@@ -243,7 +346,7 @@ impl Cp {
             _ => {
                 return Err(Error::Malformed {
                     what: "pm4 header",
-                    at: f.pos.into(),
+                    at: at.into(),
                     reason: "not a type4 or type7 packet",
                 });
             }
@@ -252,14 +355,14 @@ impl Cp {
         if end > f.len {
             return Err(Error::Malformed {
                 what: "pm4 packet",
-                at: f.pos.into(),
-                reason: "payload runs past the end of the IB",
+                at: at.into(),
+                reason: "payload runs past the end of the IB (or the ring's write pointer)",
             });
         }
         self.payload.clear();
         if count > 0 {
             self.payload.resize(count as usize, 0);
-            mem.read_words(f.base.wrapping_add(u64::from(f.pos + 1) * 4), &mut self.payload)?;
+            f.read(mem, f.pos + 1, &mut self.payload)?;
         }
         self.packets += 1;
         self.counter += TICKS_PER_PACKET;
@@ -281,16 +384,16 @@ impl Cp {
             op::CP_NOP | op::CP_WAIT_FOR_IDLE | op::CP_WAIT_MEM_WRITES | op::CP_WAIT_FOR_ME | op::CP_SET_MARKER => {}
             op::CP_MEM_WRITE => {
                 if self.payload.len() < 3 {
-                    return Err(short("CP_MEM_WRITE", f.pos));
+                    return Err(short("CP_MEM_WRITE", at));
                 }
                 let addr = u64::from(self.payload[0]) | u64::from(self.payload[1]) << 32;
                 for (i, v) in self.payload[2..].iter().enumerate() {
                     mem.write32(addr.wrapping_add(4 * i as u64), *v)?;
                 }
             }
-            op::CP_EVENT_WRITE => self.event(f.pos, mem)?,
+            op::CP_EVENT_WRITE => self.event(at, mem)?,
             op::CP_REG_TO_MEM => {
-                let p = read::<RegToMem>(&self.payload).ok_or(short("CP_REG_TO_MEM", f.pos))?;
+                let p = read::<RegToMem>(&self.payload).ok_or(short("CP_REG_TO_MEM", at))?;
                 if p.d0 >> r2m::ACCUMULATE_BIT & 1 != 0 {
                     return Err(Error::Unsupported {
                         what: "adreno sim: CP_REG_TO_MEM ACCUMULATE",
@@ -306,7 +409,7 @@ impl Cp {
                 }
             }
             op::CP_WAIT_REG_MEM => {
-                let p = read::<WaitRegMem>(&self.payload).ok_or(short("CP_WAIT_REG_MEM", f.pos))?;
+                let p = read::<WaitRegMem>(&self.payload).ok_or(short("CP_WAIT_REG_MEM", at))?;
                 if p.d0 >> wrm::WRITE_MEMORY_BIT & 1 != 0 {
                     return Err(Error::Unsupported {
                         what: "adreno sim: CP_WAIT_REG_MEM WRITE_MEMORY",
@@ -332,7 +435,7 @@ impl Cp {
                 }
             }
             op::CP_INDIRECT_BUFFER => {
-                let p = read::<IndirectBuffer>(&self.payload).ok_or(short("CP_INDIRECT_BUFFER", f.pos))?;
+                let p = read::<IndirectBuffer>(&self.payload).ok_or(short("CP_INDIRECT_BUFFER", at))?;
                 if self.stack.len() >= MAX_IB_DEPTH {
                     return Err(Error::OutOfSpace {
                         what: "adreno sim: IB nesting",
@@ -348,12 +451,12 @@ impl Cp {
                 if let Some(top) = self.stack.last_mut() {
                     top.pos = end;
                 }
-                self.stack.push(Frame { base, len: p.size & 0xf_ffff, pos: 0 });
+                self.stack.push(Frame::ib(base, p.size & 0xf_ffff));
                 return Ok(Step::Called);
             }
-            op::CP_LOAD_STATE6_FRAG => self.load_state(f.pos, mem)?,
+            op::CP_LOAD_STATE6_FRAG => self.load_state(at, mem)?,
             op::CP_EXEC_CS => {
-                let p = read::<ExecCs>(&self.payload).ok_or(short("CP_EXEC_CS", f.pos))?;
+                let p = read::<ExecCs>(&self.payload).ok_or(short("CP_EXEC_CS", at))?;
                 self.exec(p.ngroups, mem, d)?;
             }
             x => {
