@@ -19,6 +19,7 @@ use core::ptr::NonNull;
 use hcq::error::{Error, Result};
 use hcq::soft::inline::{InlineContext, InlineExecutor};
 use hcq_cpu::elf::{Arch, ElfObject};
+use zerocopy::IntoBytes;
 
 /// Most arguments a kernel may take (as the CPU device).
 pub const MAX_ARGS: usize = 63;
@@ -164,21 +165,20 @@ unsafe extern "C" {
     fn hcq_board_call_kernel(entry: u64, args: *const u64);
 }
 
-/// Call `f` with `args` (at most [`MAX_ARGS`]), each as a 64-bit integer.
+/// Call `f` with the 63 values of `args`, each as a 64-bit integer.
 ///
-/// Always passes 63 arguments, the unused ones 0: under AAPCS64 (IHI 0055, 6.8.2) the first
+/// A kernel with fewer parameters ignores the rest: under AAPCS64 (IHI 0055, 6.8.2) the first
 /// eight go in x0-x7 and the rest in stack slots the caller allocates and frees, so a callee
-/// declared with fewer parameters reads exactly its own and ignores the rest.
+/// declared with fewer parameters reads exactly its own.
 ///
 /// # Safety
-/// `f` must be the entry of a live kernel taking `args.len()` integer or pointer arguments,
-/// and every pointer argument must point at memory the kernel may use for the extent it uses.
-unsafe fn call_kernel(f: u64, args: &[u64]) {
-    let mut a = [0u64; MAX_ARGS];
-    a[..args.len()].copy_from_slice(args);
-    // SAFETY: the caller's contract; `a` holds the 63 values the trampoline reads, and the
+/// `f` must be the entry of a live kernel taking at most [`MAX_ARGS`] integer or pointer
+/// arguments, the first of `args` in order, and every pointer argument must point at memory
+/// the kernel may use for the extent it uses.
+unsafe fn call_kernel(f: u64, args: &[u64; MAX_ARGS]) {
+    // SAFETY: the caller's contract; `args` holds the 63 values the trampoline reads, and the
     // trampoline follows AAPCS64 (see above), so the kernel sees a normal call.
-    unsafe { hcq_board_call_kernel(f, a.as_ptr()) }
+    unsafe { hcq_board_call_kernel(f, args.as_ptr()) }
 }
 
 /// One loaded kernel.
@@ -216,24 +216,23 @@ impl InlineExecutor for Kernels {
             .ok()
             .and_then(|p| self.kernels.get(p))
             .ok_or(Error::InvalidArgument { what: "board exec: unknown program handle", value: program })?;
-        let mut raw = [0u8; MAX_ARGS * 8];
-        let bytes = raw
-            .get_mut(..k.nargs * 8)
-            .ok_or(Error::Unsupported { what: "kernel argument count (max 63)", value: k.nargs as u64 })?;
-        ctx.read_kernargs(kernargs, bytes)?;
+        // the 64-bit little-endian arguments read straight into their slots (AArch64 is
+        // little-endian, so the bytes are the values)
         let mut args = [0u64; MAX_ARGS];
-        for (a, c) in args.iter_mut().zip(bytes.chunks_exact(8)) {
-            *a = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        }
+        let used = args
+            .get_mut(..k.nargs)
+            .ok_or(Error::Unsupported { what: "kernel argument count (max 63)", value: k.nargs as u64 })?;
+        ctx.read_kernargs(kernargs, used.as_mut_bytes())?;
         let calls = if k.core_id.is_some() { u64::from(global[0]) } else { 1 };
         for tid in 0..calls {
             if let Some(slot) = k.core_id {
                 args[slot] = tid;
             }
             // SAFETY: `k` was loaded from a bundle whose launches were validated against the
-            // program's signature (`nargs` arguments); the arguments were built by the runner
-            // from live buffers of that bundle, which stay allocated until the device is idle.
-            unsafe { call_kernel(k.image.entry(), &args[..k.nargs]) };
+            // program's signature (`nargs` arguments, at most 63; the slots after them are 0);
+            // the arguments were built by the runner from live buffers of that bundle, which
+            // stay allocated until the device is idle.
+            unsafe { call_kernel(k.image.entry(), &args) };
         }
         Ok(())
     }
