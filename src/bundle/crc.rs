@@ -1,18 +1,45 @@
-//! CRC-32 (IEEE 802.3: reflected polynomial `0xEDB88320`, initial value and final XOR
-//! `0xFFFFFFFF`), the checksum of `.hcqb` files. The same CRC as zlib, PNG and Ethernet, so
-//! any standard tool can check a section. Computed by the maintained `crc32fast` crate
-//! (`no_std`; table-driven, with SIMD folding where the target has it); this module only names
-//! the one CRC the format uses. It detects accidental corruption (flash bit flips, truncated
-//! copies); it is not a cryptographic hash and does not authenticate a file.
+//! CRC-32 (IEEE 802.3, catalogued as CRC-32/ISO-HDLC: reflected polynomial `0xEDB88320`,
+//! initial value and final XOR `0xFFFFFFFF`), the checksum of `.hcqb` files. The same CRC as
+//! zlib, PNG and Ethernet, so any standard tool can check a section. Computed by the maintained
+//! `crc` crate (`no_std`, tables built at compile time); this module only names the one CRC the
+//! format uses and picks the implementation: slice-by-16 (16 KiB of tables) with `std`, bit by
+//! bit (no table) without, where image size counts more than checksum speed (a bare-metal image
+//! such as `boards/qemu-virt`, held to 128 KiB of code and constants, checks each bundle once,
+//! at load). Both give the same CRC. It detects accidental corruption (flash bit flips,
+//! truncated copies); it is not a cryptographic hash and does not authenticate a file.
+
+use crc::{CRC_32_ISO_HDLC, Crc, Digest, Table};
+
+/// Lookup tables: 16 lanes of 256 entries with `std`, none without (bit by bit).
+#[cfg(feature = "std")]
+type Lanes = Table<16>;
+/// Lookup tables: 16 lanes of 256 entries with `std`, none without (bit by bit).
+#[cfg(not(feature = "std"))]
+type Lanes = Table<0>;
+
+/// The `.hcqb` CRC, its tables computed at compile time.
+static CRC: Crc<u32, Lanes> = Crc::<u32, Lanes>::new(&CRC_32_ISO_HDLC);
 
 /// A running CRC-32 over data fed in pieces.
-#[derive(Clone, Debug, Default)]
-pub struct Crc32(crc32fast::Hasher);
+#[derive(Clone)]
+pub struct Crc32(Digest<'static, u32, Lanes>);
+
+impl core::fmt::Debug for Crc32 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_tuple("Crc32").field(&self.finish()).finish()
+    }
+}
+
+impl Default for Crc32 {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl Crc32 {
     /// A CRC over no data yet.
     pub fn new() -> Self {
-        Crc32(crc32fast::Hasher::new())
+        Crc32(CRC.digest())
     }
 
     /// Feed `data`.
@@ -28,7 +55,7 @@ impl Crc32 {
 
 /// CRC-32 of `data`.
 pub fn crc32(data: &[u8]) -> u32 {
-    crc32fast::hash(data)
+    CRC.checksum(data)
 }
 
 #[cfg(test)]
@@ -53,8 +80,8 @@ mod tests {
         assert_eq!(c.finish(), crc32(data));
     }
 
-    /// The table-per-byte CRC this module had before it used `crc32fast`: files written then
-    /// must still verify, so the two must agree on every input.
+    /// The table-per-byte CRC this module had first: files written then must still verify, so
+    /// the CRC must agree with it on every input.
     fn reference(data: &[u8]) -> u32 {
         let mut c = 0xFFFF_FFFFu32;
         for &b in data {
@@ -71,6 +98,21 @@ mod tests {
         let data: [u8; 300] = core::array::from_fn(|i| (i as u8).wrapping_mul(167).wrapping_add(13));
         for n in 0..data.len() {
             assert_eq!(crc32(&data[..n]), reference(&data[..n]), "length {n}");
+        }
+    }
+
+    /// Builds without `std` compute the CRC bit by bit (the host tests run with `std`): the same
+    /// `Crc` without a table must give the same CRC on every length, in one piece and in two.
+    #[test]
+    fn the_no_std_tableless_crc_gives_the_same_crc() {
+        static BITWISE: Crc<u32, Table<0>> = Crc::<u32, Table<0>>::new(&CRC_32_ISO_HDLC);
+        let data: [u8; 300] = core::array::from_fn(|i| (i as u8).wrapping_mul(71).wrapping_add(5));
+        for n in 0..data.len() {
+            assert_eq!(BITWISE.checksum(&data[..n]), reference(&data[..n]), "length {n}");
+            let mut d = BITWISE.digest();
+            d.update(&data[..n / 3]);
+            d.update(&data[n / 3..n]);
+            assert_eq!(d.finalize(), crc32(&data[..n]), "length {n} in two pieces");
         }
     }
 

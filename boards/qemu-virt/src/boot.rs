@@ -1,6 +1,7 @@
 //! Entry, stack, FP/SIMD, exception vectors.
 //!
-//! `_start` (linked first, at 0x4008_0000) parks every core but core 0, sets the boot stack,
+//! `_start` (the ELF entry, inside the first entry of the vector table, which is linked first,
+//! at 0x4008_0000) parks every core but core 0, sets the boot stack,
 //! enables FP/SIMD (`CPACR_EL1.FPEN = 0b11`, Arm ARM D19.2.30: rustc emits SIMD even for plain
 //! code, and QEMU starts the guest with FP trapped), installs the vector table, zeroes `.bss`
 //! and calls `rust_main`. Nothing here touches an atomic: the MMU is still off, so all memory
@@ -17,7 +18,20 @@ use core::fmt::Write;
 
 global_asm!(
     r#"
-    .section .text._start, "ax"
+    .section .text.vectors, "ax"
+    .balign 2048
+    .global __vectors
+__vectors:
+    .irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+    // entry n at its fixed offset; an entry longer than 0x80 bytes fails to assemble
+    .org __vectors + \n * 0x80
+    ldr   x1, =_exc_stack_top
+    mov   sp, x1
+    mov   x0, #\n
+    b     hcq_board_exception
+    .if \n == 0
+    // `_start` in the rest of the first entry (32 instructions; its stub takes 4): no code
+    // space is spent on padding
     .global _start
 _start:
     mrs   x0, mpidr_el1
@@ -40,17 +54,7 @@ _start:
 3:  bl    rust_main
 2:  wfe
     b     2b
-
-    .section .text.vectors, "ax"
-    .balign 2048
-    .global __vectors
-__vectors:
-    .irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
-    .balign 128
-    ldr   x1, =_exc_stack_top
-    mov   sp, x1
-    mov   x0, #\n
-    b     hcq_board_exception
+    .endif
     .endr
 "#
 );

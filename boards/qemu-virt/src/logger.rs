@@ -3,11 +3,11 @@
 //! Plain-text results go to the UART; defmt frames (rzcobs-encoded, as `defmt-print` reads
 //! them) go to `hcq-board-qemu-virt.defmt` next to the ELF (the path is fixed at build time,
 //! `BOARD_DEFMT_PATH`), so the binary frames never mix with the text on the console. Decode on
-//! the host:
+//! the host with the board's `defmt-log` (or `defmt-print -e ELF < FRAMES`, the same lines):
 //!
 //! ```sh
-//! defmt-print -e target/aarch64-unknown-none/release/hcq-board-qemu-virt \
-//!   < target/aarch64-unknown-none/release/hcq-board-qemu-virt.defmt
+//! cargo run -q --release --manifest-path boards/qemu-virt/defmt-log/Cargo.toml -- \
+//!   boards/qemu-virt/target/aarch64-unknown-none/release/hcq-board-qemu-virt
 //! ```
 //!
 //! One frame is collected in a buffer and written with one semihosting call at its end. The

@@ -102,24 +102,19 @@ fn abs(x: f64) -> f64 {
     if x < 0.0 { -x } else { x }
 }
 
-/// IEEE half to f64 (exact).
+/// IEEE half to f64 (exact): the half's fields moved into an f64's (IEEE 754-2008, 3.4), the
+/// subnormals scaled by 2^-24 (an exact multiplication).
 fn f16_to_f64(h: u16) -> f64 {
     let sign = if h >> 15 == 1 { -1.0 } else { 1.0 };
-    let exp = i32::from((h >> 10) & 0x1f);
-    let frac = f64::from(h & 0x3ff);
-    // 2^e for the small exponents of half precision, by repeated scaling (no libm here)
-    let pow2 = |e: i32| {
-        let mut v = 1.0f64;
-        for _ in 0..e.unsigned_abs() {
-            v = if e > 0 { v * 2.0 } else { v / 2.0 };
-        }
-        v
-    };
+    let exp = u64::from((h >> 10) & 0x1f);
+    let frac = u64::from(h & 0x3ff);
     match exp {
-        0 => sign * frac * pow2(-24),
-        0x1f if frac == 0.0 => sign * f64::INFINITY,
+        // CAST: frac < 2^10, exact in f64
+        0 => sign * frac as f64 * (1.0 / 16_777_216.0),
+        0x1f if frac == 0 => sign * f64::INFINITY,
         0x1f => f64::NAN,
-        e => sign * (1.0 + frac / 1024.0) * pow2(e - 15),
+        // biased exponent 1..=30 (half bias 15) to the f64 bias 1023; 10 fraction bits on top
+        e => sign * f64::from_bits((e + 1023 - 15) << 52 | frac << 42),
     }
 }
 
