@@ -7,8 +7,8 @@
 # files and Adreno manifest fields equal to the sample bundle's in examples/ byte for byte, a second export byte-identical, an
 # export without --adreno equal to the CPU part of the --adreno one, corrupted copies (CPU and Adreno parts) rejected by the
 # checker, and the same manifest structure as the sample bundle examples/mlp.
-# If HCQ_BIN is set, `$HCQ_BIN run DIR --check --json` runs on each exported bundle and must report "outputs_ok": true, and, when
-# `$HCQ_BIN devices` lists QCOM:SIM, so must `$HCQ_BIN run DIR --device QCOM:SIM --check --json` (PM4 + ir3 interpreter).
+# If HCQ_BIN is set, `$HCQ_BIN run DIR --check --json` runs on each exported bundle and must report "outputs_ok": true, and, and
+# so must `$HCQ_BIN run DIR --device QCOM:SIM --check --json` (PM4 + ir3 interpreter).
 #
 # Environment: TG_VENV (venv path, default target/tg-export-venv), HCQ_BIN (optional), TG_REF_MLP (reference bundle,
 # default examples/mlp in this repo; the check is skipped when it does not exist), CC (the C compiler, default clang).
@@ -173,14 +173,10 @@ if [ -n "${HCQ_BIN:-}" ]; then
   for model in "${MODELS[@]}"; do
     [ -d "$TMP/$model" ] && check "hcq run $model --check" hcq_ok "$TMP/$model"
   done
-  # QCOM:SIM (PM4 interpreter + ir3 interpreter) comes with the qcom branch; this guard goes once that is merged.
-  if "$HCQ_BIN" devices 2>/dev/null | grep -Eq '(^|[^[:alnum:]:])QCOM:SIM([^[:alnum:]]|$)'; then
-    for model in "${MODELS[@]}"; do
-      [ -d "$TMP/$model" ] && check "hcq run $model --device QCOM:SIM --check" hcq_ok "$TMP/$model" --device QCOM:SIM
-    done
-  else
-    echo "note: $HCQ_BIN devices does not list QCOM:SIM; the exported a630 shaders were not run"
-  fi
+  # every exported model's a630 shaders through PM4 and the ir3 interpreter
+  for model in "${MODELS[@]}"; do
+    [ -d "$TMP/$model" ] && check "hcq run $model --device QCOM:SIM --check" hcq_ok "$TMP/$model" --device QCOM:SIM
+  done
 else
   echo "note: HCQ_BIN not set; bundles were not executed"
 fi
