@@ -24,9 +24,13 @@ fn last_json(out: &Output) -> serde_json::Value {
 /// programs all carry an adreno_a630 object.
 fn a630_bundles() -> Vec<PathBuf> {
     let shared = root().join("../shared/bundles");
-    assert!(shared.is_dir(), "{} is missing", shared.display());
     let mut out = Vec::new();
-    for base in [root().join("examples"), shared] {
+    let bases = if shared.is_dir() || !shared_missing(&shared) {
+        vec![root().join("examples"), shared]
+    } else {
+        vec![root().join("examples")]
+    };
+    for base in bases {
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(&base)
             .unwrap()
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -65,7 +69,8 @@ fn every_a630_bundle_passes_its_check_on_qcom_sim() {
 
 #[test]
 fn a_bundle_without_a630_objects_is_refused_on_qcom_sim() {
-    let out = hcq(&["run", "examples/wide", "--device", "QCOM:SIM", "--iters", "0"]);
+    // a CPU-only bundle (the corpus control entry carries x86-64 objects alone)
+    let out = hcq(&["run", "tests/data/bundles-bad/ok-control", "--device", "QCOM:SIM", "--iters", "0"]);
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("no complete object set") && e.contains("adreno_a630"), "{e}");
@@ -151,4 +156,13 @@ fn dump_rd_writes_every_submission_and_reads_back_to_the_same_packets() {
     assert!(!diff.is_empty() && diff.len() <= 4, "{diff:?}");
     // Every buffer the IB points at is in the capture.
     assert!(cap.submits[0].buffers.len() >= 6, "{}", cap.submits[0].buffers.len());
+}
+
+/// `../shared` (the reference material beside the checkout) is missing: under `CI=true` that
+/// fails the test (CI must not pass on what it did not check); on a user's clone, which has no
+/// `../shared`, the test says so and checks nothing more.
+fn shared_missing(what: &std::path::Path) -> bool {
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{} is missing (required under CI=true)", what.display());
+    eprintln!("SKIP: {} is missing (it exists only beside the development checkout)", what.display());
+    true
 }

@@ -113,8 +113,11 @@ struct Db {
 }
 
 impl Db {
-    fn load() -> Db {
+    fn load() -> Option<Db> {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/adreno");
+        if !dir.is_dir() && shared_missing(&dir) {
+            return None;
+        }
         let mut files = vec![];
         for f in ["adreno_pm4.xml", "a6xx.xml", "adreno_common.xml", "a6xx_enums.xml"] {
             let p = dir.join(f);
@@ -126,7 +129,7 @@ impl Db {
             });
             files.push(parse(&src));
         }
-        Db { files }
+        Some(Db { files })
     }
 
     /// Visit every element with its inherited `variants` (from stripes and parents).
@@ -218,7 +221,7 @@ fn variants_ranges_are_read_right() {
 
 #[test]
 fn every_opcode_and_event_matches_the_xml() {
-    let db = Db::load();
+    let Some(db) = Db::load() else { return };
     for (name, value) in op::ALL {
         let x = db.enum_value("adreno_pm4_type3_packets", name, "A6XX");
         assert_eq!(x, Some(u64::from(*value)), "opcode {name}");
@@ -249,7 +252,7 @@ fn every_opcode_and_event_matches_the_xml() {
 
 #[test]
 fn every_packet_field_matches_the_xml() {
-    let db = Db::load();
+    let Some(db) = Db::load() else { return };
     let f = |dom: &str, reg: &str, field: &str| {
         let r = db.reg(dom, reg, "A6XX").unwrap_or_else(|| panic!("{dom}.{reg} missing"));
         let (lo, hi, _) = db.field(r, field, "A6XX").unwrap_or_else(|| panic!("{dom}.{reg}.{field} missing"));
@@ -306,7 +309,7 @@ fn every_packet_field_matches_the_xml() {
 
 #[test]
 fn every_register_offset_and_field_matches_the_xml() {
-    let db = Db::load();
+    let Some(db) = Db::load() else { return };
     for r in regs::ALL {
         let x =
             db.reg("A6XX", r.name, "A6XX").unwrap_or_else(|| panic!("register {} is not in a6xx.xml for A6XX", r.name));
@@ -362,7 +365,7 @@ fn every_register_offset_and_field_matches_the_xml() {
 #[test]
 fn the_units_our_encoding_assumes_are_the_xml_units() {
     // Where tinygrad and the XML disagree, our code follows the XML; this pins the XML side.
-    let db = Db::load();
+    let Some(db) = Db::load() else { return };
     let shr = |reg: &str, field: &str| {
         let x = db.reg("A6XX", reg, "A6XX").unwrap();
         db.field(x, field, "A6XX").unwrap().2
@@ -372,4 +375,13 @@ fn the_units_our_encoding_assumes_are_the_xml_units() {
     assert_eq!(shr("SP_CS_PVT_MEM_PARAM", "MEMSIZEPERITEM"), 9);
     assert_eq!(shr("SP_CS_PVT_MEM_SIZE", "TOTALPVTMEMSIZE"), 12);
     assert_eq!(db.enum_value("a6xx_const_ram_mode", "CONSTLEN_256", "A6XX"), Some(2));
+}
+
+/// `../shared` (the reference material beside the checkout) is missing: under `CI=true` that
+/// fails the test (CI must not pass on what it did not check); on a user's clone, which has no
+/// `../shared`, the test says so and checks nothing more.
+fn shared_missing(what: &std::path::Path) -> bool {
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{} is missing (required under CI=true)", what.display());
+    eprintln!("SKIP: {} is missing (it exists only beside the development checkout)", what.display());
+    true
 }

@@ -27,9 +27,11 @@ fn range_mask(lo: u32, hi: u32) -> u64 {
     if hi - lo == 63 { u64::MAX } else { ((1u64 << (hi - lo + 1)) - 1) << lo }
 }
 
-fn load() -> HashMap<String, Vec<Bitset>> {
+fn load() -> Option<HashMap<String, Vec<Bitset>>> {
     let dir = common::repo_root().join("../shared/reference/adreno/isa");
-    assert!(dir.is_dir(), "{} is missing", dir.display());
+    if !dir.is_dir() && common::shared_missing(&dir) {
+        return None;
+    }
     let mut sets: HashMap<String, Vec<Bitset>> = HashMap::new();
     for f in [
         "ir3.xml",
@@ -91,12 +93,12 @@ fn load() -> HashMap<String, Vec<Bitset>> {
             sets.entry(b.attribute("name").unwrap().to_string()).or_default().push(s);
         }
     }
-    sets
+    Some(sets)
 }
 
 /// Resolved (mask, value) of the a6xx leaves: name → list.
-fn leaves() -> Vec<(String, u64, u64)> {
-    let sets = load();
+fn leaves() -> Option<Vec<(String, u64, u64)>> {
+    let sets = load()?;
     let mut out = Vec::new();
     for (name, variants) in &sets {
         if name.starts_with('#') {
@@ -138,7 +140,7 @@ fn leaves() -> Vec<(String, u64, u64)> {
         }
     }
     out.sort();
-    out
+    Some(out)
 }
 
 fn same(leaf: &str, decoded: &str) -> bool {
@@ -169,7 +171,7 @@ const OPERAND_REASONS: &[&str] = &[
 
 #[test]
 fn every_a6xx_xml_encoding_decodes_to_its_name() {
-    let leaves = leaves();
+    let Some(leaves) = leaves() else { return };
     assert!(leaves.len() > 150, "only {} leaves", leaves.len());
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut checked = 0;
@@ -195,7 +197,7 @@ fn every_a6xx_xml_encoding_decodes_to_its_name() {
 
 #[test]
 fn every_accepted_word_matches_an_xml_encoding() {
-    let leaves = leaves();
+    let Some(leaves) = leaves() else { return };
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let (mut accepted, mut total) = (0, 0);
     for k in 0..400_000u64 {

@@ -10,13 +10,17 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Every bundle directory that has a manifest, examples first. Panics (fails the test) when
-/// `../shared/bundles` is missing.
+/// Every bundle directory that has a manifest, examples first, then `../shared/bundles` (required
+/// under `CI=true`).
 pub fn bundle_dirs() -> Vec<PathBuf> {
     let mut out = Vec::new();
     let shared = repo_root().join("../shared/bundles");
-    assert!(shared.is_dir(), "{} is missing: these tests compare against the shared reference", shared.display());
-    for base in [repo_root().join("examples"), shared] {
+    let bases = if shared.is_dir() || !shared_missing(&shared) {
+        vec![repo_root().join("examples"), shared]
+    } else {
+        vec![repo_root().join("examples")]
+    };
+    for base in bases {
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(&base)
             .unwrap_or_else(|e| panic!("{}: {e}", base.display()))
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -247,4 +251,13 @@ pub fn compare(dir: &Path, b: &Bundle) -> Deviation {
         }
     }
     d
+}
+
+/// `../shared` (the reference material beside the checkout) is missing: under `CI=true` that
+/// fails the test (CI must not pass on what it did not check); on a user's clone, which has no
+/// `../shared`, the test says so and checks nothing more.
+pub fn shared_missing(what: &std::path::Path) -> bool {
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{} is missing (required under CI=true)", what.display());
+    eprintln!("SKIP: {} is missing (it exists only beside the development checkout)", what.display());
+    true
 }
