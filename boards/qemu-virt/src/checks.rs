@@ -35,13 +35,13 @@ fn heap() -> Check {
         v.extend((0..256 * 1024u32).map(|i| i.wrapping_mul(2_654_435_761)));
         let sum = v.iter().fold(0u32, |a, &x| a.wrapping_add(x));
         let want = (0..256 * 1024u32).fold(0u32, |a, i| a.wrapping_add(i.wrapping_mul(2_654_435_761)));
-        ensure(sum == want, || alloc::format!("1 MiB vector reads back wrong (sum {sum:#x}, want {want:#x})"))?;
+        ensure(sum == want, || alloc::format!("vector sum {sum:#x}, want {want:#x}"))?;
         ensure(crate::heap::high_water() >= before + (1 << 20), || {
             alloc::format!("high-water mark {} below the 1 MiB in use", crate::heap::high_water())
         })?;
     }
     let after = crate::heap::used();
-    ensure(after == before, || alloc::format!("{} bytes in use after freeing everything (was {before})", after))
+    ensure(after == before, || alloc::format!("{} bytes in use (was {before})", after))
 }
 
 /// The bump allocator aligns, packs and refuses what does not fit.
@@ -49,7 +49,7 @@ fn bump() -> Check {
     let mut b = BumpAllocator::new(4096, 0x1000, false);
     let a = b.alloc(100, 64).map_err(|e| alloc::format!("{e}"))?;
     let c = b.alloc(10, 256).map_err(|e| alloc::format!("{e}"))?;
-    ensure(a == 0x1000 && c == 0x1100, || alloc::format!("addresses {a:#x}, {c:#x}; want 0x1000, 0x1100"))?;
+    ensure(a == 0x1000 && c == 0x1100, || alloc::format!("got {a:#x}, {c:#x}"))?;
     let e = b.alloc(4000, 8);
     ensure(matches!(e, Err(Error::OutOfSpace { .. })), || alloc::format!("overfull request gave {}", show(&e)))
 }
@@ -61,7 +61,7 @@ fn range() -> Check {
     let ids = ids.map_err(|e| alloc::format!("{e}"))?;
     r.free(ids[1]).map_err(|e| alloc::format!("{e}"))?;
     let again = r.alloc(32 << 10, 4096).map_err(|e| alloc::format!("{e}"))?;
-    ensure(again == ids[1], || alloc::format!("a fitting request got {again:#x}, not the hole at {:#x}", ids[1]))?;
+    ensure(again == ids[1], || alloc::format!("got {again:#x}, want the hole {:#x}", ids[1]))?;
     for a in [ids[0], again, ids[2], ids[3]] {
         r.free(a).map_err(|e| alloc::format!("{e}"))?;
     }
@@ -99,7 +99,7 @@ fn lru() -> Check {
     let b = lru.alloc(64 << 10, &spec).map_err(e)?;
     let a_addr = a.addr();
     lru.free(a, &spec);
-    ensure(lru.cached_bytes() == 128 << 10, || alloc::format!("{} bytes cached after a free", lru.cached_bytes()))?;
+    ensure(lru.cached_bytes() == 128 << 10, || alloc::format!("{} bytes cached", lru.cached_bytes()))?;
     let again = lru.alloc(128 << 10, &spec).map_err(e)?;
     ensure(again.addr() == a_addr && lru.cached_bytes() == 0, || {
         alloc::format!("the same size got {:#x}, not the cached {a_addr:#x}", again.addr())
@@ -116,7 +116,7 @@ fn lru() -> Check {
         )
     })?;
     lru.free(b, &spec);
-    ensure(lru.used_bytes() == 0, || alloc::format!("{} bytes in use after freeing everything", lru.used_bytes()))
+    ensure(lru.used_bytes() == 0, || alloc::format!("{} bytes still in use", lru.used_bytes()))
 }
 
 /// Counts executions.
