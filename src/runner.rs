@@ -340,6 +340,7 @@ mod tests {
     #[test]
     fn half_precision_decodes_exactly() {
         assert_eq!(f16_to_f64(0x3c00), 1.0);
+        assert_eq!(element(DType::BF16, &0x3f80u16.to_le_bytes()), 1.0);
         assert_eq!(f16_to_f64(0xc000), -2.0);
         assert_eq!(f16_to_f64(0x0001), 1.0 / 16_777_216.0, "smallest subnormal");
         assert_eq!(f16_to_f64(0x03ff), 1023.0 / 16_777_216.0, "largest subnormal");

@@ -32,10 +32,8 @@ use std::string::String;
 use std::sync::Arc;
 use std::vec::Vec;
 
-/// Absolute term of the cross-architecture tolerance.
-pub const TOL_ABS: f64 = 1e-5;
-/// Relative term of the cross-architecture tolerance.
-pub const TOL_REL: f64 = 1e-4;
+/// The bundle tolerance and the comparison live in the core runner, shared by every backend.
+pub use hcq::runner::{TOL_ABS, TOL_REL, compare};
 
 /// The bundle architecture of this host's CPU, if bundles carry objects for it.
 pub fn host_arch() -> Option<Arch> {
@@ -142,63 +140,6 @@ impl core::fmt::Debug for Model {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Model").field("name", &self.name).field("kernels", &self.kernels).finish()
     }
-}
-
-fn f16_to_f64(h: u16) -> f64 {
-    let sign = if h >> 15 == 1 { -1.0 } else { 1.0 };
-    let exp = (h >> 10) & 0x1f;
-    let frac = f64::from(h & 0x3ff);
-    match exp {
-        0 => sign * frac * 2f64.powi(-24),
-        0x1f => {
-            if frac == 0.0 {
-                sign * f64::INFINITY
-            } else {
-                f64::NAN
-            }
-        }
-        e => sign * (1.0 + frac / 1024.0) * 2f64.powi(i32::from(e) - 15),
-    }
-}
-
-fn element(dtype: DType, b: &[u8]) -> f64 {
-    match dtype {
-        DType::F32 => f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        DType::F64 => f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
-        DType::F16 => f16_to_f64(u16::from_le_bytes([b[0], b[1]])),
-        DType::BF16 => f64::from(f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16)),
-        _ => 0.0,
-    }
-}
-
-/// Compare `got` with `expected` (both `dtype` elements): `(mismatches, max_abs_diff)`.
-/// Floats within the tolerance when `!exact`, everything else bytewise.
-pub fn compare(dtype: DType, got: &[u8], expected: &[u8], exact: bool) -> (u64, f64) {
-    let size = dtype.size();
-    let mut bad = 0u64;
-    let mut max = 0f64;
-    for (g, e) in got.chunks_exact(size).zip(expected.chunks_exact(size)) {
-        if dtype.is_float() {
-            let (gv, ev) = (element(dtype, g), element(dtype, e));
-            let d = (gv - ev).abs();
-            let same_bits = g == e;
-            if !(same_bits || gv.is_nan() && ev.is_nan()) {
-                if d.is_nan() || d > max {
-                    max = if d.is_nan() { f64::INFINITY } else { d };
-                }
-                let within = d <= TOL_ABS + TOL_REL * ev.abs(); // false for NaN
-                if exact || !within {
-                    bad += 1;
-                }
-            }
-        } else if g != e {
-            bad += 1;
-        }
-    }
-    if got.len() != expected.len() {
-        bad += 1;
-    }
-    (bad, max)
 }
 
 /// Write `initial` at the start of `buf` (`bytes` long) and zeros after it, through views of at
@@ -545,12 +486,5 @@ mod tests {
         buf.copy_out(&mut got).unwrap();
         assert_eq!(&got[..initial.len()], &initial[..]);
         assert!(got[initial.len()..].iter().all(|&b| b == 0), "zeros after the initial bytes");
-    }
-
-    #[test]
-    fn half_precision_decodes() {
-        assert_eq!(f16_to_f64(0x3c00), 1.0);
-        assert_eq!(f16_to_f64(0xc000), -2.0);
-        assert_eq!(element(DType::BF16, &0x3f80u16.to_le_bytes()), 1.0);
     }
 }
