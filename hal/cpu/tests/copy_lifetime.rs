@@ -8,7 +8,7 @@
 //! the free must wait for the copy, and the copy must complete with the right bytes.
 #![cfg(all(any(target_os = "linux", target_os = "macos"), any(target_arch = "x86_64", target_arch = "aarch64")))]
 
-use hcq::allocator::{Allocator, BufferSpec};
+use hcq::allocator::BufferSpec;
 use hcq::device::Device;
 use hcq_cpu::device::CpuDevice;
 use std::time::{Duration, Instant};
