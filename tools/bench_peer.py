@@ -33,12 +33,15 @@ import importlib.util
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODELS = ("chain100", "mlp", "wide")
+MODELS = ("chain100", "mlp", "wide", "matmul")
+# bundles that are benchmark inputs, not user samples (kept out of examples/, which the board image embeds)
+BENCH_BUNDLES = os.path.join(ROOT, "benches", "bundles")
 CHAIN = 100
 
 
@@ -61,8 +64,14 @@ def parse_args(argv):
   return a
 
 
+def bundle_dir(examples, name):
+  """The bundle directory of model `name`: examples/<name>, else benches/bundles/<name>."""
+  d = os.path.join(examples, name)
+  return d if os.path.isdir(d) else os.path.join(BENCH_BUNDLES, name)
+
+
 def manifest(examples, name):
-  with open(os.path.join(examples, name, "manifest.json")) as f: return json.load(f)
+  with open(os.path.join(bundle_dir(examples, name), "manifest.json")) as f: return json.load(f)
 
 
 def x86_level(examples, models):
@@ -86,7 +95,7 @@ def build(name, examples):
   if name == "chain100":
     m = manifest(examples, name)
     inp = m["inputs"][0]
-    with open(os.path.join(examples, name, m["buffers"][inp["buffer"]]["file"]), "rb") as f:
+    with open(os.path.join(bundle_dir(examples, name), m["buffers"][inp["buffer"]]["file"]), "rb") as f:
       x = np.frombuffer(f.read(), dtype=np.float32)[: inp["nbytes"] // 4].reshape(inp["shape"]).copy()
 
     def fn(x):
@@ -105,7 +114,7 @@ def expected_outputs(examples, name):
   m = manifest(examples, name)
   out = []
   for o in m["outputs"]:
-    with open(os.path.join(examples, name, o["file"]), "rb") as f:
+    with open(os.path.join(bundle_dir(examples, name), o["file"]), "rb") as f:
       out.append(np.frombuffer(f.read(), dtype=o["dtype"]).reshape(o["shape"]))
   return out
 
@@ -149,7 +158,7 @@ def bundle_plan(examples, name):
   """The bundle's buffers (nbytes, initial bytes or None), programs (symbol, x86-64 object path) and launches, from its
   manifest: kernels as (program, [(buffer, offset)], vals, calls, core_id slot or None), copies as ('copy', dst, src, n)."""
   m = manifest(examples, name)
-  d = os.path.join(examples, name)
+  d = bundle_dir(examples, name)
   bufs = []
   for b in m["buffers"]:
     init = None
@@ -287,7 +296,7 @@ def time_c_floor(name, args, workdir):
   with open(src, "w") as f: f.write("\n".join(lines) + "\n")
   exe = os.path.join(workdir, f"{name}_floor")
   subprocess.run([cc, "-O2", "-o", exe, src] + objs + ["-lm"], check=True)
-  files = [os.path.join(args.examples, name, b["file"]) if b.get("file") else "-" for b in manifest(args.examples, name)["buffers"]]
+  files = [os.path.join(bundle_dir(args.examples, name), b["file"]) if b.get("file") else "-" for b in manifest(args.examples, name)["buffers"]]
   p = subprocess.run([exe, str(args.iters), str(args.warmup)] + files, capture_output=True, check=True)
   head, _, rest = p.stdout.partition(b"\n")
   med, mn = (float(x) for x in head.split())
@@ -300,8 +309,11 @@ def time_c_floor(name, args, workdir):
   return {"median_us": med, "min_us": mn}
 
 
-def time_hcq(name, args):
-  cmd = [args.hcq, "run", os.path.join(args.examples, name), "--iters", str(args.iters), "--check", "--json"]
+def time_hcq(name, args, one_core=False):
+  """hcq's call on the bundle; `one_core`: pinned to one CPU (taskset), so the device has one core and runs core_id
+  tids one by one, like the loop and the floor."""
+  cmd = [args.hcq, "run", bundle_dir(args.examples, name), "--iters", str(args.iters), "--check", "--json"]
+  if one_core: cmd = ["taskset", "-c", "0"] + cmd
   p = subprocess.run(cmd, capture_output=True, text=True)
   doc = None
   for line in p.stdout.splitlines():
@@ -335,7 +347,10 @@ def main(argv=None):
       loop = time_python_loop(name, args)
       floor = time_c_floor(name, args, work)
       hq = time_hcq(name, args)
-      rows.append({"model": name, "tinygrad": tg, "python_loop": loop, "c_floor": floor, "hcq": hq,
+      # core_id fan-out: the same call with the process pinned to one CPU (the device then has one core)
+      core_id = any(p.get("core_id_arg") is not None for p in manifest(args.examples, name)["programs"])
+      hq1 = time_hcq(name, args, one_core=True) if core_id and (os.cpu_count() or 1) > 1 and shutil.which("taskset") else None
+      rows.append({"model": name, "tinygrad": tg, "python_loop": loop, "c_floor": floor, "hcq": hq, "hcq_one_core": hq1,
                    "ratio": tg["median_us"] / hq["median_us"], "hcq_vs_floor": hq["median_us"] / floor["median_us"],
                    "hcq_vs_loop": hq["median_us"] / loop["median_us"]})
   load1 = os.getloadavg()
@@ -353,6 +368,10 @@ def main(argv=None):
           f"{lp['median_us']:>8.2f} ({lp['min_us']:>7.2f}) {fl['median_us']:>7.2f} ({fl['min_us']:>6.2f}) "
           f"{hq['median_us']:>7.2f} ({hq['min_us']:>6.2f}) {r['hcq_vs_floor']:>5.2f}x {r['hcq_vs_loop']:>7.2f}x "
           f"{r['ratio']:>6.0f}x {hq['median_us'] / max(hq['kernels'], 1):>13.4f}")
+    if r["hcq_one_core"]:
+      one = r["hcq_one_core"]
+      print(f"  {r['model']}: core_id fan-out: hcq on 1 core {one['median_us']:.2f} us ({one['min_us']:.2f}), "
+            f"on {os.cpu_count()} cores {hq['median_us']:.2f} us: {one['median_us'] / hq['median_us']:.2f}x")
     if tg["kernels"] != hq["kernels"]:
       print(f"  note: {r['model']}: tinygrad ran {tg['kernels']} kernels, the bundle has {hq['kernels']}")
   if args.json:
