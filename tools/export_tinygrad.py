@@ -219,7 +219,8 @@ class Exporter:
       raise ExportError("build() must return (fn, example_inputs) with a non-empty list of Tensors")
     for i, t in enumerate(example):
       t.realize()
-      if not t.device.startswith("CPU"): raise ExportError(f"example input {i} is on {t.device}, not CPU")
+      if not isinstance(t.device, str) or not t.device.startswith("CPU"):
+        raise ExportError(f"example input {i} is on {t.device}, not CPU (realize it on the CPU)")
     example_bytes = [t.numpy().tobytes() for t in example]
 
     jit = self.TinyJit(fn)
@@ -260,6 +261,16 @@ class Exporter:
       if raw != data: raise ExportError(f"output {i}: the returned tensor is not a plain view of buffer {v['buffer']}")
       outputs.append({**v, "index": i, "shape": list(t.shape), "file": f"expected_{i:03d}.bin"})
       expected.append(data)
+
+    # every output must be produced by the captured launches: an output buffer that no launch writes was filled outside
+    # the JIT's graph (e.g. a model that returns an input unchanged) and would never be updated by a replay
+    written = {l["args"][k]["buffer"] for l in launches if l["kind"] == "kernel" for k in l["outs"]}
+    written |= {l["dst"]["buffer"] for l in launches if l["kind"] == "copy"}
+    input_bufs = {v["buffer"] for v in inputs}
+    for o in outputs:
+      if o["buffer"] not in written and o["buffer"] not in input_bufs:
+        raise ExportError(f"output {o['index']}: no captured launch writes buffer {o['buffer']} (tinygrad filled it outside the "
+                          "JIT graph, e.g. the model returns an input unchanged); return a computed tensor instead")
 
     self.start = start
     buffers = self.classify(launches, inputs, outputs, start)

@@ -57,6 +57,9 @@ if echo 'void f(void){}' | "$CC_BIN" -c -x c --target=aarch64-none-unknown-elf -
 else echo "note: $CC_BIN cannot target aarch64; exporting x86-64 objects only"; fi
 
 MODELS=(mlp wide elementwise chain100)
+# models without a numpy reference (tinygrad's outputs are the expected bytes): exported, checked and run on CPU and
+# QCOM:SIM; matmul's objects must equal the benchmark bundle benches/bundles/matmul
+MORE_MODELS=(matmul convnet block intops mathops)
 export_model() { # export_model MODEL OUTDIR [more exporter options]
   local model="$1" out="$2"; shift 2
   "$PY" "$ROOT/tools/export_tinygrad.py" --model "$ROOT/tools/models/$model.py" -o "$out" ${A64[@]+"${A64[@]}"} --seed 0 "$@"
@@ -169,12 +172,36 @@ if [ -d "$TMP/mlp" ]; then
   else echo "note: reference bundle $REF_MLP not found (or no aarch64 objects); structure comparison skipped"; fi
 fi
 
+for model in "${MORE_MODELS[@]}"; do
+  out="$TMP/$model"
+  if export_model "$model" "$out" --adreno >/dev/null; then
+    pass "export $model --adreno"
+    check "check_bundle $model (with the Adreno metadata)" "$PY" "$ROOT/tools/check_bundle.py" "$out" --adreno
+  else
+    fail "export $model --adreno"
+  fi
+done
+refuses_returned_input() { # a model that returns its input unchanged is refused (no launch would write that output)
+  cat >"$TMP/identity.py" <<'EOF'
+def build(seed=0):
+  from tinygrad import Tensor
+  x = Tensor.randn(16).realize()
+  return (lambda x: ((x + 1).contiguous(), x)), [x]
+EOF
+  ! "$PY" "$ROOT/tools/export_tinygrad.py" --model "$TMP/identity.py" -o "$TMP/identity" >"$TMP/identity.log" 2>&1 || return 1
+  cat "$TMP/identity.log"; grep -q "no captured launch writes buffer" "$TMP/identity.log" && [ ! -e "$TMP/identity/manifest.json" ]
+}
+check "the exporter refuses an output no launch writes (a returned input)" refuses_returned_input
+[ -d "$TMP/matmul" ] && check "matmul has core_id kernels" has_core_id "$TMP/matmul"
+[ -d "$TMP/matmul" ] && check "matmul a630 objects equal benches/bundles/matmul" \
+  "$PY" "$ROOT/tools/check_bundle.py" "$TMP/matmul" --same-adreno "$ROOT/benches/bundles/matmul"
+
 if [ -n "${HCQ_BIN:-}" ]; then
-  for model in "${MODELS[@]}"; do
+  for model in "${MODELS[@]}" "${MORE_MODELS[@]}"; do
     [ -d "$TMP/$model" ] && check "hcq run $model --check" hcq_ok "$TMP/$model"
   done
   # every exported model's a630 shaders through PM4 and the ir3 interpreter
-  for model in "${MODELS[@]}"; do
+  for model in "${MODELS[@]}" "${MORE_MODELS[@]}"; do
     [ -d "$TMP/$model" ] && check "hcq run $model --device QCOM:SIM --check" hcq_ok "$TMP/$model" --device QCOM:SIM
   done
 else
