@@ -7,7 +7,10 @@
 # files and Adreno manifest fields equal to the sample bundle's in examples/ byte for byte, a second export byte-identical, an
 # export without --adreno equal to the CPU part of the --adreno one, corrupted copies (CPU and Adreno parts) rejected by the
 # checker, and the same manifest structure as the sample bundle examples/mlp.
-# If HCQ_BIN is set, `$HCQ_BIN run DIR --check --json` runs on each exported bundle and must report "outputs_ok": true, and
+# Five more models without a numpy reference (tools/models/{matmul,convnet,block,intops,mathops}.py) are exported with
+# --adreno and checked (matmul's a630 objects must equal benches/bundles/matmul), and a model returning its input unchanged
+# must be refused.
+# If HCQ_BIN is set, `$HCQ_BIN run DIR --check --json` runs on each exported bundle (all nine models) and must report "outputs_ok": true, and
 # so must `$HCQ_BIN run DIR --device QCOM:SIM --check --json` (PM4 + ir3 interpreter).
 #
 # Environment: TG_VENV (venv path, default target/tg-export-venv), HCQ_BIN (optional), TG_REF_MLP (reference bundle,
