@@ -47,7 +47,7 @@ fn patch_for(cmds: &[Command], stamps: &[u64], i: usize, f: u8, v: u64) -> Optio
     let i = 1 + i % cmds.len();
     let (field, value) = match cmds[i - 1] {
         Command::Wait { .. } | Command::Signal { .. } => {
-            if f % 2 == 0 {
+            if f.is_multiple_of(2) {
                 (Field::Value, v)
             } else {
                 (Field::Addr, SIGNALS + 16 * (v % 64))
