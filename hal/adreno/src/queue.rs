@@ -178,28 +178,39 @@ impl Pm4Queue {
         update(&mut next, field, value, info.max_threads)?;
         let first = info.first_mark as usize;
         let marks = self.marks.get(first..first + info.marks as usize).unwrap_or_default();
-        // Evaluate every dependent word before writing any, so an error changes nothing; up to
-        // `STAGED` words are kept on the stack, more are evaluated again when written.
-        const STAGED: usize = 16;
-        let mut staged = [(0usize, 0u64, false); STAGED];
-        let (mut n, mut carried) = (0usize, false);
-        for m in marks.iter().filter(|m| m.depends_on(field)) {
-            let v = m.eval(&next)?;
-            carried |= m.carries(field);
+        // Compute every dependent word before writing any, so an error changes nothing; up to
+        // `STAGED` words (more than any field of this encoder has) are kept on the stack, more
+        // are evaluated again when written.
+        //
+        // Which words depend on `field`: the marks that carry it. The core's `Mark::depends_on`
+        // takes every `Form::Fn` mark as depending on every field (a `Fn` may read the whole
+        // command); the A6xxEncoder's `Fn`s each read only their mark's field (a word packing
+        // several fields has one mark per field), so the marks carrying the field are all the
+        // words it changes. `tests/replay.rs` checks the result against fresh encodings.
+        const STAGED: usize = 4;
+        let mut staged = [(0u32, 0u64, false); STAGED];
+        let mut n = 0usize;
+        for m in marks.iter().filter(|m| m.carries(field)) {
+            let v = match m.form {
+                // a plain mark carrying the field holds the value itself
+                Form::Plain if m.wide || value <= u64::from(u32::MAX) => value,
+                _ => m.eval(&next)?,
+            };
             if let Some(slot) = staged.get_mut(n) {
-                *slot = (m.word as usize, v, m.wide);
+                *slot = (m.word, v, m.wide);
             }
             n += 1;
         }
-        if !carried {
+        if n == 0 {
             return Err(Error::InvalidArgument {
                 what: "pm4 queue patch: the command has no such patchable field",
                 value: cmd as u64,
             });
         }
         let words = &mut self.words;
-        let mut put = |w: usize, v: u64, wide: bool| {
-            // CAST: low and high halves; `eval` checked that a 32-bit mark's value fits.
+        let mut put = |w: u32, v: u64, wide: bool| {
+            let w = w as usize;
+            // CAST: low and high halves; a 32-bit mark's value fits (checked above).
             if let Some(slot) = words.get_mut(w) {
                 *slot = v as u32;
             }
@@ -212,8 +223,8 @@ impl Pm4Queue {
                 put(w, v, wide);
             }
         } else {
-            for m in marks.iter().filter(|m| m.depends_on(field)) {
-                put(m.word as usize, m.eval(&next)?, m.wide);
+            for m in marks.iter().filter(|m| m.carries(field)) {
+                put(m.word, m.eval(&next)?, m.wide);
             }
         }
         info.cmd = next;
