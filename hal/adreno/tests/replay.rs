@@ -283,3 +283,34 @@ fn submitting_through_the_core_patches_the_timeline_into_the_a6xx_words() {
         at += p.words().len();
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// What `Pm4Queue::patch` relies on: each `Form::Fn` mark of the encoder reads only its own
+    /// field (a word packing several fields has one mark per field), so changing any other
+    /// field leaves its word as it was.
+    #[test]
+    fn each_derived_word_depends_only_on_the_fields_that_mark_it(c in command([0, 0]), v in 1u64..16) {
+        let r = rig();
+        let c = r.resolve(c);
+        let mut q = Pm4Queue::new(r.enc.clone());
+        q.push(c).unwrap();
+        let fields = [
+            Field::Value, Field::Addr, Field::Program, Field::Kernargs, Field::Dst, Field::Src, Field::Size,
+            Field::Global(0), Field::Global(1), Field::Global(2), Field::Local(0), Field::Local(1), Field::Local(2),
+        ];
+        let marks = q.marks(0);
+        for m in marks.iter().filter(|m| matches!(m.form, hcq::queue::Form::Fn(_))) {
+            let same_word: Vec<Field> = marks.iter().filter(|o| o.word == m.word).map(|o| o.field).collect();
+            let before = m.eval(&c).unwrap();
+            prop_assert_eq!(before, u64::from(q.words()[m.word as usize]));
+            for f in fields.iter().filter(|f| !same_word.contains(f)) {
+                let mut changed = c;
+                if changed.set_field(*f, 4 * v).unwrap() {
+                    prop_assert_eq!(m.eval(&changed).unwrap(), before, "{:?} word {} after {:?}", m.field, m.word, f);
+                }
+            }
+        }
+    }
+}

@@ -337,7 +337,7 @@ impl A6xxEncoder {
 
 /// The derived forms of [`A6xxEncoder`]'s marks: each computes one word from the command
 /// (`Form::Fn`). A command of another kind, or one whose values do not fit the word, gives
-/// [`INVALID`].
+/// [`forms::INVALID`].
 pub mod forms {
     use super::{MAX_WORKGROUP_THREADS, regs, wait_d0, wrm};
     use hcq::queue::Command;
