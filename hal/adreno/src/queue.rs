@@ -100,12 +100,13 @@ impl Pm4Queue {
         Self { encoder, words: Vec::new(), marks: Vec::new(), cmds: Vec::new() }
     }
 
-    /// An empty queue with room for `words` words and `cmds` commands.
+    /// An empty queue with room for `words` words and `cmds` commands (16 marks each: an exec
+    /// has 13).
     pub fn with_capacity(encoder: Arc<A6xxEncoder>, words: usize, cmds: usize) -> Self {
         Self {
             encoder,
             words: Vec::with_capacity(words),
-            marks: Vec::with_capacity(cmds * 8),
+            marks: Vec::with_capacity(cmds * 16),
             cmds: Vec::with_capacity(cmds),
         }
     }
