@@ -6,11 +6,14 @@
 //!   wait and signal, replayed with new values: the wait and signal values and the constant
 //!   block address of every dispatch patched (1002 patches, every marked form rewritten).
 //!   Goal < 20 µs. `..._and_copy` adds copying the words into the IB buffer a submit uses.
-//! - `encode_1000_dispatches_core_hwqueue`: the same through the core `HwQueue` (its
-//!   `CmdWriter` appends word by word).
+//! - `encode_1000_dispatches_core_hwqueue`: the same through the core `HwQueue` with the
+//!   `A6xxEncoder` (a new queue each time: the core queue has no `clear`; its `CmdWriter`
+//!   appends word by word).
+//! - `patch_replay_1000_dispatches_core_hwqueue`: the captured queue as a core `HwQueue`
+//!   (timeline wait and signal included), the same 1002 patches.
 
 use divan::{Bencher, black_box};
-use hcq::queue::{Command, Field, HwQueue};
+use hcq::queue::{CmdWriter, Command, Encoder, Field, HwQueue};
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue, Program};
 use std::sync::Arc;
 
@@ -37,8 +40,12 @@ fn encoder() -> (Arc<A6xxEncoder>, u64) {
 
 const N: usize = 1000;
 
+fn kernargs(i: usize) -> u64 {
+    0x100_0000 + 0x1000 * i as u64
+}
+
 fn exec(h: u64, i: usize) -> Command {
-    Command::Exec { program: h, kernargs: 0x100_0000 + 0x1000 * i as u64, global: [32, 1, 1], local: [32, 1, 1] }
+    Command::Exec { program: h, kernargs: kernargs(i), global: [32, 1, 1], local: [32, 1, 1] }
 }
 
 #[divan::bench]
@@ -62,9 +69,26 @@ fn encode_1000_dispatches_core_hwqueue(b: Bencher) {
     b.bench_local(|| {
         let mut q = HwQueue::new(enc.clone(), &tl).unwrap();
         for i in 0..N {
-            q.exec(h, 0x100_0000 + 0x1000 * i as u64, [32, 1, 1], [32, 1, 1]).unwrap();
+            q.exec(h, kernargs(i), [32, 1, 1], [32, 1, 1]).unwrap();
         }
         black_box(q.words().len())
+    });
+}
+
+/// The encoder through the core's `CmdWriter` into reused buffers: the core marks without the
+/// cost of growing a new `HwQueue` each time.
+#[divan::bench]
+fn encode_1000_dispatches_core_cmdwriter(b: Bencher) {
+    let (enc, h) = encoder();
+    let (mut words, mut marks) = (Vec::with_capacity(N * 80), Vec::with_capacity(N * 16));
+    b.bench_local(|| {
+        words.clear();
+        marks.clear();
+        for i in 0..N {
+            let mut w = CmdWriter::new(&mut words, &mut marks, i as u32);
+            Encoder::encode(&*enc, &exec(h, i), &mut w).unwrap();
+        }
+        black_box(words.len())
     });
 }
 
@@ -108,5 +132,33 @@ fn patch_replay_1000_dispatches_and_copy(b: Bencher) {
         replay(&mut q, round);
         ib.copy_from_slice(q.words());
         black_box(ib[0])
+    });
+}
+
+fn captured_core() -> (HwQueue, hcq::signal::SignalPool) {
+    let (enc, h) = encoder();
+    let pool = hcq::signal::SignalPool::new();
+    let tl = pool.alloc(0);
+    let mut q = HwQueue::new(enc, &tl).unwrap();
+    for i in 0..N {
+        q.exec(h, kernargs(i), [32, 1, 1], [32, 1, 1]).unwrap();
+    }
+    q.finish().unwrap();
+    (q, pool)
+}
+
+#[divan::bench]
+fn patch_replay_1000_dispatches_core_hwqueue(b: Bencher) {
+    let (mut q, _pool) = captured_core();
+    let mut round = 0u64;
+    b.bench_local(|| {
+        round += 1;
+        // the timeline wait and signal, as the core's submit patches them
+        q.patch(0, Field::Value, round).unwrap();
+        for i in 0..N {
+            q.patch(i + 1, Field::Kernargs, 0x200_0000 + 0x1000 * (i as u64 + round % 2)).unwrap();
+        }
+        q.patch(N + 1, Field::Value, round + 1).unwrap();
+        black_box(q.words()[0])
     });
 }

@@ -4,8 +4,9 @@
 //! - [`a6xx`]: registers (declared with the core's `register!`), events, and [`A6xxEncoder`],
 //!   the compute encoder behind the core's [`hcq::queue::Encoder`].
 //! - [`program`]: an a630 shader blob plus its bundle metadata becomes a validated [`Program`].
-//! - [`queue`]: [`Pm4Queue`], a PM4 command buffer whose every patchable word — including
-//!   derived forms such as `local − 1` and `groups × local` — is rewritten on replay.
+//! - [`queue`]: [`Pm4Queue`], a PM4 command buffer over the core's marks whose every patchable
+//!   word — including derived forms such as `local − 1` and `groups × local` — is rewritten on
+//!   replay (the core `HwQueue` with [`A6xxEncoder`] patches the same words).
 //! - [`rd`]: freedreno `.rd` capture writer and reader.
 //! - [`ring`]: the bare-metal CP ringbuffer ([`ring::A6xxRing`]) over the core's MMIO bus and
 //!   [`hcq::ring::CommandRing`], with the backend's device write barrier before the doorbell.

@@ -1,154 +1,53 @@
-//! [`Pm4Queue`]: a PM4 command buffer built by [`A6xxEncoder`] whose every patchable word is
-//! marked with the *form* in which it carries its value, so a replay rewrites all of them.
+//! [`Pm4Queue`]: a PM4 command buffer built by [`A6xxEncoder`], patched in place for replays.
 //!
 //! A value can sit in several words and in derived forms: a work-group count is written raw to
 //! `SP_CS_KERNEL_GROUP_X` and `CP_EXEC_CS`, and multiplied by the local size into
 //! `SP_CS_NDRANGE_1`; a local size sits as `local − 1` in a 10-bit field of `SP_CS_NDRANGE_0`;
 //! a 64-bit signal value is split into two event writes; a wait's compare function depends on
-//! bit 31 of the value. [`Form`] names each of these, and [`Pm4Queue::patch`] recomputes every
-//! marked word of the command from the updated command, allocating nothing.
-//!
-//! The core's `HwQueue` (today) patches only the first mark of a field and knows no forms;
-//! the core [`hcq::queue::Encoder`] implementation therefore exposes only fields held in
-//! exactly one raw word (see `A6xxEncoder`'s docs). What the core needs for the rest:
-//! `Mark` gains a form (the enum below maps 1:1) and `patch` rewrites every mark of the field
-//! from the updated `Command`.
+//! bit 31 of the value. The encoder marks each of these words with the core's
+//! [`hcq::queue::Form`] (the table at [`A6xxEncoder`]), the same marks the core `HwQueue`
+//! records through the encoder's `hcq::queue::Encoder` impl; [`Pm4Queue`] is a thin layer over
+//! them for a backend that submits an IB without the core's timeline wait and signal (KGSL).
+//! [`Pm4Queue::patch`] checks the new value the way the encoder checks a command (address
+//! alignment, local size against the program's `max_threads`, thread counts within 32 bits,
+//! copy sizes) and then recomputes every marked word of the command that depends on the field,
+//! allocating nothing.
 //!
 //! [`A6xxEncoder`]: crate::a6xx::A6xxEncoder
 
 use crate::a6xx::encoder::A6xxEncoder;
-use crate::pm4::raw::wait_reg_mem as wrm;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use hcq::queue::{Command, Field};
+use hcq::queue::{Command, Field, Form, Mark};
 use hcq::{Error, Result};
 
-/// How a marked word carries its field's value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Form {
-    /// The value as one word (it must fit 32 bits).
-    Raw32,
-    /// The value as two words, low first.
-    Raw64,
-    /// Bits 31:0 of the value.
-    Lo,
-    /// Bits 63:32 of the value.
-    Hi,
-    /// `value + 4` as two words (the high half of a 64-bit signal).
-    Plus4x64,
-    /// Bits 31:0 with bit 31 flipped (`lo ± 2^31`): the far edge of a wrap-aware wait window.
-    SignFlip,
-    /// `CP_WAIT_REG_MEM` dword 0 with `function`, signed when bit 31 of the value is set.
-    WaitFunction {
-        /// `cp_cond_function` (LT or GE).
-        function: u8,
-    },
-    /// `local[dim] − 1` packed in a 10-bit field at `shift` (SP_CS_NDRANGE_0).
-    LocalMinusOne {
-        /// Dimension.
-        dim: u8,
-        /// Bit position of the field.
-        shift: u8,
-    },
-    /// `global[dim] × local[dim]`: the global size in threads (SP_CS_NDRANGE_1/3/5).
-    Threads {
-        /// Dimension.
-        dim: u8,
-    },
-}
-
-/// Dword 0 of a `CP_WAIT_REG_MEM` polling memory with `function`, signed when `lo` has bit 31.
-#[inline]
-pub(crate) const fn wait_d0(function: u32, lo: u32) -> u32 {
-    function << wrm::FUNCTION_SHIFT | wrm::POLL_MEMORY << wrm::POLL_SHIFT | (lo >> 31) << wrm::SIGNED_COMPARE_BIT
-}
-
-impl Form {
-    /// Recompute a marked word (and the next, for two-word forms) from the command after
-    /// `field` changed. `words` starts at the mark.
-    fn apply(self, field: Field, cmd: &Command, words: &mut [u32]) {
-        let value = field_value(cmd, field);
-        match self {
-            Form::Raw32 | Form::Lo => words[0] = value as u32,
-            Form::Hi => words[0] = (value >> 32) as u32,
-            Form::Raw64 => {
-                words[0] = value as u32;
-                words[1] = (value >> 32) as u32;
-            }
-            Form::Plus4x64 => {
-                let v = value.wrapping_add(4);
-                words[0] = v as u32;
-                words[1] = (v >> 32) as u32;
-            }
-            Form::SignFlip => words[0] = value as u32 ^ 0x8000_0000,
-            Form::WaitFunction { function } => words[0] = wait_d0(function.into(), value as u32),
-            Form::LocalMinusOne { dim, shift } => {
-                if let Command::Exec { local, .. } = cmd {
-                    let mask = 0x3ffu32 << shift;
-                    words[0] = (words[0] & !mask) | ((local[dim as usize] - 1) << shift & mask);
-                }
-            }
-            Form::Threads { dim } => {
-                if let Command::Exec { global, local, .. } = cmd {
-                    words[0] = global[dim as usize].wrapping_mul(local[dim as usize]);
-                }
-            }
-        }
-    }
-
-    /// Words the form occupies.
-    pub fn words(self) -> usize {
-        match self {
-            Form::Raw64 | Form::Plus4x64 => 2,
-            _ => 1,
-        }
-    }
-}
-
-fn field_value(cmd: &Command, field: Field) -> u64 {
-    match (*cmd, field) {
-        (Command::Wait { value, .. } | Command::Signal { value, .. }, Field::Value) => value,
-        (Command::Wait { addr, .. } | Command::Signal { addr, .. } | Command::Timestamp { addr }, Field::Addr) => addr,
-        (Command::Exec { program, .. }, Field::Program) => program,
-        (Command::Exec { kernargs, .. }, Field::Kernargs) => kernargs,
-        (Command::Exec { global, .. }, Field::Global(d)) => global[usize::from(d % 3)].into(),
-        (Command::Exec { local, .. }, Field::Local(d)) => local[usize::from(d % 3)].into(),
-        (Command::Copy { dst, .. }, Field::Dst) => dst,
-        (Command::Copy { src, .. }, Field::Src) => src,
-        (Command::Copy { bytes, .. }, Field::Size) => bytes,
-        _ => 0,
-    }
-}
-
-/// A marked word of a [`Pm4Queue`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Pm4Mark {
-    /// Field it carries.
-    pub field: Field,
-    /// Word index in the queue.
-    pub word: u32,
-    /// How.
-    pub form: Form,
-}
-
-/// Where an encoder writes: plain words and marked words.
+/// Where the encoder writes: plain words and words marked with the core's [`Form`].
 pub trait Sink {
     /// Append a plain word.
     fn word(&mut self, w: u32);
     /// Append static words.
     fn words(&mut self, ws: &[u32]);
-    /// Append a word carrying `field` in `form` (one-word forms).
-    fn marked(&mut self, field: Field, form: Form, w: u32);
-    /// Append two words carrying `field` in a two-word `form`.
-    fn marked64(&mut self, field: Field, form: Form, v: u64);
-    /// Mark the last appended word as also carrying `field` in `form` (a word derived from
-    /// two fields, or holding several fields' bits).
+    /// Append a 32-bit word `w` carrying `field` in `form` (`w` is the form's value).
+    fn mark32(&mut self, field: Field, form: Form, w: u32);
+    /// Append two words (low first) carrying `field` in `form` (`v` is the form's value).
+    fn mark64(&mut self, field: Field, form: Form, v: u64);
+    /// Mark the last appended (32-bit) word as also carrying `field` in `form`: a word holding
+    /// several fields' bits.
     fn also(&mut self, field: Field, form: Form);
 }
 
 struct QueueSink<'a> {
     words: &'a mut Vec<u32>,
-    marks: &'a mut Vec<Pm4Mark>,
+    marks: &'a mut Vec<Mark>,
+    cmd: u32,
+}
+
+impl QueueSink<'_> {
+    #[inline]
+    fn mark(&mut self, field: Field, wide: bool, form: Form, word: usize) {
+        // CAST: a queue's words and commands are counted in u32 (an IB is far smaller).
+        self.marks.push(Mark { cmd: self.cmd, field, word: word as u32, wide, form });
+    }
 }
 
 impl Sink for QueueSink<'_> {
@@ -161,19 +60,19 @@ impl Sink for QueueSink<'_> {
         self.words.extend_from_slice(ws);
     }
     #[inline]
-    fn marked(&mut self, field: Field, form: Form, w: u32) {
-        self.marks.push(Pm4Mark { field, word: self.words.len() as u32, form });
+    fn mark32(&mut self, field: Field, form: Form, w: u32) {
+        self.mark(field, false, form, self.words.len());
         self.words.push(w);
     }
     #[inline]
-    fn marked64(&mut self, field: Field, form: Form, v: u64) {
-        self.marks.push(Pm4Mark { field, word: self.words.len() as u32, form });
-        self.words.push(v as u32);
-        self.words.push((v >> 32) as u32);
+    fn mark64(&mut self, field: Field, form: Form, v: u64) {
+        self.mark(field, true, form, self.words.len());
+        // CAST: the low and high halves, by design.
+        self.words.extend_from_slice(&[v as u32, (v >> 32) as u32]);
     }
     #[inline]
     fn also(&mut self, field: Field, form: Form) {
-        self.marks.push(Pm4Mark { field, word: self.words.len() as u32 - 1, form });
+        self.mark(field, false, form, self.words.len().saturating_sub(1));
     }
 }
 
@@ -186,12 +85,12 @@ struct CmdInfo {
     max_threads: u32,
 }
 
-/// A PM4 command buffer with forms-aware patching (see the module docs).
+/// A PM4 command buffer whose every marked word is patched on replay (see the module docs).
 #[derive(Debug)]
 pub struct Pm4Queue {
     encoder: Arc<A6xxEncoder>,
     words: Vec<u32>,
-    marks: Vec<Pm4Mark>,
+    marks: Vec<Mark>,
     cmds: Vec<CmdInfo>,
 }
 
@@ -201,12 +100,13 @@ impl Pm4Queue {
         Self { encoder, words: Vec::new(), marks: Vec::new(), cmds: Vec::new() }
     }
 
-    /// An empty queue with room for `words` words and `cmds` commands.
+    /// An empty queue with room for `words` words and `cmds` commands (16 marks each: an exec
+    /// has 13).
     pub fn with_capacity(encoder: Arc<A6xxEncoder>, words: usize, cmds: usize) -> Self {
         Self {
             encoder,
             words: Vec::with_capacity(words),
-            marks: Vec::with_capacity(cmds * 8),
+            marks: Vec::with_capacity(cmds * 16),
             cmds: Vec::with_capacity(cmds),
         }
     }
@@ -221,7 +121,8 @@ impl Pm4Queue {
     /// Encode and append `cmd`; returns its index. On error nothing is appended.
     pub fn push(&mut self, cmd: Command) -> Result<usize> {
         let (w0, m0) = (self.words.len(), self.marks.len());
-        let mut sink = QueueSink { words: &mut self.words, marks: &mut self.marks };
+        // CAST: commands are counted in u32, as in the core's HwQueue.
+        let mut sink = QueueSink { words: &mut self.words, marks: &mut self.marks, cmd: self.cmds.len() as u32 };
         let r = self.encoder.encode_to(&cmd, &mut sink);
         let max_threads = match r {
             Ok(t) => t,
@@ -240,9 +141,11 @@ impl Pm4Queue {
         &self.words
     }
 
-    /// Marks of command `i`.
-    pub fn marks(&self, i: usize) -> &[Pm4Mark] {
-        self.cmds.get(i).map_or(&[], |c| &self.marks[c.first_mark as usize..(c.first_mark + c.marks) as usize])
+    /// Marks of command `i` (the core's [`Mark`]s, word indices into [`Pm4Queue::words`]).
+    pub fn marks(&self, i: usize) -> &[Mark] {
+        self.cmds.get(i).map_or(&[], |c| {
+            self.marks.get(c.first_mark as usize..(c.first_mark + c.marks) as usize).unwrap_or_default()
+        })
     }
 
     /// Command `i` as last built or patched.
@@ -260,31 +163,70 @@ impl Pm4Queue {
         self.cmds.is_empty()
     }
 
-    /// Set `field` of command `cmd` to `value` and rewrite every word that carries it, in
+    /// Set `field` of command `cmd` to `value` and rewrite every word that depends on it, in
     /// every form. The value is checked as encoding checks it (alignment, local size ≤ the
-    /// program's `max_threads`, thread counts within 32 bits); on error nothing changes.
-    /// Allocates nothing.
+    /// program's `max_threads`, thread counts within 32 bits, copy sizes); on error nothing
+    /// changes. Allocates nothing.
     pub fn patch(&mut self, cmd: usize, field: Field, value: u64) -> Result<()> {
+        let limit = self.cmds.len() as u64;
         let info = self.cmds.get_mut(cmd).ok_or(Error::OutOfBounds {
             what: "pm4 queue command index",
             offset: cmd as u64,
             len: 1,
-            limit: 0,
+            limit,
         })?;
         let mut next = info.cmd;
         update(&mut next, field, value, info.max_threads)?;
-        let marks = &self.marks[info.first_mark as usize..(info.first_mark + info.marks) as usize];
-        let mut found = false;
-        for m in marks.iter().filter(|m| m.field == field) {
-            found = true;
-            let w = m.word as usize;
-            m.form.apply(field, &next, &mut self.words[w..w + m.form.words()]);
+        let first = info.first_mark as usize;
+        let marks = self.marks.get(first..first + info.marks as usize).unwrap_or_default();
+        // Compute every dependent word before writing any, so an error changes nothing; up to
+        // `STAGED` words (more than any field of this encoder has) are kept on the stack, more
+        // are evaluated again when written.
+        //
+        // Which words depend on `field`: the marks that carry it. The core's `Mark::depends_on`
+        // takes every `Form::Fn` mark as depending on every field (a `Fn` may read the whole
+        // command); the A6xxEncoder's `Fn`s each read only their mark's field (a word packing
+        // several fields has one mark per field), so the marks carrying the field are all the
+        // words it changes. `tests/replay.rs` checks the result against fresh encodings.
+        const STAGED: usize = 4;
+        let mut staged = [(0u32, 0u64, false); STAGED];
+        let mut n = 0usize;
+        for m in marks.iter().filter(|m| m.carries(field)) {
+            let v = match m.form {
+                // a plain mark carrying the field holds the value itself
+                Form::Plain if m.wide || value <= u64::from(u32::MAX) => value,
+                _ => m.eval(&next)?,
+            };
+            if let Some(slot) = staged.get_mut(n) {
+                *slot = (m.word, v, m.wide);
+            }
+            n += 1;
         }
-        if !found {
+        if n == 0 {
             return Err(Error::InvalidArgument {
                 what: "pm4 queue patch: the command has no such patchable field",
                 value: cmd as u64,
             });
+        }
+        let words = &mut self.words;
+        let mut put = |w: u32, v: u64, wide: bool| {
+            let w = w as usize;
+            // CAST: low and high halves; a 32-bit mark's value fits (checked above).
+            if let Some(slot) = words.get_mut(w) {
+                *slot = v as u32;
+            }
+            if wide && let Some(slot) = words.get_mut(w + 1) {
+                *slot = (v >> 32) as u32;
+            }
+        };
+        if n <= STAGED {
+            for &(w, v, wide) in staged.get(..n).unwrap_or_default() {
+                put(w, v, wide);
+            }
+        } else {
+            for m in marks.iter().filter(|m| m.carries(field)) {
+                put(m.word, m.eval(&next)?, m.wide);
+            }
         }
         info.cmd = next;
         Ok(())
@@ -318,6 +260,18 @@ fn update(cmd: &mut Command, field: Field, v: u64, max_threads: u32) -> Result<(
             crate::program::check_local(l, max_threads)?;
             A6xxEncoder::check_grid(*global, l)?;
             *local = l;
+        }
+        (Command::Copy { dst, .. }, Field::Dst) => {
+            A6xxEncoder::check_addr("adreno copy destination address", v, 4)?;
+            *dst = v;
+        }
+        (Command::Copy { src, .. }, Field::Src) => {
+            A6xxEncoder::check_addr("adreno copy source address", v, 4)?;
+            *src = v;
+        }
+        (Command::Copy { bytes, .. }, Field::Size) => {
+            A6xxEncoder::check_copy_size(v)?;
+            *bytes = v;
         }
         _ => {
             return Err(Error::InvalidArgument {

@@ -4,10 +4,10 @@
 mod common;
 
 use common::*;
+use hcq::queue::Form;
 use hcq::queue::{Command, Field, HwQueue};
 use hcq_adreno::a6xx::regs;
 use hcq_adreno::pm4::{Packet, decode, op, pkt7};
-use hcq_adreno::queue::Form;
 use hcq_adreno::reg::Reg;
 use hcq_adreno::sim::{Cp, Outcome, SparseMemory};
 use hcq_adreno::{Pm4Queue, Program};
@@ -133,10 +133,16 @@ fn patching_rewrites_every_form_of_a_value() {
     q.push(Command::Wait { addr: SIGNALS, value: 3 }).unwrap();
     let e = q.push(Command::Exec { program: h, kernargs: CONSTS, global: [32, 1, 1], local: [32, 1, 1] }).unwrap();
     let s = q.push(Command::Signal { addr: SIGNALS + 64, value: 1 }).unwrap();
-    // Every derived word is marked: local sizes in NDRANGE_0, threads = groups × local.
-    let forms: Vec<Form> = q.marks(e).iter().map(|m| m.form).collect();
-    assert!(forms.contains(&Form::LocalMinusOne { dim: 2, shift: 22 }));
-    assert!(forms.contains(&Form::Threads { dim: 1 }));
+    // Every derived word is marked: local sizes in NDRANGE_0 (one mark per dimension, same
+    // word), threads = groups × local.
+    let ndr0: Vec<_> = q.marks(e).iter().filter(|m| matches!(m.form, Form::Fn(_))).collect();
+    assert_eq!(ndr0.len(), 3);
+    assert!(ndr0.iter().all(|m| m.word == ndr0[0].word));
+    assert!(
+        q.marks(e)
+            .iter()
+            .any(|m| m.field == Field::Global(1) && matches!(m.form, Form::Times(Field::Local(1))) && !m.wide)
+    );
     q.patch(e, Field::Global(0), 4).unwrap();
     q.patch(e, Field::Local(0), 16).unwrap();
     q.patch(e, Field::Global(2), 3).unwrap();
@@ -183,7 +189,9 @@ fn bad_patches_and_bad_commands_change_nothing() {
     assert_eq!(q.words(), &before[..]);
     assert!(q.push(Command::Exec { program: 7, kernargs: CONSTS, global: [1; 3], local: [1; 3] }).is_err());
     assert!(q.push(Command::Exec { program: h, kernargs: CONSTS, global: [1; 3], local: [2048, 1, 1] }).is_err());
-    assert!(q.push(Command::Copy { dst: 0, src: 0, bytes: 4 }).is_err());
+    assert!(q.push(Command::Copy { dst: SCRATCH, src: SCRATCH + 64, bytes: 6 }).is_err(), "whole dwords only");
+    assert!(q.push(Command::Copy { dst: SCRATCH + 2, src: SCRATCH + 64, bytes: 8 }).is_err(), "aligned dst");
+    assert!(q.push(Command::Copy { dst: SCRATCH, src: SCRATCH + 64, bytes: 0 }).is_err(), "no empty copy");
     assert_eq!(q.words(), &before[..], "refused commands append nothing");
 }
 
@@ -241,25 +249,59 @@ fn indirect_buffers_nest_and_return() {
 }
 
 #[test]
-fn the_core_encoder_exposes_only_fields_it_can_patch_whole() {
+fn the_core_hwqueue_patches_every_field_of_an_exec() {
     let enc = encoder();
     let prog = elementwise();
     let h = enc.add_program(&prog, CODE).unwrap();
     let pool = hcq::signal::SignalPool::new();
     let tl = pool.alloc(0);
-    let mut q = HwQueue::new(enc, &tl).unwrap();
+    let mut q = HwQueue::new(enc.clone(), &tl).unwrap();
     q.exec(h, CONSTS, [32, 1, 1], [32, 1, 1]).unwrap();
     q.patch(1, Field::Kernargs, CONSTS + 0x100).unwrap();
-    let words = q.words();
-    let pkts = decode(words).unwrap();
+    q.patch(1, Field::Global(0), 2).unwrap();
+    q.patch(1, Field::Local(1), 4).unwrap();
+    q.patch(1, Field::Global(1), 3).unwrap();
+    let pkts = decode(q.words()).unwrap();
     let ls = pkts.iter().find_map(|p| match p {
         Packet::Type7 { opcode: op::CP_LOAD_STATE6_FRAG, payload } if payload[0] >> 14 & 3 == 1 => Some(payload[1]),
         _ => None,
     });
     assert_eq!(ls, Some(CONSTS as u32 + 0x100));
-    let err = q.patch(1, Field::Global(0), 2).unwrap_err();
-    assert!(err.to_string().contains("no such patchable field"), "{err}");
-    assert!(q.patch(0, Field::Value, 1).is_err(), "a wait value lives in four words: Pm4Queue patches it");
+    let nd = pkts.iter().find_map(|p| match p {
+        Packet::Type4 { reg, values } if *reg == regs::SP_CS_NDRANGE_0::REG => Some(values.to_vec()),
+        _ => None,
+    });
+    let nd = nd.unwrap();
+    let nd0 = regs::SP_CS_NDRANGE_0(nd[0]);
+    assert_eq!((nd0.localsizex(), nd0.localsizey(), nd0.localsizez()), (31, 3, 0), "local − 1");
+    assert_eq!((nd[1], nd[3], nd[5]), (64, 12, 1), "groups × local");
+    assert_eq!(&nd[9..12], &[2, 3, 1], "SP_CS_KERNEL_GROUP_*");
+    let exec = pkts.iter().find_map(|p| match p {
+        Packet::Type7 { opcode: op::CP_EXEC_CS, payload } => Some(payload[1..4].to_vec()),
+        _ => None,
+    });
+    assert_eq!(exec.unwrap(), [2, 3, 1]);
+    // What the core cannot check (the program's max_threads) passes there; a local size the
+    // NDRANGE_0 field cannot hold, or threads beyond 32 bits, is refused and changes nothing.
+    let before = q.words().to_vec();
+    assert!(q.patch(1, Field::Local(0), 0).is_err());
+    assert!(q.patch(1, Field::Local(0), 2048).is_err());
+    assert!(q.patch(1, Field::Global(0), u64::from(u32::MAX)).is_err());
+    assert!(q.patch(1, Field::Program, 0).is_err(), "the program is not patchable");
+    assert_eq!(q.words(), &before[..]);
+    assert_eq!(
+        q.command(1),
+        Some(Command::Exec { program: h, kernargs: CONSTS + 0x100, global: [2, 3, 1], local: [32, 4, 1] })
+    );
+    // The core queue's words are the Pm4Queue's (timeline wait included) after the same patches.
+    let mut p = Pm4Queue::new(enc);
+    p.push(Command::Wait { addr: tl.addr(), value: 0 }).unwrap();
+    p.push(Command::Exec { program: h, kernargs: CONSTS, global: [32, 1, 1], local: [32, 1, 1] }).unwrap();
+    p.patch(1, Field::Kernargs, CONSTS + 0x100).unwrap();
+    p.patch(1, Field::Global(0), 2).unwrap();
+    p.patch(1, Field::Local(1), 4).unwrap();
+    p.patch(1, Field::Global(1), 3).unwrap();
+    assert_eq!(q.words(), p.words());
 }
 
 #[test]

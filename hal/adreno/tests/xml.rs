@@ -301,6 +301,18 @@ fn every_packet_field_matches_the_xml() {
         assert_eq!(off("CP_EXEC_CS", &reg), i as u64 + 1);
         assert_eq!(f("CP_EXEC_CS", &reg, n), (0, 32));
     }
+    // CP_MEMCPY: DWORDS, SRC_LO/HI, DST_LO/HI, one whole dword each, in the order of `MemCpy`.
+    for (dword, name, at) in [
+        ("0", "DWORDS", std::mem::offset_of!(raw::MemCpy, dwords)),
+        ("1", "SRC_LO", std::mem::offset_of!(raw::MemCpy, src_lo)),
+        ("2", "SRC_HI", std::mem::offset_of!(raw::MemCpy, src_hi)),
+        ("3", "DST_LO", std::mem::offset_of!(raw::MemCpy, dst_lo)),
+        ("4", "DST_HI", std::mem::offset_of!(raw::MemCpy, dst_hi)),
+    ] {
+        assert_eq!(off("CP_MEMCPY", dword), at as u64 / 4, "CP_MEMCPY.{name}");
+        assert_eq!(f("CP_MEMCPY", dword, name), (0, 32), "CP_MEMCPY.{name}");
+    }
+    assert_eq!(std::mem::size_of::<raw::MemCpy>(), 20);
     // CP_SET_MARKER's MODE exists in the SET_RENDER_MODE variant of dword 0.
     let r = db.reg("CP_SET_MARKER", "0", "A6XX").unwrap();
     let (lo, hi, _) = db.field(r, "MODE", "SET_RENDER_MODE").unwrap();

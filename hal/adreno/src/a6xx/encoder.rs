@@ -7,7 +7,10 @@
 //! | wait | two `CP_WAIT_REG_MEM` on the low word (see [`A6xxEncoder`]) |
 //! | timestamp | `CP_WAIT_FOR_IDLE`, `CP_REG_TO_MEM(CP_ALWAYS_ON_COUNTER, 2 dwords, 64B)` |
 //! | barrier | `CP_EVENT_WRITE(CACHE_FLUSH_TS)` to the scratch word, `CP_EVENT_WRITE(CACHE_INVALIDATE)`, `CP_WAIT_MEM_WRITES`, `CP_WAIT_FOR_IDLE` |
-//! | copy | refused: this is a compute-only encoder |
+//! | copy | `CP_WAIT_FOR_IDLE`, `CP_MEMCPY(DWORDS, SRC, DST)`: whole dwords, so both addresses and the size must be multiples of 4 (anything else is refused) |
+//!
+//! Every word that carries a command field is marked with a core [`Form`] (see
+//! [`A6xxEncoder`]), so `hcq::queue::HwQueue` and [`crate::Pm4Queue`] patch all of them.
 //!
 //! The order and the fixed values follow tinygrad's `ops_qcom.py` (which runs on real a630s,
 //! `notes/adreno.md` (g)), with the two XML corrections described at
@@ -16,11 +19,11 @@
 use super::{events, regs};
 use crate::pm4::raw::{event_write, load_state6 as ls6, reg_to_mem, set_marker, wait_reg_mem as wrm};
 use crate::pm4::{op, type4_header, type7_header};
-use crate::program::{Program, check_local};
-use crate::queue::{Form, Sink, wait_d0};
+use crate::program::{MAX_WORKGROUP_THREADS, Program, check_local};
+use crate::queue::Sink;
 use crate::reg::Reg;
 use alloc::vec::Vec;
-use hcq::queue::{CmdWriter, Command, Encoder, Field};
+use hcq::queue::{CmdWriter, Command, Encoder, Field, Form};
 use hcq::{Error, Result};
 use spin::RwLock;
 
@@ -76,11 +79,28 @@ const WAIT_DELAY: u32 = 16;
 /// 64-bit value reaches `value`, also when the low word wraps from `0xffffffff` to 0
 /// (`tests/encoder.rs` checks every case around the rollover in the simulator).
 ///
-/// **Marks.** Every word that carries a command field is marked with its [`Form`]; through
-/// [`crate::Pm4Queue`] all of them are patched. Through the core `Encoder` trait only fields
-/// held in exactly one raw word are exposed (exec `Kernargs`, timestamp `Addr`), because the
-/// core's `HwQueue::patch` rewrites one raw mark; patching another field there is a clear
-/// error, never a half-patched command.
+/// **Marks.** Every word that carries a command field is marked with the core's [`Form`], in
+/// every place and derived form it is written, so the core `HwQueue::patch` (through the
+/// [`Encoder`] impl) and [`crate::Pm4Queue::patch`] rewrite all of them:
+///
+/// | word | field | form |
+/// |---|---|---|
+/// | an address (signal, wait, timestamp, kernargs, copy src/dst) | `Addr`, `Kernargs`, `Src`, `Dst` | wide `Plain` |
+/// | the signal's second event address | `Addr` | wide `Offset(4)` |
+/// | the low / high word of a signal value | `Value` | `Fn(`[`forms::value_lo`]`)` / `Fn(`[`forms::value_hi`]`)` |
+/// | a wait's reference words | `Value` | `Fn(`[`forms::value_lo`]`)`, `Fn(`[`forms::value_sign_flip`]`)` |
+/// | a wait's dword 0 (function, signed when bit 31 is set) | `Value` | `Fn(`[`forms::wait_lt_d0`]`)`, `Fn(`[`forms::wait_ge_d0`]`)` |
+/// | `SP_CS_NDRANGE_0` (three `local − 1` fields) | `Local(0)`, `Local(1)`, `Local(2)` | one `Fn(`[`forms::ndrange_0`]`)` mark each |
+/// | `SP_CS_NDRANGE_1/3/5` (threads) | `Global(d)` | `Times(Local(d))` |
+/// | `SP_CS_KERNEL_GROUP_*`, `CP_EXEC_CS` group counts | `Global(d)` | `Plain` |
+/// | `CP_MEMCPY` `DWORDS` | `Size` | `Fn(`[`forms::copy_dwords`]`)` |
+///
+/// A low word is a `Fn` rather than a 32-bit `Plain` mark because the core refuses a 64-bit
+/// value in a 32-bit `Plain` mark. A `Fn` whose command does not fit its word (a local size of 0
+/// or above 1024, a copy size that is not a non-zero multiple of 4) returns [`forms::INVALID`],
+/// which the core's patch refuses as a value that does not fit, changing nothing. The core's
+/// patch does not check what only the encoder knows (a program's `max_threads`, address
+/// alignment); [`crate::Pm4Queue::patch`] checks those too.
 #[derive(Debug)]
 pub struct A6xxEncoder {
     cfg: EncoderConfig,
@@ -223,13 +243,17 @@ impl A6xxEncoder {
             Command::Wait { addr, value } => {
                 Self::check_addr("adreno wait address", addr, 8)?;
                 let lo = value as u32;
-                for (function, form, reference) in
-                    [(wrm::WRITE_LT, Form::SignFlip, lo ^ 0x8000_0000), (wrm::WRITE_GE, Form::Lo, lo)]
+                let lt: fn(&Command) -> u64 = forms::wait_lt_d0;
+                let ge: fn(&Command) -> u64 = forms::wait_ge_d0;
+                let flip: fn(&Command) -> u64 = forms::value_sign_flip;
+                let low: fn(&Command) -> u64 = forms::value_lo;
+                for (function, d0, reference, r) in
+                    [(wrm::WRITE_LT, lt, flip, lo ^ 0x8000_0000), (wrm::WRITE_GE, ge, low, lo)]
                 {
                     s.word(type7_header(op::CP_WAIT_REG_MEM, 6)?);
-                    s.marked(Field::Value, Form::WaitFunction { function: function as u8 }, wait_d0(function, lo));
-                    s.marked64(Field::Addr, Form::Raw64, addr);
-                    s.marked(Field::Value, form, reference);
+                    s.mark32(Field::Value, Form::Fn(d0), wait_d0(function, lo));
+                    s.mark64(Field::Addr, Form::Plain, addr);
+                    s.mark32(Field::Value, Form::Fn(reference), r);
                     s.words(&[u32::MAX, WAIT_DELAY]);
                 }
                 Ok(0)
@@ -242,11 +266,11 @@ impl A6xxEncoder {
                 // never more than the new value (high first would show 0x1_ffff_ffff on the way
                 // from 0x0_ffff_ffff to 0x1_0000_0000 and wake a host waiter too early).
                 s.words(&[type7_header(op::CP_EVENT_WRITE, 4)?, ev]);
-                s.marked64(Field::Addr, Form::Raw64, addr);
-                s.marked(Field::Value, Form::Lo, value as u32);
+                s.mark64(Field::Addr, Form::Plain, addr);
+                s.mark32(Field::Value, Form::Fn(forms::value_lo), value as u32);
                 s.words(&[type7_header(op::CP_EVENT_WRITE, 4)?, ev]);
-                s.marked64(Field::Addr, Form::Plus4x64, addr + 4);
-                s.marked(Field::Value, Form::Hi, (value >> 32) as u32);
+                s.mark64(Field::Addr, Form::Offset(4), addr + 4);
+                s.mark32(Field::Value, Form::Fn(forms::value_hi), (value >> 32) as u32);
                 Ok(0)
             }
             Command::Timestamp { addr } => {
@@ -255,7 +279,7 @@ impl A6xxEncoder {
                     | 2 << reg_to_mem::CNT_SHIFT
                     | 1 << reg_to_mem::B64_BIT;
                 s.words(&[type7_header(op::CP_WAIT_FOR_IDLE, 0)?, type7_header(op::CP_REG_TO_MEM, 3)?, d0]);
-                s.marked64(Field::Addr, Form::Raw64, addr);
+                s.mark64(Field::Addr, Form::Plain, addr);
                 Ok(0)
             }
             Command::Barrier => {
@@ -273,12 +297,118 @@ impl A6xxEncoder {
                 ]);
                 Ok(0)
             }
-            Command::Copy { .. } => Err(Error::Unsupported {
-                what: "adreno compute encoder: copy commands are not supported (copy with a kernel)",
-                value: 0,
-            }),
+            Command::Copy { dst, src, bytes } => {
+                Self::check_addr("adreno copy destination address", dst, 4)?;
+                Self::check_addr("adreno copy source address", src, 4)?;
+                let dwords = Self::check_copy_size(bytes)?;
+                // The CP copies after the work before it is done; cache maintenance against
+                // shader writes is the barrier's job, as between dispatches.
+                s.words(&[type7_header(op::CP_WAIT_FOR_IDLE, 0)?, type7_header(op::CP_MEMCPY, 5)?]);
+                s.mark32(Field::Size, Form::Fn(forms::copy_dwords), dwords);
+                s.mark64(Field::Src, Form::Plain, src);
+                s.mark64(Field::Dst, Form::Plain, dst);
+                Ok(0)
+            }
         }
     }
+
+    /// The `CP_MEMCPY` dword count of a copy of `bytes`: a non-zero multiple of 4 whose dword
+    /// count fits the packet's 32-bit `DWORDS`.
+    pub(crate) fn check_copy_size(bytes: u64) -> Result<u32> {
+        if bytes == 0 {
+            return Err(Error::InvalidArgument {
+                what: "adreno copy: 0 bytes (CP_MEMCPY copies 1 or more dwords)",
+                value: 0,
+            });
+        }
+        if !bytes.is_multiple_of(4) {
+            return Err(Error::Misaligned {
+                what: "adreno copy size (CP_MEMCPY copies whole dwords)",
+                value: bytes,
+                align: 4,
+            });
+        }
+        u32::try_from(bytes / 4).map_err(|_| Error::InvalidArgument {
+            what: "adreno copy: more dwords than CP_MEMCPY's 32-bit DWORDS holds",
+            value: bytes,
+        })
+    }
+}
+
+/// The derived forms of [`A6xxEncoder`]'s marks: each computes one word from the command
+/// (`Form::Fn`). A command of another kind, or one whose values do not fit the word, gives
+/// [`forms::INVALID`].
+pub mod forms {
+    use super::{MAX_WORKGROUP_THREADS, regs, wait_d0, wrm};
+    use hcq::queue::Command;
+
+    /// What a form returns for a command that does not fit its word: beyond 32 bits, so the
+    /// core's `Mark::eval` refuses it ("value does not fit a 32-bit field").
+    pub const INVALID: u64 = u64::MAX;
+
+    fn value(c: &Command) -> Option<u64> {
+        match *c {
+            Command::Wait { value, .. } | Command::Signal { value, .. } => Some(value),
+            _ => None,
+        }
+    }
+
+    /// Bits 31:0 of a wait/signal value.
+    pub fn value_lo(c: &Command) -> u64 {
+        value(c).map_or(INVALID, |v| v & 0xffff_ffff)
+    }
+
+    /// Bits 63:32 of a wait/signal value (the signal's second event write).
+    pub fn value_hi(c: &Command) -> u64 {
+        value(c).map_or(INVALID, |v| v >> 32)
+    }
+
+    /// Bits 31:0 of a wait value with bit 31 flipped: the far edge of the wrap-aware window.
+    pub fn value_sign_flip(c: &Command) -> u64 {
+        value(c).map_or(INVALID, |v| (v & 0xffff_ffff) ^ 0x8000_0000)
+    }
+
+    /// Dword 0 of the wait's first `CP_WAIT_REG_MEM` (`WRITE_LT`, signed when bit 31 is set).
+    pub fn wait_lt_d0(c: &Command) -> u64 {
+        value(c).map_or(INVALID, |v| u64::from(wait_d0(wrm::WRITE_LT, v as u32)))
+    }
+
+    /// Dword 0 of the wait's second `CP_WAIT_REG_MEM` (`WRITE_GE`, signed when bit 31 is set).
+    pub fn wait_ge_d0(c: &Command) -> u64 {
+        value(c).map_or(INVALID, |v| u64::from(wait_d0(wrm::WRITE_GE, v as u32)))
+    }
+
+    /// `SP_CS_NDRANGE_0`: `KERNELDIM = 3` and the three `local − 1` fields (10 bits each).
+    pub fn ndrange_0(c: &Command) -> u64 {
+        let Command::Exec { local, .. } = *c else { return INVALID };
+        if local.iter().any(|&l| l == 0 || l > MAX_WORKGROUP_THREADS) {
+            return INVALID;
+        }
+        let r = regs::SP_CS_NDRANGE_0::default()
+            .set_kerneldim(3)
+            .set_localsizex((local[0] - 1) as u16)
+            .set_localsizey((local[1] - 1) as u16)
+            .set_localsizez((local[2] - 1) as u16);
+        u64::from(r.raw())
+    }
+
+    /// `CP_MEMCPY` `DWORDS`: the copy size in dwords (a non-zero multiple of 4 bytes).
+    pub fn copy_dwords(c: &Command) -> u64 {
+        match *c {
+            Command::Copy { bytes, .. }
+                if bytes != 0 && bytes.is_multiple_of(4) && bytes / 4 <= u64::from(u32::MAX) =>
+            {
+                bytes / 4
+            }
+            _ => INVALID,
+        }
+    }
+}
+
+/// Dword 0 of a `CP_WAIT_REG_MEM` polling memory with `function`, signed when `lo` has bit 31.
+#[inline]
+pub(crate) const fn wait_d0(function: u32, lo: u32) -> u32 {
+    function << wrm::FUNCTION_SHIFT | wrm::POLL_MEMORY << wrm::POLL_SHIFT | (lo >> 31) << wrm::SIGNED_COMPARE_BIT
 }
 
 #[inline]
@@ -291,33 +421,35 @@ fn emit_exec(t: &ExecTemplate, kernargs: u64, global: [u32; 3], local: [u32; 3],
         ndr0 |= (local[usize::from(d)] - 1) << shift;
     }
     // NDRANGE_0 carries the three local sizes: one word, marked once per dimension.
-    s.marked(Field::Local(0), Form::LocalMinusOne { dim: 0, shift: 2 }, ndr0);
-    s.also(Field::Local(1), Form::LocalMinusOne { dim: 1, shift: 12 });
-    s.also(Field::Local(2), Form::LocalMinusOne { dim: 2, shift: 22 });
+    s.mark32(Field::Local(0), Form::Fn(forms::ndrange_0), ndr0);
+    s.also(Field::Local(1), Form::Fn(forms::ndrange_0));
+    s.also(Field::Local(2), Form::Fn(forms::ndrange_0));
     for d in 0..3u8 {
         let i = usize::from(d);
-        // GLOBALSIZE in threads depends on both the group count and the local size.
-        s.marked(Field::Global(d), Form::Threads { dim: d }, global[i] * local[i]);
-        s.also(Field::Local(d), Form::Threads { dim: d });
+        // GLOBALSIZE in threads: groups × local, recomputed when either changes.
+        s.mark32(Field::Global(d), Form::Times(Field::Local(d)), global[i] * local[i]);
         s.word(0); // GLOBALOFF
     }
     s.words(&w[at.threads[2] + 2..at.groups[0]]);
     for d in 0..3u8 {
-        s.marked(Field::Global(d), Form::Raw32, global[usize::from(d)]);
+        s.mark32(Field::Global(d), Form::Plain, global[usize::from(d)]);
     }
     s.words(&w[at.groups[2] + 1..at.kernargs]);
-    s.marked64(Field::Kernargs, Form::Raw64, kernargs);
+    s.mark64(Field::Kernargs, Form::Plain, kernargs);
     s.words(&w[at.kernargs + 2..at.exec_groups[0]]);
     for d in 0..3u8 {
-        s.marked(Field::Global(d), Form::Raw32, global[usize::from(d)]);
+        s.mark32(Field::Global(d), Form::Plain, global[usize::from(d)]);
     }
 }
 
-/// Adapter from [`Sink`] to the core's [`CmdWriter`]: only fields the core can patch correctly
-/// (held in exactly one raw word) become core marks.
+/// Adapter from [`Sink`] to the core's [`CmdWriter`]: every mark becomes a core mark.
 struct CoreSink<'a, 'b> {
     w: &'a mut CmdWriter<'b>,
-    expose: fn(Field) -> bool,
+    /// The command being encoded, for the derived marks' values.
+    cmd: &'a Command,
+    /// The first error of a derived mark (cannot happen for a command the encoder accepted:
+    /// every derived word was computed from the same, checked values).
+    err: Option<Error>,
 }
 
 impl Sink for CoreSink<'_, '_> {
@@ -329,24 +461,44 @@ impl Sink for CoreSink<'_, '_> {
             self.w.word(x);
         }
     }
-    fn marked(&mut self, field: Field, form: Form, w: u32) {
-        if form == Form::Raw32 && (self.expose)(field) { self.w.field32(field, w) } else { self.w.word(w) }
+    fn mark32(&mut self, field: Field, form: Form, w: u32) {
+        match form {
+            Form::Plain => self.w.field32(field, w),
+            _ => {
+                // `w` is the form's value for this command (the encoder computed it from the
+                // same, checked fields; `tests/replay.rs` checks patches against fresh
+                // encodings), so the word is marked as written instead of evaluated again.
+                self.w.word(w);
+                if let Err(e) = self.w.mark_last(field, form) {
+                    self.err.get_or_insert(e);
+                }
+            }
+        }
     }
-    fn marked64(&mut self, field: Field, form: Form, v: u64) {
-        if form == Form::Raw64 && (self.expose)(field) { self.w.field64(field, v) } else { self.w.word64(v) }
+    fn mark64(&mut self, field: Field, form: Form, v: u64) {
+        let r = match form {
+            Form::Plain => {
+                self.w.field64(field, v);
+                Ok(())
+            }
+            _ => self.w.derived64(field, form, self.cmd),
+        };
+        if let Err(e) = r {
+            self.w.word64(v);
+            self.err.get_or_insert(e);
+        }
     }
-    fn also(&mut self, _field: Field, _form: Form) {}
+    fn also(&mut self, field: Field, form: Form) {
+        if let Err(e) = self.w.mark_last(field, form) {
+            self.err.get_or_insert(e);
+        }
+    }
 }
 
 impl Encoder for A6xxEncoder {
     fn encode(&self, cmd: &Command, w: &mut CmdWriter<'_>) -> Result<()> {
-        // Fields in exactly one raw word: exec kernargs, timestamp address. Everything else
-        // has several or derived words (see the type docs and `crate::queue`).
-        let expose: fn(Field) -> bool = match cmd {
-            Command::Exec { .. } => |f| f == Field::Kernargs,
-            Command::Timestamp { .. } => |f| f == Field::Addr,
-            _ => |_| false,
-        };
-        self.encode_to(cmd, &mut CoreSink { w, expose }).map(|_| ())
+        let mut sink = CoreSink { w, cmd, err: None };
+        self.encode_to(cmd, &mut sink)?;
+        sink.err.map_or(Ok(()), Err)
     }
 }

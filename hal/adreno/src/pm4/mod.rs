@@ -39,6 +39,8 @@ pub mod op {
     pub const CP_EVENT_WRITE: u32 = 0x46;
     /// `CP_SET_MARKER` (A6XX-).
     pub const CP_SET_MARKER: u32 = 0x65;
+    /// `CP_MEMCPY` (A6XX-): copy `DWORDS` dwords from `SRC` to `DST`.
+    pub const CP_MEMCPY: u32 = 0x75;
 
     /// `(name, value)` of every opcode above, for the XML cross-check and the decoder's names.
     pub const ALL: &[(&str, u32)] = &[
@@ -54,6 +56,7 @@ pub mod op {
         ("CP_INDIRECT_BUFFER", CP_INDIRECT_BUFFER),
         ("CP_EVENT_WRITE", CP_EVENT_WRITE),
         ("CP_SET_MARKER", CP_SET_MARKER),
+        ("CP_MEMCPY", CP_MEMCPY),
     ];
 
     /// The name of a known opcode.

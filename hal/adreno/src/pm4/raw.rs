@@ -351,6 +351,46 @@ pub struct MemWriteHead {
     pub addr_hi: u32,
 }
 
+/// `CP_MEMCPY` payload (domain `CP_MEMCPY`, A6XX-): `DWORDS` (the whole dword 0), `SRC_LO/HI`,
+/// `DST_LO/HI`. The CP copies whole dwords: addresses and size are in units of 4 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct MemCpy {
+    /// `DWORDS`: number of dwords to copy.
+    pub dwords: u32,
+    /// `SRC_LO`.
+    pub src_lo: u32,
+    /// `SRC_HI`.
+    pub src_hi: u32,
+    /// `DST_LO`.
+    pub dst_lo: u32,
+    /// `DST_HI`.
+    pub dst_hi: u32,
+}
+
+impl MemCpy {
+    /// The payload copying `dwords` dwords from `src` to `dst`.
+    pub const fn new(dst: u64, src: u64, dwords: u32) -> Self {
+        // CAST: the low and high halves of the addresses, by design.
+        Self { dwords, src_lo: src as u32, src_hi: (src >> 32) as u32, dst_lo: dst as u32, dst_hi: (dst >> 32) as u32 }
+    }
+
+    /// Source address.
+    pub const fn src(&self) -> u64 {
+        self.src_lo as u64 | (self.src_hi as u64) << 32
+    }
+
+    /// Destination address.
+    pub const fn dst(&self) -> u64 {
+        self.dst_lo as u64 | (self.dst_hi as u64) << 32
+    }
+
+    /// Bytes copied.
+    pub const fn bytes(&self) -> u64 {
+        self.dwords as u64 * 4
+    }
+}
+
 const _: () = assert!(size_of::<ExecCs>() == 16);
 const _: () = assert!(size_of::<LoadState6Indirect>() == 12);
 const _: () = assert!(size_of::<EventWrite>() == 16);
@@ -358,3 +398,4 @@ const _: () = assert!(size_of::<WaitRegMem>() == 24);
 const _: () = assert!(size_of::<RegToMem>() == 12);
 const _: () = assert!(size_of::<IndirectBuffer>() == 12);
 const _: () = assert!(size_of::<MemWriteHead>() == 8);
+const _: () = assert!(size_of::<MemCpy>() == 20);

@@ -6,7 +6,14 @@
 //! `TIMESTAMP` bit — when they retire, which here is at once), `CP_REG_TO_MEM` (including
 //! `CP_ALWAYS_ON_COUNTER`), `CP_WAIT_REG_MEM` (all compare functions, signed or not),
 //! `CP_INDIRECT_BUFFER` (nested, at most [`MAX_IB_DEPTH`] levels), `CP_LOAD_STATE6_FRAG`
-//! (indirect compute shader and constants) and `CP_EXEC_CS`.
+//! (indirect compute shader and constants), `CP_EXEC_CS` and `CP_MEMCPY` (both ranges checked
+//! against the mapped memory before a word is written; overlapping ranges copy in ascending
+//! chunks of [`COPY_CHUNK_DWORDS`], undefined on hardware).
+//!
+//! **Time.** `CP_ALWAYS_ON_COUNTER` is a deterministic model clock: it advances by one tick per
+//! packet and, at a dispatch, by one more tick per work-group, so timestamps written around a
+//! dispatch (`CP_REG_TO_MEM`, or a `*_TS` event with `TIMESTAMP`) are strictly increasing and
+//! their difference grows with the dispatch's size. It only moves forward, across submissions.
 //!
 //! At `CP_EXEC_CS` the register file and the loaded state are checked against each other
 //! (shader length, constant length, local size fields, thread counts = groups × local, group
@@ -26,7 +33,7 @@ pub use ring::RingCp;
 use crate::a6xx::{events, regs};
 use crate::pm4::op;
 use crate::pm4::raw::{
-    EventWrite, ExecCs, IndirectBuffer, LoadState6Indirect, RegToMem, Type4Header, Type7Header, WaitRegMem,
+    EventWrite, ExecCs, IndirectBuffer, LoadState6Indirect, MemCpy, RegToMem, Type4Header, Type7Header, WaitRegMem,
     event_write as ev, load_state6 as ls6, reg_to_mem as r2m, wait_reg_mem as wrm,
 };
 use crate::reg::Reg;
@@ -36,6 +43,8 @@ use alloc::vec::Vec;
 use hcq::{Error, Result};
 use zerocopy::{FromBytes, IntoBytes};
 
+/// Dwords a `CP_MEMCPY` moves per step (through a buffer the CP keeps).
+pub const COPY_CHUNK_DWORDS: usize = 256;
 /// Deepest IB nesting accepted (the ring calls IB1, which may call IB2; one more for slack).
 pub const MAX_IB_DEPTH: usize = 3;
 /// Registers in the file (18-bit dword offsets).
@@ -151,6 +160,7 @@ pub struct Cp {
     payload: Vec<u32>,
     shader: Vec<u32>,
     consts: Vec<u32>,
+    copy_buf: Vec<u32>,
     shader_at: Option<Loaded>,
     consts_at: Option<Loaded>,
     counter: u64,
@@ -186,6 +196,7 @@ impl Cp {
             payload: Vec::with_capacity(64),
             shader: Vec::new(),
             consts: Vec::new(),
+            copy_buf: Vec::new(),
             shader_at: None,
             consts_at: None,
             counter: 0,
@@ -455,6 +466,10 @@ impl Cp {
                 return Ok(Step::Called);
             }
             op::CP_LOAD_STATE6_FRAG => self.load_state(at, mem)?,
+            op::CP_MEMCPY => {
+                let p = read::<MemCpy>(&self.payload).ok_or(short("CP_MEMCPY", at))?;
+                self.memcpy(p, mem)?;
+            }
             op::CP_EXEC_CS => {
                 let p = read::<ExecCs>(&self.payload).ok_or(short("CP_EXEC_CS", at))?;
                 self.exec(p.ngroups, mem, d)?;
@@ -596,6 +611,42 @@ impl Cp {
         };
         d.dispatch(&state, mem)?;
         self.dispatches += 1;
+        // Model time: one tick per work-group.
+        let work = groups.iter().fold(1u64, |n, &g| n.saturating_mul(g.into()));
+        self.counter = self.counter.saturating_add(work);
+        Ok(())
+    }
+
+    /// `CP_MEMCPY`: `dwords` dwords from `src` to `dst`. Both ranges are checked first (their
+    /// first and last dwords must be mapped, so a copy off the end of an allocation writes
+    /// nothing); a hole inside the ranges still faults at the first unmapped dword.
+    fn memcpy(&mut self, p: MemCpy, mem: &mut dyn GpuMemory) -> Result<()> {
+        let (src, dst, n) = (p.src(), p.dst(), u64::from(p.dwords));
+        if n == 0 {
+            return Ok(());
+        }
+        for (what, base) in [("adreno sim: CP_MEMCPY source", src), ("adreno sim: CP_MEMCPY destination", dst)] {
+            let last = base.checked_add(4 * (n - 1)).ok_or(Error::OutOfBounds {
+                what,
+                offset: base,
+                len: 4 * n,
+                limit: u64::MAX,
+            })?;
+            mem.read32(base)?;
+            mem.read32(last)?;
+        }
+        self.copy_buf.resize(COPY_CHUNK_DWORDS, 0);
+        let mut done = 0u64;
+        while done < n {
+            // CAST: at most COPY_CHUNK_DWORDS.
+            let k = (n - done).min(COPY_CHUNK_DWORDS as u64) as usize;
+            let buf = &mut self.copy_buf[..k];
+            mem.read_words(src + 4 * done, buf)?;
+            for (i, w) in buf.iter().enumerate() {
+                mem.write32(dst + 4 * (done + i as u64), *w)?;
+            }
+            done += k as u64;
+        }
         Ok(())
     }
 }
