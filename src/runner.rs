@@ -12,8 +12,15 @@
 //! else `|got − expected| ≤ 1e-5 + 1e-4·|expected|`).
 //!
 //! [`Model`] is what a front end (the `hcq run` command) drives: a [`Runner`] over any
-//! backend implements it, and so can a device whose loader predates this module (the CPU
-//! model, through a thin adapter in `hcq-cpu`).
+//! backend implements it. Backends today: the CPU (`hcq_cpu::backend::CpuBackend`: exec lists
+//! run inline by the soft command processor), the SIM device running the host's CPU objects
+//! (`hcq_cpu::sim::SimBackend`: one exec packet per kernel through the simulated command
+//! processors and their mock-MMIO doorbells), and the Adreno 630 over KGSL or its simulation
+//! (`hcq_kgsl::device::QcomBackend`: PM4 indirect buffers).
+//!
+//! A backend with checks of its own before anything is allocated (the CPU's x86-64 level)
+//! does them in [`Backend::prepare`]; a caller with a smaller budget than the device's
+//! ([`Runner::load_within`], the `load` fuzz target) passes its own limits too.
 
 use crate::bundle::hcqb::{Hcqb, KernelRef, LaunchRef, ProgramRef};
 use crate::bundle::{Arch, ArgView};
@@ -125,9 +132,10 @@ pub struct Launch<'a, 'b> {
     pub args: &'b [u64],
 }
 
-/// What a device provides to run bundles. The [`Runner`] calls, in order: `alloc` for every
-/// base buffer, `load_program` for every program, `record_kernel`/`record_copy` for every
-/// launch, `finish` once; then `replay` per call and `read`/`write` for outputs and inputs.
+/// What a device provides to run bundles. The [`Runner`] calls, in order: `prepare` once
+/// with the chosen architecture, `alloc` for every base buffer, `load_program` for every
+/// program, `record_kernel`/`record_copy` for every launch, `finish` once; then `replay` per
+/// call and `read`/`write` for outputs and inputs.
 pub trait Backend {
     /// A loaded program.
     type Program;
@@ -135,6 +143,13 @@ pub trait Backend {
     fn archs(&self) -> &[Arch];
     /// What the device can hold (sizes and counts are checked against it before any allocation).
     fn limits(&self) -> DeviceLimits;
+    /// Check, before anything is allocated, that the device can run `bundle`'s objects for
+    /// `arch` (the one [`pick_arch`] chose), e.g. that the host CPU has the features of the
+    /// bundle's x86-64 level. Default: nothing to check.
+    fn prepare(&mut self, bundle: &Hcqb<'_>, arch: Arch) -> Result<()> {
+        let _ = (bundle, arch);
+        Ok(())
+    }
     /// Allocate base buffer `index` of `nbytes` (already rounded to the device's granule),
     /// filled with `initial` then zeros; returns its device address.
     fn alloc(&mut self, index: usize, nbytes: u64, initial: &[u8]) -> Result<u64>;
@@ -195,12 +210,27 @@ impl<B: Backend> core::fmt::Debug for Runner<B> {
 
 impl<B: Backend> Runner<B> {
     /// Load `bundle` on `backend` (see the module docs).
-    pub fn load(mut backend: B, bundle: &Hcqb<'_>) -> Result<Self> {
+    pub fn load(backend: B, bundle: &Hcqb<'_>) -> Result<Self> {
+        Self::load_inner(backend, bundle, None)
+    }
+
+    /// [`Runner::load`] within `limits` as well as the backend's own (each field the smaller):
+    /// for a caller with a memory budget below the device's (the `load` fuzz target). Every
+    /// size and count is checked ([`Hcqb::check_limits`]) before anything is allocated.
+    pub fn load_within(backend: B, bundle: &Hcqb<'_>, limits: &DeviceLimits) -> Result<Self> {
+        Self::load_inner(backend, bundle, Some(limits))
+    }
+
+    fn load_inner(mut backend: B, bundle: &Hcqb<'_>, extra: Option<&DeviceLimits>) -> Result<Self> {
         let arch = pick_arch(bundle, backend.archs()).with_context(|| {
             let names: Vec<&str> = backend.archs().iter().map(|a| a.name()).collect();
             format!("device objects {}", names.join(" or "))
         })?;
-        let limits = backend.limits();
+        backend.prepare(bundle, arch)?;
+        let limits = match extra {
+            Some(l) => l.min(&backend.limits()),
+            None => backend.limits(),
+        };
         bundle.check_limits(&limits)?;
         let mut addrs = Vec::with_capacity(bundle.n_buffers());
         for (i, b) in bundle.buffers().enumerate() {
@@ -293,6 +323,11 @@ impl<B: Backend> Runner<B> {
     pub fn n_outputs(&self) -> usize {
         self.outputs.len()
     }
+
+    /// Number of inputs.
+    pub fn n_inputs(&self) -> usize {
+        self.inputs.len()
+    }
 }
 
 impl<B: Backend> Model for Runner<B> {
@@ -305,6 +340,7 @@ impl<B: Backend> Model for Runner<B> {
     fn kernels_per_call(&self) -> usize {
         self.kernels
     }
+    #[inline]
     fn call(&mut self) -> Result<()> {
         self.backend.replay()
     }
