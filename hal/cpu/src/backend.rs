@@ -17,12 +17,15 @@
 //!   ([`SoftDevice::run_inline`](hcq::soft::runner::SoftDevice::run_inline)) — no encoding, no
 //!   allocation, no hand-off to another thread.
 //!
-//! Lifetimes follow the core's rule: after each submission every buffer the launches touch is
-//! marked with the submission's stamp ([`Buffer::mark_read`] / [`Buffer::mark_written`], from
-//! the bundle's per-argument in/out flags), so reads and writes of inputs and outputs wait for
+//! Lifetimes follow the core's rule: every buffer the launches touch carries the stamp of the
+//! last submission that uses it ([`Buffer::mark_read`] / [`Buffer::mark_written`], from the
+//! bundle's per-argument in/out flags), so reads and writes of inputs and outputs wait for
 //! exactly the calls that use them and a dropped buffer's memory returns to the allocator only
-//! once the device has passed its last use. The exec lists (raw addresses) are unloaded on drop
-//! after the backend's last submission retired.
+//! once the device has passed its last use. The buffers are the backend's own (no handle leaves
+//! it), so their stamps are brought up to date where something can look at them — before a host
+//! read or write, and when the backend drops — not on every call: a call costs no atomic
+//! operation per buffer. The exec lists (raw addresses) are unloaded on drop after the
+//! backend's last submission retired.
 
 use crate::device::{CpuDevice, ExecLaunch, MAX_ARGS};
 use hcq::buffer::Buffer;
@@ -139,8 +142,9 @@ enum Use {
     Written,
 }
 
-/// The base buffers of a loaded bundle, with how a call uses each (marked after every
-/// submission).
+/// The base buffers of a loaded bundle, with how a call uses each. No handle to them leaves
+/// the backend: their stamps are brought up to date ([`Buffers::mark`]) before every host
+/// access and before they drop.
 pub(crate) struct Buffers {
     dev: Arc<dyn Device>,
     bufs: Vec<Buffer>,
@@ -221,8 +225,8 @@ impl Buffers {
             .collect();
     }
 
-    /// Mark every used buffer with the stamp of a submission that uses it. Allocates nothing.
-    #[inline]
+    /// Mark every used buffer with `stamp`, the backend's last submission (which uses every
+    /// one of them). Allocates nothing.
     pub(crate) fn mark(&self, stamp: Stamp) {
         for &(i, written) in &self.marks {
             if let Some(b) = self.bufs.get(i) {
@@ -248,13 +252,16 @@ impl Buffers {
         })
     }
 
-    /// Copy bytes of `buffer` at `offset` out, once the device passed its last writer.
-    pub(crate) fn read(&self, buffer: usize, offset: u64, out: &mut [u8]) -> Result<()> {
+    /// Copy bytes of `buffer` at `offset` out, once the device passed its last writer (`last`:
+    /// the backend's last submission).
+    pub(crate) fn read(&self, last: Stamp, buffer: usize, offset: u64, out: &mut [u8]) -> Result<()> {
+        self.mark(last);
         self.get(buffer)?.view(out.len() as u64, DType::U8, offset)?.copy_out(out)
     }
 
     /// Copy `data` into `buffer` at `offset`, once the device passed its last user.
-    pub(crate) fn write(&self, buffer: usize, offset: u64, data: &[u8]) -> Result<()> {
+    pub(crate) fn write(&self, last: Stamp, buffer: usize, offset: u64, data: &[u8]) -> Result<()> {
+        self.mark(last);
         self.get(buffer)?.view(data.len() as u64, DType::U8, offset)?.copy_in(data)
     }
 }
@@ -368,7 +375,6 @@ impl CpuBackend {
                 }
             }
         }
-        self.bufs.mark(self.last);
         r.map(|()| self.last.get())
     }
 
@@ -480,16 +486,15 @@ impl Backend for CpuBackend {
             Ok(last)
         });
         self.last = last;
-        self.bufs.mark(last);
         r
     }
 
     fn read(&self, buffer: usize, offset: u64, out: &mut [u8]) -> Result<()> {
-        self.bufs.read(buffer, offset, out)
+        self.bufs.read(self.last, buffer, offset, out)
     }
 
     fn write(&self, buffer: usize, offset: u64, data: &[u8]) -> Result<()> {
-        self.bufs.write(buffer, offset, data)
+        self.bufs.write(self.last, buffer, offset, data)
     }
 }
 
@@ -505,6 +510,8 @@ impl Drop for CpuBackend {
         for h in self.lists.drain(..) {
             let _ = self.dev.unload_exec_list(h);
         }
+        // the buffers drop next: their memory is freed once the device passed this stamp
+        self.bufs.mark(self.last);
     }
 }
 

@@ -214,7 +214,7 @@ mod tests {
         let file = Hcqb::parse(&bytes).unwrap();
         let dev = CpuDevice::new("CPU", 1).unwrap();
         let e = Model::load(dev.clone(), &file, Arch::host().unwrap(), false).unwrap_err();
-        assert!(e.to_string().contains("arch level"), "{e}");
+        assert!(std::format!("{e}").contains("arch level"), "{e}");
         assert_eq!(dev.allocator().used_bytes(), 0, "refused before any allocation");
         Model::load(dev, &file, Arch::host().unwrap(), true).unwrap();
     }

@@ -20,8 +20,9 @@
 //!   the timeline: an injected hang ends as the timeline's [`Error::Timeout`]
 //!   ([`SimBackend::set_timeout_ms`]), a kernel that fails faults the device.
 //!
-//! Buffers are marked with the stamp of every submission (as on the CPU), so reads wait for
-//! the calls that write and frees are deferred past the last use.
+//! Buffers carry the stamp of the last submission that uses them (as on the CPU: brought up to
+//! date before host reads and writes and before they drop), so reads wait for the calls that
+//! write and frees are deferred past the last use.
 
 use crate::backend::{Buffers, build_queues, launch_words, prepare_host};
 use crate::device::{MAX_ARGS, call_kernel, cpu_limits};
@@ -158,7 +159,6 @@ impl SimBackend {
                 }
             }
         }
-        self.bufs.mark(self.last);
         r.map(|()| self.last.get())
     }
 
@@ -342,11 +342,11 @@ impl Backend for SimBackend {
     }
 
     fn read(&self, buffer: usize, offset: u64, out: &mut [u8]) -> Result<()> {
-        self.bufs.read(buffer, offset, out)
+        self.bufs.read(self.last, buffer, offset, out)
     }
 
     fn write(&self, buffer: usize, offset: u64, data: &[u8]) -> Result<()> {
-        self.bufs.write(buffer, offset, data)
+        self.bufs.write(self.last, buffer, offset, data)
     }
 }
 
@@ -360,5 +360,7 @@ impl Drop for SimBackend {
         if let Some(r) = self.region.take() {
             self.dev.sim().soft().remove_kernarg_region(&r);
         }
+        // the buffers drop next: their memory is freed once the device passed this stamp
+        self.bufs.mark(self.last);
     }
 }
