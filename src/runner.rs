@@ -372,6 +372,99 @@ impl<B: Backend> Model for Runner<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bundle::hcqb;
+    use crate::bundle::model::tests::tiny;
+
+    /// A backend that records what the runner asks of it.
+    #[derive(Default)]
+    struct Fake {
+        log: Vec<&'static str>,
+        refuse: bool,
+    }
+
+    impl Backend for Fake {
+        type Program = ();
+        fn archs(&self) -> &[Arch] {
+            &[Arch::X86_64]
+        }
+        fn limits(&self) -> DeviceLimits {
+            DeviceLimits {
+                memory_bytes: 1 << 30,
+                max_alloc_bytes: 1 << 30,
+                alloc_align: 16,
+                max_kernel_args: 63,
+                max_grid: [u32::MAX; 3],
+            }
+        }
+        fn prepare(&mut self, _bundle: &Hcqb<'_>, arch: Arch) -> Result<()> {
+            assert_eq!(arch, Arch::X86_64);
+            self.log.push("prepare");
+            if self.refuse { Err(Error::Unsupported { what: "refused by prepare", value: 0 }) } else { Ok(()) }
+        }
+        fn alloc(&mut self, index: usize, _nbytes: u64, _initial: &[u8]) -> Result<u64> {
+            self.log.push("alloc");
+            Ok(0x1000 * (index as u64 + 1))
+        }
+        fn load_program(&mut self, _: usize, _: &ProgramRef<'_>, _: Arch, _: &[u8]) -> Result<()> {
+            self.log.push("program");
+            Ok(())
+        }
+        fn record_kernel(&mut self, _: &(), _: &Launch<'_, '_>) -> Result<()> {
+            self.log.push("kernel");
+            Ok(())
+        }
+        fn record_copy(&mut self, _: u64, _: u64, _: u64) -> Result<()> {
+            self.log.push("copy");
+            Ok(())
+        }
+        fn finish(&mut self) -> Result<()> {
+            self.log.push("finish");
+            Ok(())
+        }
+        fn replay(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn read(&self, _: usize, _: u64, out: &mut [u8]) -> Result<()> {
+            out.fill(0);
+            Ok(())
+        }
+        fn write(&self, _: usize, _: u64, _: &[u8]) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    /// `tiny` with an x86-64 object for every program (what `Fake` runs).
+    fn tiny_x86() -> Vec<u8> {
+        let mut m = tiny();
+        for p in &mut m.programs {
+            p.objects.x86_64.get_or_insert_with(|| vec![0x7f, b'E', b'L', b'F']);
+        }
+        hcqb::write(&m).unwrap()
+    }
+
+    #[test]
+    fn prepare_runs_before_anything_is_allocated_and_can_refuse() {
+        let bytes = tiny_x86();
+        let file = Hcqb::parse(&bytes).unwrap();
+        let r = Runner::load(Fake::default(), &file).unwrap();
+        assert_eq!(r.backend().log.first(), Some(&"prepare"));
+        assert_eq!(r.backend().log.iter().filter(|s| **s == "prepare").count(), 1);
+        assert_eq!(r.backend().log.last(), Some(&"finish"));
+        let e = Runner::load(Fake { refuse: true, ..Fake::default() }, &file).unwrap_err();
+        assert!(matches!(e.root(), Error::Unsupported { what: "refused by prepare", .. }), "{e}");
+    }
+
+    #[test]
+    fn load_within_applies_the_callers_smaller_limits_before_any_allocation() {
+        let bytes = tiny_x86();
+        let file = Hcqb::parse(&bytes).unwrap();
+        let small = DeviceLimits { memory_bytes: 256, ..Fake::default().limits() };
+        let e = Runner::load_within(Fake::default(), &file, &small).unwrap_err();
+        assert!(matches!(e.root(), Error::LimitExceeded { .. }), "{e}");
+        let roomy = DeviceLimits { memory_bytes: 1 << 40, ..Fake::default().limits() };
+        let r = Runner::load_within(Fake::default(), &file, &roomy).unwrap();
+        assert_eq!(r.backend().log.iter().filter(|s| **s == "alloc").count(), file.n_buffers());
+    }
 
     #[test]
     fn half_precision_decodes_exactly() {

@@ -84,9 +84,10 @@ pub struct SimBackend {
     steps: Vec<Step>,
     /// The launches' argument blocks (a kernel-argument region of the device).
     region: Option<Arc<HostRegion>>,
-    /// `true` while the buffers the registered functions point at are alive: each call of one
-    /// holds the read lock, the drop takes the write lock to clear it.
-    alive: Arc<RwLock<bool>>,
+    /// The loaded kernels the registered functions call, while the buffers they point at are
+    /// alive: each call of one holds the read lock; the drop takes the write lock and empties
+    /// it (the executable memory goes then; the device keeps only the small closures).
+    live: Arc<RwLock<Option<Vec<Arc<SimKernel>>>>>,
     queues: Vec<HwQueue>,
     last: Stamp,
 }
@@ -113,7 +114,7 @@ impl SimBackend {
             recorded: Vec::new(),
             steps: Vec::new(),
             region: None,
-            alive: Arc::new(RwLock::new(true)),
+            live: Arc::new(RwLock::new(None)),
             queues: Vec::new(),
             last: Stamp::ZERO,
         }
@@ -166,19 +167,18 @@ impl SimBackend {
     /// of the device; returns its program handle.
     fn register(&self, i: usize, kernargs: &[u8]) -> Result<u64> {
         let rec = &self.recorded[i];
-        let kernel = self.kernels[rec.program].clone();
         let expected: Box<[u64]> = rec.args.clone().into_boxed_slice();
-        let (calls, alive) = (rec.calls, self.alive.clone());
+        let (program, calls, live) = (rec.program, rec.calls, self.live.clone());
         let n = expected.len();
         debug_assert_eq!(kernargs.len(), 8 * n);
         self.dev.sim().register(8 * n, move |block, global, _local| {
-            let alive = alive.read().unwrap_or_else(|p| p.into_inner());
-            if !*alive {
+            let live = live.read().unwrap_or_else(|p| p.into_inner());
+            let Some(kernel) = live.as_ref().and_then(|k| k.get(program)) else {
                 return Err(Error::InvalidArgument {
                     what: "SIM: exec of a CPU kernel whose model was dropped",
                     value: 0,
                 });
-            }
+            };
             let mut words = [0u64; MAX_ARGS];
             if block.len() != 8 * n {
                 return Err(Error::Mismatch {
@@ -211,12 +211,13 @@ impl SimBackend {
                     }
                     for tid in 0..u64::from(calls) {
                         args[slot] = tid;
-                        // SAFETY: the entry is that of `kernel`'s loaded object (alive: this
-                        // closure holds the Arc), taking `kernel.nargs == n` integer arguments
-                        // (checked at record time); the words are those recorded at load, whose
-                        // pointers are base buffers of the backend plus validated view offsets,
-                        // alive while `alive` is true (held by the read guard above: the
-                        // backend's drop clears it before its buffers go).
+                        // SAFETY: the entry is that of `kernel`'s loaded object, taking
+                        // `kernel.nargs == n` integer arguments (checked at record time); the
+                        // words are those recorded at load, whose pointers are base buffers of
+                        // the backend plus validated view offsets. The kernel and the buffers
+                        // are alive while `live` holds the kernels, which the read guard above
+                        // keeps so: the backend's drop empties it (under the write lock) before
+                        // its buffers go.
                         unsafe { call_kernel(kernel.obj.entry(), args)? };
                     }
                     Ok(())
@@ -296,6 +297,7 @@ impl Backend for SimBackend {
     }
 
     fn finish(&mut self) -> Result<()> {
+        *self.live.write().unwrap_or_else(|p| p.into_inner()) = Some(self.kernels.clone());
         // every launch's argument block, 16-byte aligned, in one region of the device
         let mut offs = Vec::with_capacity(self.recorded.len());
         let mut total = 0usize;
@@ -356,7 +358,8 @@ impl Drop for SimBackend {
             log::warn!("SIM: waiting for a model's last call before unloading it: {e}");
         }
         // from here on the registered functions refuse to run (their buffers are going)
-        *self.alive.write().unwrap_or_else(|p| p.into_inner()) = false;
+        *self.live.write().unwrap_or_else(|p| p.into_inner()) = None;
+        self.kernels.clear();
         if let Some(r) = self.region.take() {
             self.dev.sim().soft().remove_kernarg_region(&r);
         }

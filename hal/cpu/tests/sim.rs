@@ -120,3 +120,20 @@ fn a_dropped_model_gives_its_memory_back_after_its_last_call() {
     dev.allocator().retire();
     assert_eq!(dev.allocator().used_bytes(), 0, "every buffer freed once the device passed its last use");
 }
+
+#[test]
+fn a_dropped_models_kernels_refuse_to_run_instead_of_touching_freed_memory() {
+    let (dev, r) = load("elementwise");
+    drop(r);
+    // the launch's host function (program handle 0 of this fresh device) is still registered
+    let hcq = dev.sim().hcq();
+    let mut q = hcq.queue().unwrap();
+    let v = {
+        let mut s = hcq.lock();
+        let ka = s.kernargs(&[0u8; 512], 512, 16).unwrap();
+        q.exec(0, ka, [1; 3], [1; 3]).unwrap();
+        s.submit(0, &mut q).unwrap()
+    };
+    let e = hcq.wait(v).unwrap_err();
+    assert!(format!("{e}").contains("model was dropped"), "{e}");
+}
