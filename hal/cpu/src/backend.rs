@@ -5,7 +5,7 @@
 //!   of the bundle's x86-64 level ([`check_arch_level`]; `native` or a missing level is refused
 //!   unless [`CpuBackend::allow_unchecked_level`]);
 //! - buffers: one [`Buffer`] of the device per base buffer (scratch-arena views stay views:
-//!   `base + offset`), filled in chunks of at most 64 KiB ([`fill`]);
+//!   `base + offset`), filled in chunks of at most 64 KiB;
 //! - programs: each program's object loaded for the host ([`CpuDevice::load_kernel`]);
 //! - launches: each run of consecutive kernel launches becomes one exec list of the device
 //!   ([`CpuDevice::load_exec_list`]: kernels and arguments — buffer addresses, then the integer

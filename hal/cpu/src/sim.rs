@@ -5,7 +5,7 @@
 //!
 //! What [`SimBackend`] does for the runner:
 //! - `prepare`: as the CPU (this host's objects, its x86-64 level);
-//! - buffers: [`Buffer`]s of the SIM device (host blocks the simulated copy engine knows),
+//! - buffers: [`Buffer`](hcq::buffer::Buffer)s of the SIM device (host blocks the simulated copy engine knows),
 //!   filled in chunks like the CPU's;
 //! - programs: each object loaded with the CPU's ELF loader into executable memory
 //!   ([`LoadedObject`]);
