@@ -38,7 +38,6 @@ use hcq::hcq::Hcq;
 use hcq::queue::HwQueue;
 use hcq::runner::{Backend, Launch};
 use hcq::stamp::Stamp;
-use std::format;
 use std::sync::Arc;
 use std::vec::Vec;
 
@@ -94,7 +93,7 @@ pub fn check_arch_level(arch: Arch, level: Option<&str>, allow_unchecked: bool) 
                 Ok(())
             } else {
                 Err(Error::Unsupported { what: "this CPU lacks features the bundle's x86-64 level needs", value: 0 })
-                    .with_context(|| format!("bundle objects need {l}"))
+                    .with_context(|| std::format!("bundle objects need {l}"))
             }
         }
         _ => unchecked("unknown architecture level"),
