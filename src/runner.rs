@@ -12,8 +12,15 @@
 //! else `|got − expected| ≤ 1e-5 + 1e-4·|expected|`).
 //!
 //! [`Model`] is what a front end (the `hcq run` command) drives: a [`Runner`] over any
-//! backend implements it, and so can a device whose loader predates this module (the CPU
-//! model, through a thin adapter in `hcq-cpu`).
+//! backend implements it. Backends today: the CPU (`hcq_cpu::backend::CpuBackend`: exec lists
+//! run inline by the soft command processor), the SIM device running the host's CPU objects
+//! (`hcq_cpu::sim::SimBackend`: one exec packet per kernel through the simulated command
+//! processors and their mock-MMIO doorbells), and the Adreno 630 over KGSL or its simulation
+//! (`hcq_kgsl::device::QcomBackend`: PM4 indirect buffers).
+//!
+//! A backend with checks of its own before anything is allocated (the CPU's x86-64 level)
+//! does them in [`Backend::prepare`]; a caller with a smaller budget than the device's
+//! ([`Runner::load_within`], the `load` fuzz target) passes its own limits too.
 
 use crate::bundle::hcqb::{Hcqb, KernelRef, LaunchRef, ProgramRef};
 use crate::bundle::{Arch, ArgView};
@@ -125,9 +132,10 @@ pub struct Launch<'a, 'b> {
     pub args: &'b [u64],
 }
 
-/// What a device provides to run bundles. The [`Runner`] calls, in order: `alloc` for every
-/// base buffer, `load_program` for every program, `record_kernel`/`record_copy` for every
-/// launch, `finish` once; then `replay` per call and `read`/`write` for outputs and inputs.
+/// What a device provides to run bundles. The [`Runner`] calls, in order: `prepare` once
+/// with the chosen architecture, `alloc` for every base buffer, `load_program` for every
+/// program, `record_kernel`/`record_copy` for every launch, `finish` once; then `replay` per
+/// call and `read`/`write` for outputs and inputs.
 pub trait Backend {
     /// A loaded program.
     type Program;
@@ -135,6 +143,13 @@ pub trait Backend {
     fn archs(&self) -> &[Arch];
     /// What the device can hold (sizes and counts are checked against it before any allocation).
     fn limits(&self) -> DeviceLimits;
+    /// Check, before anything is allocated, that the device can run `bundle`'s objects for
+    /// `arch` (the one [`pick_arch`] chose), e.g. that the host CPU has the features of the
+    /// bundle's x86-64 level. Default: nothing to check.
+    fn prepare(&mut self, bundle: &Hcqb<'_>, arch: Arch) -> Result<()> {
+        let _ = (bundle, arch);
+        Ok(())
+    }
     /// Allocate base buffer `index` of `nbytes` (already rounded to the device's granule),
     /// filled with `initial` then zeros; returns its device address.
     fn alloc(&mut self, index: usize, nbytes: u64, initial: &[u8]) -> Result<u64>;
@@ -195,12 +210,27 @@ impl<B: Backend> core::fmt::Debug for Runner<B> {
 
 impl<B: Backend> Runner<B> {
     /// Load `bundle` on `backend` (see the module docs).
-    pub fn load(mut backend: B, bundle: &Hcqb<'_>) -> Result<Self> {
+    pub fn load(backend: B, bundle: &Hcqb<'_>) -> Result<Self> {
+        Self::load_inner(backend, bundle, None)
+    }
+
+    /// [`Runner::load`] within `limits` as well as the backend's own (each field the smaller):
+    /// for a caller with a memory budget below the device's (the `load` fuzz target). Every
+    /// size and count is checked ([`Hcqb::check_limits`]) before anything is allocated.
+    pub fn load_within(backend: B, bundle: &Hcqb<'_>, limits: &DeviceLimits) -> Result<Self> {
+        Self::load_inner(backend, bundle, Some(limits))
+    }
+
+    fn load_inner(mut backend: B, bundle: &Hcqb<'_>, extra: Option<&DeviceLimits>) -> Result<Self> {
         let arch = pick_arch(bundle, backend.archs()).with_context(|| {
             let names: Vec<&str> = backend.archs().iter().map(|a| a.name()).collect();
             format!("device objects {}", names.join(" or "))
         })?;
-        let limits = backend.limits();
+        backend.prepare(bundle, arch)?;
+        let limits = match extra {
+            Some(l) => l.min(&backend.limits()),
+            None => backend.limits(),
+        };
         bundle.check_limits(&limits)?;
         let mut addrs = Vec::with_capacity(bundle.n_buffers());
         for (i, b) in bundle.buffers().enumerate() {
@@ -293,6 +323,11 @@ impl<B: Backend> Runner<B> {
     pub fn n_outputs(&self) -> usize {
         self.outputs.len()
     }
+
+    /// Number of inputs.
+    pub fn n_inputs(&self) -> usize {
+        self.inputs.len()
+    }
 }
 
 impl<B: Backend> Model for Runner<B> {
@@ -305,6 +340,7 @@ impl<B: Backend> Model for Runner<B> {
     fn kernels_per_call(&self) -> usize {
         self.kernels
     }
+    #[inline]
     fn call(&mut self) -> Result<()> {
         self.backend.replay()
     }
@@ -336,6 +372,99 @@ impl<B: Backend> Model for Runner<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bundle::hcqb;
+    use crate::bundle::model::tests::tiny;
+
+    /// A backend that records what the runner asks of it.
+    #[derive(Default)]
+    struct Fake {
+        log: Vec<&'static str>,
+        refuse: bool,
+    }
+
+    impl Backend for Fake {
+        type Program = ();
+        fn archs(&self) -> &[Arch] {
+            &[Arch::X86_64]
+        }
+        fn limits(&self) -> DeviceLimits {
+            DeviceLimits {
+                memory_bytes: 1 << 30,
+                max_alloc_bytes: 1 << 30,
+                alloc_align: 16,
+                max_kernel_args: 63,
+                max_grid: [u32::MAX; 3],
+            }
+        }
+        fn prepare(&mut self, _bundle: &Hcqb<'_>, arch: Arch) -> Result<()> {
+            assert_eq!(arch, Arch::X86_64);
+            self.log.push("prepare");
+            if self.refuse { Err(Error::Unsupported { what: "refused by prepare", value: 0 }) } else { Ok(()) }
+        }
+        fn alloc(&mut self, index: usize, _nbytes: u64, _initial: &[u8]) -> Result<u64> {
+            self.log.push("alloc");
+            Ok(0x1000 * (index as u64 + 1))
+        }
+        fn load_program(&mut self, _: usize, _: &ProgramRef<'_>, _: Arch, _: &[u8]) -> Result<()> {
+            self.log.push("program");
+            Ok(())
+        }
+        fn record_kernel(&mut self, _: &(), _: &Launch<'_, '_>) -> Result<()> {
+            self.log.push("kernel");
+            Ok(())
+        }
+        fn record_copy(&mut self, _: u64, _: u64, _: u64) -> Result<()> {
+            self.log.push("copy");
+            Ok(())
+        }
+        fn finish(&mut self) -> Result<()> {
+            self.log.push("finish");
+            Ok(())
+        }
+        fn replay(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn read(&self, _: usize, _: u64, out: &mut [u8]) -> Result<()> {
+            out.fill(0);
+            Ok(())
+        }
+        fn write(&self, _: usize, _: u64, _: &[u8]) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    /// `tiny` with an x86-64 object for every program (what `Fake` runs).
+    fn tiny_x86() -> Vec<u8> {
+        let mut m = tiny();
+        for p in &mut m.programs {
+            p.objects.x86_64.get_or_insert_with(|| vec![0x7f, b'E', b'L', b'F']);
+        }
+        hcqb::write(&m).unwrap()
+    }
+
+    #[test]
+    fn prepare_runs_before_anything_is_allocated_and_can_refuse() {
+        let bytes = tiny_x86();
+        let file = Hcqb::parse(&bytes).unwrap();
+        let r = Runner::load(Fake::default(), &file).unwrap();
+        assert_eq!(r.backend().log.first(), Some(&"prepare"));
+        assert_eq!(r.backend().log.iter().filter(|s| **s == "prepare").count(), 1);
+        assert_eq!(r.backend().log.last(), Some(&"finish"));
+        let e = Runner::load(Fake { refuse: true, ..Fake::default() }, &file).unwrap_err();
+        assert!(matches!(e.root(), Error::Unsupported { what: "refused by prepare", .. }), "{e}");
+    }
+
+    #[test]
+    fn load_within_applies_the_callers_smaller_limits_before_any_allocation() {
+        let bytes = tiny_x86();
+        let file = Hcqb::parse(&bytes).unwrap();
+        let small = DeviceLimits { memory_bytes: 256, ..Fake::default().limits() };
+        let e = Runner::load_within(Fake::default(), &file, &small).unwrap_err();
+        assert!(matches!(e.root(), Error::LimitExceeded { .. }), "{e}");
+        let roomy = DeviceLimits { memory_bytes: 1 << 40, ..Fake::default().limits() };
+        let r = Runner::load_within(Fake::default(), &file, &roomy).unwrap();
+        assert_eq!(r.backend().log.iter().filter(|s| **s == "alloc").count(), file.n_buffers());
+    }
 
     #[test]
     fn half_precision_decodes_exactly() {

@@ -4,20 +4,24 @@
 //! hcq devices                      enumerate devices (PASS/FAIL with reasons)
 //! hcq inspect BUNDLE [--disasm]    header, programs, buffers, launches, sizes (+ a630 listings)
 //! hcq pack DIR -o FILE             a v1 bundle directory into one .hcqb file
-//! hcq run BUNDLE [--device CPU|QCOM|QCOM:SIM] [--iters N] [--check] [--profile trace.json] [--json]
-//!                  [--dump-rd FILE]
+//! hcq run BUNDLE [--device CPU|SIM|QCOM|QCOM:SIM] [--iters N] [--check] [--profile trace.json] [--json]
+//!                  [--allow-native] [--dump-rd FILE] [--timeout-ms MS]
 //! ```
 //!
-//! BUNDLE is a v1 directory (with `manifest.json`) or a `.hcqb` file.
+//! BUNDLE is a v1 directory (with `manifest.json`) or a `.hcqb` file. Every device runs it
+//! through the core runner (`hcq::runner::Runner::load`, then one `drive`): CPU
+//! (`hcq_cpu::backend::CpuBackend`), SIM (the host's CPU objects on the simulated command
+//! processors, `hcq_cpu::sim::SimBackend`), QCOM and QCOM:SIM (`hcq_kgsl::device::QcomBackend`).
 
 use clap::{Parser, Subcommand};
 use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::device::{Registry, ReportList};
 use hcq::error::{Error, Result, ResultExt};
 use hcq::profile::{Event, EventKind};
-use hcq::runner::{Model as RunModel, Runner, TOL_ABS, TOL_REL};
+use hcq::runner::{Backend, Model as RunModel, Runner, TOL_ABS, TOL_REL};
+use hcq_cpu::backend::CpuBackend;
 use hcq_cpu::device::{CpuDevice, cpu_kind};
-use hcq_cpu::model::Model;
+use hcq_cpu::sim::SimBackend;
 use hcq_kgsl::device::{Backing, QcomBackend, QcomDevice};
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
@@ -82,6 +86,10 @@ enum Cmd {
         /// a freedreno `.rd` capture (Mesa's cffdump decodes it).
         #[arg(long)]
         dump_rd: Option<PathBuf>,
+        /// SIM: give up on a call after this long without progress of the device (default:
+        /// the timeline's 30 s).
+        #[arg(long)]
+        timeout_ms: Option<u64>,
     },
 }
 
@@ -209,6 +217,14 @@ struct RunOpts {
     json: bool,
     allow_native: bool,
     dump_rd: Option<PathBuf>,
+    timeout_ms: Option<u64>,
+}
+
+/// Load `file` on `backend` through the core runner, timed (µs).
+fn load_timed<B: Backend>(backend: B, file: &Hcqb<'_>, path: &Path) -> Result<(Runner<B>, f64)> {
+    let t_load = Instant::now();
+    let model = Runner::load(backend, file).with_context(|| format!("bundle {}", path.display()))?;
+    Ok((model, t_load.elapsed().as_secs_f64() * 1e6))
 }
 
 fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
@@ -221,26 +237,51 @@ fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
     };
     // Variant kinds (`QCOM:SIM`) are named whole, in any case.
     let name = if name.eq_ignore_ascii_case("QCOM:SIM") { "QCOM:SIM".to_string() } else { name };
-    let bundle_ctx = || format!("bundle {}", path.display());
+    if o.dump_rd.is_some() && !name.starts_with("QCOM") {
+        return Err(Error::Unsupported {
+            what: "--dump-rd records Adreno submissions: use --device QCOM or QCOM:SIM",
+            value: 0,
+        });
+    }
+    // `SIM` and `SIM:1` (the registry's SIM devices)
+    let is_sim = name == "SIM"
+        || name
+            .strip_prefix("SIM:")
+            .and_then(|i| i.parse::<u32>().ok())
+            .is_some_and(|i| i < hcq_sim::device::SIM_DEVICES);
+    if o.timeout_ms.is_some() && !is_sim {
+        return Err(Error::Unsupported { what: "--timeout-ms applies to --device SIM", value: 0 });
+    }
     match name.as_str() {
         "CPU" => {
-            if o.dump_rd.is_some() {
-                return Err(Error::Unsupported {
-                    what: "--dump-rd records Adreno submissions: use --device QCOM or QCOM:SIM",
-                    value: 0,
-                });
-            }
             let cpu: Arc<CpuDevice> = CpuDevice::new("CPU", hcq_cpu::device::host_cores())?;
-            let arch = hcq_cpu::model::host_arch().ok_or(Error::Unsupported { what: "host architecture", value: 0 })?;
+            let prof = cpu.soft().hcq().profiler();
             if o.profile.is_some() {
                 // from before the load, so the trace shows the buffer allocations too
-                cpu.soft().hcq().profiler().set_enabled(true);
+                prof.set_enabled(true);
             }
-            let t_load = Instant::now();
-            let mut model = Model::load(cpu.clone(), &file, arch, o.allow_native).with_context(bundle_ctx)?;
-            let load_us = t_load.elapsed().as_secs_f64() * 1e6;
+            let backend = CpuBackend::new(cpu.clone()).allow_unchecked_level(o.allow_native);
+            let (mut model, load_us) = load_timed(backend, &file, path)?;
             let desc = format!("{} ({} cores)", name, cpu.cores());
-            drive(&mut model, path, &name, &desc, load_us, Some(cpu.soft().hcq().profiler()), &o, out)
+            drive(&mut model, path, &name, &desc, load_us, Some(prof), &o, out)
+        }
+        _ if is_sim => {
+            let dev = Arc::new(hcq_sim::SimHandle::open(&name)?);
+            let prof = dev.sim().hcq().profiler();
+            if o.profile.is_some() {
+                prof.set_enabled(true);
+            }
+            let backend = SimBackend::new(dev.clone()).allow_unchecked_level(o.allow_native);
+            if let Some(ms) = o.timeout_ms {
+                backend.set_timeout_ms(ms);
+            }
+            let (mut model, load_us) = load_timed(backend, &file, path)?;
+            let desc = format!(
+                "{name} ({}, host {} objects)",
+                hcq::device::Device::properties(&*dev).notes,
+                hcq::bundle::Arch::host().map_or("?", |a| a.name())
+            );
+            drive(&mut model, path, &name, &desc, load_us, Some(prof), &o, out)
         }
         "QCOM" | "QCOM:SIM" => {
             let backing = if name == "QCOM" { Backing::Node } else { Backing::Sim };
@@ -248,10 +289,7 @@ fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
                 return Err(Error::Unsupported { what: "--profile on QCOM devices (not recorded yet)", value: 0 });
             }
             let dev = QcomDevice::open(backing, o.dump_rd.is_some()).with_context(|| format!("device {name}"))?;
-            let t_load = Instant::now();
-            let backend = QcomBackend::new(dev.clone())?;
-            let mut model = Runner::load(backend, &file).with_context(bundle_ctx)?;
-            let load_us = t_load.elapsed().as_secs_f64() * 1e6;
+            let (mut model, load_us) = load_timed(QcomBackend::new(dev.clone())?, &file, path)?;
             let desc = format!("{name} ({})", hcq::device::Device::properties(&*dev).notes);
             let res = drive(&mut model, path, &name, &desc, load_us, None, &o, out);
             // The capture is written even when a call failed: it shows what was submitted.
@@ -267,7 +305,7 @@ fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
             // open it anyway, so an unknown or absent device reports why
             reg.open(&name)?;
             Err(Error::Unsupported {
-                what: "this device cannot run bundle kernels (CPU, QCOM and QCOM:SIM can)",
+                what: "this device cannot run bundle kernels (CPU, SIM, QCOM and QCOM:SIM can)",
                 value: 0,
             })
             .with_context(|| format!("device {name}"))
@@ -416,8 +454,8 @@ fn main() -> ExitCode {
                 writeln!(out, "packed {} -> {} ({} bytes)", dir.display(), output.display(), b.len()).ok();
                 Ok(true)
             }),
-        Cmd::Run { bundle, device, iters, check, profile, json, allow_native, dump_rd } => {
-            run(&bundle, RunOpts { device, iters, check, profile, json, allow_native, dump_rd }, &mut out)
+        Cmd::Run { bundle, device, iters, check, profile, json, allow_native, dump_rd, timeout_ms } => {
+            run(&bundle, RunOpts { device, iters, check, profile, json, allow_native, dump_rd, timeout_ms }, &mut out)
         }
     };
     let written = emit(&out);

@@ -136,9 +136,48 @@ fn devices_lists_cpu_and_sim_and_unknown_devices_are_refused() {
     let out = hcq(&["run", "examples/mlp", "--device", "nope", "--iters", "1"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown device"));
-    let out = hcq(&["run", "examples/mlp", "--device", "SIM", "--iters", "1"]);
+    let out = hcq(&["run", "examples/mlp", "--device", "SIM:9", "--iters", "1"]);
+    assert_eq!(out.status.code(), Some(2), "the registry has SIM and SIM:1 only");
+    let out = hcq(&["run", "examples/mlp", "--device", "CPU", "--timeout-ms", "5", "--iters", "1"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run bundle kernels"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--timeout-ms applies to --device SIM"));
+}
+
+/// Every bundle in examples/ runs on the SIM device (the host's CPU objects, one exec packet
+/// per kernel through the simulated command processors) and matches its expected outputs.
+#[test]
+fn every_example_bundle_passes_check_on_sim() {
+    let mut n = 0;
+    for e in std::fs::read_dir(root().join("examples")).unwrap() {
+        let dir = e.unwrap().path();
+        if !dir.join("manifest.json").is_file() {
+            continue;
+        }
+        let name = dir.file_name().unwrap().to_str().unwrap().to_string();
+        let rel = format!("examples/{name}");
+        for dev in ["SIM", "sim:1"] {
+            let out =
+                hcq(&["run", &rel, "--device", dev, "--check", "--json", "--iters", "3", "--timeout-ms", "30000"]);
+            assert!(out.status.success(), "{name} on {dev}: {}", String::from_utf8_lossy(&out.stderr));
+            let j = last_json(&out);
+            assert_eq!(j["outputs_ok"], true, "{name} on {dev}");
+            assert_eq!(j["device"], dev.to_uppercase());
+            assert!(j["kernels_per_call"].as_u64().unwrap() >= 1);
+        }
+        n += 1;
+    }
+    assert!(n >= 4, "examples/ holds the four sample bundles, found {n}");
+}
+
+#[test]
+fn profile_on_sim_records_every_call() {
+    let tmp = std::env::temp_dir().join(format!("hcq-prof-sim-{}.json", std::process::id()));
+    let out = hcq(&["run", "examples/mlp", "--device", "SIM", "--iters", "4", "--profile", tmp.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&tmp).unwrap()).unwrap();
+    let evs = j["traceEvents"].as_array().unwrap();
+    assert_eq!(evs.iter().filter(|e| e["cat"] == "call").count(), 4);
+    std::fs::remove_file(&tmp).ok();
 }
 
 #[test]

@@ -5,6 +5,11 @@
 //! buffer; the `exec` module (feature `std`, Linux/macOS on x86-64/AArch64) puts them into W^X
 //! executable memory and hands out callable entry points.
 //!
+//! With `std` on Linux/macOS (x86-64, AArch64 Linux): the `CPU` device (`device`), its backend
+//! of the core bundle runner (`backend::CpuBackend`, and `model::Model`, the runner over it
+//! with the CPU's extras), and `sim::SimBackend`, which runs the same host objects through
+//! the `SIM` device's simulated command processors.
+//!
 //! Features: `std` (default; enables `exec` and `hcq/std`). Without it the crate is `no_std`
 //! and needs only `alloc`.
 //!
@@ -32,6 +37,13 @@ extern crate std;
     any(target_arch = "x86_64", target_arch = "aarch64"),
     not(all(target_os = "macos", target_arch = "aarch64"))
 ))]
+pub mod backend;
+#[cfg(all(
+    feature = "std",
+    any(target_os = "linux", target_os = "macos"),
+    any(target_arch = "x86_64", target_arch = "aarch64"),
+    not(all(target_os = "macos", target_arch = "aarch64"))
+))]
 pub mod device;
 pub mod elf;
 #[cfg(all(
@@ -53,6 +65,6 @@ pub mod model;
     any(target_arch = "x86_64", target_arch = "aarch64"),
     not(all(target_os = "macos", target_arch = "aarch64"))
 ))]
-pub mod runner;
+pub mod sim;
 
 pub use elf::{Arch, ElfObject, Layout};
