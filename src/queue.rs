@@ -153,6 +153,11 @@ pub enum Field {
 pub enum Form {
     /// The field's value as is.
     Plain,
+    /// Bits 31:0 of the field's value, in a 32-bit mark (a 64-bit value split over places that
+    /// are not adjacent, e.g. two event writes).
+    Lo,
+    /// Bits 63:32 of the field's value, in a 32-bit mark.
+    Hi,
     /// The field's value plus a constant, wrapping (`Offset(-1)` for "local size − 1").
     Offset(i64),
     /// The field's value times a constant (a byte count in dwords is `Scale` of a dword count;
@@ -162,9 +167,9 @@ pub enum Form {
     /// ("groups × local size" is `Global(d)` marked `Times(Local(d))`); recomputed when either
     /// changes; overflow is an error.
     Times(Field),
-    /// Any function of the whole command (bit-packed control words); recomputed whenever any
-    /// field of the command is patched. The mark carries its `field` only: a word that packs
-    /// several fields gets one mark per field (same word) so that each can be patched.
+    /// Any function of the whole command (bit-packed control words); recomputed when its
+    /// `field` is patched. A word computed from several fields gets one mark per field (same
+    /// word, same function), so that patching any of them recomputes it.
     Fn(fn(&Command) -> u64),
 }
 
@@ -187,17 +192,24 @@ impl Mark {
     /// Whether this mark carries `field` (so the field can be patched).
     #[inline]
     pub fn carries(&self, field: Field) -> bool {
-        self.field == field || matches!(self.form, Form::Times(other) if other == field)
+        self.depends_on(field)
     }
 
     /// Whether patching `field` may change this mark's word.
     #[inline]
     pub fn depends_on(&self, field: Field) -> bool {
         match self.form {
-            Form::Plain | Form::Offset(_) | Form::Scale(_) => self.field == field,
             Form::Times(other) => self.field == field || other == field,
-            Form::Fn(_) => true,
+            _ => self.field == field,
         }
+    }
+
+    /// Whether the word is the field's value or a half of it, so a patch can store it without
+    /// evaluating the form (it cannot overflow; only a narrow [`Form::Plain`] mark can refuse
+    /// a value wider than 32 bits).
+    #[inline]
+    fn is_simple(&self) -> bool {
+        matches!(self.form, Form::Plain | Form::Lo | Form::Hi)
     }
 
     /// The word (or, when wide, the two words as one value) this mark holds for `cmd`.
@@ -212,6 +224,8 @@ impl Mark {
             form => {
                 let v = cmd.field(self.field).ok_or_else(missing)?;
                 match form {
+                    Form::Lo => v & 0xffff_ffff,
+                    Form::Hi => v >> 32,
                     Form::Offset(k) => v.wrapping_add_signed(k),
                     Form::Scale(k) => v.checked_mul(k).ok_or_else(|| overflow(v))?,
                     Form::Times(other) => {
@@ -246,6 +260,12 @@ impl<'a> CmdWriter<'a> {
     #[inline]
     pub fn word(&mut self, w: u32) {
         self.words.push(w);
+    }
+
+    /// Append plain words.
+    #[inline]
+    pub fn words(&mut self, ws: &[u32]) {
+        self.words.extend_from_slice(ws);
     }
 
     /// Append a 64-bit value as two words (low first).
@@ -296,6 +316,23 @@ impl<'a> CmdWriter<'a> {
         self.mark(field, true, form);
         self.word64(v);
         Ok(())
+    }
+
+    /// Append a 32-bit word that the encoder computed as `form` of `field`, marked so a patch
+    /// recomputes it: [`CmdWriter::derived32`] without evaluating the form again. The encoder
+    /// vouches that `w` is what the form gives for the command (a word that differs would be
+    /// replaced by the form's value at the next patch of the field).
+    #[inline]
+    pub fn computed32(&mut self, field: Field, form: Form, w: u32) {
+        self.mark(field, false, form);
+        self.words.push(w);
+    }
+
+    /// The 64-bit (two-word) form of [`CmdWriter::computed32`].
+    #[inline]
+    pub fn computed64(&mut self, field: Field, form: Form, v: u64) {
+        self.mark(field, true, form);
+        self.word64(v);
     }
 
     /// Mark the word written last (32-bit) once more, as carrying `field` by `form`: for a word
@@ -353,8 +390,29 @@ struct CmdInfo {
     cmd: Command,
     first_mark: u32,
     marks: u32,
-    /// Some mark of the command has a form other than [`Form::Plain`].
-    derived: bool,
+    /// The fields ([`field_bit`]) some mark of the command computes by evaluating its form
+    /// (anything but [`Form::Plain`], [`Form::Lo`] and [`Form::Hi`]): a patch of any other
+    /// field stores the value without evaluating anything.
+    derived: u16,
+}
+
+/// One bit per patchable field (grid dimensions beyond 3 share the last bit: no command has
+/// them, so a patch of one fails before the bit is used).
+#[inline]
+const fn field_bit(field: Field) -> u16 {
+    let i = match field {
+        Field::Value => 0,
+        Field::Addr => 1,
+        Field::Program => 2,
+        Field::Kernargs => 3,
+        Field::Global(d) if d < 3 => 4 + d,
+        Field::Local(d) if d < 3 => 7 + d,
+        Field::Dst => 10,
+        Field::Src => 11,
+        Field::Size => 12,
+        Field::Global(_) | Field::Local(_) => 13,
+    };
+    1 << i
 }
 
 /// A queue of encoded commands.
@@ -377,16 +435,32 @@ impl HwQueue {
     /// An empty queue for the device whose timeline signal is `timeline`, encoded by `encoder`.
     /// It starts with the timeline wait (value patched at submit).
     pub fn new(encoder: Arc<dyn Encoder>, timeline: &Signal) -> Result<Self> {
+        Self::with_capacity(encoder, timeline, 64, 8)
+    }
+
+    /// [`HwQueue::new`] with room for `words` words and `cmds` commands (and 16 marks per
+    /// command) reserved up front, so building a queue of that size allocates once.
+    pub fn with_capacity(encoder: Arc<dyn Encoder>, timeline: &Signal, words: usize, cmds: usize) -> Result<Self> {
         let mut q = Self {
             encoder,
-            words: Vec::with_capacity(64),
-            marks: Vec::with_capacity(16),
-            cmds: Vec::with_capacity(8),
+            words: Vec::with_capacity(words),
+            marks: Vec::with_capacity(cmds.saturating_mul(16)),
+            cmds: Vec::with_capacity(cmds),
             timeline_addr: timeline.addr(),
             finished: false,
         };
         q.push(Command::Wait { addr: q.timeline_addr, value: 0 })?;
         Ok(q)
+    }
+
+    /// Empty the queue for reuse, keeping its memory: it holds only its timeline wait again
+    /// (re-encoding a graph of the same size allocates nothing).
+    pub fn clear(&mut self) -> Result<()> {
+        self.words.clear();
+        self.marks.clear();
+        self.cmds.clear();
+        self.finished = false;
+        self.push(Command::Wait { addr: self.timeline_addr, value: 0 }).map(|_| ())
     }
 
     fn push(&mut self, cmd: Command) -> Result<&mut Self> {
@@ -406,7 +480,10 @@ impl HwQueue {
             self.marks.truncate(marks0);
             return Err(e);
         }
-        let derived = self.marks.get(marks0..).unwrap_or_default().iter().any(|m| !matches!(m.form, Form::Plain));
+        let derived =
+            self.marks.get(marks0..).unwrap_or_default().iter().filter(|m| !m.is_simple()).fold(0, |acc, m| {
+                acc | field_bit(m.field) | if let Form::Times(other) = m.form { field_bit(other) } else { 0 }
+            });
         self.cmds.push(CmdInfo { cmd, first_mark: marks0 as u32, marks: (self.marks.len() - marks0) as u32, derived });
         Ok(self)
     }
@@ -511,30 +588,39 @@ impl HwQueue {
         }
         let first = info.first_mark as usize;
         let marks = self.marks.get(first..first + info.marks as usize).unwrap_or_default();
-        if !info.derived {
-            // only plain marks (the common case): each holds the value itself, so the one way
-            // to fail is a value too wide for a 32-bit mark, checked before any write
-            if value > u64::from(u32::MAX) && marks.iter().any(|m| m.field == field && !m.wide) {
-                return Err(Error::InvalidArgument { what: "queue patch: value does not fit a 32-bit field", value });
-            }
+        if info.derived & field_bit(field) == 0 {
+            // every word that depends on the field is its value or a half of it (the common
+            // case): the one way to fail is a value too wide for a narrow plain mark, checked
+            // before any write
             let mut any = false;
-            for m in marks {
-                if m.field == field {
-                    any = true;
-                    let w = m.word as usize;
-                    // CAST: low and high halves; a narrow mark's value fits (checked above).
-                    if let Some(slot) = self.words.get_mut(w) {
-                        *slot = value as u32;
-                    }
-                    if m.wide
-                        && let Some(slot) = self.words.get_mut(w + 1)
-                    {
-                        *slot = (value >> 32) as u32;
-                    }
+            for m in marks.iter().filter(|m| m.field == field) {
+                any = true;
+                if !m.wide && matches!(m.form, Form::Plain) && value > u64::from(u32::MAX) {
+                    return Err(Error::InvalidArgument {
+                        what: "queue patch: value does not fit a 32-bit field",
+                        value,
+                    });
                 }
             }
             if !any {
                 return Err(no_field());
+            }
+            for m in marks.iter().filter(|m| m.field == field) {
+                let v = match m.form {
+                    Form::Lo => value & 0xffff_ffff,
+                    Form::Hi => value >> 32,
+                    _ => value,
+                };
+                let w = m.word as usize;
+                // CAST: low and high halves; a narrow mark's value fits (checked above).
+                if let Some(slot) = self.words.get_mut(w) {
+                    *slot = v as u32;
+                }
+                if m.wide
+                    && let Some(slot) = self.words.get_mut(w + 1)
+                {
+                    *slot = (v >> 32) as u32;
+                }
             }
             info.cmd = new;
             return Ok(());
@@ -724,6 +810,41 @@ mod tests {
         assert!(q.patch(1, Field::Size, 7).is_err(), "not a field of exec");
         assert_eq!(q.words(), &before[..]);
         assert_eq!(q.command(1).and_then(|c| c.field(Field::Global(0))), Some(10));
+    }
+
+    /// A 64-bit value split over two places that are not adjacent, as two 32-bit marks.
+    struct Split;
+
+    impl Encoder for Split {
+        fn encode(&self, cmd: &Command, w: &mut CmdWriter<'_>) -> Result<()> {
+            match *cmd {
+                Command::Wait { value, .. } | Command::Signal { value, .. } => {
+                    w.derived32(Field::Value, Form::Lo, cmd)?;
+                    w.word(0x5eed);
+                    w.derived32(Field::Value, Form::Hi, cmd)?;
+                    w.field64(Field::Value, value);
+                }
+                _ => w.word(0),
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn low_and_high_halves_are_patched_in_place_and_clear_starts_over() {
+        let pool = SignalPool::new();
+        let tl = pool.alloc(0);
+        let mut q = HwQueue::with_capacity(Arc::new(Split), &tl, 16, 4).unwrap();
+        q.finish().unwrap();
+        q.patch_timeline(0x1_0000_0002, 0xffff_ffff_0000_0003).unwrap();
+        assert_eq!(q.words(), &[2, 0x5eed, 1, 2, 1, 3, 0x5eed, 0xffff_ffff, 3, 0xffff_ffff]);
+        let cap = q.words.capacity();
+        q.clear().unwrap();
+        assert_eq!(q.len(), 1, "only the timeline wait again");
+        assert!(!q.is_finished());
+        q.finish().unwrap();
+        assert_eq!(q.words(), &[0, 0x5eed, 0, 0, 0, 0, 0x5eed, 0, 0, 0]);
+        assert_eq!(q.words.capacity(), cap, "clear keeps the memory");
     }
 
     /// Writes the kernel-argument address in 20 places (more than `patch` keeps on its stack),

@@ -66,8 +66,10 @@ fn encode_1000_dispatches_core_hwqueue(b: Bencher) {
     let (enc, h) = encoder();
     let pool = hcq::signal::SignalPool::new();
     let tl = pool.alloc(0);
+    // one queue, emptied and re-encoded each time (as a backend recapturing a graph would)
+    let mut q = HwQueue::with_capacity(enc, &tl, N * 80, N + 2).unwrap();
     b.bench_local(|| {
-        let mut q = HwQueue::new(enc.clone(), &tl).unwrap();
+        q.clear().unwrap();
         for i in 0..N {
             q.exec(h, kernargs(i), [32, 1, 1], [32, 1, 1]).unwrap();
         }

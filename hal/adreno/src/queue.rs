@@ -183,11 +183,9 @@ impl Pm4Queue {
         // `STAGED` words (more than any field of this encoder has) are kept on the stack, more
         // are evaluated again when written.
         //
-        // Which words depend on `field`: the marks that carry it. The core's `Mark::depends_on`
-        // takes every `Form::Fn` mark as depending on every field (a `Fn` may read the whole
-        // command); the A6xxEncoder's `Fn`s each read only their mark's field (a word packing
-        // several fields has one mark per field), so the marks carrying the field are all the
-        // words it changes. `tests/replay.rs` checks the result against fresh encodings.
+        // Which words depend on `field`: the marks that carry it (the core's rule: a `Form::Fn`
+        // is recomputed when its mark's field changes, and a word packing several fields has one
+        // mark per field). `tests/replay.rs` checks the result against fresh encodings.
         const STAGED: usize = 4;
         let mut staged = [(0u32, 0u64, false); STAGED];
         let mut n = 0usize;
@@ -195,6 +193,8 @@ impl Pm4Queue {
             let v = match m.form {
                 // a plain mark carrying the field holds the value itself
                 Form::Plain if m.wide || value <= u64::from(u32::MAX) => value,
+                Form::Lo => value & 0xffff_ffff,
+                Form::Hi => value >> 32,
                 _ => m.eval(&next)?,
             };
             if let Some(slot) = staged.get_mut(n) {

@@ -87,16 +87,16 @@ const WAIT_DELAY: u32 = 16;
 /// |---|---|---|
 /// | an address (signal, wait, timestamp, kernargs, copy src/dst) | `Addr`, `Kernargs`, `Src`, `Dst` | wide `Plain` |
 /// | the signal's second event address | `Addr` | wide `Offset(4)` |
-/// | the low / high word of a signal value | `Value` | `Fn(`[`forms::value_lo`]`)` / `Fn(`[`forms::value_hi`]`)` |
-/// | a wait's reference words | `Value` | `Fn(`[`forms::value_lo`]`)`, `Fn(`[`forms::value_sign_flip`]`)` |
+/// | the low / high word of a signal value | `Value` | `Lo` / `Hi` |
+/// | a wait's reference words | `Value` | `Lo`, `Fn(`[`forms::value_sign_flip`]`)` |
 /// | a wait's dword 0 (function, signed when bit 31 is set) | `Value` | `Fn(`[`forms::wait_lt_d0`]`)`, `Fn(`[`forms::wait_ge_d0`]`)` |
 /// | `SP_CS_NDRANGE_0` (three `local − 1` fields) | `Local(0)`, `Local(1)`, `Local(2)` | one `Fn(`[`forms::ndrange_0`]`)` mark each |
 /// | `SP_CS_NDRANGE_1/3/5` (threads) | `Global(d)` | `Times(Local(d))` |
 /// | `SP_CS_KERNEL_GROUP_*`, `CP_EXEC_CS` group counts | `Global(d)` | `Plain` |
 /// | `CP_MEMCPY` `DWORDS` | `Size` | `Fn(`[`forms::copy_dwords`]`)` |
 ///
-/// A low word is a `Fn` rather than a 32-bit `Plain` mark because the core refuses a 64-bit
-/// value in a 32-bit `Plain` mark. A `Fn` whose command does not fit its word (a local size of 0
+/// A low word is a core `Lo` mark rather than a 32-bit `Plain` one, which would refuse a 64-bit
+/// value; `Lo`/`Hi` words are stored by the core's patch without evaluating a form. A `Fn` whose command does not fit its word (a local size of 0
 /// or above 1024, a copy size that is not a non-zero multiple of 4) returns [`forms::INVALID`],
 /// which the core's patch refuses as a value that does not fit, changing nothing. The core's
 /// patch does not check what only the encoder knows (a program's `max_threads`, address
@@ -246,14 +246,13 @@ impl A6xxEncoder {
                 let lt: fn(&Command) -> u64 = forms::wait_lt_d0;
                 let ge: fn(&Command) -> u64 = forms::wait_ge_d0;
                 let flip: fn(&Command) -> u64 = forms::value_sign_flip;
-                let low: fn(&Command) -> u64 = forms::value_lo;
                 for (function, d0, reference, r) in
-                    [(wrm::WRITE_LT, lt, flip, lo ^ 0x8000_0000), (wrm::WRITE_GE, ge, low, lo)]
+                    [(wrm::WRITE_LT, lt, Form::Fn(flip), lo ^ 0x8000_0000), (wrm::WRITE_GE, ge, Form::Lo, lo)]
                 {
                     s.word(type7_header(op::CP_WAIT_REG_MEM, 6)?);
                     s.mark32(Field::Value, Form::Fn(d0), wait_d0(function, lo));
                     s.mark64(Field::Addr, Form::Plain, addr);
-                    s.mark32(Field::Value, Form::Fn(reference), r);
+                    s.mark32(Field::Value, reference, r);
                     s.words(&[u32::MAX, WAIT_DELAY]);
                 }
                 Ok(0)
@@ -267,10 +266,10 @@ impl A6xxEncoder {
                 // from 0x0_ffff_ffff to 0x1_0000_0000 and wake a host waiter too early).
                 s.words(&[type7_header(op::CP_EVENT_WRITE, 4)?, ev]);
                 s.mark64(Field::Addr, Form::Plain, addr);
-                s.mark32(Field::Value, Form::Fn(forms::value_lo), value as u32);
+                s.mark32(Field::Value, Form::Lo, value as u32);
                 s.words(&[type7_header(op::CP_EVENT_WRITE, 4)?, ev]);
                 s.mark64(Field::Addr, Form::Offset(4), addr + 4);
-                s.mark32(Field::Value, Form::Fn(forms::value_hi), (value >> 32) as u32);
+                s.mark32(Field::Value, Form::Hi, (value >> 32) as u32);
                 Ok(0)
             }
             Command::Timestamp { addr } => {
@@ -351,16 +350,6 @@ pub mod forms {
             Command::Wait { value, .. } | Command::Signal { value, .. } => Some(value),
             _ => None,
         }
-    }
-
-    /// Bits 31:0 of a wait/signal value.
-    pub fn value_lo(c: &Command) -> u64 {
-        value(c).map_or(INVALID, |v| v & 0xffff_ffff)
-    }
-
-    /// Bits 63:32 of a wait/signal value (the signal's second event write).
-    pub fn value_hi(c: &Command) -> u64 {
-        value(c).map_or(INVALID, |v| v >> 32)
     }
 
     /// Bits 31:0 of a wait value with bit 31 flipped: the far edge of the wrap-aware window.
@@ -445,49 +434,32 @@ fn emit_exec(t: &ExecTemplate, kernargs: u64, global: [u32; 3], local: [u32; 3],
 /// Adapter from [`Sink`] to the core's [`CmdWriter`]: every mark becomes a core mark.
 struct CoreSink<'a, 'b> {
     w: &'a mut CmdWriter<'b>,
-    /// The command being encoded, for the derived marks' values.
-    cmd: &'a Command,
-    /// The first error of a derived mark (cannot happen for a command the encoder accepted:
-    /// every derived word was computed from the same, checked values).
+    /// The first error of a mark (`also` with nothing written yet: cannot happen, every
+    /// `also` follows the word it marks).
     err: Option<Error>,
 }
 
 impl Sink for CoreSink<'_, '_> {
+    #[inline]
     fn word(&mut self, w: u32) {
         self.w.word(w);
     }
+    #[inline]
     fn words(&mut self, ws: &[u32]) {
-        for &x in ws {
-            self.w.word(x);
-        }
+        self.w.words(ws);
     }
+    // `w`/`v` is the form's value for this command (the encoder computed it from the same,
+    // checked fields; `tests/replay.rs` checks patches against fresh encodings), so the word is
+    // marked as computed instead of evaluated again.
+    #[inline]
     fn mark32(&mut self, field: Field, form: Form, w: u32) {
-        match form {
-            Form::Plain => self.w.field32(field, w),
-            _ => {
-                // `w` is the form's value for this command (the encoder computed it from the
-                // same, checked fields; `tests/replay.rs` checks patches against fresh
-                // encodings), so the word is marked as written instead of evaluated again.
-                self.w.word(w);
-                if let Err(e) = self.w.mark_last(field, form) {
-                    self.err.get_or_insert(e);
-                }
-            }
-        }
+        self.w.computed32(field, form, w);
     }
+    #[inline]
     fn mark64(&mut self, field: Field, form: Form, v: u64) {
-        let r = match form {
-            Form::Plain => {
-                self.w.field64(field, v);
-                Ok(())
-            }
-            _ => self.w.derived64(field, form, self.cmd),
-        };
-        if let Err(e) = r {
-            self.w.word64(v);
-            self.err.get_or_insert(e);
-        }
+        self.w.computed64(field, form, v);
     }
+    #[inline]
     fn also(&mut self, field: Field, form: Form) {
         if let Err(e) = self.w.mark_last(field, form) {
             self.err.get_or_insert(e);
@@ -497,7 +469,7 @@ impl Sink for CoreSink<'_, '_> {
 
 impl Encoder for A6xxEncoder {
     fn encode(&self, cmd: &Command, w: &mut CmdWriter<'_>) -> Result<()> {
-        let mut sink = CoreSink { w, cmd, err: None };
+        let mut sink = CoreSink { w, err: None };
         self.encode_to(cmd, &mut sink)?;
         sink.err.map_or(Ok(()), Err)
     }
