@@ -218,7 +218,7 @@ fn the_32_bit_rollovers_are_crossed() {
     let bytes = bundle("chain100");
     let file = Hcqb::parse(&bytes).unwrap();
     let mut m = Runner::load(QcomBackend::new(dev.clone()).unwrap(), &file).unwrap();
-    m.backend_mut().set_calls(u64::from(u32::MAX) - 1);
+    m.backend_mut().set_calls(u64::from(u32::MAX) - 1).unwrap();
     let mut stamps = Vec::new();
     for _ in 0..4 {
         m.call().unwrap();
