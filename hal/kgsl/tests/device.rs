@@ -254,3 +254,42 @@ fn an_argument_pointing_nowhere_is_refused_before_the_shader_runs() {
     assert!(msg.contains("nothing ran") && msg.contains("word"), "{msg}");
     assert!(sim.fault().is_some());
 }
+
+#[test]
+fn calls_in_flight_block_the_producer_and_never_reuse_an_ib_slot_early() {
+    // Two IB slots and a stalled CP: two calls go out at once, the third must wait until the
+    // first one's stamp passes (the CP resumes after 500 ms). The simulated KGSL faults on any
+    // IB whose words change between GPU_COMMAND and the end of its execution.
+    let (dev, sim) = sim_device(1 << 30, 0, false);
+    let bytes = bundle("chain100");
+    let file = Hcqb::parse(&bytes).unwrap();
+    let mut b = QcomBackend::new(dev.clone()).unwrap();
+    b.set_ib_slots(2).unwrap();
+    let mut m = Runner::load(b, &file).unwrap();
+    assert!(m.backend_mut().set_ib_slots(3).is_err(), "only before the load finished");
+    sim.pause(true);
+    let release = {
+        let sim = sim.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            sim.pause(false);
+        })
+    };
+    let t0 = Instant::now();
+    let mut calls = Vec::new();
+    for _ in 0..6 {
+        let stamp = m.backend_mut().submit_call().unwrap();
+        calls.push((stamp.get(), t0.elapsed().as_millis()));
+    }
+    release.join().unwrap();
+    let stamps: Vec<u64> = calls.iter().map(|c| c.0).collect();
+    assert_eq!(stamps, [1, 2, 3, 4, 5, 6]);
+    assert!(calls[1].1 < 400, "the first two calls fill the two slots at once: {calls:?}");
+    assert!(calls[2].1 >= 400, "the third waited for the CP to retire the first: {calls:?}");
+    m.backend().synchronize().unwrap();
+    assert!(sim.fault().is_none(), "an IB slot was rewritten before its stamp passed: {:?}", sim.fault());
+    assert_eq!(sim.max_pending(), 2, "two calls in flight at most, one per IB slot");
+    assert_eq!(dev.kgsl().retired(dev.context()).unwrap(), 6);
+    assert_eq!(m.backend().calls(), 6);
+    assert!(m.check().unwrap().ok, "the calls computed the right outputs");
+}
