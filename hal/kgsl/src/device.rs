@@ -23,25 +23,25 @@
 
 use crate::backend::KgslIoctl;
 use crate::capture::Capturing;
+use crate::encoder::CoreA6xx;
 use crate::flags::{ContextFlags, MemFlags};
 use crate::sim::SimKgsl;
 use crate::sim_dispatch::{ArgSlots, Ir3Dispatch};
-use crate::encoder::CoreA6xx;
 use crate::{Context, FreeAfter, GpuObject, Kgsl, TimestampHooks};
-use hcq::barrier::Barrier;
-use hcq::hcq::{Engine, Hcq};
-use hcq::queue::HwQueue;
-use hcq::ring::KernargPool;
-use hcq::signal::{Signal, SignalPage, Slot, WaitHooks, WaitPolicy};
-use hcq::stamp::Stamp;
-use hcq::submit::{IbPool, IbSubmit};
 use hcq::allocator::{Allocator, BufferSpec, DeviceMemory, LruAllocator};
+use hcq::barrier::Barrier;
 use hcq::bundle::Arch;
 use hcq::bundle::hcqb::ProgramRef;
 use hcq::device::{Device, DeviceLimits, DeviceProperties};
 use hcq::error::device_name;
+use hcq::hcq::{Engine, Hcq};
 use hcq::mmio::{MmioBus, Width};
+use hcq::queue::HwQueue;
+use hcq::ring::KernargPool;
 use hcq::runner::{Backend, Launch};
+use hcq::signal::{Signal, SignalPage, Slot, WaitHooks, WaitPolicy};
+use hcq::stamp::Stamp;
+use hcq::submit::{IbPool, IbSubmit};
 use hcq::{Error, Result};
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Program};
 use std::collections::HashMap;
@@ -681,10 +681,8 @@ impl Backend for QcomBackend {
         // The runner's constant blocks live in the constant objects above (captured once); this
         // pool serves `Submitter::kernargs` for work built at run time.
         let kernargs = KernargPool::new(Arc::new(ObjBus::new(kernarg_mem.clone(), 4096)?), kernarg_mem.gpuaddr(), 16);
-        let hooks = QcomHooks {
-            inner: TimestampHooks::new(kgsl.clone(), self.dev.ctx.clone()),
-            sim: self.dev.sim.clone(),
-        };
+        let hooks =
+            QcomHooks { inner: TimestampHooks::new(kgsl.clone(), self.dev.ctx.clone()), sim: self.dev.sim.clone() };
         let hcq = Hcq::new(
             device_name(&self.dev.name),
             timeline,

@@ -115,22 +115,31 @@ struct Queued {
     ts: u32,
     ib: u64,
     dwords: u32,
-    /// The IB's words at `GPU_COMMAND` (empty when they could not be read: the CP reports that
-    /// fault when it gets there).
-    words: Vec<u32>,
+    /// The IB's words as `GPU_COMMAND` returned, taken only for an IB that did not finish
+    /// inside it (one that did cannot have been rewritten); empty when they could not be read
+    /// (the CP reports that fault when it gets there).
+    words: Option<Vec<u32>>,
 }
 
 impl Queued {
-    /// The first word of the IB that differs from what was submitted: `(index, then, now)`.
+    fn snapshot(&mut self, mem: &Memory) {
+        if self.words.is_none() {
+            let mut w = vec![0u32; self.dwords as usize];
+            if mem.read_words(self.ib, &mut w).is_err() {
+                w.clear();
+            }
+            self.words = Some(w);
+        }
+    }
+
+    /// The first word of the IB that differs from its snapshot: `(index, then, now)`.
     fn rewritten(&self, mem: &Memory) -> Option<(usize, u32, u32)> {
-        if self.words.is_empty() {
-            return None;
-        }
-        let mut now = vec![0u32; self.words.len()];
+        let words = self.words.as_ref().filter(|w| !w.is_empty())?;
+        let mut now = vec![0u32; words.len()];
         if mem.read_words(self.ib, &mut now).is_err() {
-            return Some((0, self.words[0], 0));
+            return Some((0, words[0], 0));
         }
-        self.words.iter().zip(&now).enumerate().find(|(_, (a, b))| a != b).map(|(i, (a, b))| (i, *a, *b))
+        words.iter().zip(&now).enumerate().find(|(_, (a, b))| a != b).map(|(i, (a, b))| (i, *a, *b))
     }
 }
 
@@ -427,17 +436,23 @@ impl KgslIoctl for SimKgsl {
             if cmd.size % 4 != 0 || cmd.size / 4 > u64::from(u32::MAX) {
                 return Err(Errno::INVAL);
             }
-            let (ib, dwords) = (cmd.gpuaddr + cmd.offset, (cmd.size / 4) as u32);
-            let mut words = vec![0u32; dwords as usize];
-            if s.mem.read_words(ib, &mut words).is_err() {
-                words.clear();
-            }
-            s.queue.push_back(Queued { ctx, ts, ib, dwords, words });
+            s.queue.push_back(Queued {
+                ctx,
+                ts,
+                ib: cmd.gpuaddr + cmd.offset,
+                dwords: (cmd.size / 4) as u32,
+                words: None,
+            });
         }
         let pending = s.queue.len() + usize::from(s.running.is_some());
         s.max_pending = s.max_pending.max(pending);
         arg.timestamp = ts;
         s.pump();
+        // What did not finish here is checked against its words as the ioctl returns them.
+        let st = &mut *s;
+        for job in st.queue.iter_mut().chain(st.running.as_mut()) {
+            job.snapshot(&st.mem);
+        }
         Ok(())
     }
 
