@@ -293,3 +293,31 @@ fn calls_in_flight_block_the_producer_and_never_reuse_an_ib_slot_early() {
     assert_eq!(m.backend().calls(), 6);
     assert!(m.check().unwrap().ok, "the calls computed the right outputs");
 }
+
+#[test]
+fn a_hung_submission_through_the_core_engine_is_the_timeout_error() {
+    let (dev, sim) = sim_device(1 << 30, 0, false);
+    let bytes = bundle("chain100");
+    let file = Hcqb::parse(&bytes).unwrap();
+    let mut m = Runner::load(QcomBackend::new(dev.clone()).unwrap(), &file).unwrap();
+    m.backend_mut().set_timeout_ms(30);
+    m.call().unwrap();
+    // A queue of one's own on the device's engine: it waits on memory nobody writes.
+    let mem = dev.kgsl().alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
+    let hcq = m.backend().hcq().unwrap();
+    let mut q = hcq.queue().unwrap();
+    q.wait_at(mem.gpuaddr(), 1).unwrap();
+    let stamp = hcq.submit(0, &mut q).unwrap();
+    assert_eq!(stamp.get(), 2);
+    let t0 = Instant::now();
+    let e = m.backend().wait(stamp).unwrap_err();
+    assert!(matches!(e, Error::Timeout { awaited: 2, last: 1, .. }), "{e}");
+    assert!(t0.elapsed().as_millis() >= 30);
+    assert!(sim.fault().is_none(), "a hang is not a fault");
+    // The host releases it; after a reset of the hung state the device runs calls again.
+    mem.bus().write(0, Width::U64, 1).unwrap();
+    hcq.timeline().clear_hung();
+    m.backend().synchronize().unwrap();
+    m.call().unwrap();
+    assert!(m.check().unwrap().ok);
+}
