@@ -257,7 +257,7 @@ impl Allocator for KgslAllocator {
     }
     fn copy_in(&self, dst: &DeviceMemory, offset: u64, src: &[u8]) -> Result<()> {
         dst.check_range("QCOM copy_in", offset, src.len() as u64)?;
-        self.with(dst, |o| o.bus().write_bytes(offset as usize, src))
+        self.with(dst, |o| write_words(o, offset, src))
     }
     fn copy_out(&self, dst: &mut [u8], src: &DeviceMemory, offset: u64) -> Result<()> {
         src.check_range("QCOM copy_out", offset, dst.len() as u64)?;
@@ -265,20 +265,25 @@ impl Allocator for KgslAllocator {
     }
 }
 
-/// Write `data` at byte `off` of `obj` with word-sized volatile stores (a tail shorter than a
-/// word is merged into the word it shares).
+/// Write `data` at byte `off` of `obj` with volatile stores: 32-bit words where both are
+/// word-aligned, single bytes otherwise (never a `memcpy` into memory the GPU reads).
 fn write_words(obj: &GpuObject, off: u64, data: &[u8]) -> Result<()> {
-    let bus = obj.bus();
     let off = usize::try_from(off).map_err(|_| Error::InvalidArgument { what: "QCOM write offset", value: off })?;
+    volatile_write(obj.bus(), off, data)
+}
+
+fn volatile_write(bus: &dyn MmioBus, off: usize, data: &[u8]) -> Result<()> {
     hcq::mmio::check_range("QCOM buffer write", off, data.len(), bus.size())?;
     if off.is_multiple_of(4) && data.len().is_multiple_of(4) {
         for (i, c) in data.chunks_exact(4).enumerate() {
             bus.write(off + 4 * i, Width::U32, u32::from_le_bytes([c[0], c[1], c[2], c[3]]).into())?;
         }
-        Ok(())
     } else {
-        bus.write_bytes(off, data)
+        for (i, b) in data.iter().enumerate() {
+            bus.write(off + i, Width::U8, u64::from(*b))?;
+        }
     }
+    Ok(())
 }
 
 /// The first `len` bytes of a KGSL GPU object as a core MMIO bus (volatile accesses through its
@@ -309,7 +314,7 @@ impl MmioBus for ObjBus {
     }
     fn write_bytes(&self, offset: usize, src: &[u8]) -> Result<()> {
         hcq::mmio::check_range("QCOM object write", offset, src.len(), self.len)?;
-        self.obj.bus().write_bytes(offset, src)
+        volatile_write(self.obj.bus(), offset, src)
     }
     fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
         hcq::mmio::check_range("QCOM object read", offset, dst.len(), self.len)?;
@@ -659,7 +664,10 @@ impl Backend for QcomBackend {
     }
 
     fn finish(&mut self) -> Result<()> {
-        self.encoder()?;
+        if self.hcq.is_some() {
+            return Err(Error::InvalidArgument { what: "QCOM: the load finished already", value: 0 });
+        }
+        let enc = self.encoder()?;
         // PANIC: `encoder()` succeeded above, and it creates the queue and the timeline signal.
         let q = self.queue.as_mut().expect("created by encoder()");
         let timeline = self.timeline.clone().expect("created by encoder()");
@@ -686,7 +694,7 @@ impl Backend for QcomBackend {
         let hcq = Hcq::new(
             device_name(&self.dev.name),
             timeline,
-            Arc::new(CoreA6xx(self.enc.clone().expect("created by encoder()"))),
+            Arc::new(CoreA6xx(enc)),
             vec![Engine::new("compute", pool)],
             kernargs,
             Arc::new(hooks),
