@@ -1,21 +1,21 @@
 //! The HCQ engine: how work reaches a device and how the host learns it is done.
 //!
 //! An [`Hcq`] ties together a device's [`Timeline`], its engines (a compute engine, a copy
-//! engine, ...: each a [`CommandRing`](crate::ring::CommandRing) and doorbell, or an indirect-buffer pool and submit hook,
-//! the two [`Shape`]s of [`crate::submit`]), a [`KernargPool`], a backend
-//! [`Encoder`] and a [`Profiler`]. Backends (the CPU device, the simulated devices, Adreno over
-//! KGSL) build one and implement the device-facing parts: the command processor on the other end
-//! of the rings, memory, and the wait hooks.
+//! engine, ...: each a [`CommandRing`](crate::ring::CommandRing) and doorbell, or an
+//! indirect-buffer pool and submit hook, the two [`Shape`]s of [`crate::submit`]), a
+//! [`KernargPool`], a backend [`Encoder`] and a [`Profiler`]. Backends (the CPU device, the
+//! simulated devices, Adreno over KGSL) build one and implement the device-facing parts: the
+//! command processor on the other end of the rings, memory, and the wait hooks.
 //!
 //! Submission: [`Hcq::lock`] takes the device's submit lock (one order across engines) and gives
 //! a [`Submitter`]; kernel arguments allocated through it are stamped with the timeline value of
 //! the submission that will use them; [`Submitter::submit`] patches the queue's timeline wait
 //! (previous value) and signal (new value), copies the words into the engine's ring or IB slot,
 //! takes the value for good and then issues the backend's barrier and rings the doorbell (or
-//! calls the submit hook). Nothing on this path allocates. The submit lock
-//! (which guards the kernel-argument pool) and the ring locks under it may be held across a
-//! wait for ring or pool space, so with `std` they are sleeping locks ([`crate::sync::Lock`]). Every [`Stamp`] this returns
-//! is also what the allocator's deferred frees wait for ([`Hcq`] is a
+//! calls the submit hook). Nothing on this path allocates. The submit lock (which guards the
+//! kernel-argument pool) and the ring locks under it may be held across a wait for ring or pool
+//! space, so with `std` they are sleeping locks ([`crate::sync::Lock`]). Every [`Stamp`] this
+//! returns is also what the allocator's deferred frees wait for ([`Hcq`] is a
 //! [`Completion`](crate::allocator::Completion)).
 
 use crate::deps::{Access, DepsTracker};
@@ -278,13 +278,15 @@ impl Submitter<'_> {
     }
 
     /// Submit `q` on engine `engine`: reserve the next timeline value, patch the queue's timeline
-    /// wait/signal, write the ring, ring the doorbell. Returns the value that marks completion.
+    /// wait/signal, write the ring (or an IB slot), then the backend's barrier and the doorbell
+    /// (or the submit hook). Returns the value that marks completion.
     ///
-    /// Order: the words go into the ring first (this may wait for space, and may fail: then
-    /// nothing is reserved and the next submission takes the same value); then the value is
-    /// taken for good, before the doorbell, so a fault recorded from here on can never let a
-    /// later submission reuse it; then the doorbell. A doorbell write that fails leaves the
-    /// value taken and records the error as the device's fault (the words may or may not run).
+    /// Order: the words go into the ring or IB slot first (this may wait for space, and may
+    /// fail: then nothing is reserved and the next submission takes the same value); then the
+    /// value is taken for good, before the doorbell, so a fault recorded from here on can never
+    /// let a later submission reuse it; then the barrier and the doorbell or submit call. One
+    /// that fails leaves the value taken and records the error as the device's fault (the
+    /// words may or may not run).
     pub fn submit(&mut self, engine: impl Into<EngineId>, q: &mut HwQueue) -> Result<Stamp> {
         let hcq = self.hcq;
         let engine = engine.into();
@@ -295,10 +297,10 @@ impl Submitter<'_> {
         let next = self.next_value();
         q.patch_timeline(next.prev().get(), next.get())?;
         let mut ring = eng.ring.lock();
-        ring.write(q.words(), next, &hcq.timeline, &*hcq.hooks)?;
+        Submission::write(&mut *ring, q.words(), next, &hcq.timeline, &*hcq.hooks)?;
         let (_, v) = hcq.timeline.advance();
         debug_assert_eq!(v, next);
-        if let Err(e) = ring.kick() {
+        if let Err(e) = Submission::kick(&mut *ring) {
             hcq.timeline.record_fault(e.clone());
             return Err(e);
         }
