@@ -1,28 +1,31 @@
 //! The HCQ engine: how work reaches a device and how the host learns it is done.
 //!
-//! An [`Hcq`] ties together a device's [`Timeline`], its engines (one [`CommandRing`] and
-//! doorbell each: a compute engine, a copy engine, ...), a [`KernargPool`], a backend
-//! [`Encoder`] and a [`Profiler`]. Backends (the CPU device, the simulated devices, Adreno over
-//! KGSL) build one and implement the device-facing parts: the command processor on the other end
-//! of the rings, memory, and the wait hooks.
+//! An [`Hcq`] ties together a device's [`Timeline`], its engines (a compute engine, a copy
+//! engine, ...: each a [`CommandRing`](crate::ring::CommandRing) and doorbell, or an
+//! indirect-buffer pool and submit hook, the two [`Shape`]s of [`crate::submit`]), a
+//! [`KernargPool`], a backend [`Encoder`] and a [`Profiler`]. Backends (the CPU device, the
+//! simulated devices, Adreno over KGSL) build one and implement the device-facing parts: the
+//! command processor on the other end of the rings, memory, and the wait hooks.
 //!
 //! Submission: [`Hcq::lock`] takes the device's submit lock (one order across engines) and gives
 //! a [`Submitter`]; kernel arguments allocated through it are stamped with the timeline value of
 //! the submission that will use them; [`Submitter::submit`] patches the queue's timeline wait
-//! (previous value) and signal (new value), copies the words into the engine's ring, takes the
-//! value for good and then rings the doorbell. Nothing on this path allocates. The submit lock
-//! (which guards the kernel-argument pool) and the ring locks under it may be held across a
-//! wait for ring or pool space, so with `std` they are sleeping locks ([`crate::sync::Lock`]). Every [`Stamp`] this returns
-//! is also what the allocator's deferred frees wait for ([`Hcq`] is a
+//! (previous value) and signal (new value), copies the words into the engine's ring or IB slot,
+//! takes the value for good and then issues the backend's barrier and rings the doorbell (or
+//! calls the submit hook). Nothing on this path allocates. The submit lock (which guards the
+//! kernel-argument pool) and the ring locks under it may be held across a wait for ring or pool
+//! space, so with `std` they are sleeping locks ([`crate::sync::Lock`]). Every [`Stamp`] this
+//! returns is also what the allocator's deferred frees wait for ([`Hcq`] is a
 //! [`Completion`](crate::allocator::Completion)).
 
 use crate::deps::{Access, DepsTracker};
 use crate::error::{DeviceName, Error, Result};
 use crate::profile::Profiler;
 use crate::queue::{Encoder, HwQueue};
-use crate::ring::{CommandRing, KernargPool};
+use crate::ring::KernargPool;
 use crate::signal::{Signal, WaitHooks};
 use crate::stamp::{EngineId, Stamp};
+use crate::submit::{Shape, Submission};
 use crate::sync::{Lock, LockGuard};
 use crate::timeline::Timeline;
 use alloc::sync::Arc;
@@ -42,16 +45,19 @@ pub struct TimelinePoint {
 /// wrote or read each byte range (keyed by base buffer, e.g. its device address).
 pub type Hazards = DepsTracker<TimelinePoint>;
 
-/// One engine of a device: a ring and its doorbell.
+/// One engine of a device: a ring and its doorbell, or an indirect-buffer pool and its submit
+/// hook ([`Shape`]).
 pub struct Engine {
     name: &'static str,
-    ring: Lock<CommandRing>,
+    ring: Lock<Shape>,
 }
 
 impl Engine {
-    /// An engine called `name` ("compute", "copy") over `ring`.
-    pub fn new(name: &'static str, ring: CommandRing) -> Self {
-        Self { name, ring: Lock::new(ring) }
+    /// An engine called `name` ("compute", "copy") over `shape`: a
+    /// [`CommandRing`](crate::ring::CommandRing) or an
+    /// [`IbPool`](crate::submit::IbPool).
+    pub fn new(name: &'static str, shape: impl Into<Shape>) -> Self {
+        Self { name, ring: Lock::new(shape.into()) }
     }
 
     /// The engine's name.
@@ -59,14 +65,19 @@ impl Engine {
         self.name
     }
 
-    /// The ring's write pointer (words).
-    pub fn wptr(&self) -> u64 {
-        self.ring.lock().wptr()
+    /// True for an indirect-buffer engine.
+    pub fn is_ib(&self) -> bool {
+        matches!(*self.ring.lock(), Shape::Ib(_))
     }
 
-    /// The ring's capacity in words (a submission can never be larger).
+    /// The monotonic position: the ring's write pointer (words), or the IBs written.
+    pub fn wptr(&self) -> u64 {
+        self.ring.lock().position()
+    }
+
+    /// The largest submission in words: the ring's capacity, or an IB slot's size.
     pub fn ring_words(&self) -> u64 {
-        self.ring.lock().capacity_words()
+        self.ring.lock().max_words()
     }
 }
 
@@ -187,6 +198,30 @@ impl Hcq {
         s.submit(engine, &mut q)
     }
 
+    /// Continue the timeline from value `last` (a device resumed from an earlier run, a test
+    /// that starts near a rollover): the next submission signals `last + 1`.
+    ///
+    /// Errors: [`Error::InvalidArgument`] while a submission is in flight or when `last` is
+    /// behind the last value submitted (stamps of memory still tracked would never pass).
+    pub fn resume_at(&self, last: Stamp) -> Result<()> {
+        let _lock = self.submit.lock();
+        let submitted = self.timeline.last_submitted();
+        if !self.timeline.passed(submitted) {
+            return Err(Error::InvalidArgument {
+                what: "resume the timeline: a submission is still in flight",
+                value: submitted.get(),
+            });
+        }
+        if last < submitted {
+            return Err(Error::InvalidArgument {
+                what: "resume the timeline: the value is behind the last one submitted",
+                value: last.get(),
+            });
+        }
+        self.timeline.resume_at(last);
+        Ok(())
+    }
+
     /// Wait for everything submitted so far (a timeout marks the device hung).
     pub fn synchronize(&self) -> Result<()> {
         self.wait(self.timeline.last_submitted())
@@ -243,13 +278,15 @@ impl Submitter<'_> {
     }
 
     /// Submit `q` on engine `engine`: reserve the next timeline value, patch the queue's timeline
-    /// wait/signal, write the ring, ring the doorbell. Returns the value that marks completion.
+    /// wait/signal, write the ring (or an IB slot), then the backend's barrier and the doorbell
+    /// (or the submit hook). Returns the value that marks completion.
     ///
-    /// Order: the words go into the ring first (this may wait for space, and may fail: then
-    /// nothing is reserved and the next submission takes the same value); then the value is
-    /// taken for good, before the doorbell, so a fault recorded from here on can never let a
-    /// later submission reuse it; then the doorbell. A doorbell write that fails leaves the
-    /// value taken and records the error as the device's fault (the words may or may not run).
+    /// Order: the words go into the ring or IB slot first (this may wait for space, and may
+    /// fail: then nothing is reserved and the next submission takes the same value); then the
+    /// value is taken for good, before the doorbell, so a fault recorded from here on can never
+    /// let a later submission reuse it; then the barrier and the doorbell or submit call. One
+    /// that fails leaves the value taken and records the error as the device's fault (the
+    /// words may or may not run).
     pub fn submit(&mut self, engine: impl Into<EngineId>, q: &mut HwQueue) -> Result<Stamp> {
         let hcq = self.hcq;
         let engine = engine.into();
@@ -260,10 +297,10 @@ impl Submitter<'_> {
         let next = self.next_value();
         q.patch_timeline(next.prev().get(), next.get())?;
         let mut ring = eng.ring.lock();
-        ring.write(q.words(), next, &hcq.timeline, &*hcq.hooks)?;
+        Submission::write(&mut *ring, q.words(), next, &hcq.timeline, &*hcq.hooks)?;
         let (_, v) = hcq.timeline.advance();
         debug_assert_eq!(v, next);
-        if let Err(e) = ring.kick() {
+        if let Err(e) = Submission::kick(&mut *ring) {
             hcq.timeline.record_fault(e.clone());
             return Err(e);
         }
@@ -277,7 +314,7 @@ mod tests {
     use crate::error::device_name;
     use crate::mmio::{HostRegion, MmioBus, Width};
     use crate::queue::Command;
-    use crate::ring::Doorbell;
+    use crate::ring::{CommandRing, Doorbell};
     use crate::signal::{SignalPool, StdHooks, WaitPolicy};
     use crate::soft::SoftEncoder;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -358,6 +395,98 @@ mod tests {
         let second = hcq.submit(0, &mut barrier_queue(&hcq)).unwrap();
         assert_ne!(second.get(), signalled, "two submissions in the ring signal the same timeline value");
         assert_eq!(second.get(), signalled + 1);
+    }
+
+    /// Counts barriers, and checks that every submit hook call follows a barrier of its own.
+    #[derive(Default)]
+    struct Order {
+        barriers: core::sync::atomic::AtomicU64,
+        submits: core::sync::atomic::AtomicU64,
+        unfenced: AtomicBool,
+    }
+
+    impl crate::barrier::DeviceBarrier for Order {
+        fn device_write_barrier(&self) {
+            self.barriers.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    struct Hook(Arc<Order>, Vec<(u64, u64, u64)>, Arc<std::sync::Mutex<Vec<(u64, u64, u64)>>>);
+
+    impl crate::submit::IbSubmit for Hook {
+        fn submit_ib(&mut self, addr: u64, bytes: u64, stamp: Stamp) -> Result<()> {
+            let n = self.0.submits.fetch_add(1, Ordering::AcqRel) + 1;
+            if self.0.barriers.load(Ordering::Acquire) != n {
+                self.0.unfenced.store(true, Ordering::Release);
+            }
+            self.1.push((addr, bytes, stamp.get()));
+            self.2.lock().unwrap().clone_from(&self.1);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn an_ib_engine_submits_each_queue_after_the_backend_barrier_with_its_stamp() {
+        let pool = SignalPool::new();
+        let order = Arc::new(Order::default());
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mem = Arc::new(HostRegion::new(3 * 256, 8).unwrap());
+        let ibs = crate::submit::IbPool::new(
+            mem,
+            0x4000,
+            256,
+            crate::barrier::Barrier::Custom(order.clone()),
+            alloc::boxed::Box::new(Hook(order.clone(), Vec::new(), seen.clone())),
+        )
+        .unwrap();
+        let kernargs = KernargPool::new(Arc::new(HostRegion::new(256, 8).unwrap()), 0x1000, 8);
+        let hcq = Hcq::new(
+            device_name("T"),
+            pool.alloc(0),
+            Arc::new(SoftEncoder),
+            alloc::vec![Engine::new("compute", ibs)],
+            kernargs,
+            Arc::new(StdHooks),
+        )
+        .unwrap();
+        hcq.timeline().set_policy(WaitPolicy::with_timeout_ms(20));
+        assert!(hcq.engines()[0].is_ib());
+        assert_eq!(hcq.engines()[0].ring_words(), 64);
+        let mut stamps = Vec::new();
+        for i in 0..5u64 {
+            if i >= 3 {
+                // the device finished the submission that used this slot last
+                hcq.timeline().signal().set(i - 2);
+            }
+            stamps.push(hcq.submit(0, &mut barrier_queue(&hcq)).unwrap().get());
+        }
+        assert_eq!(stamps, [1, 2, 3, 4, 5]);
+        assert_eq!(order.barriers.load(Ordering::Acquire), 5);
+        assert!(!order.unfenced.load(Ordering::Acquire), "a submit without its own barrier before it");
+        let seen = seen.lock().unwrap().clone();
+        let addrs: Vec<u64> = seen.iter().map(|s| s.0).collect();
+        assert_eq!(addrs, [0x4000, 0x4100, 0x4200, 0x4000, 0x4100], "slots round-robin");
+        assert!(seen.iter().zip(1..).all(|(s, v)| s.2 == v), "each IB carries its stamp");
+        // the 6th reuses slot 2 once stamp 3 passed; the 7th needs slot 0, whose stamp 4 never
+        // passes
+        hcq.timeline().signal().set(3);
+        hcq.submit(0, &mut barrier_queue(&hcq)).unwrap();
+        let e = hcq.submit(0, &mut barrier_queue(&hcq)).unwrap_err();
+        assert!(matches!(e, Error::Timeout { awaited: 4, .. }), "{e:?}");
+        assert_eq!(hcq.timeline().last_submitted(), Stamp::new(6), "the failed submission took no value");
+    }
+
+    #[test]
+    fn a_timeline_resumes_forward_only_and_never_under_work_in_flight() {
+        let (hcq, _bell) = rig(256, 20);
+        hcq.resume_at(Stamp::new(u64::from(u32::MAX))).unwrap();
+        let s = hcq.submit(0, &mut barrier_queue(&hcq)).unwrap();
+        assert_eq!(s.get(), 1 << 32);
+        assert!(hcq.resume_at(Stamp::new(1 << 33)).is_err(), "in flight");
+        hcq.timeline().signal().set(1 << 32);
+        assert!(hcq.resume_at(Stamp::new(5)).is_err(), "backwards");
+        hcq.resume_at(Stamp::new(1 << 33)).unwrap();
+        assert_eq!(hcq.submit(0, &mut barrier_queue(&hcq)).unwrap().get(), (1 << 33) + 1);
     }
 
     /// CPU time (user + system, in clock ticks) this thread has used.

@@ -21,6 +21,8 @@
 //! | [`timeline`] | per-device submission order, hang detection |
 //! | [`queue`] | queue builder, backend encoders, patchable replay |
 //! | [`ring`] | command rings and kernel-argument pools that never overwrite in-flight work |
+//! | [`barrier`] | the backend's ordering barrier before a doorbell or submit (`dsb st`, `sfence`) |
+//! | [`submit`] | the two shapes of an engine: ring + doorbell, indirect buffers + submit hook |
 //! | [`hcq`] | the engine tying timeline, rings and encoder together |
 //! | [`soft`] | the reference command encoding and a software command processor |
 //! | [`profile`] | profile events, Chrome trace export |
@@ -39,6 +41,7 @@ extern crate std;
 mod fmt;
 
 pub mod allocator;
+pub mod barrier;
 #[cfg(feature = "alloc")]
 pub mod buffer;
 pub mod bundle;
@@ -67,6 +70,8 @@ pub mod signal;
 #[cfg(feature = "alloc")]
 pub mod soft;
 pub mod stamp;
+#[cfg(feature = "alloc")]
+pub mod submit;
 pub mod sync;
 #[cfg(feature = "alloc")]
 pub mod timeline;

@@ -7,20 +7,21 @@
 //! ring being large; we never overwrite commands or kernel arguments in flight.
 //!
 //! [`CommandRing`] writes a submission's words at the write pointer, wrapping at the end (the
-//! two-slice write of nova's command queue), then issues a release fence and rings the doorbell
-//! with the new write pointer. [`KernargPool`] hands out contiguous, aligned blocks from a
+//! two-slice write of nova's command queue), then issues the backend's barrier
+//! ([`Barrier`]: a release fence for a host-thread device, `dsb st` / `sfence` for hardware) and
+//! rings the doorbell with the new write pointer. [`KernargPool`] hands out contiguous, aligned blocks from a
 //! wrapping [`BumpAllocator`](crate::memory::BumpAllocator).
 //!
 //! Bookkeeping is a fixed-capacity queue of `(end position, stamp)` pairs allocated once; when
 //! it is full the producer waits for the oldest entry instead of growing it, so the steady state
 //! allocates nothing.
 
+use crate::barrier::Barrier;
 use crate::error::{Error, Result};
 use crate::memory::BumpAllocator;
 use crate::mmio::{MmioBus, Width};
 use crate::signal::WaitHooks;
 use crate::stamp::Stamp;
-use crate::sync::{Ordering, fence};
 use crate::timeline::Timeline;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
@@ -113,6 +114,7 @@ pub struct CommandRing {
     wptr: u64,
     flight: InFlight,
     doorbell: Doorbell,
+    barrier: Barrier,
 }
 
 impl core::fmt::Debug for CommandRing {
@@ -121,13 +123,15 @@ impl core::fmt::Debug for CommandRing {
             .field("words", &self.words)
             .field("wptr", &self.wptr)
             .field("retired", &self.flight.retired())
+            .field("barrier", &self.barrier)
             .finish()
     }
 }
 
 impl CommandRing {
     /// A ring over all of `mem` (its size must be a non-zero multiple of 4 bytes), with room
-    /// for `max_in_flight` submissions, kicked through `doorbell`.
+    /// for `max_in_flight` submissions, kicked through `doorbell` after a host release fence
+    /// (a device that is a host thread; hardware needs [`CommandRing::with_barrier`]).
     pub fn new(mem: Arc<dyn MmioBus + Send>, max_in_flight: usize, doorbell: Doorbell) -> Result<Self> {
         let bytes = mem.size();
         if bytes == 0 || !bytes.is_multiple_of(4) {
@@ -138,7 +142,21 @@ impl CommandRing {
         }
         // CAST: usize is at most 64 bits on every target.
         let words = (bytes / 4) as u64;
-        Ok(Self { mem, words, wptr: 0, flight: InFlight::new(words, max_in_flight), doorbell })
+        Ok(Self { mem, words, wptr: 0, flight: InFlight::new(words, max_in_flight), doorbell, barrier: Barrier::Host })
+    }
+
+    /// Issue `barrier` before each doorbell write instead of the host release fence:
+    /// [`Barrier::DeviceWrite`] for a device that is hardware (see [`crate::barrier`]). With any
+    /// barrier but [`Barrier::Host`] the ring words are written with word-sized volatile stores
+    /// (memory a hardware device reads), not one copy.
+    pub fn with_barrier(mut self, barrier: Barrier) -> Self {
+        self.barrier = barrier;
+        self
+    }
+
+    /// The barrier issued before each doorbell write.
+    pub fn barrier(&self) -> &Barrier {
+        &self.barrier
     }
 
     /// Capacity in words.
@@ -185,19 +203,29 @@ impl CommandRing {
         // PANIC: never: `first <= words.len()` by the `min` above.
         let (a, b) = words.split_at(first);
         // CAST: `at < words`, and the ring's byte size is a usize.
-        self.mem.write_bytes((at * 4) as usize, zerocopy::IntoBytes::as_bytes(a))?;
-        if !b.is_empty() {
-            self.mem.write_bytes(0, zerocopy::IntoBytes::as_bytes(b))?;
+        let at = (at * 4) as usize;
+        if matches!(self.barrier, Barrier::Host) {
+            // a host-thread device reads host memory: one copy per slice
+            self.mem.write_bytes(at, zerocopy::IntoBytes::as_bytes(a))?;
+            if !b.is_empty() {
+                self.mem.write_bytes(0, zerocopy::IntoBytes::as_bytes(b))?;
+            }
+        } else {
+            // memory a hardware device reads: word-sized volatile stores, never a memcpy
+            crate::submit::write_words(&*self.mem, at, a)?;
+            crate::submit::write_words(&*self.mem, 0, b)?;
         }
         self.wptr = end;
         self.flight.push(end, stamp);
         Ok(())
     }
 
-    /// Make the written words visible and ring the doorbell with the write pointer; returns it.
+    /// Make the written words visible (the backend's barrier) and ring the doorbell with the
+    /// write pointer; returns it.
+    #[inline]
     pub fn kick(&mut self) -> Result<u64> {
         // Volatile is not ordering: make the ring words visible before the doorbell.
-        fence(Ordering::Release);
+        self.barrier.issue();
         self.doorbell.bus.write(self.doorbell.offset, self.doorbell.width, self.wptr & self.doorbell.width.mask())?;
         Ok(self.wptr)
     }

@@ -100,6 +100,14 @@ impl Timeline {
         (v.prev(), v)
     }
 
+    /// Continue from value `last` (a timeline resumed from an earlier run): the signal is set
+    /// to `last` and the next submission signals `last + 1`. Only while nothing is in flight
+    /// (callers hold the submit lock; [`crate::hcq::Hcq::resume_at`] checks).
+    pub(crate) fn resume_at(&self, last: Stamp) {
+        self.signal.set(last.get());
+        self.next.store(last.get().wrapping_add(1), Ordering::Release);
+    }
+
     /// Fail if the device is hung or faulted.
     pub fn check(&self) -> Result<()> {
         if let Some(e) = self.fault.lock().clone() {

@@ -5,7 +5,8 @@
 //! `CP_RB_CNTL` from `adreno_common.xml`) on the GPU's register bus, writes PM4 words into the
 //! ring memory with the core's [`CommandRing`] (which never overwrites words of a submission
 //! whose timeline stamp has not passed, and wraps a submission across the end of the ring), then
-//! issues the backend's device write barrier ([`WriteBarrier`]) and writes the new write pointer
+//! issues the backend's device write barrier ([`WriteBarrier`], the core's
+//! [`hcq::barrier::DeviceBarrier`]) and writes the new write pointer
 //! to `CP_RB_WPTR`: the doorbell.
 //!
 //! Ordering: the ring words (normal, write-combined memory) must reach the point of coherence
@@ -34,30 +35,13 @@ use hcq::stamp::Stamp;
 use hcq::timeline::Timeline;
 use hcq::{Error, Result};
 
-/// The barrier a backend issues after filling the ring and before the doorbell write.
-pub trait WriteBarrier: Send + Sync {
-    /// Complete every earlier store (to memory the device reads) before any later one (the
-    /// doorbell register write).
-    fn device_write_barrier(&self);
-}
+/// The barrier a backend issues after filling the ring and before the doorbell write: the
+/// core's [`hcq::barrier::DeviceBarrier`].
+pub use hcq::barrier::DeviceBarrier as WriteBarrier;
 
-/// Linux's `wmb()`: `dsb st` on AArch64. On other targets (host simulation) a sequentially
-/// consistent fence, which on x86-64 is an `mfence` (stronger than Linux's `sfence` there).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct DsbSt;
-
-impl WriteBarrier for DsbSt {
-    #[inline]
-    fn device_write_barrier(&self) {
-        #[cfg(target_arch = "aarch64")]
-        // SAFETY: `dsb st` waits for earlier stores to complete; it changes no memory or register.
-        unsafe {
-            core::arch::asm!("dsb st", options(nostack, preserves_flags))
-        };
-        #[cfg(not(target_arch = "aarch64"))]
-        core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
-    }
-}
+/// Linux's `wmb()`: `dsb st` on AArch64 (`sfence` on x86-64, for host simulation): the core's
+/// [`hcq::barrier::DeviceWrite`].
+pub use hcq::barrier::DeviceWrite as DsbSt;
 
 /// `CP_RB_CNTL.BLKSZ` as Linux programs it: log2(32-byte read-pointer report block / 8).
 pub const RB_BLKSZ: u8 = 2;
@@ -144,7 +128,10 @@ impl<B: WriteBarrier> A6xxRing<B> {
         write64(&*regs, CP_RB_RPTR_ADDR::OFFSET, cfg.rptr_gpu)?;
         CP_RB_CNTL::default().set_bufsz(bufsz).set_blksz(RB_BLKSZ).set_no_update(false).write(&*regs)?;
         let bell = Doorbell { bus: regs.clone(), offset: CP_RB_WPTR::OFFSET, width: Width::U32 };
-        let ring = CommandRing::new(mem, cfg.max_in_flight, bell)?;
+        // The core ring is never kicked: `submit` writes CP_RB_WPTR itself, after `barrier`. A
+        // device barrier makes the core ring write the PM4 words with word-sized volatile
+        // stores (memory the CP reads), not one copy.
+        let ring = CommandRing::new(mem, cfg.max_in_flight, bell)?.with_barrier(hcq::barrier::Barrier::DeviceWrite);
         // CAST: usize is at most 64 bits.
         let size = (bytes / 4) as u64;
         Ok(Self { ring, regs, shadow, shadow_off, size, kicked: 0, barrier })

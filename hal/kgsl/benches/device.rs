@@ -36,3 +36,28 @@ fn qcom_sim_call_chain100(b: Bencher) {
 fn qcom_sim_call_elementwise(b: Bencher) {
     bench_bundle(b, "elementwise");
 }
+
+/// chain100 with a shader core that does nothing: the host cost of one call through the core
+/// engine's IB shape (patch the timeline wait and signal, copy the IB into a free slot with
+/// 32-bit volatile stores, device write barrier, `GPU_COMMAND`, the simulated CP decoding 100
+/// dispatches, the timeline wait).
+#[divan::bench(sample_count = 50)]
+fn qcom_sim_call_chain100_no_shader(b: Bencher) {
+    use hcq_adreno::sim::{ComputeState, Dispatch, GpuMemory};
+    use hcq_kgsl::sim::SimKgsl;
+    use std::sync::Arc;
+    struct Nop;
+    impl Dispatch for Nop {
+        fn dispatch(&mut self, _s: &ComputeState<'_>, _mem: &mut dyn GpuMemory) -> hcq::Result<()> {
+            Ok(())
+        }
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chain100");
+    let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap();
+    let file = Hcqb::parse(&bytes).unwrap();
+    let sim = Arc::new(SimKgsl::new(Box::new(Nop)));
+    let dev = QcomDevice::with_backend("QCOM:SIM", sim.clone(), Some(sim), None, false).unwrap();
+    let mut m = Runner::load(QcomBackend::new(dev).unwrap(), &file).unwrap();
+    m.call().unwrap();
+    b.counter(ItemsCount::new(m.kernels_per_call())).bench_local(|| m.call().unwrap());
+}

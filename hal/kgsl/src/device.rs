@@ -7,29 +7,43 @@
 //! (`hcq_adreno::Program::from_json`) and uploads its shader image once; allocates every base
 //! buffer as a KGSL GPU object; lays out each launch's constant block as
 //! `programs[].adreno.consts` says (argument addresses, integer values, immediates, local size)
-//! in its own slot of one constant object; and captures the launch list as one PM4 queue
-//! (`Pm4Queue`: exec + barrier per launch, then a signal). A call patches the signal value
-//! (every word that carries it), copies the words into the IB object with word-sized volatile
-//! stores, submits the IB (`GPU_COMMAND`, the kernel's ordering point) and sleeps in
-//! `WAITTIMESTAMP`; a fault on the simulated device ends that wait at once with the fault's
-//! IB offset, a hang ends it as a timeout.
+//! in its own slot of one constant object; and captures the launch list as one core `HwQueue`
+//! encoded by the a6xx encoder ([`CoreA6xx`]): the timeline wait, exec + barrier per launch,
+//! the timeline signal.
+//!
+//! The engine is the core's ([`hcq::hcq::Hcq`]) with the IB shape ([`hcq::submit::IbPool`]):
+//! KGSL has no user-visible ring, so a call patches the queue's timeline wait and signal (every
+//! word that carries them), copies its words into the next free IB slot of a GPU object with
+//! word-sized volatile stores, issues the device write barrier (`dsb st`) and hands the IB to
+//! `GPU_COMMAND`. The timeline signal lies in a KGSL GPU object the CP writes; waits sleep in
+//! `WAITTIMESTAMP` (the signal wait's hooks). Several calls can be in flight
+//! ([`QcomBackend::submit_call`]); an IB slot is rewritten only once the timeline passed the
+//! stamp of the call that used it. A fault on the simulated device ends a wait at once with the
+//! fault's IB offset; a hang ends it as the timeout error.
 
 use crate::backend::KgslIoctl;
 use crate::capture::Capturing;
+use crate::encoder::CoreA6xx;
 use crate::flags::{ContextFlags, MemFlags};
 use crate::sim::SimKgsl;
 use crate::sim_dispatch::{ArgSlots, Ir3Dispatch};
-use crate::{Context, FreeAfter, GpuObject, Kgsl};
+use crate::{Context, FreeAfter, GpuObject, Kgsl, TimestampHooks};
 use hcq::allocator::{Allocator, BufferSpec, DeviceMemory, LruAllocator};
+use hcq::barrier::Barrier;
 use hcq::bundle::Arch;
 use hcq::bundle::hcqb::ProgramRef;
 use hcq::device::{Device, DeviceLimits, DeviceProperties};
 use hcq::error::device_name;
+use hcq::hcq::{Engine, Hcq};
 use hcq::mmio::{MmioBus, Width};
-use hcq::queue::{Command, Field};
+use hcq::queue::HwQueue;
+use hcq::ring::KernargPool;
 use hcq::runner::{Backend, Launch};
+use hcq::signal::{Signal, SignalPage, Slot, WaitHooks, WaitPolicy};
+use hcq::stamp::Stamp;
+use hcq::submit::{IbPool, IbSubmit};
 use hcq::{Error, Result};
-use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue, Program};
+use hcq_adreno::{A6xxEncoder, EncoderConfig, Program};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -243,7 +257,7 @@ impl Allocator for KgslAllocator {
     }
     fn copy_in(&self, dst: &DeviceMemory, offset: u64, src: &[u8]) -> Result<()> {
         dst.check_range("QCOM copy_in", offset, src.len() as u64)?;
-        self.with(dst, |o| o.bus().write_bytes(offset as usize, src))
+        self.with(dst, |o| write_words(o, offset, src))
     }
     fn copy_out(&self, dst: &mut [u8], src: &DeviceMemory, offset: u64) -> Result<()> {
         src.check_range("QCOM copy_out", offset, dst.len() as u64)?;
@@ -251,46 +265,148 @@ impl Allocator for KgslAllocator {
     }
 }
 
-/// Write `data` at byte `off` of `obj` with word-sized volatile stores (a tail shorter than a
-/// word is merged into the word it shares).
+/// Write `data` at byte `off` of `obj` with volatile stores: 32-bit words where both are
+/// word-aligned, single bytes otherwise (never a `memcpy` into memory the GPU reads).
 fn write_words(obj: &GpuObject, off: u64, data: &[u8]) -> Result<()> {
-    let bus = obj.bus();
     let off = usize::try_from(off).map_err(|_| Error::InvalidArgument { what: "QCOM write offset", value: off })?;
+    volatile_write(obj.bus(), off, data)
+}
+
+fn volatile_write(bus: &dyn MmioBus, off: usize, data: &[u8]) -> Result<()> {
     hcq::mmio::check_range("QCOM buffer write", off, data.len(), bus.size())?;
     if off.is_multiple_of(4) && data.len().is_multiple_of(4) {
         for (i, c) in data.chunks_exact(4).enumerate() {
             bus.write(off + 4 * i, Width::U32, u32::from_le_bytes([c[0], c[1], c[2], c[3]]).into())?;
         }
-        Ok(())
     } else {
-        bus.write_bytes(off, data)
+        for (i, b) in data.iter().enumerate() {
+            bus.write(off + i, Width::U8, u64::from(*b))?;
+        }
+    }
+    Ok(())
+}
+
+/// The first `len` bytes of a KGSL GPU object as a core MMIO bus (volatile accesses through its
+/// CPU mapping): the memory of the engine's IB pool and of the kernel-argument pool.
+struct ObjBus {
+    obj: Arc<GpuObject>,
+    len: usize,
+}
+
+impl ObjBus {
+    fn new(obj: Arc<GpuObject>, len: usize) -> Result<Self> {
+        hcq::mmio::check_range("QCOM object window", 0, len, obj.bus().size())?;
+        Ok(Self { obj, len })
     }
 }
 
+impl MmioBus for ObjBus {
+    fn size(&self) -> usize {
+        self.len
+    }
+    fn read(&self, offset: usize, width: Width) -> Result<u64> {
+        hcq::mmio::check_range("QCOM object read", offset, width.bytes(), self.len)?;
+        self.obj.bus().read(offset, width)
+    }
+    fn write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
+        hcq::mmio::check_range("QCOM object write", offset, width.bytes(), self.len)?;
+        self.obj.bus().write(offset, width, value)
+    }
+    fn write_bytes(&self, offset: usize, src: &[u8]) -> Result<()> {
+        hcq::mmio::check_range("QCOM object write", offset, src.len(), self.len)?;
+        volatile_write(self.obj.bus(), offset, src)
+    }
+    fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        hcq::mmio::check_range("QCOM object read", offset, dst.len(), self.len)?;
+        self.obj.bus().read_bytes(offset, dst)
+    }
+}
+
+/// A device error with the simulated CP's fault report as context, when there is one (and the
+/// error does not carry it yet).
+fn with_fault(sim: Option<&Arc<SimKgsl>>, e: Error) -> Error {
+    match sim.and_then(|s| s.fault()) {
+        Some(f) if matches!(e, Error::DeviceHung { .. }) => e.context(f),
+        _ => e,
+    }
+}
+
+/// The IB engine's submit hook: `IOCTL_KGSL_GPU_COMMAND` with the IB (the kernel's ring write
+/// and its barriers follow; the engine issued the device write barrier before this call).
+struct GpuCommandHook {
+    kgsl: Arc<Kgsl>,
+    ctx: Arc<Context>,
+    sim: Option<Arc<SimKgsl>>,
+}
+
+impl IbSubmit for GpuCommandHook {
+    fn submit_ib(&mut self, addr: u64, bytes: u64, _stamp: Stamp) -> Result<()> {
+        self.kgsl.submit(&self.ctx, addr, bytes).map(|_| ()).map_err(|e| with_fault(self.sim.as_ref(), e))
+    }
+}
+
+/// The timeline wait's hooks: sleep in KGSL `WAITTIMESTAMP` on the context
+/// ([`TimestampHooks`]); a fault seen there ends the wait at once, with the simulated CP's
+/// report (the IB offset) as context on `QCOM:SIM`.
+#[derive(Debug)]
+struct QcomHooks {
+    inner: TimestampHooks,
+    sim: Option<Arc<SimKgsl>>,
+}
+
+impl WaitHooks for QcomHooks {
+    fn now_ns(&self) -> u64 {
+        self.inner.now_ns()
+    }
+    fn yield_now(&self) {
+        self.inner.yield_now()
+    }
+    fn sleep(&self, idle_ns: u64) {
+        self.inner.sleep(idle_ns)
+    }
+    fn fault(&self) -> Option<Error> {
+        self.inner.fault().map(|e| with_fault(self.sim.as_ref(), e))
+    }
+}
+
+/// IB slots of a [`QcomBackend`] unless [`QcomBackend::set_ib_slots`] says otherwise: calls in
+/// flight at most.
+pub const DEFAULT_IB_SLOTS: usize = 4;
+/// Signal slots in the timeline's GPU object (one page; the timeline uses the first).
+const SIGNAL_SLOTS: usize = 4096 / 16;
+
 /// The runner backend of the QCOM device (see the module docs).
 pub struct QcomBackend {
+    // Dropped first (see `Drop`): the captured queue, then the engine state, whose timeline
+    // signal lies in `signal`'s mapping.
+    queue: Option<HwQueue>,
+    hcq: Option<Hcq>,
+    timeline: Option<Signal>,
     dev: Arc<QcomDevice>,
     buffers: Vec<GpuObject>,
     /// Each program's shader image, uploaded once.
     code: Vec<GpuObject>,
     programs: Vec<(Program, u64)>,
     enc: Option<Arc<A6xxEncoder>>,
-    queue: Option<Pm4Queue>,
-    /// Scratch (16 B for the barrier's flush event), private memory, signal, IB objects.
+    /// Scratch (16 B for the barrier's flush event), private memory, timeline signal, IB pool
+    /// and kernel-argument pool objects.
     scratch: Option<GpuObject>,
     pvt: Option<GpuObject>,
     signal: Option<GpuObject>,
-    ib: Option<GpuObject>,
+    ib: Option<Arc<GpuObject>>,
+    kernarg_mem: Option<Arc<GpuObject>>,
     consts: Vec<GpuObject>,
-    signal_cmd: usize,
-    calls: u64,
+    launches: usize,
+    ib_slots: usize,
+    /// The timeline value the engine starts from (see `set_calls`).
+    start: u64,
     block: Vec<u8>,
     timeout_ms: u32,
 }
 
 impl core::fmt::Debug for QcomBackend {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("QcomBackend").field("dev", &self.dev.name).field("calls", &self.calls).finish_non_exhaustive()
+        f.debug_struct("QcomBackend").field("dev", &self.dev.name).field("calls", &self.calls()).finish_non_exhaustive()
     }
 }
 
@@ -304,38 +420,64 @@ impl QcomBackend {
         let signal = dev.kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?;
         let timeout_ms = dev.timeout_ms;
         Ok(Self {
+            queue: None,
+            hcq: None,
+            timeline: None,
             dev,
             buffers: Vec::new(),
             code: Vec::new(),
             programs: Vec::new(),
             enc: None,
-            queue: None,
             scratch: None,
             pvt: None,
             signal: Some(signal),
             ib: None,
+            kernarg_mem: None,
             consts: Vec::new(),
-            signal_cmd: 0,
-            calls: 0,
+            launches: 0,
+            ib_slots: DEFAULT_IB_SLOTS,
+            start: 0,
             block: Vec::new(),
             timeout_ms,
         })
     }
 
-    /// Wait at most `ms` per call (default [`DEFAULT_TIMEOUT_MS`]).
+    /// Wait at most `ms` without progress per wait (default [`DEFAULT_TIMEOUT_MS`]).
     pub fn set_timeout_ms(&mut self, ms: u32) {
         self.timeout_ms = ms;
+        if let Some(h) = &self.hcq {
+            h.timeline().set_policy(WaitPolicy::with_timeout_ms(ms.into()));
+        }
     }
 
-    /// Calls made so far; the next call signals `calls + 1` (set it to resume the timeline of
-    /// an earlier run).
-    pub fn set_calls(&mut self, calls: u64) {
-        self.calls = calls;
+    /// IB slots of the engine (calls in flight at most; default [`DEFAULT_IB_SLOTS`]). Only
+    /// before the load finished.
+    pub fn set_ib_slots(&mut self, slots: usize) -> Result<()> {
+        if self.hcq.is_some() || slots == 0 {
+            return Err(Error::InvalidArgument {
+                what: "QCOM IB slots: at least one, set before the load finishes",
+                value: slots as u64,
+            });
+        }
+        self.ib_slots = slots;
+        Ok(())
     }
 
-    /// The signal value of the last call (its completion on the 64-bit timeline).
+    /// Continue the timeline at `calls`: the next call signals `calls + 1` (to resume the
+    /// timeline of an earlier run). Errors while a call is in flight.
+    pub fn set_calls(&mut self, calls: u64) -> Result<()> {
+        match &self.hcq {
+            Some(h) => h.resume_at(Stamp::new(calls)),
+            None => {
+                self.start = calls;
+                Ok(())
+            }
+        }
+    }
+
+    /// The timeline value of the last call submitted (its completion on the 64-bit timeline).
     pub fn calls(&self) -> u64 {
-        self.calls
+        self.hcq.as_ref().map_or(self.start, |h| h.timeline().last_submitted().get())
     }
 
     /// The device.
@@ -343,7 +485,12 @@ impl QcomBackend {
         &self.dev
     }
 
-    /// The captured PM4 words (after the load).
+    /// The engine state (after the load): timeline, IB engine, profiler.
+    pub fn hcq(&self) -> Option<&Hcq> {
+        self.hcq.as_ref()
+    }
+
+    /// The captured PM4 words (after the load; patched for the last call submitted).
     pub fn words(&self) -> &[u32] {
         self.queue.as_ref().map_or(&[], |q| q.words())
     }
@@ -353,7 +500,43 @@ impl QcomBackend {
         self.buffers.get(i).map(GpuObject::gpuaddr)
     }
 
-    /// The encoder, created at the first launch with private memory for the largest program.
+    /// Submit one call (the captured queue, its timeline wait and signal patched) without
+    /// waiting; returns the timeline value that completes it. Blocks when every IB slot holds a
+    /// call whose stamp has not passed.
+    pub fn submit_call(&mut self) -> Result<Stamp> {
+        let (Some(h), Some(q)) = (self.hcq.as_ref(), self.queue.as_mut()) else {
+            return Err(Error::InvalidArgument { what: "QCOM: call before the load finished", value: 0 });
+        };
+        h.submit(0, q).map_err(|e| with_fault(self.dev.sim.as_ref(), e))
+    }
+
+    /// Wait (sleeping in KGSL `WAITTIMESTAMP`) until the timeline reaches `stamp`.
+    pub fn wait(&self, stamp: Stamp) -> Result<()> {
+        match &self.hcq {
+            Some(h) => h.wait(stamp).map_err(|e| with_fault(self.dev.sim.as_ref(), e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Wait for every call submitted.
+    pub fn synchronize(&self) -> Result<()> {
+        match &self.hcq {
+            Some(h) => self.wait(h.timeline().last_submitted()),
+            None => Ok(()),
+        }
+    }
+
+    /// Before a host access to a buffer: wait for the calls in flight. A device that faulted
+    /// or hung runs nothing more of them, so its memory is read (or written) as it is.
+    fn settle(&self) -> Result<()> {
+        match self.synchronize() {
+            Err(e) if !matches!(e.root(), Error::DeviceHung { .. }) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// The encoder, created at the first launch with private memory for the largest program;
+    /// with it the timeline signal and the captured queue.
     fn encoder(&mut self) -> Result<Arc<A6xxEncoder>> {
         if let Some(e) = &self.enc {
             return Ok(e.clone());
@@ -377,7 +560,16 @@ impl QcomBackend {
             }
             *code = enc.add_program(p, *code)?;
         }
-        self.queue = Some(Pm4Queue::new(enc.clone()));
+        let sig = self.signal.as_ref().ok_or(Error::InvalidArgument { what: "QCOM: no signal object", value: 0 })?;
+        // SAFETY: the object's mapping is page aligned (16-aligned slots), SIGNAL_SLOTS × 16
+        // bytes = its one page, zeroed by KGSL, and the GPU sees it at `gpuaddr`. The page
+        // lives in `self.timeline`, `self.hcq` and `self.queue` only (no Signal is handed
+        // out), all three dropped before the object is unmapped (`Drop`); the CPU touches it
+        // only through the page's atomics from here on.
+        let page = unsafe { SignalPage::from_raw(sig.bus().base().cast::<Slot>(), SIGNAL_SLOTS, sig.gpuaddr()) };
+        let timeline = Signal::new(Arc::new(page), 0)?;
+        self.queue = Some(HwQueue::new(Arc::new(CoreA6xx(enc.clone())), &timeline)?);
+        self.timeline = Some(timeline);
         self.scratch = Some(scratch);
         self.pvt = Some(pvt);
         self.enc = Some(enc.clone());
@@ -443,8 +635,7 @@ impl Backend for QcomBackend {
         prog.fill_consts(&mut self.block, l.args, &vals, gpu.local_size)?;
         // One 4 KiB-aligned slot per launch.
         let slot_bytes = (prog.const_block_bytes as usize).next_multiple_of(4096).max(4096);
-        let n = self.queue.as_ref().map_or(0, |q| q.len());
-        let slot = n / 2; // exec + barrier per launch
+        let slot = self.launches;
         if slot / CONSTS_PER_OBJECT >= self.consts.len() {
             self.consts
                 .push(self.dev.kgsl.alloc((CONSTS_PER_OBJECT * 4096.max(slot_bytes)) as u64, MemFlags::USE_CPU_MAP)?);
@@ -462,8 +653,9 @@ impl Backend for QcomBackend {
         let kernargs = obj.gpuaddr() + off;
         // PANIC: `encoder()` succeeded above, and it creates the queue with the encoder.
         let q = self.queue.as_mut().expect("created by encoder()");
-        q.push(Command::Exec { program: *handle, kernargs, global: gpu.global_size, local: gpu.local_size })?;
-        q.push(Command::Barrier)?;
+        q.exec(*handle, kernargs, gpu.global_size, gpu.local_size)?;
+        q.memory_barrier()?;
+        self.launches += 1;
         Ok(())
     }
 
@@ -472,37 +664,54 @@ impl Backend for QcomBackend {
     }
 
     fn finish(&mut self) -> Result<()> {
-        self.encoder()?;
-        let signal = self.signal.as_ref().map_or(0, GpuObject::gpuaddr);
-        // PANIC: `encoder()` succeeded above, and it creates the queue with the encoder.
+        if self.hcq.is_some() {
+            return Err(Error::InvalidArgument { what: "QCOM: the load finished already", value: 0 });
+        }
+        let enc = self.encoder()?;
+        // PANIC: `encoder()` succeeded above, and it creates the queue and the timeline signal.
         let q = self.queue.as_mut().expect("created by encoder()");
-        self.signal_cmd = q.push(Command::Signal { addr: signal, value: 0 })?;
-        let bytes = 4 * q.words().len() as u64;
-        self.ib = Some(self.dev.kgsl.alloc(bytes, MemFlags::USE_CPU_MAP)?);
+        let timeline = self.timeline.clone().expect("created by encoder()");
+        q.finish()?;
+        let kgsl = &self.dev.kgsl;
+        // One IB slot holds the whole captured queue.
+        let slot_bytes = (4 * q.words().len()).next_multiple_of(256);
+        let pool_bytes = slot_bytes * self.ib_slots;
+        let ib = Arc::new(kgsl.alloc(pool_bytes as u64, MemFlags::USE_CPU_MAP)?);
+        let kernarg_mem = Arc::new(kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?);
+        let hook = GpuCommandHook { kgsl: kgsl.clone(), ctx: self.dev.ctx.clone(), sim: self.dev.sim.clone() };
+        let pool = IbPool::new(
+            Arc::new(ObjBus::new(ib.clone(), pool_bytes)?),
+            ib.gpuaddr(),
+            slot_bytes,
+            Barrier::DeviceWrite,
+            Box::new(hook),
+        )?;
+        // The runner's constant blocks live in the constant objects above (captured once); this
+        // pool serves `Submitter::kernargs` for work built at run time.
+        let kernargs = KernargPool::new(Arc::new(ObjBus::new(kernarg_mem.clone(), 4096)?), kernarg_mem.gpuaddr(), 16);
+        let hooks =
+            QcomHooks { inner: TimestampHooks::new(kgsl.clone(), self.dev.ctx.clone()), sim: self.dev.sim.clone() };
+        let hcq = Hcq::new(
+            device_name(&self.dev.name),
+            timeline,
+            Arc::new(CoreA6xx(enc)),
+            vec![Engine::new("compute", pool)],
+            kernargs,
+            Arc::new(hooks),
+        )?;
+        hcq.timeline().set_policy(WaitPolicy::with_timeout_ms(self.timeout_ms.into()));
+        if self.start != 0 {
+            hcq.resume_at(Stamp::new(self.start))?;
+        }
+        self.ib = Some(ib);
+        self.kernarg_mem = Some(kernarg_mem);
+        self.hcq = Some(hcq);
         Ok(())
     }
 
     fn replay(&mut self) -> Result<()> {
-        let (Some(q), Some(ib), Some(sig)) = (self.queue.as_mut(), self.ib.as_ref(), self.signal.as_ref()) else {
-            return Err(Error::InvalidArgument { what: "QCOM: call before the load finished", value: 0 });
-        };
-        self.calls += 1;
-        // Replay with patching: the signal value (every word that carries it) is this call's.
-        q.patch(self.signal_cmd, Field::Value, self.calls)?;
-        let bus = ib.bus();
-        for (i, w) in q.words().iter().enumerate() {
-            bus.write(4 * i, Width::U32, (*w).into())?;
-        }
-        self.dev.submit_and_wait(ib.gpuaddr(), 4 * q.words().len() as u64, self.timeout_ms)?;
-        let seen = sig.bus().read(0, Width::U64)?;
-        if seen != self.calls {
-            return Err(Error::Mismatch {
-                what: "QCOM: the call's signal after its timestamp retired",
-                expected: self.calls,
-                found: seen,
-            });
-        }
-        Ok(())
+        let stamp = self.submit_call()?;
+        self.wait(stamp)
     }
 
     fn read(&self, buffer: usize, offset: u64, out: &mut [u8]) -> Result<()> {
@@ -514,6 +723,7 @@ impl Backend for QcomBackend {
         })?;
         let off =
             usize::try_from(offset).map_err(|_| Error::InvalidArgument { what: "QCOM read offset", value: offset })?;
+        self.settle()?;
         o.bus().read_bytes(off, out)
     }
 
@@ -524,12 +734,17 @@ impl Backend for QcomBackend {
             len: 1,
             limit: self.buffers.len() as u64,
         })?;
+        self.settle()?;
         write_words(o, offset, data)
     }
 }
 
 impl Drop for QcomBackend {
     fn drop(&mut self) {
+        // The timeline signal's page goes before the object it lies in is unmapped.
+        self.queue = None;
+        self.hcq = None;
+        self.timeline = None;
         // Every object goes back to KGSL only after the context's last submission retired.
         let ctx = &self.dev.ctx;
         let after = if ctx.has_submitted() {
@@ -537,9 +752,10 @@ impl Drop for QcomBackend {
         } else {
             FreeAfter::NeverSubmitted
         };
+        // The engine (the only other holder of the pools' objects) is gone.
+        let shared = self.ib.take().into_iter().chain(self.kernarg_mem.take()).filter_map(|o| Arc::try_unwrap(o).ok());
         let objs = self.buffers.drain(..).chain(self.code.drain(..)).chain(self.consts.drain(..));
-        let objs =
-            objs.chain(self.scratch.take()).chain(self.pvt.take()).chain(self.ib.take()).chain(self.signal.take());
+        let objs = objs.chain(self.scratch.take()).chain(self.pvt.take()).chain(self.signal.take()).chain(shared);
         for o in objs {
             if let Err(e) = self.dev.kgsl.free(o, after) {
                 log::warn!("QCOM: freeing a GPU object: {e}");

@@ -7,7 +7,10 @@
 //! is read or awaited (a `CP_WAIT_REG_MEM` on memory the host has not written yet leaves the
 //! CP blocked until then). A CP error — an unknown opcode, bad parity, a fault — is recorded
 //! with its IB offset ([`SimKgsl::fault`]); every later wait fails at once with `EDEADLK`
-//! (the core sees `DeviceHung`), never after a timeout.
+//! (the core sees `DeviceHung`), never after a timeout. So is an IB whose words the host
+//! rewrote between `GPU_COMMAND` and the end of its execution (IB memory reused too early).
+//! [`SimKgsl::pause`] stalls the CP, as a busy GPU would, so a test can fill the host's IB
+//! slots.
 
 use crate::backend::{KgslIoctl, Mapping};
 use crate::uapi::*;
@@ -92,51 +95,106 @@ struct State {
     dispatch: Box<dyn Dispatch + Send>,
     next_id: u32,
     next_ctx: u32,
-    contexts: HashMap<u32, (u32, u32)>,    // id -> (submitted, retired)
-    queue: VecDeque<(u32, u32, u64, u32)>, // (ctx, ts, ib, dwords)
-    running: Option<(u32, u32)>,           // (ctx, ts) blocked in a wait
-    deferred_free: Vec<(u32, u32, u32)>,   // (object id, ctx, ts)
+    contexts: HashMap<u32, (u32, u32)>, // id -> (submitted, retired)
+    queue: VecDeque<Queued>,
+    /// The IB the CP stopped in (blocked in a wait).
+    running: Option<Queued>,
+    deferred_free: Vec<(u32, u32, u32)>, // (object id, ctx, ts)
     fault: Option<String>,
     /// Timestamp new contexts start at (see `SimKgsl::start_timestamps_at`).
     first_ts: u32,
+    /// The CP runs nothing while set (see `SimKgsl::pause`).
+    paused: bool,
+    /// Most IBs submitted and not finished at one time.
+    max_pending: usize,
+}
+
+/// An IB handed to `GPU_COMMAND` and not finished yet, with its words as they were then.
+struct Queued {
+    ctx: u32,
+    ts: u32,
+    ib: u64,
+    dwords: u32,
+    /// The IB's words as `GPU_COMMAND` returned, taken only for an IB that did not finish
+    /// inside it (one that did cannot have been rewritten); empty when they could not be read
+    /// (the CP reports that fault when it gets there).
+    words: Option<Vec<u32>>,
+}
+
+impl Queued {
+    fn snapshot(&mut self, mem: &Memory) {
+        if self.words.is_none() {
+            let mut w = vec![0u32; self.dwords as usize];
+            if mem.read_words(self.ib, &mut w).is_err() {
+                w.clear();
+            }
+            self.words = Some(w);
+        }
+    }
+
+    /// The first word of the IB that differs from its snapshot: `(index, then, now)`.
+    fn rewritten(&self, mem: &Memory) -> Option<(usize, u32, u32)> {
+        let words = self.words.as_ref().filter(|w| !w.is_empty())?;
+        let mut now = vec![0u32; words.len()];
+        if mem.read_words(self.ib, &mut now).is_err() {
+            return Some((0, words[0], 0));
+        }
+        words.iter().zip(&now).enumerate().find(|(_, (a, b))| a != b).map(|(i, (a, b))| (i, *a, *b))
+    }
 }
 
 impl State {
-    /// Run queued submissions until done, blocked or faulted.
+    /// Run queued submissions until done, blocked or faulted (nothing while paused). An IB
+    /// whose words changed between `GPU_COMMAND` and the end of its execution is a fault: KGSL
+    /// reads the IB while it runs, so the host may not reuse its memory before its timestamp.
     fn pump(&mut self) {
         loop {
-            if self.fault.is_some() {
+            if self.fault.is_some() || self.paused {
                 return;
             }
-            let (res, ctx, ts) = if let Some((ctx, ts)) = self.running {
-                (self.cp.resume(&mut self.mem, self.dispatch.as_mut()), ctx, ts)
-            } else if let Some((ctx, ts, ib, dwords)) = self.queue.pop_front() {
-                (self.cp.submit(ib, dwords, &mut self.mem, self.dispatch.as_mut()), ctx, ts)
+            let (res, job) = if let Some(job) = self.running.take() {
+                (self.cp.resume(&mut self.mem, self.dispatch.as_mut()), job)
+            } else if let Some(job) = self.queue.pop_front() {
+                if let Some((i, then, now)) = job.rewritten(&self.mem) {
+                    return self.fail_rewritten(&job, i, then, now, "before it ran");
+                }
+                (self.cp.submit(job.ib, job.dwords, &mut self.mem, self.dispatch.as_mut()), job)
             } else {
                 return;
             };
             match res {
                 Ok(Outcome::Done) => {
-                    self.running = None;
+                    if let Some((i, then, now)) = job.rewritten(&self.mem) {
+                        return self.fail_rewritten(&job, i, then, now, "while it ran");
+                    }
                     // A submission of several IBs retires with its last one.
-                    let more = self.queue.front().is_some_and(|q| (q.0, q.1) == (ctx, ts));
-                    if !more && let Some(c) = self.contexts.get_mut(&ctx) {
-                        c.1 = ts;
+                    let more = self.queue.front().is_some_and(|q| (q.ctx, q.ts) == (job.ctx, job.ts));
+                    if !more && let Some(c) = self.contexts.get_mut(&job.ctx) {
+                        c.1 = job.ts;
                     }
                     self.release_deferred();
                 }
                 Ok(Outcome::Blocked { .. }) => {
-                    self.running = Some((ctx, ts));
+                    self.running = Some(job);
                     return;
                 }
                 Err(e) => {
-                    self.running = None;
                     self.queue.clear();
-                    self.fault = Some(format!("context {ctx} timestamp {ts}: {e}"));
+                    self.fault = Some(format!("context {} timestamp {}: {e}", job.ctx, job.ts));
                     return;
                 }
             }
         }
+    }
+
+    fn fail_rewritten(&mut self, job: &Queued, word: usize, then: u32, now: u32, when: &str) {
+        self.queue.clear();
+        self.running = None;
+        self.fault = Some(format!(
+            "context {} timestamp {}: IB {:#x} word {word} was rewritten {when} ({then:#010x} became {now:#010x}): \
+             the host reused IB memory before its timestamp retired",
+            job.ctx, job.ts, job.ib
+        ));
     }
 
     fn retired(&self, ctx: u32, ts: u32) -> bool {
@@ -201,6 +259,8 @@ impl SimKgsl {
                 deferred_free: Vec::new(),
                 fault: None,
                 first_ts: 0,
+                paused: false,
+                max_pending: 0,
             }),
         }
     }
@@ -216,6 +276,22 @@ impl SimKgsl {
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, State>, Errno> {
         self.state.lock().map_err(|_| Errno::IO)
+    }
+
+    /// Stall the CP (`true`: submissions queue up, timestamps do not advance, as on a busy
+    /// GPU) or let it run again.
+    pub fn pause(&self, paused: bool) {
+        if let Ok(mut s) = self.state.lock() {
+            s.paused = paused;
+            if !paused {
+                s.pump();
+            }
+        }
+    }
+
+    /// Most IBs that were submitted and not finished at one time.
+    pub fn max_pending(&self) -> usize {
+        self.state.lock().map_or(0, |s| s.max_pending)
     }
 
     /// The CP error that stopped the device, with its IB address and word offset.
@@ -360,10 +436,23 @@ impl KgslIoctl for SimKgsl {
             if cmd.size % 4 != 0 || cmd.size / 4 > u64::from(u32::MAX) {
                 return Err(Errno::INVAL);
             }
-            s.queue.push_back((ctx, ts, cmd.gpuaddr + cmd.offset, (cmd.size / 4) as u32));
+            s.queue.push_back(Queued {
+                ctx,
+                ts,
+                ib: cmd.gpuaddr + cmd.offset,
+                dwords: (cmd.size / 4) as u32,
+                words: None,
+            });
         }
+        let pending = s.queue.len() + usize::from(s.running.is_some());
+        s.max_pending = s.max_pending.max(pending);
         arg.timestamp = ts;
         s.pump();
+        // What did not finish here is checked against its words as the ioctl returns them.
+        let st = &mut *s;
+        for job in st.queue.iter_mut().chain(st.running.as_mut()) {
+            job.snapshot(&st.mem);
+        }
         Ok(())
     }
 

@@ -218,7 +218,7 @@ fn the_32_bit_rollovers_are_crossed() {
     let bytes = bundle("chain100");
     let file = Hcqb::parse(&bytes).unwrap();
     let mut m = Runner::load(QcomBackend::new(dev.clone()).unwrap(), &file).unwrap();
-    m.backend_mut().set_calls(u64::from(u32::MAX) - 1);
+    m.backend_mut().set_calls(u64::from(u32::MAX) - 1).unwrap();
     let mut stamps = Vec::new();
     for _ in 0..4 {
         m.call().unwrap();
@@ -253,4 +253,71 @@ fn an_argument_pointing_nowhere_is_refused_before_the_shader_runs() {
     assert!(msg.contains(&format!("argument {last}")) && msg.contains("0xdead0000"), "{msg}");
     assert!(msg.contains("nothing ran") && msg.contains("word"), "{msg}");
     assert!(sim.fault().is_some());
+}
+
+#[test]
+fn calls_in_flight_block_the_producer_and_never_reuse_an_ib_slot_early() {
+    // Two IB slots and a stalled CP: two calls go out at once, the third must wait until the
+    // first one's stamp passes (the CP resumes after 500 ms). The simulated KGSL faults on any
+    // IB whose words change between GPU_COMMAND and the end of its execution.
+    let (dev, sim) = sim_device(1 << 30, 0, false);
+    let bytes = bundle("chain100");
+    let file = Hcqb::parse(&bytes).unwrap();
+    let mut b = QcomBackend::new(dev.clone()).unwrap();
+    b.set_ib_slots(2).unwrap();
+    let mut m = Runner::load(b, &file).unwrap();
+    assert!(m.backend_mut().set_ib_slots(3).is_err(), "only before the load finished");
+    sim.pause(true);
+    let release = {
+        let sim = sim.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            sim.pause(false);
+        })
+    };
+    let t0 = Instant::now();
+    let mut calls = Vec::new();
+    for _ in 0..6 {
+        let stamp = m.backend_mut().submit_call().unwrap();
+        calls.push((stamp.get(), t0.elapsed().as_millis()));
+    }
+    release.join().unwrap();
+    let stamps: Vec<u64> = calls.iter().map(|c| c.0).collect();
+    assert_eq!(stamps, [1, 2, 3, 4, 5, 6]);
+    assert!(calls[1].1 < 400, "the first two calls fill the two slots at once: {calls:?}");
+    assert!(calls[2].1 >= 400, "the third waited for the CP to retire the first: {calls:?}");
+    m.backend().synchronize().unwrap();
+    assert!(sim.fault().is_none(), "an IB slot was rewritten before its stamp passed: {:?}", sim.fault());
+    assert_eq!(sim.max_pending(), 2, "two calls in flight at most, one per IB slot");
+    assert_eq!(dev.kgsl().retired(dev.context()).unwrap(), 6);
+    assert_eq!(m.backend().calls(), 6);
+    assert!(m.check().unwrap().ok, "the calls computed the right outputs");
+}
+
+#[test]
+fn a_hung_submission_through_the_core_engine_is_the_timeout_error() {
+    let (dev, sim) = sim_device(1 << 30, 0, false);
+    let bytes = bundle("chain100");
+    let file = Hcqb::parse(&bytes).unwrap();
+    let mut m = Runner::load(QcomBackend::new(dev.clone()).unwrap(), &file).unwrap();
+    m.backend_mut().set_timeout_ms(30);
+    m.call().unwrap();
+    // A queue of one's own on the device's engine: it waits on memory nobody writes.
+    let mem = dev.kgsl().alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
+    let hcq = m.backend().hcq().unwrap();
+    let mut q = hcq.queue().unwrap();
+    q.wait_at(mem.gpuaddr(), 1).unwrap();
+    let stamp = hcq.submit(0, &mut q).unwrap();
+    assert_eq!(stamp.get(), 2);
+    let t0 = Instant::now();
+    let e = m.backend().wait(stamp).unwrap_err();
+    assert!(matches!(e, Error::Timeout { awaited: 2, last: 1, .. }), "{e}");
+    assert!(t0.elapsed().as_millis() >= 30);
+    assert!(sim.fault().is_none(), "a hang is not a fault");
+    // The host releases it; after a reset of the hung state the device runs calls again.
+    mem.bus().write(0, Width::U64, 1).unwrap();
+    hcq.timeline().clear_hung();
+    m.backend().synchronize().unwrap();
+    m.call().unwrap();
+    assert!(m.check().unwrap().ok);
 }

@@ -207,3 +207,45 @@ fn submissions_are_captured_in_rd_format() {
     let sig_buf = s.buffers.iter().find(|b| b.0 == sig.gpuaddr()).unwrap();
     assert_eq!(sig_buf.1[0], 3, "the second capture shows the first submission's signal");
 }
+
+#[test]
+fn an_ib_rewritten_before_its_timestamp_retired_is_a_fault() {
+    let r = rig();
+    let mut q = r.queue();
+    q.push(Command::Barrier).unwrap();
+    q.push(Command::Signal { addr: r.signals.gpuaddr(), value: 1 }).unwrap();
+    // a busy CP: the IB is queued, not run
+    r.sim.pause(true);
+    let ts = r.submit(&q);
+    assert!(matches!(r.k.wait(&r.ctx, ts, 5).unwrap_err(), Error::Timeout { .. }), "stalled");
+    assert_eq!(r.sim.max_pending(), 1);
+    // the host reuses the IB memory too early
+    r.ib.bus().write(4 * 3, Width::U32, 0xdead).unwrap();
+    r.sim.pause(false);
+    assert!(matches!(r.k.wait(&r.ctx, ts, 1000).unwrap_err(), Error::DeviceHung { .. }));
+    let f = r.sim.fault().unwrap();
+    assert!(f.contains("word 3 was rewritten before it ran") && f.contains("0x0000dead"), "{f}");
+    assert_eq!(r.signal(0), 0, "the rewritten IB did not run");
+}
+
+#[test]
+fn a_stalled_cp_queues_ibs_and_runs_them_in_order_when_it_resumes() {
+    let r = rig();
+    r.sim.pause(true);
+    let ib2 = r.k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
+    let mut stamps = Vec::new();
+    for (v, ib) in [(1u64, &r.ib), (2, &ib2)] {
+        let mut q = r.queue();
+        q.push(Command::Signal { addr: r.signals.gpuaddr(), value: v }).unwrap();
+        for (i, w) in q.words().iter().enumerate() {
+            ib.bus().write(4 * i, Width::U32, (*w).into()).unwrap();
+        }
+        stamps.push(r.k.submit(&r.ctx, ib.gpuaddr(), 4 * q.words().len() as u64).unwrap());
+    }
+    assert_eq!(r.sim.max_pending(), 2);
+    assert_eq!(r.signal(0), 0);
+    r.sim.pause(false);
+    r.k.wait(&r.ctx, stamps[1], 1000).unwrap();
+    assert_eq!(r.signal(0), 2, "both ran, in order");
+    assert!(r.sim.fault().is_none());
+}
