@@ -8,7 +8,7 @@
 //! buffer as a KGSL GPU object; lays out each launch's constant block as
 //! `programs[].adreno.consts` says (argument addresses, integer values, immediates, local size)
 //! in its own slot of one constant object; and captures the launch list as one core `HwQueue`
-//! encoded by the a6xx encoder ([`CoreA6xx`]): the timeline wait, exec + barrier per launch,
+//! encoded by the a6xx encoder (`hcq_adreno::A6xxEncoder`, every field patchable): the timeline wait, exec + barrier per launch,
 //! the timeline signal.
 //!
 //! The engine is the core's ([`hcq::hcq::Hcq`]) with the IB shape ([`hcq::submit::IbPool`]):
@@ -23,7 +23,7 @@
 
 use crate::backend::KgslIoctl;
 use crate::capture::Capturing;
-use crate::encoder::CoreA6xx;
+
 use crate::flags::{ContextFlags, MemFlags};
 use crate::sim::SimKgsl;
 use crate::sim_dispatch::{ArgSlots, Ir3Dispatch};
@@ -568,7 +568,7 @@ impl QcomBackend {
         // only through the page's atomics from here on.
         let page = unsafe { SignalPage::from_raw(sig.bus().base().cast::<Slot>(), SIGNAL_SLOTS, sig.gpuaddr()) };
         let timeline = Signal::new(Arc::new(page), 0)?;
-        self.queue = Some(HwQueue::new(Arc::new(CoreA6xx(enc.clone())), &timeline)?);
+        self.queue = Some(HwQueue::new(enc.clone(), &timeline)?);
         self.timeline = Some(timeline);
         self.scratch = Some(scratch);
         self.pvt = Some(pvt);
@@ -694,7 +694,7 @@ impl Backend for QcomBackend {
         let hcq = Hcq::new(
             device_name(&self.dev.name),
             timeline,
-            Arc::new(CoreA6xx(enc)),
+            enc,
             vec![Engine::new("compute", pool)],
             kernargs,
             Arc::new(hooks),

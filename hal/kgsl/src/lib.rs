@@ -18,7 +18,6 @@
 pub mod backend;
 pub mod capture;
 pub mod device;
-pub mod encoder;
 pub mod flags;
 pub mod sim;
 pub mod sim_dispatch;
