@@ -396,6 +396,8 @@ pub struct QcomBackend {
     ib: Option<Arc<GpuObject>>,
     kernarg_mem: Option<Arc<GpuObject>>,
     consts: Vec<GpuObject>,
+    /// Next free byte of the last constant object.
+    const_off: u64,
     launches: usize,
     ib_slots: usize,
     /// The timeline value the engine starts from (see `set_calls`).
@@ -434,6 +436,7 @@ impl QcomBackend {
             ib: None,
             kernarg_mem: None,
             consts: Vec::new(),
+            const_off: 0,
             launches: 0,
             ib_slots: DEFAULT_IB_SLOTS,
             start: 0,
@@ -633,22 +636,19 @@ impl Backend for QcomBackend {
             .collect::<Result<_>>()?;
         self.block.resize(prog.const_block_bytes as usize, 0);
         prog.fill_consts(&mut self.block, l.args, &vals, gpu.local_size)?;
-        // One 4 KiB-aligned slot per launch.
-        let slot_bytes = (prog.const_block_bytes as usize).next_multiple_of(4096).max(4096);
-        let slot = self.launches;
-        if slot / CONSTS_PER_OBJECT >= self.consts.len() {
-            self.consts
-                .push(self.dev.kgsl.alloc((CONSTS_PER_OBJECT * 4096.max(slot_bytes)) as u64, MemFlags::USE_CPU_MAP)?);
+        // One 4 KiB-aligned slot per launch, at the constant objects' cursor: slots of programs
+        // with larger blocks take more room, and never overlap the next launch's.
+        let slot_bytes = u64::from(prog.const_block_bytes).next_multiple_of(4096).max(4096);
+        let fits = self.consts.last().is_some_and(|o| self.const_off + slot_bytes <= o.size());
+        if !fits {
+            let bytes = (CONSTS_PER_OBJECT as u64 * 4096).max(slot_bytes);
+            self.consts.push(self.dev.kgsl.alloc(bytes, MemFlags::USE_CPU_MAP)?);
+            self.const_off = 0;
         }
-        let obj = &self.consts[slot / CONSTS_PER_OBJECT];
-        let off = ((slot % CONSTS_PER_OBJECT) * slot_bytes) as u64;
-        if off + slot_bytes as u64 > obj.size() {
-            return Err(Error::OutOfSpace {
-                what: "QCOM constant object",
-                requested: off + slot_bytes as u64,
-                capacity: obj.size(),
-            });
-        }
+        // PANIC: an object was pushed above when there was none.
+        let obj = self.consts.last().expect("a constant object");
+        let off = self.const_off;
+        self.const_off += slot_bytes;
         write_words(obj, off, &self.block)?;
         let kernargs = obj.gpuaddr() + off;
         // PANIC: `encoder()` succeeded above, and it creates the queue with the encoder.
@@ -659,8 +659,16 @@ impl Backend for QcomBackend {
         Ok(())
     }
 
-    fn record_copy(&mut self, _dst: u64, _src: u64, bytes: u64) -> Result<()> {
-        Err(Error::Unsupported { what: "QCOM: copy launches (the a6xx encoder is compute-only; bytes)", value: bytes })
+    fn record_copy(&mut self, dst: u64, src: u64, bytes: u64) -> Result<()> {
+        // CP_MEMCPY after the dispatches before it (the encoder waits for idle), then a barrier
+        // (cache flush and invalidate) so later dispatches read the copied bytes.
+        self.encoder()?;
+        // PANIC: `encoder()` succeeded above, and it creates the queue with the encoder.
+        let q = self.queue.as_mut().expect("created by encoder()");
+        q.copy(dst, src, bytes)?;
+        q.memory_barrier()?;
+        self.launches += 1;
+        Ok(())
     }
 
     fn finish(&mut self) -> Result<()> {

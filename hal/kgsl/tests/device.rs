@@ -321,3 +321,33 @@ fn a_hung_submission_through_the_core_engine_is_the_timeout_error() {
     m.call().unwrap();
     assert!(m.check().unwrap().ok);
 }
+
+/// elementwise with a copy launch after its kernel: the kernel's output copied into a second
+/// output buffer (`CP_MEMCPY` on the simulated CP), both checked against the expected bytes, and
+/// the copy re-runs on every call (a changed input reaches both outputs).
+#[test]
+fn a_copy_launch_runs_as_cp_memcpy_after_the_kernel() {
+    use hcq::bundle::model::{Buffer, Launch as BLaunch, Output};
+    use hcq::bundle::{ArgView, BufferRole};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/elementwise");
+    let mut m = hcq::bundle::v1::import_dir(&dir).unwrap();
+    let out = m.outputs[0].clone();
+    let dtype = out.view.dtype;
+    m.buffers.push(Buffer { nbytes: out.view.nbytes, dtype, role: BufferRole::Output, also_output: false, initial: None });
+    let copy = ArgView { buffer: (m.buffers.len() - 1) as u32, offset: 0, nbytes: out.view.nbytes, dtype };
+    m.launches.push(BLaunch::Copy { dst: copy, src: out.view });
+    m.outputs.push(Output { view: copy, shape: out.shape.clone(), expected: out.expected.clone() });
+    m.validate().unwrap();
+    let bytes = hcqb::write(&m).unwrap();
+    let file = Hcqb::parse(&bytes).unwrap();
+    let mut r = Runner::load(QcomBackend::new(QcomDevice::open(Backing::Sim, false).unwrap()).unwrap(), &file).unwrap();
+    r.call().unwrap();
+    let rep = r.check().unwrap();
+    assert!(rep.ok && rep.compared == 2, "{rep:?}");
+    assert_eq!(r.output(0).unwrap(), r.output(1).unwrap(), "the copy holds the kernel's output");
+    let n = file.inputs().next().unwrap().view.nbytes as usize;
+    r.set_input(0, &vec![0u8; n]).unwrap();
+    r.call().unwrap();
+    assert_eq!(r.output(0).unwrap(), r.output(1).unwrap(), "the copy ran again with the new output");
+    assert!(!r.check().unwrap().ok, "a zero input changes the output");
+}
