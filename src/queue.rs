@@ -514,6 +514,12 @@ impl HwQueue {
         self.push(Command::Timestamp { addr: signal.timestamp_addr() })
     }
 
+    /// Write the device clock to the 64-bit timestamp at a raw device address (a profiling
+    /// slot of the backend's).
+    pub fn timestamp_at(&mut self, addr: u64) -> Result<&mut Self> {
+        self.push(Command::Timestamp { addr })
+    }
+
     /// Run `program` with the kernel arguments at `kernargs`.
     pub fn exec(&mut self, program: u64, kernargs: u64, global: [u32; 3], local: [u32; 3]) -> Result<&mut Self> {
         self.push(Command::Exec { program, kernargs, global, local })

@@ -285,13 +285,18 @@ fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
         }
         "QCOM" | "QCOM:SIM" => {
             let backing = if name == "QCOM" { Backing::Node } else { Backing::Sim };
-            if o.profile.is_some() {
-                return Err(Error::Unsupported { what: "--profile on QCOM devices (not recorded yet)", value: 0 });
-            }
             let dev = QcomDevice::open(backing, o.dump_rd.is_some()).with_context(|| format!("device {name}"))?;
-            let (mut model, load_us) = load_timed(QcomBackend::new(dev.clone())?, &file, path)?;
+            let mut backend = QcomBackend::new(dev.clone())?;
+            // every launch bracketed by always-on-counter timestamps, read back after each call
+            backend.set_profile(o.profile.is_some())?;
+            let (mut model, load_us) = load_timed(backend, &file, path)?;
             let desc = format!("{name} ({})", hcq::device::Device::properties(&*dev).notes);
-            let res = drive(&mut model, path, &name, &desc, load_us, None, &o, out);
+            let engine = model.backend().hcq().cloned();
+            let prof = engine.as_deref().filter(|_| o.profile.is_some()).map(|h| h.profiler());
+            if let Some(p) = prof {
+                p.set_enabled(true);
+            }
+            let res = drive(&mut model, path, &name, &desc, load_us, prof, &o, out);
             // The capture is written even when a call failed: it shows what was submitted.
             if let (Some(p), Some(rd)) = (&o.dump_rd, dev.rd_capture()) {
                 std::fs::write(p, &rd)

@@ -180,6 +180,26 @@ fn profile_on_sim_records_every_call() {
     std::fs::remove_file(&tmp).ok();
 }
 
+/// `--profile` on QCOM:SIM: every dispatch bracketed by always-on-counter timestamps, one
+/// `program` event per kernel per call (the simulated CP's model clock: durations grow with the
+/// work-groups a dispatch runs), in launch order and not overlapping.
+#[test]
+fn profile_on_qcom_sim_records_every_dispatch_from_gpu_timestamps() {
+    let tmp = std::env::temp_dir().join(format!("hcq-prof-qcom-{}.json", std::process::id()));
+    let out = hcq(&["run", "examples/mlp", "--device", "QCOM:SIM", "--iters", "2", "--profile", tmp.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&tmp).unwrap()).unwrap();
+    let evs = j["traceEvents"].as_array().unwrap();
+    let programs: Vec<_> = evs.iter().filter(|e| e["cat"] == "program").collect();
+    assert_eq!(programs.len(), 9, "3 kernels x (the first call + 2 timed calls)");
+    assert!(programs.iter().all(|e| e["dur"].as_f64().unwrap() > 0.0), "every dispatch takes device time");
+    let ts: Vec<f64> = programs.iter().map(|e| e["ts"].as_f64().unwrap()).collect();
+    assert!(ts.windows(2).all(|w| w[0] < w[1]), "dispatches in launch order: {ts:?}");
+    assert_eq!(evs.iter().filter(|e| e["cat"] == "call").count(), 2);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("r_8_64_32"), "the summary names the kernels");
+    std::fs::remove_file(&tmp).ok();
+}
+
 #[test]
 fn profile_writes_a_perfetto_trace_with_every_kernel() {
     let tmp = std::env::temp_dir().join(format!("hcq-prof-{}.json", std::process::id()));

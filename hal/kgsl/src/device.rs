@@ -36,6 +36,7 @@ use hcq::device::{Device, DeviceLimits, DeviceProperties};
 use hcq::error::device_name;
 use hcq::hcq::{Engine, Hcq};
 use hcq::mmio::{MmioBus, Width};
+use hcq::profile::{Event, EventKind};
 use hcq::queue::HwQueue;
 use hcq::ring::KernargPool;
 use hcq::runner::{Backend, Launch};
@@ -380,7 +381,7 @@ pub struct QcomBackend {
     // Dropped first (see `Drop`): the captured queue, then the engine state, whose timeline
     // signal lies in `signal`'s mapping.
     queue: Option<HwQueue>,
-    hcq: Option<Hcq>,
+    hcq: Option<Arc<Hcq>>,
     timeline: Option<Signal>,
     dev: Arc<QcomDevice>,
     buffers: Vec<GpuObject>,
@@ -404,6 +405,14 @@ pub struct QcomBackend {
     start: u64,
     block: Vec<u8>,
     timeout_ms: u32,
+    /// `--profile`: every launch bracketed by always-on-counter timestamps.
+    profile: bool,
+    /// Timestamp objects (begin and end, 8 bytes each, per launch; [`STAMPS_PER_OBJECT`] launches
+    /// per object).
+    stamps: Vec<GpuObject>,
+    /// Per profiled launch: event kind, name (interned once the engine exists), argument.
+    profiled: Vec<(EventKind, String, u64)>,
+    profiled_ids: Vec<(EventKind, u32, u64)>,
 }
 
 impl core::fmt::Debug for QcomBackend {
@@ -413,6 +422,10 @@ impl core::fmt::Debug for QcomBackend {
 }
 
 const ARCHS: [Arch; 1] = [Arch::AdrenoA630];
+/// Profiled launches per timestamp object (16 bytes each).
+const STAMPS_PER_OBJECT: usize = 256;
+/// The a6xx always-on counter's rate (`CP_ALWAYS_ON_COUNTER`, 19.2 MHz XO on SDM845).
+const ALWAYS_ON_HZ: u64 = 19_200_000;
 /// Constant blocks per constant object (each launch has its own 4 KiB slot).
 const CONSTS_PER_OBJECT: usize = 256;
 
@@ -442,7 +455,57 @@ impl QcomBackend {
             start: 0,
             block: Vec::new(),
             timeout_ms,
+            profile: false,
+            stamps: Vec::new(),
+            profiled: Vec::new(),
+            profiled_ids: Vec::new(),
         })
+    }
+
+    /// Profile every launch (before the load): each dispatch and copy is bracketed by two
+    /// `CP_REG_TO_MEM` writes of the always-on counter (`Command::Timestamp`, which waits for
+    /// idle first), and after each [`Backend::replay`] the pairs become `Program`/`Copy` events
+    /// of the engine's profiler ([`QcomBackend::hcq`]`.profiler()`), in ns of the counter's
+    /// 19.2 MHz clock. On `QCOM:SIM` the counter is the simulated CP's model clock (a tick per
+    /// packet and per work-group), so the figures are relative costs, not time.
+    pub fn set_profile(&mut self, on: bool) -> Result<()> {
+        if self.enc.is_some() {
+            return Err(Error::InvalidArgument { what: "QCOM: profiling is chosen before the first launch", value: 0 });
+        }
+        self.profile = on;
+        Ok(())
+    }
+
+    /// A timestamp pair for the next profiled launch: (begin, end) device addresses.
+    fn stamp_pair(&mut self, kind: EventKind, name: &str, arg: u64) -> Result<(u64, u64)> {
+        let i = self.profiled.len();
+        if i / STAMPS_PER_OBJECT >= self.stamps.len() {
+            self.stamps.push(self.dev.kgsl.alloc((STAMPS_PER_OBJECT * 16) as u64, MemFlags::USE_CPU_MAP)?);
+        }
+        let base = self.stamps[i / STAMPS_PER_OBJECT].gpuaddr() + (i % STAMPS_PER_OBJECT) as u64 * 16;
+        self.profiled.push((kind, name.into(), arg));
+        Ok((base, base + 8))
+    }
+
+    /// After a call: the profiled launches' timestamps as profiler events.
+    fn record_profile(&mut self) -> Result<()> {
+        let Some(h) = &self.hcq else { return Ok(()) };
+        let prof = h.profiler();
+        if !prof.is_enabled() || self.profiled.is_empty() {
+            return Ok(());
+        }
+        if self.profiled_ids.len() != self.profiled.len() {
+            self.profiled_ids = self.profiled.iter().map(|(k, n, a)| (*k, prof.intern(n), *a)).collect();
+        }
+        // CAST: ticks of a 19.2 MHz counter to ns, in u128 (no overflow for any u64 tick count).
+        let ns = |t: u64| (u128::from(t) * 1_000_000_000 / u128::from(ALWAYS_ON_HZ)) as u64;
+        for (i, &(kind, name, arg)) in self.profiled_ids.iter().enumerate() {
+            let bus = self.stamps[i / STAMPS_PER_OBJECT].bus();
+            let off = (i % STAMPS_PER_OBJECT) * 16;
+            let (t0, t1) = (bus.read(off, Width::U64)?, bus.read(off + 8, Width::U64)?);
+            prof.record(Event { kind, name, start_ns: ns(t0), end_ns: ns(t1.max(t0)), arg });
+        }
+        Ok(())
     }
 
     /// Wait at most `ms` without progress per wait (default [`DEFAULT_TIMEOUT_MS`]).
@@ -489,7 +552,7 @@ impl QcomBackend {
     }
 
     /// The engine state (after the load): timeline, IB engine, profiler.
-    pub fn hcq(&self) -> Option<&Hcq> {
+    pub fn hcq(&self) -> Option<&Arc<Hcq>> {
         self.hcq.as_ref()
     }
 
@@ -625,7 +688,7 @@ impl Backend for QcomBackend {
             reason: "no Adreno dispatch (gpu_global_size/gpu_local_size/gpu_vals)",
         })?;
         self.encoder()?;
-        let (prog, handle) = &self.programs[*program];
+        let (prog, _) = &self.programs[*program];
         prog.check_local(gpu.local_size)?;
         let vals: Vec<i32> = gpu
             .vals()
@@ -652,8 +715,22 @@ impl Backend for QcomBackend {
         write_words(obj, off, &self.block)?;
         let kernargs = obj.gpuaddr() + off;
         // PANIC: `encoder()` succeeded above, and it creates the queue with the encoder.
+        let stamps = if self.profile {
+            let name = l.kernel.name.to_string();
+            Some(self.stamp_pair(EventKind::Program, &name, u64::from(gpu.global_size.iter().product::<u32>()))?)
+        } else {
+            None
+        };
+        let (_, handle) = &self.programs[*program];
+        // PANIC: `encoder()` succeeded above, and it creates the queue with the encoder.
         let q = self.queue.as_mut().expect("created by encoder()");
+        if let Some((t0, _)) = stamps {
+            q.timestamp_at(t0)?;
+        }
         q.exec(*handle, kernargs, gpu.global_size, gpu.local_size)?;
+        if let Some((_, t1)) = stamps {
+            q.timestamp_at(t1)?;
+        }
         q.memory_barrier()?;
         self.launches += 1;
         Ok(())
@@ -663,9 +740,16 @@ impl Backend for QcomBackend {
         // CP_MEMCPY after the dispatches before it (the encoder waits for idle), then a barrier
         // (cache flush and invalidate) so later dispatches read the copied bytes.
         self.encoder()?;
+        let stamps = if self.profile { Some(self.stamp_pair(EventKind::Copy, "copy", bytes)?) } else { None };
         // PANIC: `encoder()` succeeded above, and it creates the queue with the encoder.
         let q = self.queue.as_mut().expect("created by encoder()");
+        if let Some((t0, _)) = stamps {
+            q.timestamp_at(t0)?;
+        }
         q.copy(dst, src, bytes)?;
+        if let Some((_, t1)) = stamps {
+            q.timestamp_at(t1)?;
+        }
         q.memory_barrier()?;
         self.launches += 1;
         Ok(())
@@ -713,13 +797,17 @@ impl Backend for QcomBackend {
         }
         self.ib = Some(ib);
         self.kernarg_mem = Some(kernarg_mem);
-        self.hcq = Some(hcq);
+        self.hcq = Some(Arc::new(hcq));
         Ok(())
     }
 
     fn replay(&mut self) -> Result<()> {
         let stamp = self.submit_call()?;
-        self.wait(stamp)
+        self.wait(stamp)?;
+        if self.profile {
+            self.record_profile()?;
+        }
+        Ok(())
     }
 
     fn read(&self, buffer: usize, offset: u64, out: &mut [u8]) -> Result<()> {
@@ -762,7 +850,8 @@ impl Drop for QcomBackend {
         };
         // The engine (the only other holder of the pools' objects) is gone.
         let shared = self.ib.take().into_iter().chain(self.kernarg_mem.take()).filter_map(|o| Arc::try_unwrap(o).ok());
-        let objs = self.buffers.drain(..).chain(self.code.drain(..)).chain(self.consts.drain(..));
+        let objs =
+            self.buffers.drain(..).chain(self.code.drain(..)).chain(self.consts.drain(..)).chain(self.stamps.drain(..));
         let objs = objs.chain(self.scratch.take()).chain(self.pvt.take()).chain(self.signal.take()).chain(shared);
         for o in objs {
             if let Err(e) = self.dev.kgsl.free(o, after) {

@@ -333,7 +333,13 @@ fn a_copy_launch_runs_as_cp_memcpy_after_the_kernel() {
     let mut m = hcq::bundle::v1::import_dir(&dir).unwrap();
     let out = m.outputs[0].clone();
     let dtype = out.view.dtype;
-    m.buffers.push(Buffer { nbytes: out.view.nbytes, dtype, role: BufferRole::Output, also_output: false, initial: None });
+    m.buffers.push(Buffer {
+        nbytes: out.view.nbytes,
+        dtype,
+        role: BufferRole::Output,
+        also_output: false,
+        initial: None,
+    });
     let copy = ArgView { buffer: (m.buffers.len() - 1) as u32, offset: 0, nbytes: out.view.nbytes, dtype };
     m.launches.push(BLaunch::Copy { dst: copy, src: out.view });
     m.outputs.push(Output { view: copy, shape: out.shape.clone(), expected: out.expected.clone() });
