@@ -10,7 +10,8 @@
 //! - `fanout_fill(cores)`: one launch of the `core_id` kernel `fill` (4 tids, 8 Ki ints each, 64
 //!   LCG steps per int) on a device with 1 or 2 cores: the fan-out speedup is `time(1) / time(2)`.
 //! - `fanout_wide(cores)`: the `wide` model (two `core_id` matmuls of its 6 kernels) on 1 or 2
-//!   cores.
+//!   cores; `fanout_matmul(cores)`: `benches/bundles/matmul` (one 192×192 matmul split in 4
+//!   `core_id` tids: a call whose time is all in `core_id` kernels).
 //!
 //! After the benches, `cargo bench` (not `cargo test`) also prints a report that divan cannot
 //! express:
@@ -19,8 +20,8 @@
 //!   time), timed in interleaved rounds in the same run, and the per-kernel time; with the
 //!   profiler on, the call against the summed kernel durations it records;
 //! - the fan-out speedup, 1 vs 2 cores, in interleaved rounds (so drifting load hits both
-//!   sides), for the `fill` launch, the whole `wide` call and `wide`'s core_id kernels alone
-//!   (profiler).
+//!   sides), for the `fill` launch, the whole `wide` call, `wide`'s core_id kernels alone
+//!   (profiler) and the whole `matmul` call.
 //!
 //! `cargo bench -p hcq-cpu --bench model -- nothing` prints only the report;
 //! `HCQ_BENCH_NO_REPORT=1` skips it.
@@ -49,7 +50,12 @@ fn main() {
 }
 
 fn load(name: &str, cores: usize) -> Model {
-    let dir = format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"));
+    // the samples in examples/, the benchmark bundles (matmul) in benches/bundles/
+    let root = format!("{}/../..", env!("CARGO_MANIFEST_DIR"));
+    let dir = [format!("{root}/examples/{name}"), format!("{root}/benches/bundles/{name}")]
+        .into_iter()
+        .find(|d| std::path::Path::new(d).is_dir())
+        .unwrap_or_else(|| panic!("no bundle {name}"));
     let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap();
     let file = Hcqb::parse(&bytes).unwrap();
     let dev = CpuDevice::new("CPU", cores).unwrap();
@@ -92,6 +98,11 @@ mod call {
 #[divan::bench(args = [1, 2])]
 fn fanout_wide(b: Bencher, cores: usize) {
     bench_model(b, "wide", cores);
+}
+
+#[divan::bench(args = [1, 2])]
+fn fanout_matmul(b: Bencher, cores: usize) {
+    bench_model(b, "matmul", cores);
 }
 
 /// Tids of the `fill` launch and ints each writes.
@@ -305,4 +316,10 @@ fn report() {
     let (n1, n2) = (core_id_names(&w1), core_id_names(&w2));
     let (k1, k2) = (core_id_kernel_us(&mut w1, &n1), core_id_kernel_us(&mut w2, &n2));
     println!("  wide core_id kernels only (profiler): 1 core {k1:.1} us, 2 cores {k2:.1} us, speedup {:.2}x", k1 / k2);
+    drop((w1, w2));
+    let (mut m1, mut m2) = (load("matmul", 1), load("matmul", 2));
+    let (c1, c2, cr) = fanout(|| m1.call().unwrap(), || m2.call().unwrap());
+    println!(
+        "  matmul call (one 192x192 matmul in 4 core_id tids): 1 core {c1:.1} us, 2 cores {c2:.1} us, speedup {cr:.2}x"
+    );
 }
