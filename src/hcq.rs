@@ -67,7 +67,10 @@ impl Engine {
 
     /// True for an indirect-buffer engine.
     pub fn is_ib(&self) -> bool {
-        matches!(*self.ring.lock(), Shape::Ib(_))
+        #[cfg(feature = "ib")]
+        return matches!(*self.ring.lock(), Shape::Ib(_));
+        #[cfg(not(feature = "ib"))]
+        false
     }
 
     /// The monotonic position: the ring's write pointer (words), or the IBs written.

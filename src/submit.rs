@@ -17,14 +17,19 @@
 //! [`Engine`](crate::hcq::Engine) holds, so the ring path pays one predictable branch and no
 //! dynamic call.
 
+#[cfg(feature = "ib")]
 use crate::barrier::Barrier;
-use crate::error::{Error, Result};
+#[cfg(feature = "ib")]
+use crate::error::Error;
+use crate::error::Result;
 use crate::mmio::{MmioBus, Width, check_range};
 use crate::ring::{CommandRing, InFlight};
 use crate::signal::WaitHooks;
 use crate::stamp::Stamp;
 use crate::timeline::Timeline;
+#[cfg(feature = "ib")]
 use alloc::boxed::Box;
+#[cfg(feature = "ib")]
 use alloc::sync::Arc;
 
 /// Write `words` at byte `offset` of `bus`, one 32-bit volatile store each (memory a hardware
@@ -76,6 +81,7 @@ impl Submission for CommandRing {
     }
 }
 
+#[cfg(feature = "ib")]
 /// The backend hook of the IB shape: hand the device the indirect buffer of `bytes` bytes at
 /// device address `addr`, whose last command signals `stamp` on the device's timeline
 /// (`IOCTL_KGSL_GPU_COMMAND` on KGSL). Called after the barrier; an error is the device's
@@ -85,6 +91,7 @@ pub trait IbSubmit: Send {
     fn submit_ib(&mut self, addr: u64, bytes: u64, stamp: Stamp) -> Result<()>;
 }
 
+#[cfg(feature = "ib")]
 /// Indirect buffers in device-visible memory: fixed-size slots used round-robin, each reused
 /// only once the timeline passed the stamp of the submission that used it last.
 pub struct IbPool {
@@ -101,6 +108,7 @@ pub struct IbPool {
     hook: Box<dyn IbSubmit>,
 }
 
+#[cfg(feature = "ib")]
 impl core::fmt::Debug for IbPool {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("IbPool")
@@ -114,6 +122,7 @@ impl core::fmt::Debug for IbPool {
     }
 }
 
+#[cfg(feature = "ib")]
 impl IbPool {
     /// A pool of `mem.size() / slot_bytes` slots over `mem`, which the device sees at
     /// `device_base`; each IB is handed to `hook` after `barrier` ([`Barrier::DeviceWrite`] for
@@ -185,6 +194,7 @@ impl IbPool {
     }
 }
 
+#[cfg(feature = "ib")]
 impl Submission for IbPool {
     fn write(&mut self, words: &[u32], stamp: Stamp, tl: &Timeline, hooks: &dyn WaitHooks) -> Result<()> {
         if self.pending.is_some() {
@@ -238,7 +248,8 @@ impl Submission for IbPool {
 pub enum Shape {
     /// A ring and its doorbell.
     Ring(CommandRing),
-    /// Indirect buffers handed to a submit hook.
+    /// Indirect buffers handed to a submit hook (feature `ib`).
+    #[cfg(feature = "ib")]
     Ib(IbPool),
 }
 
@@ -248,6 +259,7 @@ impl From<CommandRing> for Shape {
     }
 }
 
+#[cfg(feature = "ib")]
 impl From<IbPool> for Shape {
     fn from(p: IbPool) -> Self {
         Shape::Ib(p)
@@ -259,6 +271,7 @@ impl Submission for Shape {
     fn write(&mut self, words: &[u32], stamp: Stamp, tl: &Timeline, hooks: &dyn WaitHooks) -> Result<()> {
         match self {
             Shape::Ring(r) => r.write(words, stamp, tl, hooks),
+            #[cfg(feature = "ib")]
             Shape::Ib(p) => Submission::write(p, words, stamp, tl, hooks),
         }
     }
@@ -266,30 +279,34 @@ impl Submission for Shape {
     fn kick(&mut self) -> Result<u64> {
         match self {
             Shape::Ring(r) => r.kick(),
+            #[cfg(feature = "ib")]
             Shape::Ib(p) => Submission::kick(p),
         }
     }
     fn max_words(&self) -> u64 {
         match self {
             Shape::Ring(r) => r.capacity_words(),
+            #[cfg(feature = "ib")]
             Shape::Ib(p) => p.max_words(),
         }
     }
     fn position(&self) -> u64 {
         match self {
             Shape::Ring(r) => r.wptr(),
+            #[cfg(feature = "ib")]
             Shape::Ib(p) => p.position(),
         }
     }
     fn in_flight(&self) -> &InFlight {
         match self {
             Shape::Ring(r) => CommandRing::in_flight(r),
+            #[cfg(feature = "ib")]
             Shape::Ib(p) => Submission::in_flight(p),
         }
     }
 }
 
-#[cfg(all(test, feature = "std", not(loom)))]
+#[cfg(all(test, feature = "ib", not(loom)))]
 mod tests {
     use super::*;
     use crate::barrier::DeviceBarrier;
