@@ -390,9 +390,9 @@ impl Kgsl {
     }
 }
 
-/// The core signal wait's hooks for a KGSL context: the sleep hook blocks in the kernel on the
-/// context's latest submission (1 ms at a time) instead of spinning, and a fault seen there
-/// ends the wait at once.
+/// The core signal wait's hooks for a KGSL context: the sleep hook blocks in the kernel until
+/// the context's oldest submission in flight retires (1 ms at a time) instead of spinning, and a
+/// fault seen there ends the wait at once.
 #[derive(Debug)]
 pub struct TimestampHooks {
     kgsl: Arc<Kgsl>,
@@ -415,8 +415,16 @@ impl hcq::signal::WaitHooks for TimestampHooks {
         std::thread::yield_now();
     }
     fn sleep(&self, _idle_ns: u64) {
+        // Wake at the next retirement: the oldest submission still in flight, not the newest,
+        // so a wait for an older call does not sleep through the calls queued behind it (the
+        // core re-reads its signal after every wake and sleeps again if it is not there yet).
+        let last = self.ctx.last_submitted();
+        let next = match self.kgsl.retired(&self.ctx) {
+            Ok(r) if r != last => r.wrapping_add(1),
+            _ => last,
+        };
         // TIMEOUT: 1 ms per call; the core's wait policy owns the overall timeout.
-        match self.kgsl.wait(&self.ctx, self.ctx.last_submitted(), 1) {
+        match self.kgsl.wait(&self.ctx, next, 1) {
             Ok(()) | Err(Error::Timeout { .. }) => {}
             Err(e) => {
                 if let Ok(mut f) = self.fault.lock() {

@@ -249,3 +249,90 @@ fn a_stalled_cp_queues_ibs_and_runs_them_in_order_when_it_resumes() {
     assert_eq!(r.signal(0), 2, "both ran, in order");
     assert!(r.sim.fault().is_none());
 }
+
+/// The simulated KGSL with every `WAITTIMESTAMP` recorded.
+struct Recording {
+    sim: Arc<SimKgsl>,
+    waits: std::sync::Mutex<Vec<u32>>,
+}
+
+impl hcq_kgsl::backend::KgslIoctl for Recording {
+    fn get_property(&self, ty: u32, out: &mut [u8]) -> Result<(), rustix::io::Errno> {
+        self.sim.get_property(ty, out)
+    }
+    fn drawctxt_create(&self, arg: &mut hcq_kgsl::uapi::DrawctxtCreate) -> Result<(), rustix::io::Errno> {
+        self.sim.drawctxt_create(arg)
+    }
+    fn drawctxt_destroy(&self, arg: &hcq_kgsl::uapi::DrawctxtDestroy) -> Result<(), rustix::io::Errno> {
+        self.sim.drawctxt_destroy(arg)
+    }
+    fn gpuobj_alloc(&self, arg: &mut hcq_kgsl::uapi::GpuobjAlloc) -> Result<(), rustix::io::Errno> {
+        self.sim.gpuobj_alloc(arg)
+    }
+    fn gpuobj_info(&self, arg: &mut hcq_kgsl::uapi::GpuobjInfo) -> Result<(), rustix::io::Errno> {
+        self.sim.gpuobj_info(arg)
+    }
+    fn gpuobj_free(
+        &self,
+        arg: &hcq_kgsl::uapi::GpuobjFree,
+        event: Option<&hcq_kgsl::uapi::GpuEventTimestamp>,
+    ) -> Result<(), rustix::io::Errno> {
+        self.sim.gpuobj_free(arg, event)
+    }
+    fn map_user_mem(&self, arg: &mut hcq_kgsl::uapi::MapUserMem) -> Result<(), rustix::io::Errno> {
+        self.sim.map_user_mem(arg)
+    }
+    fn sharedmem_free(&self, arg: &hcq_kgsl::uapi::SharedmemFree) -> Result<(), rustix::io::Errno> {
+        self.sim.sharedmem_free(arg)
+    }
+    fn gpu_command(
+        &self,
+        arg: &mut hcq_kgsl::uapi::GpuCommand,
+        cmds: &[hcq_kgsl::uapi::CommandObject],
+    ) -> Result<(), rustix::io::Errno> {
+        self.sim.gpu_command(arg, cmds)
+    }
+    fn wait_timestamp(&self, arg: &hcq_kgsl::uapi::WaitTimestampCtxtid) -> Result<(), rustix::io::Errno> {
+        self.waits.lock().unwrap().push(arg.timestamp);
+        self.sim.wait_timestamp(arg)
+    }
+    fn read_timestamp(&self, arg: &mut hcq_kgsl::uapi::ReadTimestampCtxtid) -> Result<(), rustix::io::Errno> {
+        self.sim.read_timestamp(arg)
+    }
+    fn mmap(&self, len: usize, offset: u64) -> Result<hcq_kgsl::backend::Mapping, rustix::io::Errno> {
+        self.sim.mmap(len, offset)
+    }
+    unsafe fn munmap(&self, m: &hcq_kgsl::backend::Mapping) {
+        // SAFETY: forwarded: the caller's contract is the simulated backend's.
+        unsafe { self.sim.munmap(m) }
+    }
+}
+
+/// With two submissions in flight, the signal wait's sleep hook blocks until the *older* one
+/// retires (a wait for the first call does not sleep through the second); with nothing in
+/// flight it waits on the last submission (returns at once).
+#[test]
+fn the_sleep_hook_waits_for_the_oldest_submission_in_flight() {
+    use hcq::signal::WaitHooks;
+    let sim = Arc::new(SimKgsl::new(Box::new(Fake)));
+    let io = Arc::new(Recording { sim: sim.clone(), waits: Default::default() });
+    let k = Arc::new(Kgsl::with_backend(io.clone()).unwrap());
+    let ctx = Arc::new(k.create_context(ContextFlags::compute()).unwrap());
+    let ib = k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
+    // a one-word IB: a CP_NOP with no payload
+    ib.bus()
+        .write(0, Width::U32, hcq_adreno::pm4::type7_header(hcq_adreno::pm4::op::CP_NOP, 0).unwrap().into())
+        .unwrap();
+    sim.pause(true);
+    let t1 = k.submit(&ctx, ib.gpuaddr(), 4).unwrap();
+    let t2 = k.submit(&ctx, ib.gpuaddr(), 4).unwrap();
+    assert!(t2 != t1);
+    let hooks = hcq_kgsl::TimestampHooks::new(k.clone(), ctx.clone());
+    hooks.sleep(0);
+    assert_eq!(io.waits.lock().unwrap().last(), Some(&t1), "the older submission, not the newest ({t2})");
+    sim.pause(false);
+    k.wait(&ctx, t2, 1000).unwrap();
+    hooks.sleep(0);
+    assert_eq!(io.waits.lock().unwrap().last(), Some(&t2), "nothing in flight: the last submission");
+    assert!(hooks.fault().is_none());
+}
