@@ -114,6 +114,16 @@ pub(crate) fn prepare_host(bundle: &Hcqb<'_>, arch: Arch, allow_unchecked_level:
 /// Bytes written per view when a buffer is filled at load time.
 pub(crate) const FILL_CHUNK: usize = 64 << 10;
 
+/// Submit a call's queues on engine 0 of `hcq` in order, without waiting; `last` follows the
+/// stamp of every submission made (so a failure part-way still leaves the buffers marked up to
+/// what was submitted). Returns the timeline value that completes the call.
+pub(crate) fn submit_queues(hcq: &Hcq, queues: &mut [HwQueue], last: &mut Stamp) -> Result<u64> {
+    for q in queues {
+        *last = hcq.submit(0, q)?;
+    }
+    Ok(last.get())
+}
+
 /// Write `initial` at the start of `buf` (`bytes` long) and zeros after it, through views of at
 /// most [`FILL_CHUNK`] bytes: no host copy of the whole buffer, so a buffer that fits the device
 /// never needs twice its size in host memory.
@@ -363,18 +373,7 @@ impl CpuBackend {
 
     /// Submit one forward pass without waiting; returns the timeline value that completes it.
     pub fn submit(&mut self) -> Result<u64> {
-        let hcq = self.dev.soft().hcq();
-        let mut r = Ok(());
-        for q in &mut self.queues {
-            match hcq.submit(0, q) {
-                Ok(s) => self.last = s,
-                Err(e) => {
-                    r = Err(e);
-                    break;
-                }
-            }
-        }
-        r.map(|()| self.last.get())
+        submit_queues(self.dev.soft().hcq(), &mut self.queues, &mut self.last)
     }
 
     /// One forward pass with every kernel called directly on this thread, one after another

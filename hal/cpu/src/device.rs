@@ -660,6 +660,20 @@ impl core::fmt::Debug for CpuDevice {
     }
 }
 
+/// Check a kernel signature the host ABI can call: at most [`MAX_ARGS`] 64-bit arguments, the
+/// `core_id` slot (if any) one of them.
+pub(crate) fn check_signature(nargs: usize, core_id: Option<usize>) -> Result<()> {
+    if nargs > MAX_ARGS {
+        return Err(Error::Unsupported { what: "kernel argument count (max 63)", value: nargs as u64 });
+    }
+    match core_id {
+        Some(s) if s >= nargs => {
+            Err(Error::OutOfBounds { what: "core_id argument slot", offset: s as u64, len: 1, limit: nargs as u64 })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Number of hardware threads (at least 1).
 pub fn host_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -696,19 +710,7 @@ impl CpuDevice {
     /// 64-bit arguments, `core_id` naming the slot that takes the core id. Returns the program
     /// handle exec commands use.
     pub fn load_kernel(&self, object: &[u8], symbol: &str, nargs: usize, core_id: Option<usize>) -> Result<u64> {
-        if nargs > MAX_ARGS {
-            return Err(Error::Unsupported { what: "kernel argument count (max 63)", value: nargs as u64 });
-        }
-        if let Some(s) = core_id
-            && s >= nargs
-        {
-            return Err(Error::OutOfBounds {
-                what: "core_id argument slot",
-                offset: s as u64,
-                len: 1,
-                limit: nargs as u64,
-            });
-        }
+        check_signature(nargs, core_id)?;
         let obj = LoadedObject::load(object, Arch::host(), symbol, &default_resolver)
             .with_context(|| std::format!("loading kernel {symbol}"))?;
         let profile_name = self.soft.hcq().profiler().intern(symbol);

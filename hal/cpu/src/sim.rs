@@ -149,18 +149,7 @@ impl SimBackend {
 
     /// Submit one forward pass without waiting; returns the timeline value that completes it.
     pub fn submit(&mut self) -> Result<u64> {
-        let hcq = self.dev.sim().hcq();
-        let mut r = Ok(());
-        for q in &mut self.queues {
-            match hcq.submit(0, q) {
-                Ok(s) => self.last = s,
-                Err(e) => {
-                    r = Err(e);
-                    break;
-                }
-            }
-        }
-        r.map(|()| self.last.get())
+        crate::backend::submit_queues(self.dev.sim().hcq(), &mut self.queues, &mut self.last)
     }
 
     /// Register recorded launch `i` (its block at `kernargs` in the region) as a host function
@@ -250,20 +239,8 @@ impl Backend for SimBackend {
 
     fn load_program(&mut self, _index: usize, p: &ProgramRef<'_>, _arch: Arch, object: &[u8]) -> Result<usize> {
         let nargs = p.n_params();
-        if nargs > MAX_ARGS {
-            return Err(Error::Unsupported { what: "kernel argument count (max 63)", value: nargs as u64 });
-        }
         let core_id = p.core_id_arg.map(|s| s as usize);
-        if let Some(s) = core_id
-            && s >= nargs
-        {
-            return Err(Error::OutOfBounds {
-                what: "core_id argument slot",
-                offset: s as u64,
-                len: 1,
-                limit: nargs as u64,
-            });
-        }
+        crate::device::check_signature(nargs, core_id)?;
         let obj = LoadedObject::load(object, crate::elf::Arch::host(), p.symbol, &default_resolver)
             .with_context(|| format!("loading kernel {}", p.symbol))?;
         self.kernels.push(Arc::new(SimKernel { obj, nargs, core_id }));
