@@ -372,6 +372,86 @@ impl<'a> CmdWriter<'a> {
     }
 }
 
+/// The fields ([`Field`]) that some mark of `marks` (one command's) computes by evaluating its
+/// form, as a bit set for [`rewrite_marks`]: anything but [`Form::Plain`], [`Form::Lo`] and
+/// [`Form::Hi`] (a [`Form::Times`] mark counts for both its fields). Computed once per command
+/// when it is encoded.
+pub fn derived_fields(marks: &[Mark]) -> u16 {
+    marks
+        .iter()
+        .filter(|m| !m.is_simple())
+        .fold(0, |acc, m| acc | field_bit(m.field) | if let Form::Times(other) = m.form { field_bit(other) } else { 0 })
+}
+
+/// Recompute and store every word of `marks` (the marks of one command, whose
+/// [`derived_fields`] are `derived`) that depends on `field`, for the command as it is after the
+/// patch (`new`, holding `value` in `field`). Every word is computed before any is stored, so on
+/// error nothing changes; `Ok(false)` when no mark depends on the field (nothing stored).
+/// Allocates nothing. The shared step of [`HwQueue::patch`] and of backend queues that keep core
+/// [`Mark`]s (`hcq_adreno::Pm4Queue`).
+///
+/// Errors: as [`Mark::eval`].
+pub fn rewrite_marks(
+    words: &mut [u32],
+    marks: &[Mark],
+    derived: u16,
+    field: Field,
+    value: u64,
+    new: &Command,
+) -> Result<bool> {
+    let mut put = |w: usize, v: u64, wide: bool| {
+        // CAST: low and high halves; a 32-bit mark's value fits (checked before any store).
+        if let Some(slot) = words.get_mut(w) {
+            *slot = v as u32;
+        }
+        if wide && let Some(slot) = words.get_mut(w + 1) {
+            *slot = (v >> 32) as u32;
+        }
+    };
+    if derived & field_bit(field) == 0 {
+        // every word that depends on the field is its value or a half of it (the common case):
+        // the one way to fail is a value too wide for a narrow plain mark, checked first
+        let mut any = false;
+        for m in marks.iter().filter(|m| m.field == field) {
+            any = true;
+            if !m.wide && matches!(m.form, Form::Plain) && value > u64::from(u32::MAX) {
+                return Err(Error::InvalidArgument { what: "queue patch: value does not fit a 32-bit field", value });
+            }
+        }
+        for m in marks.iter().filter(|m| m.field == field) {
+            let v = match m.form {
+                Form::Lo => value & 0xffff_ffff,
+                Form::Hi => value >> 32,
+                _ => value,
+            };
+            put(m.word as usize, v, m.wide);
+        }
+        return Ok(any);
+    }
+    // some dependent word is derived: compute them all before storing any; up to `STAGED` are
+    // kept on the stack (one evaluation each), more are evaluated again when stored
+    const STAGED: usize = 8;
+    let mut staged = [(0usize, 0u64, false); STAGED];
+    let mut n = 0usize;
+    for m in marks.iter().filter(|m| m.depends_on(field)) {
+        let v = m.eval(new)?;
+        if let Some(slot) = staged.get_mut(n) {
+            *slot = (m.word as usize, v, m.wide);
+        }
+        n += 1;
+    }
+    if n <= STAGED {
+        for &(w, v, wide) in staged.get(..n).unwrap_or_default() {
+            put(w, v, wide);
+        }
+    } else {
+        for m in marks.iter().filter(|m| m.depends_on(field)) {
+            put(m.word as usize, m.eval(new)?, m.wide);
+        }
+    }
+    Ok(n > 0)
+}
+
 /// A backend's command encoding.
 ///
 /// `encode` appends the words of one command through the writer and marks every place it writes
@@ -480,10 +560,7 @@ impl HwQueue {
             self.marks.truncate(marks0);
             return Err(e);
         }
-        let derived =
-            self.marks.get(marks0..).unwrap_or_default().iter().filter(|m| !m.is_simple()).fold(0, |acc, m| {
-                acc | field_bit(m.field) | if let Form::Times(other) = m.form { field_bit(other) } else { 0 }
-            });
+        let derived = derived_fields(self.marks.get(marks0..).unwrap_or_default());
         self.cmds.push(CmdInfo { cmd, first_mark: marks0 as u32, marks: (self.marks.len() - marks0) as u32, derived });
         Ok(self)
     }
@@ -594,78 +671,8 @@ impl HwQueue {
         }
         let first = info.first_mark as usize;
         let marks = self.marks.get(first..first + info.marks as usize).unwrap_or_default();
-        if info.derived & field_bit(field) == 0 {
-            // every word that depends on the field is its value or a half of it (the common
-            // case): the one way to fail is a value too wide for a narrow plain mark, checked
-            // before any write
-            let mut any = false;
-            for m in marks.iter().filter(|m| m.field == field) {
-                any = true;
-                if !m.wide && matches!(m.form, Form::Plain) && value > u64::from(u32::MAX) {
-                    return Err(Error::InvalidArgument {
-                        what: "queue patch: value does not fit a 32-bit field",
-                        value,
-                    });
-                }
-            }
-            if !any {
-                return Err(no_field());
-            }
-            for m in marks.iter().filter(|m| m.field == field) {
-                let v = match m.form {
-                    Form::Lo => value & 0xffff_ffff,
-                    Form::Hi => value >> 32,
-                    _ => value,
-                };
-                let w = m.word as usize;
-                // CAST: low and high halves; a narrow mark's value fits (checked above).
-                if let Some(slot) = self.words.get_mut(w) {
-                    *slot = v as u32;
-                }
-                if m.wide
-                    && let Some(slot) = self.words.get_mut(w + 1)
-                {
-                    *slot = (v >> 32) as u32;
-                }
-            }
-            info.cmd = new;
-            return Ok(());
-        }
-        // compute every dependent word before writing any, so a failure leaves the queue as it
-        // was; up to `STAGED` words are kept on the stack (one evaluation each), more are
-        // evaluated again when written
-        const STAGED: usize = 8;
-        let mut staged = [(0usize, 0u64, false); STAGED];
-        let (mut n, mut any) = (0usize, false);
-        for m in marks.iter().filter(|m| m.depends_on(field)) {
-            let v = m.eval(&new)?;
-            any |= m.carries(field);
-            if let Some(slot) = staged.get_mut(n) {
-                *slot = (m.word as usize, v, m.wide);
-            }
-            n += 1;
-        }
-        if !any {
+        if !rewrite_marks(&mut self.words, marks, info.derived, field, value, &new)? {
             return Err(no_field());
-        }
-        let words = &mut self.words;
-        let mut put = |w: usize, v: u64, wide: bool| {
-            // CAST: low and high halves; `eval` checked that a 32-bit mark's value fits.
-            if let Some(slot) = words.get_mut(w) {
-                *slot = v as u32;
-            }
-            if wide && let Some(slot) = words.get_mut(w + 1) {
-                *slot = (v >> 32) as u32;
-            }
-        };
-        if n <= STAGED {
-            for &(w, v, wide) in staged.get(..n).unwrap_or_default() {
-                put(w, v, wide);
-            }
-        } else {
-            for m in marks.iter().filter(|m| m.depends_on(field)) {
-                put(m.word as usize, m.eval(&new)?, m.wide);
-            }
         }
         info.cmd = new;
         Ok(())

@@ -83,6 +83,8 @@ struct CmdInfo {
     marks: u32,
     /// `max_threads` of an exec's program (for local-size patches), else 0.
     max_threads: u32,
+    /// The fields some mark computes from a form (`hcq::queue::derived_fields`).
+    derived: u16,
 }
 
 /// A PM4 command buffer whose every marked word is patched on replay (see the module docs).
@@ -132,7 +134,14 @@ impl Pm4Queue {
                 return Err(e);
             }
         };
-        self.cmds.push(CmdInfo { cmd, first_mark: m0 as u32, marks: (self.marks.len() - m0) as u32, max_threads });
+        let derived = hcq::queue::derived_fields(self.marks.get(m0..).unwrap_or_default());
+        self.cmds.push(CmdInfo {
+            cmd,
+            first_mark: m0 as u32,
+            marks: (self.marks.len() - m0) as u32,
+            max_threads,
+            derived,
+        });
         Ok(self.cmds.len() - 1)
     }
 
@@ -179,54 +188,15 @@ impl Pm4Queue {
         update(&mut next, field, value, info.max_threads)?;
         let first = info.first_mark as usize;
         let marks = self.marks.get(first..first + info.marks as usize).unwrap_or_default();
-        // Compute every dependent word before writing any, so an error changes nothing; up to
-        // `STAGED` words (more than any field of this encoder has) are kept on the stack, more
-        // are evaluated again when written.
-        //
-        // Which words depend on `field`: the marks that carry it (the core's rule: a `Form::Fn`
-        // is recomputed when its mark's field changes, and a word packing several fields has one
-        // mark per field). `tests/replay.rs` checks the result against fresh encodings.
-        const STAGED: usize = 4;
-        let mut staged = [(0u32, 0u64, false); STAGED];
-        let mut n = 0usize;
-        for m in marks.iter().filter(|m| m.carries(field)) {
-            let v = match m.form {
-                // a plain mark carrying the field holds the value itself
-                Form::Plain if m.wide || value <= u64::from(u32::MAX) => value,
-                Form::Lo => value & 0xffff_ffff,
-                Form::Hi => value >> 32,
-                _ => m.eval(&next)?,
-            };
-            if let Some(slot) = staged.get_mut(n) {
-                *slot = (m.word, v, m.wide);
-            }
-            n += 1;
-        }
-        if n == 0 {
+        // The words that depend on `field` are the marks that carry it (a `Form::Fn` is
+        // recomputed when its mark's field changes, and a word packing several fields has one
+        // mark per field); the core's rewrite computes them all before storing any.
+        // `tests/replay.rs` checks the result against fresh encodings.
+        if !hcq::queue::rewrite_marks(&mut self.words, marks, info.derived, field, value, &next)? {
             return Err(Error::InvalidArgument {
                 what: "pm4 queue patch: the command has no such patchable field",
                 value: cmd as u64,
             });
-        }
-        let words = &mut self.words;
-        let mut put = |w: u32, v: u64, wide: bool| {
-            let w = w as usize;
-            // CAST: low and high halves; a 32-bit mark's value fits (checked above).
-            if let Some(slot) = words.get_mut(w) {
-                *slot = v as u32;
-            }
-            if wide && let Some(slot) = words.get_mut(w + 1) {
-                *slot = (v >> 32) as u32;
-            }
-        };
-        if n <= STAGED {
-            for &(w, v, wide) in staged.get(..n).unwrap_or_default() {
-                put(w, v, wide);
-            }
-        } else {
-            for m in marks.iter().filter(|m| m.carries(field)) {
-                put(m.word, m.eval(&next)?, m.wide);
-            }
         }
         info.cmd = next;
         Ok(())

@@ -384,14 +384,12 @@ impl CpuBackend {
         self.dev.soft().hcq().wait(self.last)?;
         for st in &self.steps {
             match *st {
-                // SAFETY: the list's arguments are this backend's buffers, alive while `self`
-                // is; the device has finished every call of this backend (waited above: only
-                // this backend submits work on these buffers) and `&mut self` keeps new calls
-                // out meanwhile.
+                // Only this backend submits work on its buffers, and `&mut self` keeps new calls out.
+                // SAFETY: the list's arguments are this backend's live buffers, idle (waited above).
                 Step::List(h) => unsafe { self.dev.run_exec_list_here(h)? },
                 Step::Copy { dst, src, bytes } => {
-                    // SAFETY: both ranges lie inside this backend's buffers (checked when the
-                    // copy was recorded, `Buffers::note_copy`); `copy` allows overlap.
+                    // Both ranges were checked against the buffers when recorded (`Buffers::note_copy`).
+                    // SAFETY: both ranges lie inside this backend's live buffers; `copy` allows overlap.
                     unsafe { core::ptr::copy(src as usize as *const u8, dst as usize as *mut u8, bytes as usize) }
                 }
             }
@@ -408,10 +406,9 @@ impl CpuBackend {
             .iter()
             .map(|(kernel, args, calls)| ExecLaunch { kernel: *kernel, args, calls: *calls })
             .collect();
-        // SAFETY: every pointer argument is a base buffer of this backend plus a view offset
-        // the bundle validated (`Hcqb::parse` checks views against their buffers); the backend
-        // owns those buffers and unloads the list in its `Drop` after its last submission
-        // retired, before the buffers are dropped.
+        // Views were checked against their buffers by `Hcqb::parse`; the backend owns the buffers
+        // and unloads the list in its `Drop` after its last submission retired, before they drop.
+        // SAFETY: every pointer argument is a base buffer of this backend plus a validated view offset.
         let h = unsafe { self.dev.load_exec_list(&launches)? };
         self.lists.push(h);
         self.steps.push(Step::List(h));

@@ -200,13 +200,10 @@ impl SimBackend {
                     }
                     for tid in 0..u64::from(calls) {
                         args[slot] = tid;
-                        // SAFETY: the entry is that of `kernel`'s loaded object, taking
-                        // `kernel.nargs == n` integer arguments (checked at record time); the
-                        // words are those recorded at load, whose pointers are base buffers of
-                        // the backend plus validated view offsets. The kernel and the buffers
-                        // are alive while `live` holds the kernels, which the read guard above
-                        // keeps so: the backend's drop empties it (under the write lock) before
-                        // its buffers go.
+                        // The words are those recorded at load (pointers: base buffers plus validated
+                        // view offsets). `live` holds the kernels while the read guard above is held,
+                        // and the backend's drop empties it (write lock) before its buffers go.
+                        // SAFETY: `kernel`'s live entry takes `kernel.nargs == n` integer arguments.
                         unsafe { call_kernel(kernel.obj.entry(), args)? };
                     }
                     Ok(())

@@ -49,8 +49,8 @@ fn a_source_freed_during_a_copy_is_released_only_after_the_copy() {
     // Wait until the copy has visibly started (its first or last page changed), so the free
     // below lands while it runs.
     let probe = |off: u64| {
-        // SAFETY: `dst` is a live block of BYTES bytes (freed only at the end of this test);
-        // the read is volatile because the copy engine writes it concurrently.
+        // Volatile: the copy engine writes the block concurrently.
+        // SAFETY: `dst` is a live block of BYTES bytes (freed only at the end of this test).
         unsafe { dptr.add(off as usize).read_volatile() }
     };
     let started = Instant::now();

@@ -181,8 +181,8 @@ fn exec_lists_are_checked_once_at_load_and_run_in_order() {
         ExecLaunch { kernel: add, args: &[pb, pa], calls: 1 },
         ExecLaunch { kernel: fill, args: &[pc, 8, 0], calls: 4 },
     ];
-    // SAFETY: every pointer argument is a live buffer of this device, kept until the list is
-    // unloaded below (after the device finished with it).
+    // The buffers are kept until the list is unloaded below, after the device finished with it.
+    // SAFETY: every pointer argument is a live buffer of this device.
     let list = unsafe { dev.load_exec_list(&launches) }.unwrap();
     let hcq = dev.soft().hcq();
     let mut q = hcq.queue().unwrap();
@@ -199,8 +199,8 @@ fn exec_lists_are_checked_once_at_load_and_run_in_order() {
     // refused at load, naming the launch: unknown kernel, wrong argument count, core_id with no
     // call. A refused list never runs.
     let refused = |launches: &[ExecLaunch<'_>]| {
-        // SAFETY: the pointer arguments are live buffers of this device; the lists are refused
-        // before anything could run them.
+        // The lists are refused before anything could run them.
+        // SAFETY: the pointer arguments are live buffers of this device.
         unsafe { dev.load_exec_list(launches) }.unwrap_err()
     };
     let e = refused(&[ExecLaunch { kernel: 99, args: &[], calls: 1 }]);

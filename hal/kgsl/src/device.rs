@@ -8,8 +8,8 @@
 //! buffer as a KGSL GPU object; lays out each launch's constant block as
 //! `programs[].adreno.consts` says (argument addresses, integer values, immediates, local size)
 //! in its own slot of one constant object; and captures the launch list as one core `HwQueue`
-//! encoded by the a6xx encoder (`hcq_adreno::A6xxEncoder`, every field patchable): the timeline wait, exec + barrier per launch,
-//! the timeline signal.
+//! encoded by the a6xx encoder (`hcq_adreno::A6xxEncoder`, every field patchable): the timeline
+//! wait, an exec (or a `CP_MEMCPY` for a copy launch) + barrier per launch, the timeline signal.
 //!
 //! The engine is the core's ([`hcq::hcq::Hcq`]) with the IB shape ([`hcq::submit::IbPool`]):
 //! KGSL has no user-visible ring, so a call patches the queue's timeline wait and signal (every
@@ -238,9 +238,9 @@ impl KgslAllocator {
 impl Allocator for KgslAllocator {
     fn alloc(&self, size: u64, _spec: &BufferSpec) -> Result<DeviceMemory> {
         let o = self.kgsl.alloc(size, MemFlags::USE_CPU_MAP)?;
-        // SAFETY: the object is live and owned by this allocator's table until `free`, which
-        // releases it only after the context's last submission; no CPU pointer is handed out
-        // (copies go through the object's volatile bus).
+        // `free` releases the object only after the context's last submission; copies go through
+        // the object's volatile bus, so no CPU pointer is handed out.
+        // SAFETY: the object is live and owned by this allocator's table until `free`.
         let mem = unsafe { DeviceMemory::from_raw_parts_with_handle(o.gpuaddr(), size, None, o.id().into()) };
         self.objs.lock().map_err(|_| Error::DeviceHung { device: device_name("QCOM") })?.insert(o.gpuaddr(), o);
         Ok(mem)
@@ -627,11 +627,9 @@ impl QcomBackend {
             *code = enc.add_program(p, *code)?;
         }
         let sig = self.signal.as_ref().ok_or(Error::InvalidArgument { what: "QCOM: no signal object", value: 0 })?;
-        // SAFETY: the object's mapping is page aligned (16-aligned slots), SIGNAL_SLOTS × 16
-        // bytes = its one page, zeroed by KGSL, and the GPU sees it at `gpuaddr`. The page
-        // lives in `self.timeline`, `self.hcq` and `self.queue` only (no Signal is handed
-        // out), all three dropped before the object is unmapped (`Drop`); the CPU touches it
-        // only through the page's atomics from here on.
+        // The page lives in `self.timeline`, `self.hcq` and `self.queue` only (no Signal is handed
+        // out), all dropped before the object is unmapped (`Drop`); the CPU then uses its atomics only.
+        // SAFETY: a zeroed, page-aligned mapping of SIGNAL_SLOTS × 16 bytes, seen by the GPU at `gpuaddr`.
         let page = unsafe { SignalPage::from_raw(sig.bus().base().cast::<Slot>(), SIGNAL_SLOTS, sig.gpuaddr()) };
         let timeline = Signal::new(Arc::new(page), 0)?;
         self.queue = Some(HwQueue::new(enc.clone(), &timeline)?);
