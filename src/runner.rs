@@ -14,7 +14,7 @@
 //! [`Model`] is what a front end (the `hcq run` command) drives: a [`Runner`] over any
 //! backend implements it. Backends today: the CPU (`hcq_cpu::backend::CpuBackend`: exec lists
 //! run inline by the soft command processor), the SIM device running the host's CPU objects
-//! (`hcq_cpu::sim::SimBackend`: one exec packet per kernel through the simulated command
+//! (`hcq_sim::cpu::SimBackend`: one exec packet per kernel through the simulated command
 //! processors and their mock-MMIO doorbells), and the Adreno 630 over KGSL or its simulation
 //! (`hcq_kgsl::device::QcomBackend`: PM4 indirect buffers).
 //!

@@ -662,7 +662,7 @@ impl core::fmt::Debug for CpuDevice {
 
 /// Check a kernel signature the host ABI can call: at most [`MAX_ARGS`] 64-bit arguments, the
 /// `core_id` slot (if any) one of them.
-pub(crate) fn check_signature(nargs: usize, core_id: Option<usize>) -> Result<()> {
+pub fn check_signature(nargs: usize, core_id: Option<usize>) -> Result<()> {
     if nargs > MAX_ARGS {
         return Err(Error::Unsupported { what: "kernel argument count (max 63)", value: nargs as u64 });
     }
