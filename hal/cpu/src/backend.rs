@@ -34,7 +34,6 @@ use hcq::bundle::hcqb::{Hcqb, KernelRef, ProgramRef};
 use hcq::device::{Device, DeviceLimits};
 use hcq::dtype::DType;
 use hcq::error::{Error, Result, ResultExt};
-use hcq::hcq::Hcq;
 use hcq::queue::HwQueue;
 use hcq::runner::{Backend, Launch};
 use hcq::stamp::Stamp;
@@ -114,16 +113,6 @@ pub fn prepare_host(bundle: &Hcqb<'_>, arch: Arch, allow_unchecked_level: bool) 
 
 /// Bytes written per view when a buffer is filled at load time.
 pub(crate) const FILL_CHUNK: usize = 64 << 10;
-
-/// Submit a call's queues on engine 0 of `hcq` in order, without waiting; `last` follows the
-/// stamp of every submission made (so a failure part-way still leaves the buffers marked up to
-/// what was submitted). Returns the timeline value that completes the call.
-pub fn submit_queues(hcq: &Hcq, queues: &mut [HwQueue], last: &mut Stamp) -> Result<u64> {
-    for q in queues {
-        *last = hcq.submit(0, q)?;
-    }
-    Ok(last.get())
-}
 
 /// Write `initial` at the start of `buf` (`bytes` long) and zeros after it, through views of at
 /// most [`FILL_CHUNK`] bytes: no host copy of the whole buffer, so a buffer that fits the device
@@ -287,30 +276,6 @@ enum Step {
     Copy { dst: u64, src: u64, bytes: u64 },
 }
 
-/// Split packets into queues of at most a quarter of engine 0's ring: `push` adds one packet
-/// (at most [`hcq::soft::MAX_PACKET_WORDS`]) to the queue being built.
-pub fn build_queues<T>(
-    hcq: &Hcq,
-    items: &[T],
-    mut push: impl FnMut(&mut HwQueue, &T) -> Result<()>,
-) -> Result<Vec<HwQueue>> {
-    // one packet per item plus the queue's timeline wait and signal; a queue never takes more
-    // than a quarter of the ring
-    let max_words = (hcq.engines()[0].ring_words() / 4).max(64) as usize;
-    let mut queues = Vec::new();
-    let mut queue = hcq.queue()?;
-    for it in items {
-        if queue.words().len() + hcq::soft::MAX_PACKET_WORDS + 8 > max_words {
-            queue.finish()?;
-            queues.push(core::mem::replace(&mut queue, hcq.queue()?));
-        }
-        push(&mut queue, it)?;
-    }
-    queue.finish()?;
-    queues.push(queue);
-    Ok(queues)
-}
-
 /// The CPU device as a runner backend (see the module docs).
 pub struct CpuBackend {
     dev: Arc<CpuDevice>,
@@ -376,7 +341,7 @@ impl CpuBackend {
 
     /// Submit one forward pass without waiting; returns the timeline value that completes it.
     pub fn submit(&mut self) -> Result<u64> {
-        submit_queues(self.dev.soft().hcq(), &mut self.queues, &mut self.last)
+        hcq::runner::submit_queues(self.dev.soft().hcq(), &mut self.queues, &mut self.last)
     }
 
     /// One forward pass with every kernel called directly on this thread, one after another
@@ -460,7 +425,7 @@ impl Backend for CpuBackend {
     fn finish(&mut self) -> Result<()> {
         self.flush().context("last launches")?;
         self.bufs.finish();
-        self.queues = build_queues(self.dev.soft().hcq(), &self.steps, |q, st| {
+        self.queues = hcq::runner::build_queues(self.dev.soft().hcq(), &self.steps, |q, st| {
             match *st {
                 Step::List(h) => q.exec(h, 0, [1, 1, 1], [1, 1, 1])?,
                 Step::Copy { dst, src, bytes } => q.copy(dst, src, bytes)?,

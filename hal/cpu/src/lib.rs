@@ -9,7 +9,7 @@
 //! of the core bundle runner (`backend::CpuBackend`, and `model::Model`, the runner over it
 //! with the CPU's extras). The same host objects run through the `SIM` device's simulated
 //! command processors with `hcq_sim::cpu::SimBackend` (in the simulator's crate, which uses
-//! this crate's buffer, queue and call helpers: [`backend::Buffers`], [`backend::build_queues`]).
+//! this crate's buffer, queue and call helpers: [`backend::Buffers`], [`backend::launch_words`]).
 //!
 //! Features: `std` (default; enables `exec` and `hcq/std`). Without it the crate is `no_std`
 //! and needs only `alloc`.

@@ -9,7 +9,7 @@ use hcq::Error;
 use hcq::bundle::hcqb::{self, Hcqb, LaunchRef};
 use hcq::mmio::{MmioBus, Width};
 use hcq::queue::Command;
-use hcq::runner::{Backend, Launch, Model, Runner};
+use hcq::runner::{Backend, Launch, Runner};
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue};
 use hcq_kgsl::device::{QcomBackend, QcomDevice};
 use hcq_kgsl::flags::MemFlags;

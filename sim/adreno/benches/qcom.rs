@@ -6,7 +6,7 @@
 use divan::Bencher;
 use divan::counter::ItemsCount;
 use hcq::bundle::hcqb::{self, Hcqb};
-use hcq::runner::{Model, Runner};
+use hcq::runner::Runner;
 use hcq_kgsl::device::{QcomBackend, QcomDevice};
 
 fn main() {

@@ -31,10 +31,11 @@ use hcq::device::{Device, DeviceLimits};
 use hcq::error::{Error, Result, ResultExt};
 use hcq::mmio::{HostRegion, MmioBus};
 use hcq::queue::HwQueue;
+use hcq::runner::build_queues;
 use hcq::runner::{Backend, Launch};
 use hcq::signal::WaitPolicy;
 use hcq::stamp::Stamp;
-use hcq_cpu::backend::{Buffers, build_queues, launch_words, prepare_host};
+use hcq_cpu::backend::{Buffers, launch_words, prepare_host};
 use hcq_cpu::device::{MAX_ARGS, call_kernel, cpu_limits};
 use hcq_cpu::exec::{LoadedObject, default_resolver};
 use std::boxed::Box;
@@ -149,7 +150,7 @@ impl SimBackend {
 
     /// Submit one forward pass without waiting; returns the timeline value that completes it.
     pub fn submit(&mut self) -> Result<u64> {
-        hcq_cpu::backend::submit_queues(self.dev.sim().hcq(), &mut self.queues, &mut self.last)
+        hcq::runner::submit_queues(self.dev.sim().hcq(), &mut self.queues, &mut self.last)
     }
 
     /// Register recorded launch `i` (its block at `kernargs` in the region) as a host function

@@ -9,7 +9,7 @@
 use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::device::Device;
 use hcq::error::Error;
-use hcq::runner::{Model as _, Runner};
+use hcq::runner::Runner;
 use hcq_sim::cpu::SimBackend;
 use hcq_sim::{AccessKind, SimHandle};
 use std::sync::Arc;

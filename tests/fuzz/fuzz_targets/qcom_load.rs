@@ -14,7 +14,7 @@
 
 use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::device::DeviceLimits;
-use hcq::runner::{Model, Runner};
+use hcq::runner::Runner;
 use hcq_kgsl::device::{QcomBackend, QcomDevice};
 use hcq_sim_adreno::dispatch::Ir3Dispatch;
 use libfuzzer_sys::fuzz_target;
