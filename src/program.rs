@@ -498,7 +498,7 @@ mod tests {
 
     #[test]
     fn without_a_timeline_a_failed_launch_leaves_no_stamp() {
-        // (on a device with a timeline it marks everything submitted: hal/sim tests/lifetime.rs)
+        // (on a device with a timeline it marks everything submitted: sim/mmio tests/lifetime.rs)
         use crate::device::tests::FakeDevice;
         let dev = FakeDevice::new("FAKE", 1 << 16);
         let d: Arc<dyn Device> = dev.clone();

@@ -14,7 +14,7 @@
 //! [`Model`] is what a front end (the `hcq run` command) drives: a [`Runner`] over any
 //! backend implements it. Backends today: the CPU (`hcq_cpu::backend::CpuBackend`: exec lists
 //! run inline by the soft command processor), the SIM device running the host's CPU objects
-//! (`hcq_cpu::sim::SimBackend`: one exec packet per kernel through the simulated command
+//! (`hcq_sim::cpu::SimBackend`: one exec packet per kernel through the simulated command
 //! processors and their mock-MMIO doorbells), and the Adreno 630 over KGSL or its simulation
 //! (`hcq_kgsl::device::QcomBackend`: PM4 indirect buffers).
 //!
@@ -50,6 +50,21 @@ pub struct CheckReport {
     pub compared: usize,
     /// Elements outside the tolerance (or differing bytes when exact).
     pub mismatches: u64,
+    /// The first element outside the tolerance, in output order.
+    pub first: Option<Mismatch>,
+}
+
+/// An element outside the tolerance.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Mismatch {
+    /// Output index.
+    pub output: usize,
+    /// Element index in the output.
+    pub element: usize,
+    /// The value computed (0 for a non-float output).
+    pub got: f64,
+    /// The expected value (0 for a non-float output).
+    pub expected: f64,
 }
 
 /// IEEE half → f64, exactly (bit manipulation: no libm in `no_std`).
@@ -85,30 +100,82 @@ fn element(dtype: DType, b: &[u8]) -> f64 {
 /// bit-identical when `exact`), other types byte-exact. Returns the number of elements outside
 /// and the largest absolute float difference (infinite for a NaN where a number was expected).
 pub fn compare(dtype: DType, got: &[u8], expected: &[u8], exact: bool) -> (u64, f64) {
+    let (bad, max, _) = compare_first(dtype, got, expected, exact);
+    (bad, max)
+}
+
+/// [`compare`], with the first element outside: `(index, got, expected)` (values 0 for a
+/// non-float type).
+fn compare_first(dtype: DType, got: &[u8], expected: &[u8], exact: bool) -> (u64, f64, Option<(usize, f64, f64)>) {
     let size = dtype.size();
     let mut bad = 0u64;
     let mut max = 0f64;
-    for (g, e) in got.chunks_exact(size).zip(expected.chunks_exact(size)) {
-        if dtype.is_float() {
-            let (gv, ev) = (element(dtype, g), element(dtype, e));
+    let mut first = None;
+    for (i, (g, e)) in got.chunks_exact(size).zip(expected.chunks_exact(size)).enumerate() {
+        let (gv, ev) = (element(dtype, g), element(dtype, e));
+        let outside = if dtype.is_float() {
             let d = (gv - ev).abs();
-            if !(g == e || gv.is_nan() && ev.is_nan()) {
+            if g == e || gv.is_nan() && ev.is_nan() {
+                false
+            } else {
                 if d.is_nan() || d > max {
                     max = if d.is_nan() { f64::INFINITY } else { d };
                 }
                 let within = d <= TOL_ABS + TOL_REL * ev.abs(); // false for NaN
-                if exact || !within {
-                    bad += 1;
-                }
+                exact || !within
             }
-        } else if g != e {
+        } else {
+            g != e
+        };
+        if outside {
             bad += 1;
+            first.get_or_insert((i, gv, ev));
         }
     }
     if got.len() != expected.len() {
         bad += 1;
     }
-    (bad, max)
+    (bad, max, first)
+}
+
+/// Split a launch list into queues of `hcq` of at most a quarter of engine 0's ring each (a
+/// call's submissions never wait for their own ring space): `push` adds one item's packet (at
+/// most [`crate::soft::MAX_PACKET_WORDS`] words) to the queue being built. Every backend whose
+/// launch list is soft packets records it with this.
+pub fn build_queues<T>(
+    hcq: &crate::hcq::Hcq,
+    items: &[T],
+    mut push: impl FnMut(&mut crate::queue::HwQueue, &T) -> Result<()>,
+) -> Result<Vec<crate::queue::HwQueue>> {
+    // one packet per item plus the queue's timeline wait and signal; a queue never takes more
+    // than a quarter of the ring
+    let max_words = (hcq.engines()[0].ring_words() / 4).max(64) as usize;
+    let mut queues = Vec::new();
+    let mut queue = hcq.queue()?;
+    for it in items {
+        if queue.words().len() + crate::soft::MAX_PACKET_WORDS + 8 > max_words {
+            queue.finish()?;
+            queues.push(core::mem::replace(&mut queue, hcq.queue()?));
+        }
+        push(&mut queue, it)?;
+    }
+    queue.finish()?;
+    queues.push(queue);
+    Ok(queues)
+}
+
+/// Submit a call's queues on engine 0 of `hcq` in order, without waiting; `last` follows the
+/// stamp of every submission made (so a failure part-way still leaves the buffers marked up to
+/// what was submitted). Returns the timeline value that completes the call.
+pub fn submit_queues(
+    hcq: &crate::hcq::Hcq,
+    queues: &mut [crate::queue::HwQueue],
+    last: &mut crate::stamp::Stamp,
+) -> Result<u64> {
+    for q in queues {
+        *last = hcq.submit(0, q)?;
+    }
+    Ok(last.get())
 }
 
 /// The object set to run: the first of `device_archs` (the device's, in preference order)
@@ -328,23 +395,30 @@ impl<B: Backend> Runner<B> {
     pub fn n_inputs(&self) -> usize {
         self.inputs.len()
     }
-}
 
-impl<B: Backend> Model for Runner<B> {
-    fn name(&self) -> &str {
+    /// The model's name.
+    pub fn name(&self) -> &str {
         &self.name
     }
-    fn arch(&self) -> Arch {
+
+    /// The architecture whose objects run.
+    pub fn arch(&self) -> Arch {
         self.arch
     }
-    fn kernels_per_call(&self) -> usize {
+
+    /// Kernel launches per call.
+    pub fn kernels_per_call(&self) -> usize {
         self.kernels
     }
+
+    /// One forward pass: the backend replays what it captured and waits for it.
     #[inline]
-    fn call(&mut self) -> Result<()> {
+    pub fn call(&mut self) -> Result<()> {
         self.backend.replay()
     }
-    fn output(&self, i: usize) -> Result<Vec<u8>> {
+
+    /// Bytes of output `i` (after the work in flight).
+    pub fn output(&self, i: usize) -> Result<Vec<u8>> {
         let (v, _) = self.outputs.get(i).ok_or(Error::OutOfBounds {
             what: "model output index",
             offset: i as u64,
@@ -353,19 +427,48 @@ impl<B: Backend> Model for Runner<B> {
         })?;
         self.view_bytes(v)
     }
-    fn check(&self) -> Result<CheckReport> {
+
+    /// Compare every output that has expected bytes ([`compare`]; exact when the objects are
+    /// those that produced them).
+    pub fn check(&self) -> Result<CheckReport> {
         let exact = self.arch == self.expected_from;
-        let mut rep = CheckReport { ok: true, max_abs_diff: 0.0, exact, compared: 0, mismatches: 0 };
-        for (v, exp) in &self.outputs {
+        let mut rep = CheckReport { ok: true, max_abs_diff: 0.0, exact, compared: 0, mismatches: 0, first: None };
+        for (output, (v, exp)) in self.outputs.iter().enumerate() {
             let Some(exp) = exp else { continue };
             let got = self.view_bytes(v)?;
-            let (bad, max) = compare(v.dtype, &got, exp, exact);
+            let (bad, max, first) = compare_first(v.dtype, &got, exp, exact);
+            if let (None, Some((element, got, expected))) = (rep.first, first) {
+                rep.first = Some(Mismatch { output, element, got, expected });
+            }
             rep.compared += 1;
             rep.mismatches += bad;
             rep.max_abs_diff = rep.max_abs_diff.max(max);
         }
         rep.ok = rep.mismatches == 0;
         Ok(rep)
+    }
+}
+
+/// Every runner is a [`Model`] (its inherent methods).
+impl<B: Backend> Model for Runner<B> {
+    fn name(&self) -> &str {
+        Runner::name(self)
+    }
+    fn arch(&self) -> Arch {
+        Runner::arch(self)
+    }
+    fn kernels_per_call(&self) -> usize {
+        Runner::kernels_per_call(self)
+    }
+    #[inline]
+    fn call(&mut self) -> Result<()> {
+        Runner::call(self)
+    }
+    fn output(&self, i: usize) -> Result<Vec<u8>> {
+        Runner::output(self, i)
+    }
+    fn check(&self) -> Result<CheckReport> {
+        Runner::check(self)
     }
 }
 
@@ -464,6 +567,24 @@ mod tests {
         let roomy = DeviceLimits { memory_bytes: 1 << 40, ..Fake::default().limits() };
         let r = Runner::load_within(Fake::default(), &file, &roomy).unwrap();
         assert_eq!(r.backend().log.iter().filter(|s| **s == "alloc").count(), file.n_buffers());
+    }
+
+    #[test]
+    fn check_reports_the_first_element_outside() {
+        let bytes = tiny_x86();
+        let file = Hcqb::parse(&bytes).unwrap();
+        let r = Runner::load(Fake::default(), &file).unwrap();
+        // the fake reads zeros; the expected output is four f32 of bytes 07 07 07 07
+        let rep = r.check().unwrap();
+        assert!(!rep.ok && rep.exact);
+        assert_eq!(rep.mismatches, 4);
+        let want = f64::from(f32::from_le_bytes([7; 4]));
+        assert_eq!(rep.first, Some(Mismatch { output: 0, element: 0, got: 0.0, expected: want }));
+        // a byte-exact output has none
+        let (bad, _, first) = compare_first(DType::F32, &[7; 16], &[7; 16], true);
+        assert_eq!((bad, first), (0, None));
+        let (bad, _, first) = compare_first(DType::I32, &[1, 0, 0, 0, 2, 0, 0, 0], &[1, 0, 0, 0, 3, 0, 0, 0], false);
+        assert_eq!((bad, first), (1, Some((1, 0.0, 0.0))));
     }
 
     #[test]

@@ -2,10 +2,10 @@
 //! accepts that device and refuses others, the smoke IB runs through KGSL, and the installed
 //! wrapper makes QCOM the default device without overriding the user's choice.
 
-use hcq_adreno::sim::{ComputeState, Dispatch, GpuMemory};
 use hcq_board_comma::{COMMA, SMOKE_FENCE, SMOKE_VALUE, smoke};
-use hcq_kgsl::sim::{SIM_CHIP_ID, SimKgsl};
 use hcq_kgsl::{DeviceInfo, Kgsl};
+use hcq_sim_adreno::cp::{ComputeState, Dispatch, GpuMemory};
+use hcq_sim_adreno::kgsl::{SIM_CHIP_ID, SimKgsl};
 use std::process::Command;
 use std::sync::Arc;
 

@@ -11,7 +11,7 @@
 //! BUNDLE is a v1 directory (with `manifest.json`) or a `.hcqb` file. Every device runs it
 //! through the core runner (`hcq::runner::Runner::load`, then one `drive`): CPU
 //! (`hcq_cpu::backend::CpuBackend`), SIM (the host's CPU objects on the simulated command
-//! processors, `hcq_cpu::sim::SimBackend`), QCOM and QCOM:SIM (`hcq_kgsl::device::QcomBackend`).
+//! processors, `hcq_sim::cpu::SimBackend`), QCOM and QCOM:SIM (`hcq_kgsl::device::QcomBackend`).
 
 use clap::{Parser, Subcommand};
 use hcq::bundle::hcqb::{self, Hcqb};
@@ -21,8 +21,8 @@ use hcq::profile::{Event, EventKind};
 use hcq::runner::{Backend, Model as RunModel, Runner, TOL_ABS, TOL_REL};
 use hcq_cpu::backend::CpuBackend;
 use hcq_cpu::device::{CpuDevice, cpu_kind};
-use hcq_cpu::sim::SimBackend;
-use hcq_kgsl::device::{Backing, QcomBackend, QcomDevice};
+use hcq_kgsl::device::{QcomBackend, QcomDevice};
+use hcq_sim::cpu::SimBackend;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -98,7 +98,7 @@ fn registry() -> Registry {
     r.register(cpu_kind());
     r.register(hcq_sim::sim_kind());
     r.register(hcq_kgsl::device::qcom_kind());
-    r.register(hcq_kgsl::device::qcom_sim_kind());
+    r.register(hcq_sim_adreno::qcom_sim_kind());
     r
 }
 
@@ -284,8 +284,9 @@ fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
             drive(&mut model, path, &name, &desc, load_us, Some(prof), &o, out)
         }
         "QCOM" | "QCOM:SIM" => {
-            let backing = if name == "QCOM" { Backing::Node } else { Backing::Sim };
-            let dev = QcomDevice::open(backing, o.dump_rd.is_some()).with_context(|| format!("device {name}"))?;
+            let capture = o.dump_rd.is_some();
+            let dev = if name == "QCOM" { QcomDevice::open(capture) } else { hcq_sim_adreno::open(capture) }
+                .with_context(|| format!("device {name}"))?;
             let mut backend = QcomBackend::new(dev.clone())?;
             // every launch bracketed by always-on-counter timestamps, read back after each call
             backend.set_profile(o.profile.is_some())?;

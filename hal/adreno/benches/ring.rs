@@ -17,8 +17,8 @@ use hcq_adreno::a6xx::events;
 use hcq_adreno::a6xx::regs::CP_RB_WPTR;
 use hcq_adreno::pm4::{op, pkt7};
 use hcq_adreno::ring::{A6xxRing, DsbSt, RingConfig};
-use hcq_adreno::sim::{BusMemory, ComputeState, Dispatch, GpuMemory, RingCp};
 use hcq_sim::{MockMmio, WriteAction};
+use hcq_sim_adreno::cp::{BusMemory, ComputeState, Dispatch, GpuMemory, RingCp};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 

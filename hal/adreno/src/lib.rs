@@ -10,8 +10,9 @@
 //! - [`rd`]: freedreno `.rd` capture writer and reader.
 //! - [`ring`]: the bare-metal CP ringbuffer ([`ring::A6xxRing`]) over the core's MMIO bus and
 //!   [`hcq::ring::CommandRing`], with the backend's device write barrier before the doorbell.
-//! - [`sim`]: a PM4 interpreter for a simulated Adreno, with a [`sim::Dispatch`] hook for the
-//!   shader interpreter.
+//!
+//! The simulated Adreno (a PM4 interpreter for its command processor, and the shader core) is
+//! the `hcq-sim-adreno` crate under `sim/adreno`.
 //!
 //! `no_std` + `alloc`.
 
@@ -27,7 +28,6 @@ pub mod queue;
 pub mod rd;
 pub mod reg;
 pub mod ring;
-pub mod sim;
 
 pub use a6xx::{A6xxEncoder, EncoderConfig};
 pub use program::Program;

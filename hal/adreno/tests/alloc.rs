@@ -10,7 +10,7 @@ mod common;
 use common::*;
 use hcq::queue::{Command, Field};
 use hcq_adreno::Pm4Queue;
-use hcq_adreno::sim::Cp;
+use hcq_sim_adreno::cp::Cp;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -65,7 +65,7 @@ fn encoding_patching_and_simulating_a_warm_queue_allocate_nothing() {
     let mut cp = Cp::new();
     let mut rec = Recorder::default();
     rec.seen.reserve(1000);
-    let run = |q: &Pm4Queue, mem: &mut hcq_adreno::sim::SparseMemory, cp: &mut Cp, rec: &mut Recorder| {
+    let run = |q: &Pm4Queue, mem: &mut hcq_sim_adreno::cp::SparseMemory, cp: &mut Cp, rec: &mut Recorder| {
         mem.write_words(IB, q.words()).unwrap();
         cp.submit(IB, q.words().len() as u32, mem, rec).unwrap();
     };
@@ -95,11 +95,11 @@ fn encoding_patching_and_simulating_a_warm_queue_allocate_nothing() {
 /// A dispatch callback that keeps nothing (the recorder copies state into vectors).
 struct NoRecord;
 
-impl hcq_adreno::sim::Dispatch for NoRecord {
+impl hcq_sim_adreno::cp::Dispatch for NoRecord {
     fn dispatch(
         &mut self,
-        s: &hcq_adreno::sim::ComputeState<'_>,
-        _m: &mut dyn hcq_adreno::sim::GpuMemory,
+        s: &hcq_sim_adreno::cp::ComputeState<'_>,
+        _m: &mut dyn hcq_sim_adreno::cp::GpuMemory,
     ) -> hcq::Result<()> {
         assert_eq!(s.local, [32, 1, 1]);
         Ok(())

@@ -8,7 +8,7 @@ use hcq::queue::{Command, Field, HwQueue};
 use hcq_adreno::Pm4Queue;
 use hcq_adreno::pm4::raw::MemCpy;
 use hcq_adreno::pm4::{Packet, decode, op, pkt7_struct};
-use hcq_adreno::sim::{COPY_CHUNK_DWORDS, Cp, Outcome, SparseMemory};
+use hcq_sim_adreno::cp::{COPY_CHUNK_DWORDS, Cp, Outcome, SparseMemory};
 use proptest::prelude::*;
 
 /// A source region at `SRC` and a destination at `DST`, beside the usual layout.

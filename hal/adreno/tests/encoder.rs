@@ -9,8 +9,8 @@ use hcq::queue::{Command, Field, HwQueue};
 use hcq_adreno::a6xx::regs;
 use hcq_adreno::pm4::{Packet, decode, op, pkt7};
 use hcq_adreno::reg::Reg;
-use hcq_adreno::sim::{Cp, Outcome, SparseMemory};
 use hcq_adreno::{Pm4Queue, Program};
+use hcq_sim_adreno::cp::{Cp, Outcome, SparseMemory};
 use proptest::prelude::*;
 
 fn run(q: &Pm4Queue, mem: &mut SparseMemory, cp: &mut Cp, rec: &mut Recorder) -> hcq::Result<Outcome> {

@@ -11,8 +11,8 @@ use hcq::mmio::{HostRegion, MmioBus, Width};
 use hcq::queue::{Command, Field, HwQueue};
 use hcq::ring::{CommandRing, Doorbell, KernargPool};
 use hcq::signal::{Signal, SignalPool, StdHooks};
-use hcq_adreno::sim::{Cp, Outcome, SparseMemory};
 use hcq_adreno::{A6xxEncoder, Pm4Queue};
+use hcq_sim_adreno::cp::{Cp, Outcome, SparseMemory};
 use proptest::prelude::*;
 use std::sync::Arc;
 

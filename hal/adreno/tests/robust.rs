@@ -9,7 +9,7 @@ use common::*;
 use hcq_adreno::Program;
 use hcq_adreno::pm4::Decoder;
 use hcq_adreno::rd::{RdWriter, read};
-use hcq_adreno::sim::{Cp, SparseMemory};
+use hcq_sim_adreno::cp::{Cp, SparseMemory};
 use proptest::prelude::*;
 
 proptest! {

@@ -1,4 +1,4 @@
-//! Whole-model calls on the CPU device: one `Model::call()` = submit the model's exec list
+//! Whole-model calls on the CPU device: one `Model::call()` (`Runner::call`) = submit the model's exec list
 //! through the ring and run it on the calling thread (the engine is free), `core_id` kernels
 //! fanned out over the device's cores.
 //!
@@ -15,7 +15,7 @@
 //!
 //! After the benches, `cargo bench` (not `cargo test`) also prints a report that divan cannot
 //! express:
-//! - for each sample model, the median call against [`Model::call_direct`] (the same kernels
+//! - for each sample model, the median call against [`CpuBackend::call_direct`](hcq_cpu::backend::CpuBackend::call_direct) (the same kernels
 //!   called directly on this thread, `core_id` tids one by one: the sum of the kernels' own
 //!   time), timed in interleaved rounds in the same run, and the per-kernel time; with the
 //!   profiler on, the call against the summed kernel durations it records;
@@ -59,7 +59,7 @@ fn load(name: &str, cores: usize) -> Model {
     let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap();
     let file = Hcqb::parse(&bytes).unwrap();
     let dev = CpuDevice::new("CPU", cores).unwrap();
-    let mut m = Model::load(dev, &file, host_arch().unwrap(), false).unwrap();
+    let mut m = hcq_cpu::model::load(dev, &file, host_arch().unwrap(), false).unwrap();
     m.call().unwrap();
     assert!(m.check().unwrap().ok, "{name}: outputs do not match the bundle");
     m
@@ -164,14 +164,14 @@ fn median(v: &mut [f64]) -> f64 {
 const REPORT_CALLS: usize = 2000;
 
 /// For one model on a device with every host core: `(kernels, call, direct, call+prof,
-/// profiled kernel sum)`, medians in µs. `call` and `direct` ([`Model::call_direct`]: every
+/// profiled kernel sum)`, medians in µs. `call` and `direct` ([`CpuBackend::call_direct`](hcq_cpu::backend::CpuBackend::call_direct): every
 /// kernel called on this thread, tids one by one) are timed in interleaved rounds, so drifting
 /// load hits both alike.
 fn overhead(name: &str) -> (usize, f64, f64, f64, f64) {
     let mut m = load(name, host_cores());
     for _ in 0..50 {
         m.call().unwrap();
-        m.call_direct().unwrap();
+        m.backend_mut().call_direct().unwrap();
     }
     let (mut calls, mut direct) = (Vec::with_capacity(REPORT_CALLS), Vec::with_capacity(REPORT_CALLS));
     for _ in 0..REPORT_CALLS / 100 {
@@ -182,12 +182,12 @@ fn overhead(name: &str) -> (usize, f64, f64, f64, f64) {
         }
         for _ in 0..100 {
             let t = Instant::now();
-            m.call_direct().unwrap();
+            m.backend_mut().call_direct().unwrap();
             direct.push(t.elapsed().as_secs_f64() * 1e6);
         }
     }
     assert!(m.check().unwrap().ok, "{name}: outputs changed while timing");
-    let dev = m.device().clone();
+    let dev = m.backend().device().clone();
     let prof = dev.soft().hcq().profiler();
     prof.set_enabled(true);
     let mut profiled = Vec::with_capacity(REPORT_CALLS / 4);
@@ -243,7 +243,7 @@ fn fanout(mut one: impl FnMut(), mut two: impl FnMut()) -> (f64, f64, f64) {
 
 /// Median (over calls) of the summed duration of the `core_id` kernels in one call of `m`, µs.
 fn core_id_kernel_us(m: &mut Model, core_id_names: &[u32]) -> f64 {
-    let dev = m.device().clone();
+    let dev = m.backend().device().clone();
     let prof = dev.soft().hcq().profiler();
     prof.set_enabled(true);
     let mut t: Vec<f64> = (0..FANOUT_CALLS)
@@ -264,7 +264,7 @@ fn core_id_kernel_us(m: &mut Model, core_id_names: &[u32]) -> f64 {
 
 /// Profiler name ids of the model's `core_id` kernels.
 fn core_id_names(m: &Model) -> Vec<u32> {
-    let dev = m.device();
+    let dev = m.backend().device();
     (0u64..)
         .map_while(|h| dev.kernel(h))
         .filter(|k| k.core_id_arg().is_some())
@@ -275,7 +275,7 @@ fn core_id_names(m: &Model) -> Vec<u32> {
 fn report() {
     println!();
     println!(
-        "model call vs the same kernels called directly on this thread (Model::call_direct; median of {REPORT_CALLS} calls each, interleaved; {} cores)",
+        "model call vs the same kernels called directly on this thread (CpuBackend::call_direct; median of {REPORT_CALLS} calls each, interleaved; {} cores)",
         host_cores()
     );
     println!(

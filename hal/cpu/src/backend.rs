@@ -34,7 +34,6 @@ use hcq::bundle::hcqb::{Hcqb, KernelRef, ProgramRef};
 use hcq::device::{Device, DeviceLimits};
 use hcq::dtype::DType;
 use hcq::error::{Error, Result, ResultExt};
-use hcq::hcq::Hcq;
 use hcq::queue::HwQueue;
 use hcq::runner::{Backend, Launch};
 use hcq::stamp::Stamp;
@@ -100,8 +99,9 @@ pub fn check_arch_level(arch: Arch, level: Option<&str>, allow_unchecked: bool) 
     }
 }
 
-/// The host check both host-object backends (CPU, SIM) make in `prepare`.
-pub(crate) fn prepare_host(bundle: &Hcqb<'_>, arch: Arch, allow_unchecked_level: bool) -> Result<()> {
+/// The host check both host-object backends (CPU, and `hcq_sim::cpu::SimBackend`) make in
+/// `prepare`.
+pub fn prepare_host(bundle: &Hcqb<'_>, arch: Arch, allow_unchecked_level: bool) -> Result<()> {
     if Some(arch) != Arch::host() {
         return Err(Error::Unsupported {
             what: "bundle architecture is not this host's",
@@ -113,16 +113,6 @@ pub(crate) fn prepare_host(bundle: &Hcqb<'_>, arch: Arch, allow_unchecked_level:
 
 /// Bytes written per view when a buffer is filled at load time.
 pub(crate) const FILL_CHUNK: usize = 64 << 10;
-
-/// Submit a call's queues on engine 0 of `hcq` in order, without waiting; `last` follows the
-/// stamp of every submission made (so a failure part-way still leaves the buffers marked up to
-/// what was submitted). Returns the timeline value that completes the call.
-pub(crate) fn submit_queues(hcq: &Hcq, queues: &mut [HwQueue], last: &mut Stamp) -> Result<u64> {
-    for q in queues {
-        *last = hcq.submit(0, q)?;
-    }
-    Ok(last.get())
-}
 
 /// Write `initial` at the start of `buf` (`bytes` long) and zeros after it, through views of at
 /// most [`FILL_CHUNK`] bytes: no host copy of the whole buffer, so a buffer that fits the device
@@ -154,7 +144,7 @@ enum Use {
 /// The base buffers of a loaded bundle, with how a call uses each. No handle to them leaves
 /// the backend: their stamps are brought up to date ([`Buffers::mark`]) before every host
 /// access and before they drop.
-pub(crate) struct Buffers {
+pub struct Buffers {
     dev: Arc<dyn Device>,
     bufs: Vec<Buffer>,
     addrs: Vec<u64>,
@@ -164,12 +154,13 @@ pub(crate) struct Buffers {
 }
 
 impl Buffers {
-    pub(crate) fn new(dev: Arc<dyn Device>) -> Self {
+    /// No buffers yet, on `dev`.
+    pub fn new(dev: Arc<dyn Device>) -> Self {
         Self { dev, bufs: Vec::new(), addrs: Vec::new(), uses: Vec::new(), marks: Vec::new() }
     }
 
     /// Allocate base buffer `index` of `nbytes`, filled with `initial` then zeros.
-    pub(crate) fn alloc(&mut self, index: usize, nbytes: u64, initial: &[u8]) -> Result<u64> {
+    pub fn alloc(&mut self, index: usize, nbytes: u64, initial: &[u8]) -> Result<u64> {
         if index != self.bufs.len() {
             return Err(Error::Mismatch {
                 what: "runner buffer index (buffers are allocated in order)",
@@ -196,7 +187,7 @@ impl Buffers {
 
     /// Record the buffers kernel launch `k` reads and writes (an argument flagged neither way
     /// counts as written).
-    pub(crate) fn note_kernel(&mut self, k: &KernelRef<'_>) {
+    pub fn note_kernel(&mut self, k: &KernelRef<'_>) {
         let outs: Vec<u32> = k.outs().collect();
         let ins: Vec<u32> = k.ins().collect();
         for (j, a) in k.args().enumerate() {
@@ -216,7 +207,7 @@ impl Buffers {
     }
 
     /// Record a copy's buffers.
-    pub(crate) fn note_copy(&mut self, dst: u64, src: u64, bytes: u64) -> Result<()> {
+    pub fn note_copy(&mut self, dst: u64, src: u64, bytes: u64) -> Result<()> {
         let (d, s) = (self.find(dst, bytes)?, self.find(src, bytes)?);
         self.note(s, Use::Read);
         self.note(d, Use::Written);
@@ -224,7 +215,7 @@ impl Buffers {
     }
 
     /// Close the record: the list of buffers to mark per call.
-    pub(crate) fn finish(&mut self) {
+    pub fn finish(&mut self) {
         self.marks = self
             .uses
             .iter()
@@ -236,7 +227,7 @@ impl Buffers {
 
     /// Mark every used buffer with `stamp`, the backend's last submission (which uses every
     /// one of them). Allocates nothing.
-    pub(crate) fn mark(&self, stamp: Stamp) {
+    pub fn mark(&self, stamp: Stamp) {
         for &(i, written) in &self.marks {
             if let Some(b) = self.bufs.get(i) {
                 if written {
@@ -248,7 +239,8 @@ impl Buffers {
         }
     }
 
-    pub(crate) fn addrs(&self) -> &[u64] {
+    /// Device addresses of the buffers, in index order.
+    pub fn addrs(&self) -> &[u64] {
         &self.addrs
     }
 
@@ -263,13 +255,13 @@ impl Buffers {
 
     /// Copy bytes of `buffer` at `offset` out, once the device passed its last writer (`last`:
     /// the backend's last submission).
-    pub(crate) fn read(&self, last: Stamp, buffer: usize, offset: u64, out: &mut [u8]) -> Result<()> {
+    pub fn read(&self, last: Stamp, buffer: usize, offset: u64, out: &mut [u8]) -> Result<()> {
         self.mark(last);
         self.get(buffer)?.view(out.len() as u64, DType::U8, offset)?.copy_out(out)
     }
 
     /// Copy `data` into `buffer` at `offset`, once the device passed its last user.
-    pub(crate) fn write(&self, last: Stamp, buffer: usize, offset: u64, data: &[u8]) -> Result<()> {
+    pub fn write(&self, last: Stamp, buffer: usize, offset: u64, data: &[u8]) -> Result<()> {
         self.mark(last);
         self.get(buffer)?.view(data.len() as u64, DType::U8, offset)?.copy_in(data)
     }
@@ -282,30 +274,6 @@ enum Step {
     List(u64),
     /// A buffer-to-buffer copy.
     Copy { dst: u64, src: u64, bytes: u64 },
-}
-
-/// Split packets into queues of at most a quarter of engine 0's ring: `push` adds one packet
-/// (at most [`hcq::soft::MAX_PACKET_WORDS`]) to the queue being built.
-pub(crate) fn build_queues<T>(
-    hcq: &Hcq,
-    items: &[T],
-    mut push: impl FnMut(&mut HwQueue, &T) -> Result<()>,
-) -> Result<Vec<HwQueue>> {
-    // one packet per item plus the queue's timeline wait and signal; a queue never takes more
-    // than a quarter of the ring
-    let max_words = (hcq.engines()[0].ring_words() / 4).max(64) as usize;
-    let mut queues = Vec::new();
-    let mut queue = hcq.queue()?;
-    for it in items {
-        if queue.words().len() + hcq::soft::MAX_PACKET_WORDS + 8 > max_words {
-            queue.finish()?;
-            queues.push(core::mem::replace(&mut queue, hcq.queue()?));
-        }
-        push(&mut queue, it)?;
-    }
-    queue.finish()?;
-    queues.push(queue);
-    Ok(queues)
 }
 
 /// The CPU device as a runner backend (see the module docs).
@@ -373,7 +341,7 @@ impl CpuBackend {
 
     /// Submit one forward pass without waiting; returns the timeline value that completes it.
     pub fn submit(&mut self) -> Result<u64> {
-        submit_queues(self.dev.soft().hcq(), &mut self.queues, &mut self.last)
+        hcq::runner::submit_queues(self.dev.soft().hcq(), &mut self.queues, &mut self.last)
     }
 
     /// One forward pass with every kernel called directly on this thread, one after another
@@ -457,7 +425,7 @@ impl Backend for CpuBackend {
     fn finish(&mut self) -> Result<()> {
         self.flush().context("last launches")?;
         self.bufs.finish();
-        self.queues = build_queues(self.dev.soft().hcq(), &self.steps, |q, st| {
+        self.queues = hcq::runner::build_queues(self.dev.soft().hcq(), &self.steps, |q, st| {
             match *st {
                 Step::List(h) => q.exec(h, 0, [1, 1, 1], [1, 1, 1])?,
                 Step::Copy { dst, src, bytes } => q.copy(dst, src, bytes)?,
@@ -512,7 +480,7 @@ impl Drop for CpuBackend {
 
 /// A kernel launch's argument words in the host ABI: the buffer addresses, then the integer
 /// values (0 at the `core_id` slot, which the device fills per call).
-pub(crate) fn launch_words(l: &Launch<'_, '_>) -> Result<Vec<u64>> {
+pub fn launch_words(l: &Launch<'_, '_>) -> Result<Vec<u64>> {
     let k = l.kernel;
     let n = l.args.len() + k.vals().len();
     if n > MAX_ARGS {

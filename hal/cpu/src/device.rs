@@ -4,7 +4,7 @@
 //! submitted to a command ring, and a command processor executes them — calling the loaded
 //! kernels, copying memory, writing signals and timestamps — and signals the timeline. The
 //! command processor is a thread of the device, or, for a synchronous call
-//! ([`Program::call`] with `wait`, [`Model::call`](crate::model::Model::call)), the calling
+//! ([`Program::call`] with `wait`, [`Runner::call`](hcq::runner::Runner::call) of a [`crate::model::Model`]), the calling
 //! thread itself ([`SoftDevice::run_inline`]). An exec list ([`CpuDevice::load_exec_list`]) runs
 //! a prebuilt sequence of launches from one exec packet.
 //! A launch whose program has a `core_id` argument runs once per core id (`global[0]` calls)
@@ -662,7 +662,7 @@ impl core::fmt::Debug for CpuDevice {
 
 /// Check a kernel signature the host ABI can call: at most [`MAX_ARGS`] 64-bit arguments, the
 /// `core_id` slot (if any) one of them.
-pub(crate) fn check_signature(nargs: usize, core_id: Option<usize>) -> Result<()> {
+pub fn check_signature(nargs: usize, core_id: Option<usize>) -> Result<()> {
     if nargs > MAX_ARGS {
         return Err(Error::Unsupported { what: "kernel argument count (max 63)", value: nargs as u64 });
     }

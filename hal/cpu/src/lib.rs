@@ -7,8 +7,9 @@
 //!
 //! With `std` on Linux/macOS (x86-64, AArch64 Linux): the `CPU` device (`device`), its backend
 //! of the core bundle runner (`backend::CpuBackend`, and `model::Model`, the runner over it
-//! with the CPU's extras), and `sim::SimBackend`, which runs the same host objects through
-//! the `SIM` device's simulated command processors.
+//! with the CPU's extras). The same host objects run through the `SIM` device's simulated
+//! command processors with `hcq_sim::cpu::SimBackend` (in the simulator's crate, which uses
+//! this crate's buffer, queue and call helpers: [`backend::Buffers`], [`backend::launch_words`]).
 //!
 //! Features: `std` (default; enables `exec` and `hcq/std`). Without it the crate is `no_std`
 //! and needs only `alloc`.
@@ -59,12 +60,5 @@ pub mod exec;
     not(all(target_os = "macos", target_arch = "aarch64"))
 ))]
 pub mod model;
-#[cfg(all(
-    feature = "std",
-    any(target_os = "linux", target_os = "macos"),
-    any(target_arch = "x86_64", target_arch = "aarch64"),
-    not(all(target_os = "macos", target_arch = "aarch64"))
-))]
-pub mod sim;
 
 pub use elf::{Arch, ElfObject, Layout};

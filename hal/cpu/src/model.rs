@@ -1,17 +1,20 @@
 //! A model bundle loaded on the CPU device and ready to call: the core bundle runner
-//! ([`hcq::runner::Runner`]) over the CPU backend ([`CpuBackend`]), with the CPU's extras.
+//! ([`hcq::runner::Runner`]) over the CPU backend ([`CpuBackend`]) — [`Model`] is that runner.
 //!
-//! [`Model::load`] refuses objects for another architecture, then hands the bundle to
+//! [`load`] refuses objects for another architecture, then hands the bundle to
 //! [`Runner::load`]: the host's x86-64 level is checked, every base buffer is allocated once
 //! and filled, each program's object is loaded for the host, and the launch list is captured as
-//! exec lists of the device (see [`crate::backend`]). [`Model::call`] replays it on the calling
+//! exec lists of the device (see [`crate::backend`]). [`Runner::call`] replays it on the calling
 //! thread ([`SoftDevice::run_inline`](hcq::soft::runner::SoftDevice::run_inline)) — no
-//! encoding, no allocation, no hand-off to another thread. [`Model::submit`] queues a call for
-//! the command-processor thread instead. [`Model::output`] and [`Model::check`] wait for the
-//! calls that write the outputs before they read (the buffers carry the stamps of the calls
+//! encoding, no allocation, no hand-off to another thread. The CPU's extras are the backend's
+//! ([`Runner::backend`], [`Runner::backend_mut`]): [`CpuBackend::submit`] queues a call for the
+//! command-processor thread instead, [`CpuBackend::call_direct`] calls every kernel directly
+//! (the floor a call is measured against), [`CpuBackend::device`], [`CpuBackend::buffer_addrs`]
+//! and [`CpuBackend::submissions_per_call`]. [`Runner::output`] and [`Runner::check`] wait for
+//! the calls that write the outputs before they read (the buffers carry the stamps of the calls
 //! that use them).
 //!
-//! [`Model::check`] is the core's: outputs compared with the bundle's expected bytes exactly
+//! [`Runner::check`] is the core's: outputs compared with the bundle's expected bytes exactly
 //! when the objects are those that produced them, else within the bundle format's tolerance
 //! `|got - expected| <= 1e-5 + 1e-4 * |expected|` (FMA contraction differs between
 //! architectures).
@@ -22,164 +25,50 @@ use hcq::bundle::Arch;
 use hcq::bundle::hcqb::Hcqb;
 use hcq::device::{Device, DeviceLimits};
 use hcq::error::{Error, Result};
-use hcq::runner::{Model as _, Runner};
+use hcq::runner::Runner;
 use std::sync::Arc;
-use std::vec::Vec;
 
 pub use crate::backend::{check_arch_level, host_arch};
 /// The bundle tolerance, the comparison and its report live in the core runner, shared by
 /// every backend.
 pub use hcq::runner::{CheckReport, TOL_ABS, TOL_REL, compare};
 
-/// A bundle loaded on a CPU device: [`Runner`]`<`[`CpuBackend`]`>` with the CPU's extras
-/// ([`Model::call_direct`], [`Model::submit`], the device and buffer addresses).
-pub struct Model(Runner<CpuBackend>);
+/// A bundle loaded on a CPU device: the core runner over the CPU backend.
+pub type Model = Runner<CpuBackend>;
 
-impl core::fmt::Debug for Model {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Model").field("name", &self.name()).field("kernels", &self.kernels_per_call()).finish()
-    }
+/// Load `bundle` on `dev`, running the objects built for `arch` (this host's; any other is
+/// refused). `allow_unchecked_level`: run objects whose CPU level cannot be verified
+/// (`native`).
+pub fn load(dev: Arc<CpuDevice>, bundle: &Hcqb<'_>, arch: Arch, allow_unchecked_level: bool) -> Result<Model> {
+    let limits = dev.limits();
+    load_within(dev, bundle, arch, allow_unchecked_level, &limits)
 }
 
-impl Model {
-    /// Load `bundle` on `dev`, running the objects built for `arch` (this host's; any other is
-    /// refused). `allow_unchecked_level`: run objects whose CPU level cannot be verified
-    /// (`native`).
-    pub fn load(dev: Arc<CpuDevice>, bundle: &Hcqb<'_>, arch: Arch, allow_unchecked_level: bool) -> Result<Model> {
-        let limits = dev.limits();
-        Self::load_within(dev, bundle, arch, allow_unchecked_level, &limits)
+/// [`load`] within `limits` as well as the device's own (each field the smaller): for a caller
+/// with a memory budget below the host's RAM (the `load` fuzz target). Every size and count is
+/// checked ([`Hcqb::check_limits`]) before anything is allocated.
+pub fn load_within(
+    dev: Arc<CpuDevice>,
+    bundle: &Hcqb<'_>,
+    arch: Arch,
+    allow_unchecked_level: bool,
+    limits: &DeviceLimits,
+) -> Result<Model> {
+    if Some(arch) != Arch::host() {
+        return Err(Error::Unsupported {
+            what: "bundle architecture is not this host's",
+            value: u64::from(arch.code()),
+        });
     }
-
-    /// [`Model::load`] within `limits` as well as the device's own (each field the smaller):
-    /// for a caller with a memory budget below the host's RAM (the `load` fuzz target).
-    /// Every size and count is checked ([`Hcqb::check_limits`]) before anything is allocated.
-    pub fn load_within(
-        dev: Arc<CpuDevice>,
-        bundle: &Hcqb<'_>,
-        arch: Arch,
-        allow_unchecked_level: bool,
-        limits: &DeviceLimits,
-    ) -> Result<Model> {
-        if Some(arch) != Arch::host() {
-            return Err(Error::Unsupported {
-                what: "bundle architecture is not this host's",
-                value: u64::from(arch.code()),
-            });
-        }
-        let backend = CpuBackend::new(dev).allow_unchecked_level(allow_unchecked_level);
-        Runner::load_within(backend, bundle, limits).map(Model)
-    }
-
-    /// The runner (any front end's interface).
-    pub fn runner(&self) -> &Runner<CpuBackend> {
-        &self.0
-    }
-
-    /// The runner, mutably.
-    pub fn runner_mut(&mut self) -> &mut Runner<CpuBackend> {
-        &mut self.0
-    }
-
-    /// Kernel launches per call.
-    pub fn kernels_per_call(&self) -> usize {
-        self.0.kernels_per_call()
-    }
-
-    /// The model's name.
-    pub fn name(&self) -> &str {
-        self.0.name()
-    }
-
-    /// The architecture whose objects run.
-    pub fn arch(&self) -> Arch {
-        self.0.arch()
-    }
-
-    /// The device.
-    pub fn device(&self) -> &Arc<CpuDevice> {
-        self.0.backend().device()
-    }
-
-    /// Submit one forward pass without waiting; returns the timeline value that completes it.
-    pub fn submit(&mut self) -> Result<u64> {
-        self.0.backend_mut().submit()
-    }
-
-    /// Number of submissions one call makes (1 unless the launch list is longer than a quarter
-    /// of the command ring).
-    pub fn submissions_per_call(&self) -> usize {
-        self.0.backend().submissions_per_call()
-    }
-
-    /// One forward pass: submit and wait. When the device's compute engine is free, the
-    /// commands run on the calling thread ([`SoftDevice::run_inline`](hcq::soft::runner::SoftDevice::run_inline)):
-    /// each kernel is an indirect call from the model's exec list, `core_id` kernels fan out
-    /// over the device's workers and this thread. Allocates nothing.
-    #[inline]
-    pub fn call(&mut self) -> Result<()> {
-        self.0.call()
-    }
-
-    /// One forward pass with every kernel called directly on this thread, one after another
-    /// (`core_id` tids in order), without queues, timeline or command processor: the floor
-    /// that [`Model::call`] is measured against (the sum of the kernels' own time). Waits for
-    /// the model's calls in flight first.
-    pub fn call_direct(&mut self) -> Result<()> {
-        self.0.backend_mut().call_direct()
-    }
-
-    /// Bytes of output `i` (after the calls that write it).
-    pub fn output(&self, i: usize) -> Result<Vec<u8>> {
-        self.0.output(i)
-    }
-
-    /// Number of outputs.
-    pub fn n_outputs(&self) -> usize {
-        self.0.n_outputs()
-    }
-
-    /// Replace input `i` with `data` (exactly its size), after the calls that use it.
-    pub fn set_input(&self, i: usize, data: &[u8]) -> Result<()> {
-        self.0.set_input(i, data)
-    }
-
-    /// Compare every output that has expected bytes.
-    pub fn check(&self) -> Result<CheckReport> {
-        self.0.check()
-    }
-
-    /// Device addresses of the base buffers.
-    pub fn buffer_addrs(&self) -> &[u64] {
-        self.0.backend().buffer_addrs()
-    }
-}
-
-impl hcq::runner::Model for Model {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-    fn arch(&self) -> Arch {
-        self.0.arch()
-    }
-    fn kernels_per_call(&self) -> usize {
-        self.0.kernels_per_call()
-    }
-    #[inline]
-    fn call(&mut self) -> Result<()> {
-        self.0.call()
-    }
-    fn output(&self, i: usize) -> Result<Vec<u8>> {
-        self.0.output(i)
-    }
-    fn check(&self) -> Result<CheckReport> {
-        self.0.check()
-    }
+    let backend = CpuBackend::new(dev).allow_unchecked_level(allow_unchecked_level);
+    Runner::load_within(backend, bundle, limits)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use hcq::bundle::hcqb;
+    use std::vec::Vec;
 
     fn example(name: &str) -> Vec<u8> {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
@@ -187,16 +76,16 @@ mod tests {
     }
 
     #[test]
-    fn the_model_is_the_runner_over_the_cpu_backend() {
+    fn a_loaded_model_is_the_runner_over_the_cpu_backend() {
         let bytes = example("elementwise");
         let file = Hcqb::parse(&bytes).unwrap();
         let dev = CpuDevice::new("CPU", 1).unwrap();
-        let mut m = Model::load(dev.clone(), &file, Arch::host().unwrap(), true).unwrap();
+        let mut m = load(dev.clone(), &file, Arch::host().unwrap(), true).unwrap();
         let dm: &mut dyn hcq::runner::Model = &mut m;
         dm.call().unwrap();
         let r = dm.check().unwrap();
         assert!(r.ok && r.compared > 0, "{r:?}");
-        assert_eq!(dm.output(0).unwrap(), Model::output(&m, 0).unwrap());
+        assert_eq!(dm.output(0).unwrap(), m.output(0).unwrap());
         // the same bundle through the core runner directly gives the same bytes
         let mut r = Runner::load(CpuBackend::new(dev).allow_unchecked_level(true), &file).unwrap();
         r.call().unwrap();
@@ -213,10 +102,10 @@ mod tests {
         let bytes = hcqb::write(&model).unwrap();
         let file = Hcqb::parse(&bytes).unwrap();
         let dev = CpuDevice::new("CPU", 1).unwrap();
-        let e = Model::load(dev.clone(), &file, Arch::host().unwrap(), false).unwrap_err();
+        let e = load(dev.clone(), &file, Arch::host().unwrap(), false).unwrap_err();
         assert!(std::format!("{e}").contains("arch level"), "{e}");
         assert_eq!(dev.allocator().used_bytes(), 0, "refused before any allocation");
-        Model::load(dev, &file, Arch::host().unwrap(), true).unwrap();
+        load(dev, &file, Arch::host().unwrap(), true).unwrap();
     }
 
     #[test]
@@ -224,8 +113,8 @@ mod tests {
         let bytes = example("chain100");
         let file = Hcqb::parse(&bytes).unwrap();
         let dev = CpuDevice::new("CPU", 1).unwrap();
-        let mut m = Model::load(dev.clone(), &file, Arch::host().unwrap(), false).unwrap();
-        let v = m.submit().unwrap();
+        let mut m = load(dev.clone(), &file, Arch::host().unwrap(), false).unwrap();
+        let v = m.backend_mut().submit().unwrap();
         let hcq = dev.soft().hcq();
         assert_eq!(hcq.timeline().last_submitted().get(), v);
         // the output read waits for the submitted call (its buffer is marked with `v`)

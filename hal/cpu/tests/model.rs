@@ -4,7 +4,6 @@
 use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::bundle::{Arch, v1};
 use hcq_cpu::device::CpuDevice;
-use hcq_cpu::model::Model;
 
 fn examples(b: &str) -> String {
     format!("{}/../../examples/{b}", env!("CARGO_MANIFEST_DIR"))
@@ -21,9 +20,9 @@ fn a_launch_list_longer_than_the_ring_runs_as_one_exec_list() {
     let bytes = hcqb::write(&m).unwrap();
     let file = Hcqb::parse(&bytes).unwrap();
     let dev = CpuDevice::new("CPU", 1).unwrap();
-    let mut model = Model::load(dev, &file, Arch::host().unwrap(), false).unwrap();
+    let mut model = hcq_cpu::model::load(dev, &file, Arch::host().unwrap(), false).unwrap();
     assert_eq!(model.kernels_per_call(), 30_000);
-    assert_eq!(model.submissions_per_call(), 1);
+    assert_eq!(model.backend().submissions_per_call(), 1);
     for _ in 0..3 {
         model.call().unwrap();
     }
@@ -38,7 +37,7 @@ fn outputs_are_read_only_after_the_calls_in_flight() {
     let bytes = hcqb::write(&m).unwrap();
     let file = Hcqb::parse(&bytes).unwrap();
     let dev = CpuDevice::new("CPU", 1).unwrap();
-    let mut model = Model::load(dev, &file, Arch::host().unwrap(), false).unwrap();
+    let mut model = hcq_cpu::model::load(dev, &file, Arch::host().unwrap(), false).unwrap();
     model.call().unwrap();
     let old = model.output(0).unwrap();
     let input: Vec<u8> = (0..16).flat_map(|i| (i as f32 * 0.25 - 7.0).to_le_bytes()).collect();
@@ -46,7 +45,7 @@ fn outputs_are_read_only_after_the_calls_in_flight() {
     // 300 calls in flight on the command-processor thread (submitted, not waited for); the
     // output read right after must be the new input's, not what the buffer held before
     for _ in 0..300 {
-        model.submit().unwrap();
+        model.backend_mut().submit().unwrap();
     }
     let out = model.output(0).unwrap();
     let got: Vec<f32> = out.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
@@ -54,7 +53,7 @@ fn outputs_are_read_only_after_the_calls_in_flight() {
     assert_ne!(out, old);
     assert_eq!(got, want);
     for _ in 0..300 {
-        model.submit().unwrap();
+        model.backend_mut().submit().unwrap();
     }
     assert!(!model.check().unwrap().ok, "check compares the finished outputs of the new input");
 }
@@ -65,7 +64,7 @@ fn a_new_input_gives_a_new_output() {
     let bytes = hcqb::write(&m).unwrap();
     let file = Hcqb::parse(&bytes).unwrap();
     let dev = CpuDevice::new("CPU", 1).unwrap();
-    let mut model = Model::load(dev, &file, Arch::host().unwrap(), false).unwrap();
+    let mut model = hcq_cpu::model::load(dev, &file, Arch::host().unwrap(), false).unwrap();
     let input: Vec<u8> = (0..16).flat_map(|i| (i as f32 * 0.5).to_le_bytes()).collect();
     model.set_input(0, &input).unwrap();
     model.call().unwrap();
@@ -85,7 +84,7 @@ fn objects_for_another_architecture_are_refused() {
     let bytes = hcqb::write(&m).unwrap();
     let file = Hcqb::parse(&bytes).unwrap();
     let other = if Arch::host() == Some(Arch::X86_64) { Arch::Aarch64 } else { Arch::X86_64 };
-    let e = Model::load(CpuDevice::new("CPU", 1).unwrap(), &file, other, false).unwrap_err();
+    let e = hcq_cpu::model::load(CpuDevice::new("CPU", 1).unwrap(), &file, other, false).unwrap_err();
     assert!(e.to_string().contains("not this host"), "{e}");
 }
 
@@ -96,8 +95,8 @@ fn a_direct_call_computes_what_a_device_call_does() {
         let bytes = hcqb::write(&m).unwrap();
         let file = Hcqb::parse(&bytes).unwrap();
         let mut model =
-            Model::load(CpuDevice::new("CPU", cores).unwrap(), &file, Arch::host().unwrap(), false).unwrap();
-        model.call_direct().unwrap();
+            hcq_cpu::model::load(CpuDevice::new("CPU", cores).unwrap(), &file, Arch::host().unwrap(), false).unwrap();
+        model.backend_mut().call_direct().unwrap();
         assert!(model.check().unwrap().ok, "{name}: the direct call's outputs");
         model.call().unwrap();
         assert!(model.check().unwrap().ok, "{name}: the device call's outputs");

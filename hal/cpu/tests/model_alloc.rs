@@ -1,4 +1,4 @@
-//! A steady-state `Model::call()` allocates nothing, on any thread.
+//! A steady-state `Runner::call()` of a CPU `Model` allocates nothing, on any thread.
 //!
 //! A counting global allocator wraps the system allocator and counts every `alloc`,
 //! `alloc_zeroed` and `realloc` in the process — the test thread, the device's
@@ -46,7 +46,7 @@ mod supported {
     use hcq::dtype::DType;
     use hcq::program::{Param, ParamKind, ProgramImage};
     use hcq_cpu::device::CpuDevice;
-    use hcq_cpu::model::{Model, host_arch};
+    use hcq_cpu::model::host_arch;
     use std::alloc::{GlobalAlloc, Layout, System};
     use std::cell::Cell;
     use std::sync::Arc;
@@ -174,7 +174,7 @@ mod supported {
         let bytes = bundle_bytes(name);
         let file = Hcqb::parse(&bytes).unwrap();
         let dev = CpuDevice::new("CPU", cores).unwrap();
-        let mut model = Model::load(dev.clone(), &file, host_arch().unwrap(), false).unwrap();
+        let mut model = hcq_cpu::model::load(dev.clone(), &file, host_arch().unwrap(), false).unwrap();
         start_every_thread(&dev);
         for _ in 0..20 {
             model.call().unwrap();

@@ -55,6 +55,21 @@ pub trait KgslIoctl: Send + Sync {
     /// # Safety
     /// `m` came from this backend's `mmap` and nothing references the range any more.
     unsafe fn munmap(&self, m: &Mapping);
+
+    /// The report of the fault that stopped the command processor (IB address and word
+    /// offset), when the backend can tell (a simulated KGSL); the device adds it as context to
+    /// a `DeviceHung` error. The kernel node has none.
+    fn fault_report(&self) -> Option<String> {
+        None
+    }
+    /// The device uploaded a program whose code is at `shader_addr`, with its address
+    /// arguments at `(argument, constant byte offset)`: a backend that checks every dispatch's
+    /// arguments (a simulated KGSL) records them. The kernel node ignores it.
+    fn note_program(&self, _shader_addr: u64, _arg_slots: &[(u32, u32)]) {}
+    /// What the device is, for its properties' notes (`KGSL`, or a simulator's description).
+    fn describe(&self) -> &'static str {
+        "KGSL"
+    }
 }
 
 /// A shared backend is a backend (the device keeps one, a capture wraps another).
@@ -98,6 +113,15 @@ impl<T: KgslIoctl + ?Sized> KgslIoctl for std::sync::Arc<T> {
     unsafe fn munmap(&self, m: &Mapping) {
         // SAFETY: forwarded: the caller's contract is the inner backend's.
         unsafe { (**self).munmap(m) }
+    }
+    fn fault_report(&self) -> Option<String> {
+        (**self).fault_report()
+    }
+    fn note_program(&self, shader_addr: u64, arg_slots: &[(u32, u32)]) {
+        (**self).note_program(shader_addr, arg_slots)
+    }
+    fn describe(&self) -> &'static str {
+        (**self).describe()
     }
 }
 

@@ -148,4 +148,13 @@ impl<B: KgslIoctl> KgslIoctl for Capturing<B> {
         // SAFETY: forwarded from our caller's contract; our own view of the range is gone.
         unsafe { self.inner.munmap(m) }
     }
+    fn fault_report(&self) -> Option<String> {
+        self.inner.fault_report()
+    }
+    fn note_program(&self, shader_addr: u64, arg_slots: &[(u32, u32)]) {
+        self.inner.note_program(shader_addr, arg_slots)
+    }
+    fn describe(&self) -> &'static str {
+        self.inner.describe()
+    }
 }

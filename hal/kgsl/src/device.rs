@@ -1,6 +1,6 @@
 //! The `QCOM` device: an Adreno 630 behind KGSL, over any [`KgslIoctl`] backend — the kernel
 //! node (`QCOM`) or the simulated KGSL whose dispatches run on the ir3 interpreter
-//! (`QCOM:SIM`) — and its bundle runner backend ([`QcomBackend`], driven by
+//! (`QCOM:SIM`, opened by the `hcq-sim-adreno` crate) — and its bundle runner backend ([`QcomBackend`], driven by
 //! `hcq::runner::Runner`).
 //!
 //! A load picks the bundle's `adreno_a630` objects, validates each program
@@ -25,8 +25,6 @@ use crate::backend::KgslIoctl;
 use crate::capture::Capturing;
 
 use crate::flags::{ContextFlags, MemFlags};
-use crate::sim::SimKgsl;
-use crate::sim_dispatch::{ArgSlots, Ir3Dispatch};
 use crate::{Context, FreeAfter, GpuObject, Kgsl, TimestampHooks};
 use hcq::allocator::{Allocator, BufferSpec, DeviceMemory, LruAllocator};
 use hcq::barrier::Barrier;
@@ -53,22 +51,11 @@ pub const DEFAULT_TIMEOUT_MS: u32 = 60_000;
 /// Largest single allocation (the simulated KGSL's limit; a630 GPU memory is shared RAM).
 pub const MAX_ALLOC_BYTES: u64 = 1 << 32;
 
-/// Which KGSL the device talks to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backing {
-    /// The kernel driver at `/dev/kgsl-3d0`.
-    Node,
-    /// The simulated KGSL (`SimKgsl` + the ir3 interpreter).
-    Sim,
-}
-
 /// An opened QCOM device (see the module docs).
 pub struct QcomDevice {
     name: String,
     kgsl: Arc<Kgsl>,
     ctx: Arc<Context>,
-    sim: Option<Arc<SimKgsl>>,
-    arg_slots: Option<ArgSlots>,
     capture: Option<Arc<Capturing<Arc<dyn KgslIoctl>>>>,
     alloc: LruAllocator,
     timeout_ms: u32,
@@ -81,36 +68,18 @@ impl core::fmt::Debug for QcomDevice {
 }
 
 impl QcomDevice {
-    /// Open `QCOM` (the node) or `QCOM:SIM`; with `capture`, every submission is also recorded
-    /// as a freedreno `.rd` capture ([`QcomDevice::rd_capture`]).
-    pub fn open(backing: Backing, capture: bool) -> Result<Arc<QcomDevice>> {
-        match backing {
-            Backing::Node => {
-                let io = crate::backend::RustixKgsl::open(crate::DEFAULT_NODE).map_err(crate::open_error)?;
-                Self::with_backend("QCOM", Arc::new(io), None, None, capture)
-            }
-            Backing::Sim => Self::sim_with(Ir3Dispatch::new(), capture),
-        }
+    /// Open `QCOM`, the kernel node; with `capture`, every submission is also recorded as a
+    /// freedreno `.rd` capture ([`QcomDevice::rd_capture`]). `QCOM:SIM` is opened by the
+    /// simulator's crate (`hcq_sim_adreno::open`).
+    pub fn open(capture: bool) -> Result<Arc<QcomDevice>> {
+        let io = crate::backend::RustixKgsl::open(crate::DEFAULT_NODE).map_err(crate::open_error)?;
+        Self::with_backend("QCOM", Arc::new(io), capture)
     }
 
-    /// `QCOM:SIM` with `dispatch` (a step limit of one's choosing) as its shader core; the
-    /// device registers each program's argument slots with it.
-    pub fn sim_with(dispatch: Ir3Dispatch, capture: bool) -> Result<Arc<QcomDevice>> {
-        let slots = ArgSlots::default();
-        let sim = Arc::new(SimKgsl::new(Box::new(dispatch.with_arg_slots(slots.clone()))));
-        Self::with_backend("QCOM:SIM", sim.clone(), Some(sim), Some(slots), capture)
-    }
-
-    /// A device over `io` (a fake, a wrapped backend); `sim` is the simulated KGSL behind it, if
-    /// any, for fault reports, and `arg_slots` the table its dispatcher checks arguments with
-    /// (the device registers every program it uploads).
-    pub fn with_backend(
-        name: &str,
-        io: Arc<dyn KgslIoctl>,
-        sim: Option<Arc<SimKgsl>>,
-        arg_slots: Option<ArgSlots>,
-        capture: bool,
-    ) -> Result<Arc<QcomDevice>> {
+    /// A device over `io` (a simulated KGSL, a fake, a wrapped backend). The backend's
+    /// [`KgslIoctl::fault_report`] becomes the context of a fault, and every program the device
+    /// uploads is announced to it ([`KgslIoctl::note_program`]).
+    pub fn with_backend(name: &str, io: Arc<dyn KgslIoctl>, capture: bool) -> Result<Arc<QcomDevice>> {
         let (io, capture) = if capture {
             let c = Arc::new(Capturing::new(io, "hcq run"));
             (c.clone() as Arc<dyn KgslIoctl>, Some(c))
@@ -125,8 +94,6 @@ impl QcomDevice {
             alloc: LruAllocator::new(name, Box::new(backend)),
             kgsl,
             ctx,
-            sim,
-            arg_slots,
             capture,
             timeout_ms: DEFAULT_TIMEOUT_MS,
         }))
@@ -142,11 +109,6 @@ impl QcomDevice {
         &self.ctx
     }
 
-    /// The simulated KGSL, on `QCOM:SIM`.
-    pub fn sim(&self) -> Option<&Arc<SimKgsl>> {
-        self.sim.as_ref()
-    }
-
     /// The `.rd` capture so far, when opened with `capture`.
     pub fn rd_capture(&self) -> Option<Vec<u8>> {
         self.capture.as_ref().map(|c| c.bytes())
@@ -159,10 +121,7 @@ impl QcomDevice {
             .kgsl
             .submit(&self.ctx, ib, bytes)
             .and_then(|ts| self.kgsl.wait(&self.ctx, ts, timeout_ms).map(|()| ts));
-        r.map_err(|e| match self.sim.as_ref().and_then(|s| s.fault()) {
-            Some(f) if matches!(e, Error::DeviceHung { .. }) => e.context(f),
-            _ => e,
-        })
+        r.map_err(|e| with_fault(&self.kgsl, e))
     }
 }
 
@@ -197,7 +156,7 @@ impl Device for QcomDevice {
             timestamp_hz: 19_200_000,
             notes: format!(
                 "{} chip {:#010x}, GMEM {} KiB, KGSL {maj}.{min}",
-                if self.sim.is_some() { "simulated KGSL + ir3 interpreter," } else { "KGSL" },
+                self.kgsl.backend().describe(),
                 info.chip_id,
                 info.gmem_bytes >> 10
             ),
@@ -323,10 +282,10 @@ impl MmioBus for ObjBus {
     }
 }
 
-/// A device error with the simulated CP's fault report as context, when there is one (and the
-/// error does not carry it yet).
-fn with_fault(sim: Option<&Arc<SimKgsl>>, e: Error) -> Error {
-    match sim.and_then(|s| s.fault()) {
+/// A device error with the backend's fault report (a simulated CP's) as context, when there is
+/// one.
+fn with_fault(kgsl: &Kgsl, e: Error) -> Error {
+    match kgsl.backend().fault_report() {
         Some(f) if matches!(e, Error::DeviceHung { .. }) => e.context(f),
         _ => e,
     }
@@ -337,12 +296,11 @@ fn with_fault(sim: Option<&Arc<SimKgsl>>, e: Error) -> Error {
 struct GpuCommandHook {
     kgsl: Arc<Kgsl>,
     ctx: Arc<Context>,
-    sim: Option<Arc<SimKgsl>>,
 }
 
 impl IbSubmit for GpuCommandHook {
     fn submit_ib(&mut self, addr: u64, bytes: u64, _stamp: Stamp) -> Result<()> {
-        self.kgsl.submit(&self.ctx, addr, bytes).map(|_| ()).map_err(|e| with_fault(self.sim.as_ref(), e))
+        self.kgsl.submit(&self.ctx, addr, bytes).map(|_| ()).map_err(|e| with_fault(&self.kgsl, e))
     }
 }
 
@@ -352,7 +310,7 @@ impl IbSubmit for GpuCommandHook {
 #[derive(Debug)]
 struct QcomHooks {
     inner: TimestampHooks,
-    sim: Option<Arc<SimKgsl>>,
+    kgsl: Arc<Kgsl>,
 }
 
 impl WaitHooks for QcomHooks {
@@ -366,7 +324,7 @@ impl WaitHooks for QcomHooks {
         self.inner.sleep(idle_ns)
     }
     fn fault(&self) -> Option<Error> {
-        self.inner.fault().map(|e| with_fault(self.sim.as_ref(), e))
+        self.inner.fault().map(|e| with_fault(&self.kgsl, e))
     }
 }
 
@@ -573,13 +531,13 @@ impl QcomBackend {
         let (Some(h), Some(q)) = (self.hcq.as_ref(), self.queue.as_mut()) else {
             return Err(Error::InvalidArgument { what: "QCOM: call before the load finished", value: 0 });
         };
-        h.submit(0, q).map_err(|e| with_fault(self.dev.sim.as_ref(), e))
+        h.submit(0, q).map_err(|e| with_fault(&self.dev.kgsl, e))
     }
 
     /// Wait (sleeping in KGSL `WAITTIMESTAMP`) until the timeline reaches `stamp`.
     pub fn wait(&self, stamp: Stamp) -> Result<()> {
         match &self.hcq {
-            Some(h) => h.wait(stamp).map_err(|e| with_fault(self.dev.sim.as_ref(), e)),
+            Some(h) => h.wait(stamp).map_err(|e| with_fault(&self.dev.kgsl, e)),
             None => Ok(()),
         }
     }
@@ -617,13 +575,15 @@ impl QcomBackend {
             pvt_mem_bytes: pvt.size(),
         })?);
         for (p, code) in &mut self.programs {
-            if let Some(slots) = &self.dev.arg_slots {
-                let args = p.slots.iter().filter_map(|&(o, s)| match s {
+            let args: Vec<(u32, u32)> = p
+                .slots
+                .iter()
+                .filter_map(|&(o, s)| match s {
                     hcq_adreno::program::Slot::Arg { arg } => Some((arg, o)),
                     _ => None,
-                });
-                slots.register(*code, args.collect());
-            }
+                })
+                .collect();
+            kgsl.backend().note_program(*code, &args);
             *code = enc.add_program(p, *code)?;
         }
         let sig = self.signal.as_ref().ok_or(Error::InvalidArgument { what: "QCOM: no signal object", value: 0 })?;
@@ -768,7 +728,7 @@ impl Backend for QcomBackend {
         let pool_bytes = slot_bytes * self.ib_slots;
         let ib = Arc::new(kgsl.alloc(pool_bytes as u64, MemFlags::USE_CPU_MAP)?);
         let kernarg_mem = Arc::new(kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?);
-        let hook = GpuCommandHook { kgsl: kgsl.clone(), ctx: self.dev.ctx.clone(), sim: self.dev.sim.clone() };
+        let hook = GpuCommandHook { kgsl: kgsl.clone(), ctx: self.dev.ctx.clone() };
         let pool = IbPool::new(
             Arc::new(ObjBus::new(ib.clone(), pool_bytes)?),
             ib.gpuaddr(),
@@ -779,8 +739,7 @@ impl Backend for QcomBackend {
         // The runner's constant blocks live in the constant objects above (captured once); this
         // pool serves `Submitter::kernargs` for work built at run time.
         let kernargs = KernargPool::new(Arc::new(ObjBus::new(kernarg_mem.clone(), 4096)?), kernarg_mem.gpuaddr(), 16);
-        let hooks =
-            QcomHooks { inner: TimestampHooks::new(kgsl.clone(), self.dev.ctx.clone()), sim: self.dev.sim.clone() };
+        let hooks = QcomHooks { inner: TimestampHooks::new(kgsl.clone(), self.dev.ctx.clone()), kgsl: kgsl.clone() };
         let hcq = Hcq::new(
             device_name(&self.dev.name),
             timeline,
@@ -865,18 +824,7 @@ pub fn qcom_kind() -> hcq::device::DeviceKind {
         Ok(1)
     }
     fn open(_: u32) -> Result<Arc<dyn Device>> {
-        Ok(QcomDevice::open(Backing::Node, false)?)
+        Ok(QcomDevice::open(false)?)
     }
     hcq::device::DeviceKind { name: "QCOM", count, open }
-}
-
-/// The registry entry for `QCOM:SIM` (the simulated KGSL running shaders on the ir3 interpreter).
-pub fn qcom_sim_kind() -> hcq::device::DeviceKind {
-    fn count() -> Result<u32> {
-        Ok(1)
-    }
-    fn open(_: u32) -> Result<Arc<dyn Device>> {
-        Ok(QcomDevice::open(Backing::Sim, false)?)
-    }
-    hcq::device::DeviceKind { name: "QCOM:SIM", count, open }
 }

@@ -12,15 +12,15 @@
 //!   (allocated, CPU-mapped, freed only after the timestamp that last used them),
 //!   user-memory mappings, IB submission, timestamp waits, and [`TimestampHooks`], the
 //!   core signal wait's sleep hook.
-//! - [`sim::SimKgsl`]: a simulated KGSL whose submissions run on the simulated Adreno CP.
 //! - [`capture::Capturing`]: any backend, recording every submission in a freedreno `.rd` capture.
+//!
+//! The simulated KGSL (`QCOM:SIM`: the simulated Adreno CP and shader core) is the
+//! `hcq-sim-adreno` crate under `sim/adreno`; it implements [`backend::KgslIoctl`].
 
 pub mod backend;
 pub mod capture;
 pub mod device;
 pub mod flags;
-pub mod sim;
-pub mod sim_dispatch;
 pub mod uapi;
 
 use backend::{KgslIoctl, Mapping, RustixKgsl};
@@ -197,6 +197,11 @@ impl Kgsl {
     /// Open [`DEFAULT_NODE`] and check it.
     pub fn open() -> Result<Kgsl> {
         Self::open_path(DEFAULT_NODE)
+    }
+
+    /// The ioctl backend (the node, a simulated KGSL, a capture around one).
+    pub fn backend(&self) -> &Arc<dyn KgslIoctl> {
+        &self.io
     }
 
     /// Open the node at `path` and check it.

@@ -9,12 +9,12 @@ use hcq::Error;
 use hcq::bundle::hcqb::{self, Hcqb, LaunchRef};
 use hcq::mmio::{MmioBus, Width};
 use hcq::queue::Command;
-use hcq::runner::{Backend, Launch, Model, Runner};
+use hcq::runner::{Backend, Launch, Runner};
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue};
-use hcq_kgsl::device::{Backing, QcomBackend, QcomDevice};
+use hcq_kgsl::device::{QcomBackend, QcomDevice};
 use hcq_kgsl::flags::MemFlags;
-use hcq_kgsl::sim::SimKgsl;
-use hcq_kgsl::sim_dispatch::{ArgSlots, Ir3Dispatch};
+use hcq_sim_adreno::dispatch::{ArgSlots, Ir3Dispatch};
+use hcq_sim_adreno::kgsl::SimKgsl;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -25,9 +25,12 @@ fn bundle(name: &str) -> Vec<u8> {
 
 fn sim_device(max_steps: u64, first_ts: u32, capture: bool) -> (Arc<QcomDevice>, Arc<SimKgsl>) {
     let slots = ArgSlots::default();
-    let sim = Arc::new(SimKgsl::new(Box::new(Ir3Dispatch::with_max_steps(max_steps).with_arg_slots(slots.clone()))));
+    let sim = Arc::new(
+        SimKgsl::new(Box::new(Ir3Dispatch::with_max_steps(max_steps).with_arg_slots(slots.clone())))
+            .with_arg_slots(slots),
+    );
     sim.start_timestamps_at(first_ts);
-    let dev = QcomDevice::with_backend("QCOM:SIM", sim.clone(), Some(sim.clone()), Some(slots), capture).unwrap();
+    let dev = QcomDevice::with_backend("QCOM:SIM", sim.clone(), capture).unwrap();
     (dev, sim)
 }
 
@@ -36,7 +39,7 @@ fn every_example_with_a630_objects_runs_and_checks_through_the_runner() {
     for name in ["elementwise", "mlp", "chain100"] {
         let bytes = bundle(name);
         let file = Hcqb::parse(&bytes).unwrap();
-        let dev = QcomDevice::open(Backing::Sim, false).unwrap();
+        let dev = hcq_sim_adreno::open(false).unwrap();
         let mut m = Runner::load(QcomBackend::new(dev).unwrap(), &file).unwrap();
         assert_eq!(m.arch(), hcq::bundle::Arch::AdrenoA630);
         for _ in 0..2 {
@@ -52,7 +55,7 @@ fn every_example_with_a630_objects_runs_and_checks_through_the_runner() {
 fn a_changed_input_changes_the_output_on_the_next_call() {
     let bytes = bundle("elementwise");
     let file = Hcqb::parse(&bytes).unwrap();
-    let mut m = Runner::load(QcomBackend::new(QcomDevice::open(Backing::Sim, false).unwrap()).unwrap(), &file).unwrap();
+    let mut m = Runner::load(QcomBackend::new(hcq_sim_adreno::open(false).unwrap()).unwrap(), &file).unwrap();
     m.call().unwrap();
     let before = m.output(0).unwrap();
     let n = file.inputs().next().unwrap().view.nbytes as usize;
@@ -346,7 +349,7 @@ fn a_copy_launch_runs_as_cp_memcpy_after_the_kernel() {
     m.validate().unwrap();
     let bytes = hcqb::write(&m).unwrap();
     let file = Hcqb::parse(&bytes).unwrap();
-    let mut r = Runner::load(QcomBackend::new(QcomDevice::open(Backing::Sim, false).unwrap()).unwrap(), &file).unwrap();
+    let mut r = Runner::load(QcomBackend::new(hcq_sim_adreno::open(false).unwrap()).unwrap(), &file).unwrap();
     r.call().unwrap();
     let rep = r.check().unwrap();
     assert!(rep.ok && rep.compared == 2, "{rep:?}");

@@ -2,7 +2,7 @@
 //! (so mutations reach past the CRCs), then `Hcqb::parse` (structure and semantic rules),
 //! `check_limits` (every size against the device), buffer allocation and filling, ELF loading
 //! and relocation of every program into executable memory, and kernel-argument capture — all
-//! of `Model::load`, on a fresh CPU device per input. Nothing is called (a mutated object's
+//! of `hcq_cpu::model::load_within`, on a fresh CPU device per input. Nothing is called (a mutated object's
 //! code must not run). Every input must give `Ok` or a clean error; a panic, abort, overflow or
 //! an allocation past the budget is a bug. From the repository root:
 //!
@@ -16,7 +16,7 @@
 use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::device::DeviceLimits;
 use hcq_cpu::device::{CpuDevice, cpu_limits};
-use hcq_cpu::model::Model;
+
 use libfuzzer_sys::fuzz_target;
 
 /// The memory budget of one load: well under libFuzzer's RSS limit, so a size that got past
@@ -35,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let Ok(dev) = CpuDevice::new("CPU", 2) else { return };
-    if let Ok(model) = Model::load_within(dev, &file, arch, true, &limits) {
-        assert!(model.buffer_addrs().len() == file.n_buffers());
+    if let Ok(model) = hcq_cpu::model::load_within(dev, &file, arch, true, &limits) {
+        assert!(model.backend().buffer_addrs().len() == file.n_buffers());
     }
 });

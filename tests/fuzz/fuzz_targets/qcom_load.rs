@@ -14,9 +14,9 @@
 
 use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::device::DeviceLimits;
-use hcq::runner::{Model, Runner};
+use hcq::runner::Runner;
 use hcq_kgsl::device::{QcomBackend, QcomDevice};
-use hcq_kgsl::sim_dispatch::Ir3Dispatch;
+use hcq_sim_adreno::dispatch::Ir3Dispatch;
 use libfuzzer_sys::fuzz_target;
 
 /// The memory budget of one load (checked before anything is allocated).
@@ -38,7 +38,7 @@ fuzz_target!(|data: &[u8]| {
     if file.check_limits(&limits).is_err() {
         return;
     }
-    let Ok(dev) = QcomDevice::sim_with(Ir3Dispatch::with_max_steps(STEPS), false) else { return };
+    let Ok(dev) = hcq_sim_adreno::open_with(Ir3Dispatch::with_max_steps(STEPS), false) else { return };
     let Ok(backend) = QcomBackend::new(dev) else { return };
     if let Ok(mut m) = Runner::load(backend, &file) {
         backend_timeout(&mut m);

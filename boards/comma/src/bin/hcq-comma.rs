@@ -11,10 +11,10 @@
 //! (no board needed).
 
 use clap::{Parser, Subcommand};
-use hcq_adreno::sim::{ComputeState, Dispatch, GpuMemory};
 use hcq_board_comma::{COMMA, smoke};
 use hcq_kgsl::Kgsl;
-use hcq_kgsl::sim::SimKgsl;
+use hcq_sim_adreno::cp::{ComputeState, Dispatch, GpuMemory};
+use hcq_sim_adreno::kgsl::SimKgsl;
 use std::process::ExitCode;
 use std::sync::Arc;
 

@@ -1,8 +1,8 @@
 //! Shared test helpers: the copied a630 programs and a simulated GPU memory layout.
 #![allow(dead_code)]
 
-use hcq_adreno::sim::{ComputeState, Dispatch, GpuMemory, SparseMemory};
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Program};
+use hcq_sim_adreno::cp::{ComputeState, Dispatch, GpuMemory, SparseMemory};
 use std::sync::Arc;
 
 pub const CODE: u64 = 0x10_0000;

@@ -1,6 +1,6 @@
 //! The host's CPU objects run through the `SIM` device: a backend of the core bundle runner
 //! ([`hcq::runner::Runner`]) whose every kernel is an exec packet of the simulated command
-//! processors ([`hcq_sim::SimDevice`]: doorbells and read pointers in mock MMIO, `SimFaults`
+//! processors ([`SimDevice`](crate::SimDevice): doorbells and read pointers in mock MMIO, `SimFaults`
 //! latency, stalls and hangs).
 //!
 //! What [`SimBackend`] does for the runner:
@@ -11,7 +11,7 @@
 //!   ([`LoadedObject`]);
 //! - launches: each kernel launch gets its argument block (host-ABI 64-bit words: buffer
 //!   addresses, then integer values) in one kernel-argument region of the device's, and is
-//!   registered with the device ([`SimDevice::register`](hcq_sim::SimDevice::register)) as a
+//!   registered with the device ([`SimDevice::register`](crate::SimDevice::register)) as a
 //!   host function that checks the block the command processor hands it against the recorded
 //!   one and calls the kernel (`core_id` kernels once per tid, in order, on the command
 //!   processor's thread); copies are copy packets. The packets form one queue, or several
@@ -24,19 +24,20 @@
 //! date before host reads and writes and before they drop), so reads wait for the calls that
 //! write and frees are deferred past the last use.
 
-use crate::backend::{Buffers, build_queues, launch_words, prepare_host};
-use crate::device::{MAX_ARGS, call_kernel, cpu_limits};
-use crate::exec::{LoadedObject, default_resolver};
+use crate::SimHandle;
 use hcq::bundle::Arch;
 use hcq::bundle::hcqb::{Hcqb, ProgramRef};
 use hcq::device::{Device, DeviceLimits};
 use hcq::error::{Error, Result, ResultExt};
 use hcq::mmio::{HostRegion, MmioBus};
 use hcq::queue::HwQueue;
+use hcq::runner::build_queues;
 use hcq::runner::{Backend, Launch};
 use hcq::signal::WaitPolicy;
 use hcq::stamp::Stamp;
-use hcq_sim::SimHandle;
+use hcq_cpu::backend::{Buffers, launch_words, prepare_host};
+use hcq_cpu::device::{MAX_ARGS, call_kernel, cpu_limits};
+use hcq_cpu::exec::{LoadedObject, default_resolver};
 use std::boxed::Box;
 use std::format;
 use std::sync::{Arc, RwLock};
@@ -149,7 +150,7 @@ impl SimBackend {
 
     /// Submit one forward pass without waiting; returns the timeline value that completes it.
     pub fn submit(&mut self) -> Result<u64> {
-        crate::backend::submit_queues(self.dev.sim().hcq(), &mut self.queues, &mut self.last)
+        hcq::runner::submit_queues(self.dev.sim().hcq(), &mut self.queues, &mut self.last)
     }
 
     /// Register recorded launch `i` (its block at `kernargs` in the region) as a host function
@@ -237,8 +238,8 @@ impl Backend for SimBackend {
     fn load_program(&mut self, _index: usize, p: &ProgramRef<'_>, _arch: Arch, object: &[u8]) -> Result<usize> {
         let nargs = p.n_params();
         let core_id = p.core_id_arg.map(|s| s as usize);
-        crate::device::check_signature(nargs, core_id)?;
-        let obj = LoadedObject::load(object, crate::elf::Arch::host(), p.symbol, &default_resolver)
+        hcq_cpu::device::check_signature(nargs, core_id)?;
+        let obj = LoadedObject::load(object, hcq_cpu::elf::Arch::host(), p.symbol, &default_resolver)
             .with_context(|| format!("loading kernel {}", p.symbol))?;
         self.kernels.push(Arc::new(SimKernel { obj, nargs, core_id }));
         Ok(self.kernels.len() - 1)

@@ -1,5 +1,5 @@
 //! A simulated KGSL: a [`KgslIoctl`] whose GPU objects are host memory and whose submissions
-//! run on the simulated Adreno command processor (`hcq_adreno::sim::Cp`) with a pluggable
+//! run on the simulated Adreno command processor ([`Cp`]) with a pluggable
 //! [`Dispatch`] (the ir3 interpreter, or a test's fake).
 //!
 //! GPU addresses equal the host addresses of the backing memory (as with `USE_CPU_MAP`).
@@ -12,10 +12,11 @@
 //! [`SimKgsl::pause`] stalls the CP, as a busy GPU would, so a test can fill the host's IB
 //! slots.
 
-use crate::backend::{KgslIoctl, Mapping};
-use crate::uapi::*;
+use crate::cp::{Cp, Dispatch, GpuMemory, Outcome};
+use crate::dispatch::ArgSlots;
 use hcq::mmio::{MmioBus, VolatileRegion, Width};
-use hcq_adreno::sim::{Cp, Dispatch, GpuMemory, Outcome};
+use hcq_kgsl::backend::{KgslIoctl, Mapping};
+use hcq_kgsl::uapi::*;
 use rustix::io::Errno;
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -235,6 +236,8 @@ fn drop_block(b: Block) {
 /// The simulated KGSL device.
 pub struct SimKgsl {
     state: Mutex<State>,
+    /// The argument table the dispatcher checks with; the device's uploads fill it.
+    arg_slots: Option<ArgSlots>,
 }
 
 impl core::fmt::Debug for SimKgsl {
@@ -262,7 +265,15 @@ impl SimKgsl {
                 paused: false,
                 max_pending: 0,
             }),
+            arg_slots: None,
         }
+    }
+
+    /// Record every uploaded program's address arguments ([`KgslIoctl::note_program`]) in
+    /// `slots`, the table the dispatcher checks each dispatch's arguments with.
+    pub fn with_arg_slots(mut self, slots: ArgSlots) -> Self {
+        self.arg_slots = Some(slots);
+        self
     }
 
     /// Contexts created from now on start their timestamps at `ts` (the first submission gets
@@ -507,5 +518,16 @@ impl KgslIoctl for SimKgsl {
                 drop_block(s.mem.blocks.remove(&base).expect("present"));
             }
         }
+    }
+    fn fault_report(&self) -> Option<String> {
+        self.fault()
+    }
+    fn note_program(&self, shader_addr: u64, arg_slots: &[(u32, u32)]) {
+        if let Some(t) = &self.arg_slots {
+            t.register(shader_addr, arg_slots.to_vec());
+        }
+    }
+    fn describe(&self) -> &'static str {
+        "simulated KGSL + ir3 interpreter,"
     }
 }

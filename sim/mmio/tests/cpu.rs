@@ -9,8 +9,8 @@
 use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::device::Device;
 use hcq::error::Error;
-use hcq::runner::{Model as _, Runner};
-use hcq_cpu::sim::SimBackend;
+use hcq::runner::Runner;
+use hcq_sim::cpu::SimBackend;
 use hcq_sim::{AccessKind, SimHandle};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

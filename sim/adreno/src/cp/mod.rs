@@ -30,17 +30,17 @@ mod ring;
 pub use memory::{BusMemory, GpuMemory, SparseMemory};
 pub use ring::RingCp;
 
-use crate::a6xx::{events, regs};
-use crate::pm4::op;
-use crate::pm4::raw::{
-    EventWrite, ExecCs, IndirectBuffer, LoadState6Indirect, MemCpy, RegToMem, Type4Header, Type7Header, WaitRegMem,
-    event_write as ev, load_state6 as ls6, reg_to_mem as r2m, wait_reg_mem as wrm,
-};
-use crate::reg::Reg;
 use alloc::format;
 use alloc::vec;
 use alloc::vec::Vec;
 use hcq::{Error, Result};
+use hcq_adreno::a6xx::{events, regs};
+use hcq_adreno::pm4::op;
+use hcq_adreno::pm4::raw::{
+    EventWrite, ExecCs, IndirectBuffer, LoadState6Indirect, MemCpy, RegToMem, Type4Header, Type7Header, WaitRegMem,
+    event_write as ev, load_state6 as ls6, reg_to_mem as r2m, wait_reg_mem as wrm,
+};
+use hcq_adreno::reg::Reg;
 use zerocopy::{FromBytes, IntoBytes};
 
 /// Dwords a `CP_MEMCPY` moves per step (through a buffer the CP keeps).

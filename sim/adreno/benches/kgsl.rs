@@ -5,11 +5,11 @@
 use divan::Bencher;
 use hcq::mmio::{MmioBus, Width};
 use hcq::queue::Command;
-use hcq_adreno::sim::{ComputeState, Dispatch, GpuMemory};
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue, Program};
 use hcq_kgsl::Kgsl;
 use hcq_kgsl::flags::{ContextFlags, MemFlags};
-use hcq_kgsl::sim::SimKgsl;
+use hcq_sim_adreno::cp::{ComputeState, Dispatch, GpuMemory};
+use hcq_sim_adreno::kgsl::SimKgsl;
 use std::sync::Arc;
 
 fn main() {

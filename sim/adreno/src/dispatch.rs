@@ -1,5 +1,5 @@
-//! The shader core of the simulated Adreno: [`Ir3Dispatch`] is the `hcq_adreno::sim::Dispatch`
-//! that [`SimKgsl`](crate::sim::SimKgsl) calls at every `CP_EXEC_CS`. It runs the shader the CP
+//! The shader core of the simulated Adreno: [`Ir3Dispatch`] is the [`Dispatch`](crate::cp::Dispatch)
+//! that [`SimKgsl`](crate::kgsl::SimKgsl) calls at every `CP_EXEC_CS`. It runs the shader the CP
 //! loaded with `hcq-ir3`'s interpreter over the simulated GPU memory.
 //!
 //! - The program is the code the CP loaded (`CP_LOAD_STATE6` of `SB6_CS_SHADER`), decoded from
@@ -17,8 +17,8 @@
 //!   written. The CP stops with that error (its IB offset added by the CP) and the host sees it
 //!   at the next wait, at once.
 
+use crate::cp::{ComputeState, Dispatch, GpuMemory};
 use hcq::{Error, Result};
-use hcq_adreno::sim::{ComputeState, Dispatch, GpuMemory};
 use hcq_ir3::exec::{ExecError, Interp, MemSpace, Memory, Meta, OutOfBounds, Program};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -1,6 +1,6 @@
 //! The simulated CP behind the a6xx ringbuffer registers: what a `CP_RB_WPTR` write does.
 //!
-//! A host (the bare-metal ring backend, [`crate::ring::A6xxRing`]) programs `CP_RB_BASE`,
+//! A host (the bare-metal ring backend, [`hcq_adreno::ring::A6xxRing`]) programs `CP_RB_BASE`,
 //! `CP_RB_CNTL` and `CP_RB_RPTR_ADDR` on the GPU's register bus and rings the doorbell by
 //! writing `CP_RB_WPTR`. A test hooks that write (hcq-sim's `MockMmio::on_write`) and calls
 //! [`RingCp::doorbell`] with the value: the CP reads the ring registers from the register file,
@@ -9,9 +9,9 @@
 //! `CP_RB_RPTR_ADDR`.
 
 use super::{Cp, Dispatch, GpuMemory, Outcome};
-use crate::a6xx::regs::{CP_RB_BASE, CP_RB_CNTL, CP_RB_RPTR, CP_RB_RPTR_ADDR};
 use hcq::mmio::{MmioBus, Width};
 use hcq::{Error, Result};
+use hcq_adreno::a6xx::regs::{CP_RB_BASE, CP_RB_CNTL, CP_RB_RPTR, CP_RB_RPTR_ADDR};
 
 /// Largest `CP_RB_CNTL.BUFSZ` the sim accepts: 8 << 24 bytes = 128 MiB (the hardware field is
 /// 6 bits wide; real rings are 32 KiB).

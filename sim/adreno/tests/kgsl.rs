@@ -4,11 +4,11 @@
 use hcq::Error;
 use hcq::mmio::{MmioBus, Width};
 use hcq::queue::Command;
-use hcq_adreno::sim::{ComputeState, Dispatch, GpuMemory};
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue, Program};
 use hcq_kgsl::flags::{ContextFlags, MemFlags};
-use hcq_kgsl::sim::SimKgsl;
 use hcq_kgsl::{Context, FreeAfter, GpuObject, Kgsl};
+use hcq_sim_adreno::cp::{ComputeState, Dispatch, GpuMemory};
+use hcq_sim_adreno::kgsl::SimKgsl;
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -6,8 +6,8 @@
 use divan::Bencher;
 use divan::counter::ItemsCount;
 use hcq::bundle::hcqb::{self, Hcqb};
-use hcq::runner::{Model, Runner};
-use hcq_kgsl::device::{Backing, QcomBackend, QcomDevice};
+use hcq::runner::Runner;
+use hcq_kgsl::device::{QcomBackend, QcomDevice};
 
 fn main() {
     divan::main();
@@ -17,7 +17,7 @@ fn bench_bundle(b: Bencher, name: &str) {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
     let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap();
     let file = Hcqb::parse(&bytes).unwrap();
-    let dev = QcomDevice::open(Backing::Sim, false).unwrap();
+    let dev = hcq_sim_adreno::open(false).unwrap();
     let mut m = Runner::load(QcomBackend::new(dev).unwrap(), &file).unwrap();
     m.call().unwrap();
     assert!(m.check().unwrap().ok);
@@ -43,8 +43,8 @@ fn qcom_sim_call_elementwise(b: Bencher) {
 /// dispatches, the timeline wait).
 #[divan::bench(sample_count = 50)]
 fn qcom_sim_call_chain100_no_shader(b: Bencher) {
-    use hcq_adreno::sim::{ComputeState, Dispatch, GpuMemory};
-    use hcq_kgsl::sim::SimKgsl;
+    use hcq_sim_adreno::cp::{ComputeState, Dispatch, GpuMemory};
+    use hcq_sim_adreno::kgsl::SimKgsl;
     use std::sync::Arc;
     struct Nop;
     impl Dispatch for Nop {
@@ -56,7 +56,7 @@ fn qcom_sim_call_chain100_no_shader(b: Bencher) {
     let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap();
     let file = Hcqb::parse(&bytes).unwrap();
     let sim = Arc::new(SimKgsl::new(Box::new(Nop)));
-    let dev = QcomDevice::with_backend("QCOM:SIM", sim.clone(), Some(sim), None, false).unwrap();
+    let dev = QcomDevice::with_backend("QCOM:SIM", sim, false).unwrap();
     let mut m = Runner::load(QcomBackend::new(dev).unwrap(), &file).unwrap();
     m.call().unwrap();
     b.counter(ItemsCount::new(m.kernels_per_call())).bench_local(|| m.call().unwrap());
