@@ -22,12 +22,12 @@ extern crate alloc;
 pub mod a6xx;
 pub mod chip;
 pub mod pm4;
-pub mod program;
 pub mod queue;
 pub mod rd;
 pub mod reg;
-pub mod ring;
 pub mod sim;
+
+pub use a6xx::{program, ring};
 
 pub use a6xx::{A6xxEncoder, EncoderConfig};
 pub use program::Program;

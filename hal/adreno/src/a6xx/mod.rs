@@ -5,6 +5,8 @@
 
 pub mod encoder;
 pub mod events;
+pub mod program;
 pub mod regs;
+pub mod ring;
 
 pub use encoder::{A6xxEncoder, EncoderConfig};
