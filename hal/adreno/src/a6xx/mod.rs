@@ -5,6 +5,7 @@
 
 pub mod encoder;
 pub mod events;
+pub mod packets;
 pub mod program;
 pub mod regs;
 pub mod ring;

@@ -30,11 +30,12 @@ mod ring;
 pub use memory::{BusMemory, GpuMemory, SparseMemory};
 pub use ring::RingCp;
 
+use crate::a6xx::packets::{LoadState6Indirect, load_state6 as ls6};
 use crate::a6xx::{events, regs};
 use crate::pm4::op;
 use crate::pm4::raw::{
-    EventWrite, ExecCs, IndirectBuffer, LoadState6Indirect, MemCpy, RegToMem, Type4Header, Type7Header, WaitRegMem,
-    event_write as ev, load_state6 as ls6, reg_to_mem as r2m, wait_reg_mem as wrm,
+    EventWrite, ExecCs, IndirectBuffer, MemCpy, RegToMem, Type4Header, Type7Header, WaitRegMem, event_write as ev,
+    reg_to_mem as r2m, wait_reg_mem as wrm,
 };
 use crate::reg::Reg;
 use alloc::format;
