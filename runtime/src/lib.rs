@@ -343,7 +343,7 @@ impl Device {
                 if let Some(h) = r.backend().hcq() {
                     h.profiler().set_enabled(self.opts.profile);
                 }
-                Loaded::Qcom(r)
+                Loaded::Qcom(Box::new(r))
             }
         };
         Ok(Model { runner, inputs, outputs, device: self.name.clone(), pending: None })
@@ -382,7 +382,7 @@ impl Tensor {
 enum Loaded {
     Cpu(Runner<CpuBackend>),
     Sim(Runner<SimBackend>),
-    Qcom(Runner<QcomBackend>),
+    Qcom(Box<Runner<QcomBackend>>),
 }
 
 /// A bundle loaded on a device ([`Device::load`]).
@@ -526,10 +526,16 @@ impl Model {
         each!(&self.runner, r => r.check())
     }
 
-    /// The profiler of this model's device, when it was opened with [`Options::profile`].
-    pub fn profiler(&self) -> Option<&Profiler> {
-        let Some(hcq) = self.hcq() else { return None };
-        hcq.profiler().is_enabled().then(|| hcq.profiler())
+    /// The profiler of this model's device, when it was opened with [`Options::profile`]: an
+    /// owned handle, so a caller can record its own events (a call's span) while it runs the
+    /// model.
+    pub fn profiler(&self) -> Option<ProfilerHandle> {
+        let h = match &self.runner {
+            Loaded::Cpu(r) => ProfilerHandle::Cpu(r.backend().device().clone()),
+            Loaded::Sim(r) => ProfilerHandle::Sim(r.backend().device().clone()),
+            Loaded::Qcom(r) => ProfilerHandle::Qcom(r.backend().hcq()?.clone()),
+        };
+        h.is_enabled().then_some(h)
     }
 
     /// Write what the profiler recorded as a Perfetto (Chrome trace JSON) file at `path`;
@@ -544,6 +550,34 @@ impl Model {
             .map_err(|e| Error::Os { what: "write profile", errno: e.raw_os_error().unwrap_or(0) })
             .with_context(|| path.display().to_string())?;
         Ok(p.events().len())
+    }
+}
+
+/// The profiler of a model's device ([`Model::profiler`]), kept alive by the handle.
+#[derive(Clone)]
+pub enum ProfilerHandle {
+    /// The CPU device's.
+    Cpu(Arc<CpuDevice>),
+    /// A SIM device's.
+    Sim(Arc<hcq_sim::SimHandle>),
+    /// A QCOM engine's.
+    Qcom(Arc<hcq::hcq::Hcq>),
+}
+
+impl core::fmt::Debug for ProfilerHandle {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ProfilerHandle").field("events", &self.events().len()).finish()
+    }
+}
+
+impl core::ops::Deref for ProfilerHandle {
+    type Target = Profiler;
+    fn deref(&self) -> &Profiler {
+        match self {
+            ProfilerHandle::Cpu(d) => d.soft().hcq().profiler(),
+            ProfilerHandle::Sim(d) => d.sim().hcq().profiler(),
+            ProfilerHandle::Qcom(h) => h.profiler(),
+        }
     }
 }
 
