@@ -8,7 +8,8 @@
 //! buffer as a KGSL GPU object; lays out each launch's constant block as
 //! `programs[].adreno.consts` says (argument addresses, integer values, immediates, local size)
 //! in its own slot of one constant object; and captures the launch list as one core `HwQueue`
-//! encoded by the a6xx encoder (`hcq_adreno::A6xxEncoder`, every field patchable): the timeline
+//! encoded by the chip's compute encoder (`hcq_adreno::compute_encoder`, chosen once from the
+//! chip id: the a6xx one on the 630; every field patchable): the timeline
 //! wait, an exec (or a `CP_MEMCPY` for a copy launch) + barrier per launch, the timeline signal.
 //!
 //! The engine is the core's ([`hcq::hcq::Hcq`]) with the IB shape ([`hcq::submit::IbPool`]):
@@ -44,7 +45,7 @@ use hcq::signal::{Signal, SignalPage, Slot, WaitHooks, WaitPolicy};
 use hcq::stamp::Stamp;
 use hcq::submit::{IbPool, IbSubmit};
 use hcq::{Error, Result};
-use hcq_adreno::{A6xxEncoder, EncoderConfig, Program};
+use hcq_adreno::{ComputeEncoder, EncoderConfig, Program};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -388,7 +389,7 @@ pub struct QcomBackend {
     /// Each program's shader image, uploaded once.
     code: Vec<GpuObject>,
     programs: Vec<(Program, u64)>,
-    enc: Option<Arc<A6xxEncoder>>,
+    enc: Option<Arc<dyn ComputeEncoder>>,
     /// Scratch (16 B for the barrier's flush event), private memory, timeline signal, IB pool
     /// and kernel-argument pool objects.
     scratch: Option<GpuObject>,
@@ -603,7 +604,7 @@ impl QcomBackend {
 
     /// The encoder, created at the first launch with private memory for the largest program;
     /// with it the timeline signal and the captured queue.
-    fn encoder(&mut self) -> Result<Arc<A6xxEncoder>> {
+    fn encoder(&mut self) -> Result<Arc<dyn ComputeEncoder>> {
         if let Some(e) = &self.enc {
             return Ok(e.clone());
         }
@@ -611,11 +612,10 @@ impl QcomBackend {
         let stack = self.programs.iter().map(|(p, _)| p.stack_bytes).max().unwrap_or(0).max(4096);
         let scratch = kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?;
         let pvt = kgsl.alloc(stack, MemFlags::USE_CPU_MAP)?;
-        let enc = Arc::new(A6xxEncoder::new(EncoderConfig {
-            scratch: scratch.gpuaddr(),
-            pvt_mem: pvt.gpuaddr(),
-            pvt_mem_bytes: pvt.size(),
-        })?);
+        let enc = hcq_adreno::compute_encoder(
+            kgsl.info().chip_id,
+            EncoderConfig { scratch: scratch.gpuaddr(), pvt_mem: pvt.gpuaddr(), pvt_mem_bytes: pvt.size() },
+        )?;
         for (p, code) in &mut self.programs {
             if let Some(slots) = &self.dev.arg_slots {
                 let args = p.slots.iter().filter_map(|&(o, s)| match s {
