@@ -271,21 +271,7 @@ impl Allocator for KgslAllocator {
 /// word-aligned, single bytes otherwise (never a `memcpy` into memory the GPU reads).
 fn write_words(obj: &GpuObject, off: u64, data: &[u8]) -> Result<()> {
     let off = usize::try_from(off).map_err(|_| Error::InvalidArgument { what: "QCOM write offset", value: off })?;
-    volatile_write(obj.bus(), off, data)
-}
-
-fn volatile_write(bus: &dyn MmioBus, off: usize, data: &[u8]) -> Result<()> {
-    hcq::mmio::check_range("QCOM buffer write", off, data.len(), bus.size())?;
-    if off.is_multiple_of(4) && data.len().is_multiple_of(4) {
-        for (i, c) in data.chunks_exact(4).enumerate() {
-            bus.write(off + 4 * i, Width::U32, u32::from_le_bytes([c[0], c[1], c[2], c[3]]).into())?;
-        }
-    } else {
-        for (i, b) in data.iter().enumerate() {
-            bus.write(off + i, Width::U8, u64::from(*b))?;
-        }
-    }
-    Ok(())
+    hcq::mmio::write_bytes_by_words(obj.bus(), "QCOM buffer write", off, data)
 }
 
 /// The first `len` bytes of a KGSL GPU object as a core MMIO bus (volatile accesses through its
@@ -316,7 +302,7 @@ impl MmioBus for ObjBus {
     }
     fn write_bytes(&self, offset: usize, src: &[u8]) -> Result<()> {
         hcq::mmio::check_range("QCOM object write", offset, src.len(), self.len)?;
-        volatile_write(self.obj.bus(), offset, src)
+        hcq::mmio::write_bytes_by_words(self.obj.bus(), "QCOM buffer write", offset, src)
     }
     fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
         hcq::mmio::check_range("QCOM object read", offset, dst.len(), self.len)?;
