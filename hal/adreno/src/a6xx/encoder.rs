@@ -18,10 +18,10 @@
 
 use super::{events, regs};
 use crate::a6xx::packets::load_state6 as ls6;
+use crate::pm4::Sink;
 use crate::pm4::raw::{event_write, reg_to_mem, set_marker, wait_reg_mem as wrm};
 use crate::pm4::{op, type4_header, type7_header};
 use crate::program::{MAX_WORKGROUP_THREADS, Program, check_local};
-use crate::queue::Sink;
 use crate::reg::Reg;
 use alloc::vec::Vec;
 use hcq::queue::{CmdWriter, Command, Encoder, Field, Form};
