@@ -13,7 +13,7 @@
 //! [`A6xxEncoder`]), so `hcq::queue::HwQueue` and [`crate::Pm4Queue`] patch all of them.
 //!
 //! The order and the fixed values follow tinygrad's `ops_qcom.py` (which runs on real a630s,
-//! `notes/adreno.md` (g)), with the two XML corrections described at
+//! `docs/adreno.md` (g)), with the two XML corrections described at
 //! [`Program::from_parts`](crate::program::Program::from_parts).
 
 use super::{events, regs};

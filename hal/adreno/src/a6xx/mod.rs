@@ -1,7 +1,7 @@
 //! The a6xx generation (Adreno 630 and its family): registers, events and the compute encoder.
 //!
 //! A later generation (a7xx moves the compute registers and replaces `CP_EVENT_WRITE`, see
-//! `notes/adreno.md` (i)) gets its own sibling module; nothing here is shared by accident.
+//! `docs/adreno.md` (i)) gets its own sibling module; nothing here is shared by accident.
 
 pub mod encoder;
 pub mod events;

@@ -259,7 +259,7 @@ mod tests {
 
     #[test]
     fn headers_match_the_computed_test_vectors() {
-        // notes/adreno.md (a): vectors computed from freedreno_pm4.h's formulas.
+        // docs/adreno.md (a): vectors computed from freedreno_pm4.h's formulas.
         assert_eq!(type7_header(0x26, 0).unwrap(), 0x7026_8000);
         assert_eq!(type7_header(0x10, 0).unwrap(), 0x7010_8000);
         assert_eq!(type7_header(0x46, 4).unwrap(), 0x7046_0004);

@@ -4,7 +4,7 @@
 //! that generation's module ([`crate::a6xx::packets`]).
 //!
 //! Source: Mesa `adreno_pm4.xml` (domains `CP_*`) and `freedreno_pm4.h` (header formats); see
-//! `notes/adreno.md` (a). Every position here is cross-checked against the XML by
+//! `docs/adreno.md` (a). Every position here is cross-checked against the XML by
 //! `tests/xml.rs`.
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
