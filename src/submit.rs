@@ -24,6 +24,7 @@ use crate::barrier::Barrier;
 #[cfg(feature = "ib")]
 use crate::error::Error;
 use crate::error::Result;
+#[cfg(feature = "ib")]
 use crate::mmio::{MmioBus, write_words};
 use crate::ring::{CommandRing, InFlight};
 use crate::signal::WaitHooks;
