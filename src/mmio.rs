@@ -96,6 +96,43 @@ pub fn check_range(what: &'static str, offset: usize, len: usize, size: usize) -
     }
 }
 
+/// Write `words` at byte `offset` of `bus`, one 32-bit volatile store each (memory a hardware
+/// device reads: never a `memcpy`, which may tear or merge accesses).
+///
+/// Errors: [`Error::OutOfBounds`] when the words do not fit (nothing is written).
+pub fn write_words<B: MmioBus + ?Sized>(bus: &B, offset: usize, words: &[u32]) -> Result<()> {
+    check_range("submission words", offset, words.len().saturating_mul(4), bus.size())?;
+    for (i, w) in words.iter().enumerate() {
+        bus.write(offset + 4 * i, Width::U32, u64::from(*w))?;
+    }
+    Ok(())
+}
+
+/// Write the bytes `data` at byte `offset` of `bus` with volatile stores: one little-endian
+/// 32-bit store per word when `offset` and the length are multiples of 4, one byte store each
+/// otherwise (bulk data into memory a device reads: never a `memcpy`). A bus that takes words
+/// only checks the alignment first.
+///
+/// Errors: [`Error::OutOfBounds`] naming `what` when the bytes do not fit (nothing is written).
+pub fn write_bytes_by_words<B: MmioBus + ?Sized>(
+    bus: &B,
+    what: &'static str,
+    offset: usize,
+    data: &[u8],
+) -> Result<()> {
+    check_range(what, offset, data.len(), bus.size())?;
+    if offset.is_multiple_of(4) && data.len().is_multiple_of(4) {
+        for (i, c) in data.chunks_exact(4).enumerate() {
+            bus.write(offset + 4 * i, Width::U32, u32::from_le_bytes([c[0], c[1], c[2], c[3]]).into())?;
+        }
+    } else {
+        for (i, b) in data.iter().enumerate() {
+            bus.write(offset + i, Width::U8, u64::from(*b))?;
+        }
+    }
+    Ok(())
+}
+
 #[inline]
 fn check_access(offset: usize, width: Width, size: usize) -> Result<()> {
     check_range("mmio access", offset, width.bytes(), size)?;
@@ -473,6 +510,42 @@ impl Drop for HostRegion {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A bus that records the width of every write.
+    struct Widths(HostRegion, spin::Mutex<alloc::vec::Vec<(usize, Width)>>);
+
+    impl MmioBus for Widths {
+        fn size(&self) -> usize {
+            self.0.size()
+        }
+        fn read(&self, offset: usize, width: Width) -> Result<u64> {
+            self.0.read(offset, width)
+        }
+        fn write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
+            self.1.lock().push((offset, width));
+            self.0.write(offset, width, value)
+        }
+    }
+
+    #[test]
+    fn word_writes_are_single_32_bit_stores_and_refuse_what_does_not_fit() {
+        let bus = Widths(HostRegion::new(16, 8).unwrap(), spin::Mutex::new(alloc::vec::Vec::new()));
+        write_words(&bus, 4, &[0x1122_3344, 5]).unwrap();
+        assert_eq!(*bus.1.lock(), [(4, Width::U32), (8, Width::U32)]);
+        assert_eq!(bus.read(4, Width::U32).unwrap(), 0x1122_3344);
+        assert!(matches!(write_words(&bus, 12, &[1, 2]), Err(Error::OutOfBounds { .. })));
+        bus.1.lock().clear();
+        write_bytes_by_words(&bus, "t", 8, &[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+        assert_eq!(*bus.1.lock(), [(8, Width::U32), (12, Width::U32)], "aligned bytes go as words");
+        assert_eq!(bus.read(8, Width::U32).unwrap(), 0x0403_0201, "little-endian");
+        bus.1.lock().clear();
+        write_bytes_by_words(&bus, "t", 1, &[9, 9]).unwrap();
+        assert_eq!(*bus.1.lock(), [(1, Width::U8), (2, Width::U8)], "unaligned bytes go one by one");
+        bus.1.lock().clear();
+        let e = write_bytes_by_words(&bus, "test write", 12, &[0; 8]).unwrap_err();
+        assert!(matches!(e, Error::OutOfBounds { what: "test write", .. }), "{e:?}");
+        assert!(bus.1.lock().is_empty(), "nothing written");
+    }
 
     #[test]
     fn typed_reads_see_little_endian_writes() {

@@ -212,8 +212,8 @@ impl CommandRing {
             }
         } else {
             // memory a hardware device reads: word-sized volatile stores, never a memcpy
-            crate::submit::write_words(&*self.mem, at, a)?;
-            crate::submit::write_words(&*self.mem, 0, b)?;
+            crate::mmio::write_words(&*self.mem, at, a)?;
+            crate::mmio::write_words(&*self.mem, 0, b)?;
         }
         self.wptr = end;
         self.flight.push(end, stamp);

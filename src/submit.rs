@@ -13,6 +13,8 @@
 //! last word written and the doorbell or submit call, and a hardware device's memory is written
 //! with word-sized volatile stores ([`write_words`]), never a `memcpy`.
 //!
+//! [`write_words`]: crate::mmio::write_words
+//!
 //! [`Submission`] is the interface of a shape; [`Shape`] is the enum an
 //! [`Engine`](crate::hcq::Engine) holds, so the ring path pays one predictable branch and no
 //! dynamic call.
@@ -22,7 +24,8 @@ use crate::barrier::Barrier;
 #[cfg(feature = "ib")]
 use crate::error::Error;
 use crate::error::Result;
-use crate::mmio::{MmioBus, Width, check_range};
+#[cfg(feature = "ib")]
+use crate::mmio::{MmioBus, write_words};
 use crate::ring::{CommandRing, InFlight};
 use crate::signal::WaitHooks;
 use crate::stamp::Stamp;
@@ -31,18 +34,6 @@ use crate::timeline::Timeline;
 use alloc::boxed::Box;
 #[cfg(feature = "ib")]
 use alloc::sync::Arc;
-
-/// Write `words` at byte `offset` of `bus`, one 32-bit volatile store each (memory a hardware
-/// device reads: never a `memcpy`, which may tear or merge accesses).
-///
-/// Errors: [`Error::OutOfBounds`] when the words do not fit (nothing is written).
-pub fn write_words<B: MmioBus + ?Sized>(bus: &B, offset: usize, words: &[u32]) -> Result<()> {
-    check_range("submission words", offset, words.len().saturating_mul(4), bus.size())?;
-    for (i, w) in words.iter().enumerate() {
-        bus.write(offset + 4 * i, Width::U32, u64::from(*w))?;
-    }
-    Ok(())
-}
 
 /// One shape of submission (see the module docs).
 pub trait Submission {
@@ -311,7 +302,7 @@ mod tests {
     use super::*;
     use crate::barrier::DeviceBarrier;
     use crate::error::device_name;
-    use crate::mmio::HostRegion;
+    use crate::mmio::{HostRegion, Width};
     use crate::ring::Doorbell;
     use crate::signal::{SignalPool, StdHooks, WaitPolicy};
     use alloc::vec::Vec;

@@ -8,27 +8,23 @@
 //!                  [--allow-native] [--dump-rd FILE] [--timeout-ms MS]
 //! ```
 //!
-//! BUNDLE is a v1 directory (with `manifest.json`) or a `.hcqb` file. Every device runs it
-//! through the core runner (`hcq::runner::Runner::load`, then one `drive`): CPU
-//! (`hcq_cpu::backend::CpuBackend`), SIM (the host's CPU objects on the simulated command
-//! processors, `hcq_sim::cpu::SimBackend`), QCOM and QCOM:SIM (`hcq_kgsl::device::QcomBackend`).
+//! BUNDLE is a v1 directory (with `manifest.json`) or a `.hcqb` file. Devices are opened and
+//! bundles loaded through the front door (`hcq_runtime::open_with`, `Device::load`), which
+//! also holds the device registry `hcq devices` lists; one `drive` times, checks and reports
+//! any device's model.
 
 use clap::{Parser, Subcommand};
 use hcq::bundle::hcqb::{self, Hcqb};
-use hcq::device::{Registry, ReportList};
+use hcq::device::ReportList;
 use hcq::error::{Error, Result, ResultExt};
 use hcq::profile::{Event, EventKind};
-use hcq::runner::{Backend, Model as RunModel, Runner, TOL_ABS, TOL_REL};
-use hcq_cpu::backend::CpuBackend;
-use hcq_cpu::device::{CpuDevice, cpu_kind};
-use hcq_kgsl::device::{QcomBackend, QcomDevice};
-use hcq_sim::cpu::SimBackend;
+use hcq::runner::{Model as _, TOL_ABS, TOL_REL};
+use hcq_runtime::{Model, Options, bundle_bytes};
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 #[derive(Parser)]
 #[command(name = "hcq", version, about = "Run compiled tinygrad models through hardware command queues")]
@@ -91,43 +87,6 @@ enum Cmd {
         #[arg(long)]
         timeout_ms: Option<u64>,
     },
-}
-
-fn registry() -> Registry {
-    let r = Registry::new();
-    r.register(cpu_kind());
-    r.register(hcq_sim::sim_kind());
-    r.register(hcq_kgsl::device::qcom_kind());
-    r.register(hcq_sim_adreno::qcom_sim_kind());
-    r
-}
-
-/// The bytes of a bundle: a .hcqb file as is, a v1 directory imported and packed in memory.
-/// The bytes of a file, with the memory for them reserved fallibly: a file larger than the
-/// memory the process can get is an error, never an allocation abort.
-fn read_fallibly(path: &Path) -> Result<Vec<u8>> {
-    use std::io::Read;
-    let os = |e: std::io::Error| Error::Os { what: "read bundle file", errno: e.raw_os_error().unwrap_or(0) };
-    let mut file = std::fs::File::open(path).map_err(os)?;
-    let len = file.metadata().map_err(os)?.len();
-    let mut bytes = Vec::new();
-    usize::try_from(len).ok().and_then(|n| bytes.try_reserve_exact(n).ok()).ok_or(Error::OutOfMemory {
-        device: hcq::error::device_name("host"),
-        requested: len,
-        used: 0,
-    })?;
-    file.read_to_end(&mut bytes).map_err(os)?;
-    Ok(bytes)
-}
-
-fn bundle_bytes(path: &Path) -> Result<Vec<u8>> {
-    let ctx = || format!("bundle {}", path.display());
-    if path.is_dir() {
-        let model = hcq::bundle::v1::import_dir(path).with_context(ctx)?;
-        hcqb::write(&model).with_context(ctx)
-    } else {
-        read_fallibly(path).with_context(ctx)
-    }
 }
 
 /// Print each program's a630 shader (the code image inside its blob, located by the adreno
@@ -220,117 +179,52 @@ struct RunOpts {
     timeout_ms: Option<u64>,
 }
 
-/// Load `file` on `backend` through the core runner, timed (µs).
-fn load_timed<B: Backend>(backend: B, file: &Hcqb<'_>, path: &Path) -> Result<(Runner<B>, f64)> {
-    let t_load = Instant::now();
-    let model = Runner::load(backend, file).with_context(|| format!("bundle {}", path.display()))?;
-    Ok((model, t_load.elapsed().as_secs_f64() * 1e6))
-}
-
 fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
-    let bytes = bundle_bytes(path)?;
-    let file = Hcqb::parse(&bytes).with_context(|| format!("bundle {}", path.display()))?;
-    let reg = registry();
-    let name = match &o.device {
-        Some(d) => hcq::device::canonicalize(d),
-        None => std::env::var("DEV").ok().and_then(|v| hcq::device::parse_dev(&v)).unwrap_or_else(|| "CPU".into()),
-    };
-    // Variant kinds (`QCOM:SIM`) are named whole, in any case.
-    let name = if name.eq_ignore_ascii_case("QCOM:SIM") { "QCOM:SIM".to_string() } else { name };
+    let name = o.device.as_deref().map_or_else(hcq_runtime::default_name, hcq_runtime::canonical_name);
     if o.dump_rd.is_some() && !name.starts_with("QCOM") {
         return Err(Error::Unsupported {
             what: "--dump-rd records Adreno submissions: use --device QCOM or QCOM:SIM",
             value: 0,
         });
     }
-    // `SIM` and `SIM:1` (the registry's SIM devices)
-    let is_sim = name == "SIM"
-        || name
-            .strip_prefix("SIM:")
-            .and_then(|i| i.parse::<u32>().ok())
-            .is_some_and(|i| i < hcq_sim::device::SIM_DEVICES);
-    if o.timeout_ms.is_some() && !is_sim {
+    if o.timeout_ms.is_some() && !(name == "SIM" || name.starts_with("SIM:")) {
         return Err(Error::Unsupported { what: "--timeout-ms applies to --device SIM", value: 0 });
     }
-    match name.as_str() {
-        "CPU" => {
-            let cpu: Arc<CpuDevice> = CpuDevice::new("CPU", hcq_cpu::device::host_cores())?;
-            let prof = cpu.soft().hcq().profiler();
-            if o.profile.is_some() {
-                // from before the load, so the trace shows the buffer allocations too
-                prof.set_enabled(true);
-            }
-            let backend = CpuBackend::new(cpu.clone()).allow_unchecked_level(o.allow_native);
-            let (mut model, load_us) = load_timed(backend, &file, path)?;
-            let desc = format!("{} ({} cores)", name, cpu.cores());
-            drive(&mut model, path, &name, &desc, load_us, Some(prof), &o, out)
-        }
-        _ if is_sim => {
-            let dev = Arc::new(hcq_sim::SimHandle::open(&name)?);
-            let prof = dev.sim().hcq().profiler();
-            if o.profile.is_some() {
-                prof.set_enabled(true);
-            }
-            let backend = SimBackend::new(dev.clone()).allow_unchecked_level(o.allow_native);
-            if let Some(ms) = o.timeout_ms {
-                backend.set_timeout_ms(ms);
-            }
-            let (mut model, load_us) = load_timed(backend, &file, path)?;
-            let desc = format!(
-                "{name} ({}, host {} objects)",
-                hcq::device::Device::properties(&*dev).notes,
-                hcq::bundle::Arch::host().map_or("?", |a| a.name())
-            );
-            drive(&mut model, path, &name, &desc, load_us, Some(prof), &o, out)
-        }
-        "QCOM" | "QCOM:SIM" => {
-            let capture = o.dump_rd.is_some();
-            let dev = if name == "QCOM" { QcomDevice::open(capture) } else { hcq_sim_adreno::open(capture) }
-                .with_context(|| format!("device {name}"))?;
-            let mut backend = QcomBackend::new(dev.clone())?;
-            // every launch bracketed by always-on-counter timestamps, read back after each call
-            backend.set_profile(o.profile.is_some())?;
-            let (mut model, load_us) = load_timed(backend, &file, path)?;
-            let desc = format!("{name} ({})", hcq::device::Device::properties(&*dev).notes);
-            let engine = model.backend().hcq().cloned();
-            let prof = engine.as_deref().filter(|_| o.profile.is_some()).map(|h| h.profiler());
-            if let Some(p) = prof {
-                p.set_enabled(true);
-            }
-            let res = drive(&mut model, path, &name, &desc, load_us, prof, &o, out);
-            // The capture is written even when a call failed: it shows what was submitted.
-            if let (Some(p), Some(rd)) = (&o.dump_rd, dev.rd_capture()) {
-                std::fs::write(p, &rd)
-                    .map_err(|e| Error::Os { what: "write .rd capture", errno: e.raw_os_error().unwrap_or(0) })
-                    .with_context(|| p.display().to_string())?;
-                writeln!(out, "rd       {} bytes written to {}", rd.len(), p.display()).ok();
-            }
-            res
-        }
-        _ => {
-            // open it anyway, so an unknown or absent device reports why
-            reg.open(&name)?;
-            Err(Error::Unsupported {
-                what: "this device cannot run bundle kernels (CPU, SIM, QCOM and QCOM:SIM can)",
-                value: 0,
-            })
-            .with_context(|| format!("device {name}"))
-        }
+    let opts = Options {
+        profile: o.profile.is_some(),
+        allow_native: o.allow_native,
+        capture_rd: o.dump_rd.is_some(),
+        timeout: o.timeout_ms.map(Duration::from_millis),
+    };
+    let dev = hcq_runtime::open_with(&name, opts)?;
+    let bytes = hcq_runtime::bundle_bytes(path)?;
+    let t_load = Instant::now();
+    let mut model = dev.load(&bytes).with_context(|| format!("bundle {}", path.display()))?;
+    let load_us = t_load.elapsed().as_secs_f64() * 1e6;
+    let res = drive(&mut model, path, dev.name(), dev.description(), load_us, &o, out);
+    // The capture is written even when a call failed: it shows what was submitted.
+    if let (Some(p), Some(rd)) = (&o.dump_rd, dev.rd_capture()) {
+        std::fs::write(p, &rd)
+            .map_err(|e| Error::Os { what: "write .rd capture", errno: e.raw_os_error().unwrap_or(0) })
+            .with_context(|| p.display().to_string())?;
+        writeln!(out, "rd       {} bytes written to {}", rd.len(), p.display()).ok();
     }
+    res
 }
 
 /// Call a loaded model (any device, through `hcq::runner::Model`), time it, check it, report.
 #[allow(clippy::too_many_arguments)]
-fn drive<M: RunModel>(
-    model: &mut M,
+fn drive(
+    model: &mut Model,
     path: &Path,
     name: &str,
     desc: &str,
     load_us: f64,
-    prof: Option<&hcq::profile::Profiler>,
     o: &RunOpts,
     out: &mut String,
 ) -> Result<bool> {
+    let prof = model.profiler();
+    let prof = prof.as_deref();
     let t0 = Instant::now();
     model.call()?;
     let first_us = t0.elapsed().as_secs_f64() * 1e6;
@@ -438,8 +332,7 @@ fn main() -> ExitCode {
     let mut out = String::new();
     let res = match cli.cmd {
         Cmd::Devices => {
-            let reg = registry();
-            let reports = reg.enumerate();
+            let reports = hcq_runtime::devices();
             writeln!(out, "{}", ReportList(&reports).to_string().trim_end()).ok();
             Ok(true)
         }

@@ -299,3 +299,25 @@ fn a_packed_file_too_large_for_memory_is_an_error_not_an_abort() {
     }
     std::fs::remove_file(&path).ok();
 }
+
+/// `hcq run` opens devices through the front door: `$DEV` in tinygrad's syntax picks the
+/// device when `--device` is absent, and `QCOM:SIM` stays the simulated device (it was read as
+/// `QCOM` with a renderer `SIM` before).
+#[test]
+fn dev_picks_the_device_through_the_front_door() {
+    let run = |dev: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_hcq"))
+            .args(["run", "examples/mlp", "--check", "--json", "--iters", "1"])
+            .env("DEV", dev)
+            .current_dir(root())
+            .output()
+            .expect("run hcq");
+        assert!(out.status.success(), "DEV={dev}: {}", String::from_utf8_lossy(&out.stderr));
+        last_json(&out)
+    };
+    for (dev, name) in [("qcom:sim", "QCOM:SIM"), ("sim", "SIM"), ("cpu", "CPU")] {
+        let j = run(dev);
+        assert_eq!(j["device"], name, "DEV={dev}");
+        assert_eq!(j["outputs_ok"], true, "DEV={dev}");
+    }
+}

@@ -3,7 +3,7 @@
 //! The chip id (`KGSL_PROP_DEVICE_INFO`, `RD_CHIP_ID`) is `core << 24 | major << 16 |
 //! minor << 8 | patch` for a6xx parts (a630: 0x0603000p). Register sets are per generation
 //! (`a6xx` here; a7xx moves the compute registers and replaces `CP_EVENT_WRITE`, see
-//! `notes/adreno.md` (i)), so a new generation is a sibling module and a new arm here.
+//! `docs/adreno.md` (i)), so a new generation is a sibling module and a new arm here.
 
 use hcq::{Error, Result};
 

@@ -1,14 +1,18 @@
 //! hcq Adreno HAL (a6xx: Adreno 630 / SDM845).
 //!
-//! - [`pm4`]: TYPE4/TYPE7 packets with parity, an encoder and a decoder.
-//! - [`a6xx`]: registers (declared with the core's `register!`), events, and [`A6xxEncoder`],
-//!   the compute encoder behind the core's [`hcq::queue::Encoder`].
-//! - [`program`]: an a630 shader blob plus its bundle metadata becomes a validated [`Program`].
+//! - [`chip`], [`hal`]: the generation of a chip id, and the compute encoder for it chosen once
+//!   ([`compute_encoder`], a [`ComputeEncoder`] trait object); callers name no generation.
+//! - [`pm4`]: TYPE4/TYPE7 packets with parity, an encoder and a decoder (generation-neutral).
+//! - [`a6xx`]: registers (declared with the core's `register!`), events, `CP_LOAD_STATE6`,
+//!   programs, the bare-metal ring and [`A6xxEncoder`], the compute encoder behind the core's
+//!   [`hcq::queue::Encoder`].
+//! - [`program`] (in `a6xx/`): an a630 shader blob plus its bundle metadata becomes a validated
+//!   [`Program`].
 //! - [`queue`]: [`Pm4Queue`], a PM4 command buffer over the core's marks whose every patchable
 //!   word — including derived forms such as `local − 1` and `groups × local` — is rewritten on
 //!   replay (the core `HwQueue` with [`A6xxEncoder`] patches the same words).
 //! - [`rd`]: freedreno `.rd` capture writer and reader.
-//! - [`ring`]: the bare-metal CP ringbuffer ([`ring::A6xxRing`]) over the core's MMIO bus and
+//! - [`ring`] (in `a6xx/`): the bare-metal CP ringbuffer ([`ring::A6xxRing`]) over the core's MMIO bus and
 //!   [`hcq::ring::CommandRing`], with the backend's device write barrier before the doorbell.
 //!
 //! The simulated Adreno (a PM4 interpreter for its command processor, and the shader core) is
@@ -22,13 +26,15 @@ extern crate alloc;
 
 pub mod a6xx;
 pub mod chip;
+pub mod hal;
 pub mod pm4;
-pub mod program;
 pub mod queue;
 pub mod rd;
 pub mod reg;
-pub mod ring;
+
+pub use a6xx::{program, ring};
 
 pub use a6xx::{A6xxEncoder, EncoderConfig};
+pub use hal::{ComputeEncoder, compute_encoder};
 pub use program::Program;
 pub use queue::Pm4Queue;

@@ -16,25 +16,11 @@
 //! [`A6xxEncoder`]: crate::a6xx::A6xxEncoder
 
 use crate::a6xx::encoder::A6xxEncoder;
+use crate::pm4::Sink;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use hcq::queue::{Command, Field, Form, Mark};
 use hcq::{Error, Result};
-
-/// Where the encoder writes: plain words and words marked with the core's [`Form`].
-pub trait Sink {
-    /// Append a plain word.
-    fn word(&mut self, w: u32);
-    /// Append static words.
-    fn words(&mut self, ws: &[u32]);
-    /// Append a 32-bit word `w` carrying `field` in `form` (`w` is the form's value).
-    fn mark32(&mut self, field: Field, form: Form, w: u32);
-    /// Append two words (low first) carrying `field` in `form` (`v` is the form's value).
-    fn mark64(&mut self, field: Field, form: Form, v: u64);
-    /// Mark the last appended (32-bit) word as also carrying `field` in `form`: a word holding
-    /// several fields' bits.
-    fn also(&mut self, field: Field, form: Form);
-}
 
 struct QueueSink<'a> {
     words: &'a mut Vec<u32>,

@@ -3,6 +3,7 @@
 //! register offsets and bit fields. The XML is outside the repository (a developer checkout
 //! has it at `../shared` of the worktree); the test FAILS when it is missing, it never skips.
 
+use hcq_adreno::a6xx::packets::load_state6 as ls;
 use hcq_adreno::a6xx::{events, regs};
 use hcq_adreno::pm4::{op, raw};
 use std::collections::HashMap;
@@ -234,7 +235,7 @@ fn every_opcode_and_event_matches_the_xml() {
     assert_eq!(db.enum_value("adreno_pm4_packet_type", "CP_TYPE7_PKT", "A6XX"), Some(raw::TYPE7_PKT.into()));
     // Enum values used inside packets.
     let e = |en: &str, n: &str| -> u64 { db.enum_value(en, n, "A6XX").unwrap_or_else(|| panic!("{en}.{n} missing")) };
-    use raw::{load_state6 as ls, set_marker as sm, wait_reg_mem as w};
+    use raw::{set_marker as sm, wait_reg_mem as w};
     assert_eq!(e("a6xx_state_type", "ST6_SHADER"), ls::ST6_SHADER as u64);
     assert_eq!(e("a6xx_state_type", "ST6_CONSTANTS"), ls::ST6_CONSTANTS as u64);
     assert_eq!(e("a6xx_state_src", "SS6_DIRECT"), ls::SS6_DIRECT as u64);
@@ -261,10 +262,7 @@ fn every_packet_field_matches_the_xml() {
     let off = |dom: &str, reg: &str| {
         num(db.reg(dom, reg, "A6XX").unwrap_or_else(|| panic!("{dom}.{reg}")).attr("offset").unwrap())
     };
-    use raw::{
-        event_write as ev, indirect_buffer as ib, load_state6 as ls, reg_to_mem as r2m, set_marker as sm,
-        wait_reg_mem as w,
-    };
+    use raw::{event_write as ev, indirect_buffer as ib, reg_to_mem as r2m, set_marker as sm, wait_reg_mem as w};
     assert_eq!(f("CP_LOAD_STATE6", "0", "DST_OFF"), (ls::DST_OFF_SHIFT, ls::DST_OFF_BITS));
     assert_eq!(f("CP_LOAD_STATE6", "0", "STATE_TYPE"), (ls::STATE_TYPE_SHIFT, ls::STATE_TYPE_BITS));
     assert_eq!(f("CP_LOAD_STATE6", "0", "STATE_SRC"), (ls::STATE_SRC_SHIFT, ls::STATE_SRC_BITS));

@@ -8,7 +8,8 @@
 //! buffer as a KGSL GPU object; lays out each launch's constant block as
 //! `programs[].adreno.consts` says (argument addresses, integer values, immediates, local size)
 //! in its own slot of one constant object; and captures the launch list as one core `HwQueue`
-//! encoded by the a6xx encoder (`hcq_adreno::A6xxEncoder`, every field patchable): the timeline
+//! encoded by the chip's compute encoder (`hcq_adreno::compute_encoder`, chosen once from the
+//! chip id: the a6xx one on the 630; every field patchable): the timeline
 //! wait, an exec (or a `CP_MEMCPY` for a copy launch) + barrier per launch, the timeline signal.
 //!
 //! The engine is the core's ([`hcq::hcq::Hcq`]) with the IB shape ([`hcq::submit::IbPool`]):
@@ -42,7 +43,7 @@ use hcq::signal::{Signal, SignalPage, Slot, WaitHooks, WaitPolicy};
 use hcq::stamp::Stamp;
 use hcq::submit::{IbPool, IbSubmit};
 use hcq::{Error, Result};
-use hcq_adreno::{A6xxEncoder, EncoderConfig, Program};
+use hcq_adreno::{ComputeEncoder, EncoderConfig, Program};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -229,21 +230,7 @@ impl Allocator for KgslAllocator {
 /// word-aligned, single bytes otherwise (never a `memcpy` into memory the GPU reads).
 fn write_words(obj: &GpuObject, off: u64, data: &[u8]) -> Result<()> {
     let off = usize::try_from(off).map_err(|_| Error::InvalidArgument { what: "QCOM write offset", value: off })?;
-    volatile_write(obj.bus(), off, data)
-}
-
-fn volatile_write(bus: &dyn MmioBus, off: usize, data: &[u8]) -> Result<()> {
-    hcq::mmio::check_range("QCOM buffer write", off, data.len(), bus.size())?;
-    if off.is_multiple_of(4) && data.len().is_multiple_of(4) {
-        for (i, c) in data.chunks_exact(4).enumerate() {
-            bus.write(off + 4 * i, Width::U32, u32::from_le_bytes([c[0], c[1], c[2], c[3]]).into())?;
-        }
-    } else {
-        for (i, b) in data.iter().enumerate() {
-            bus.write(off + i, Width::U8, u64::from(*b))?;
-        }
-    }
-    Ok(())
+    hcq::mmio::write_bytes_by_words(obj.bus(), "QCOM buffer write", off, data)
 }
 
 /// The first `len` bytes of a KGSL GPU object as a core MMIO bus (volatile accesses through its
@@ -274,7 +261,7 @@ impl MmioBus for ObjBus {
     }
     fn write_bytes(&self, offset: usize, src: &[u8]) -> Result<()> {
         hcq::mmio::check_range("QCOM object write", offset, src.len(), self.len)?;
-        volatile_write(self.obj.bus(), offset, src)
+        hcq::mmio::write_bytes_by_words(self.obj.bus(), "QCOM buffer write", offset, src)
     }
     fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
         hcq::mmio::check_range("QCOM object read", offset, dst.len(), self.len)?;
@@ -346,7 +333,7 @@ pub struct QcomBackend {
     /// Each program's shader image, uploaded once.
     code: Vec<GpuObject>,
     programs: Vec<(Program, u64)>,
-    enc: Option<Arc<A6xxEncoder>>,
+    enc: Option<Arc<dyn ComputeEncoder>>,
     /// Scratch (16 B for the barrier's flush event), private memory, timeline signal, IB pool
     /// and kernel-argument pool objects.
     scratch: Option<GpuObject>,
@@ -561,7 +548,7 @@ impl QcomBackend {
 
     /// The encoder, created at the first launch with private memory for the largest program;
     /// with it the timeline signal and the captured queue.
-    fn encoder(&mut self) -> Result<Arc<A6xxEncoder>> {
+    fn encoder(&mut self) -> Result<Arc<dyn ComputeEncoder>> {
         if let Some(e) = &self.enc {
             return Ok(e.clone());
         }
@@ -569,11 +556,10 @@ impl QcomBackend {
         let stack = self.programs.iter().map(|(p, _)| p.stack_bytes).max().unwrap_or(0).max(4096);
         let scratch = kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?;
         let pvt = kgsl.alloc(stack, MemFlags::USE_CPU_MAP)?;
-        let enc = Arc::new(A6xxEncoder::new(EncoderConfig {
-            scratch: scratch.gpuaddr(),
-            pvt_mem: pvt.gpuaddr(),
-            pvt_mem_bytes: pvt.size(),
-        })?);
+        let enc = hcq_adreno::compute_encoder(
+            kgsl.info().chip_id,
+            EncoderConfig { scratch: scratch.gpuaddr(), pvt_mem: pvt.gpuaddr(), pvt_mem_bytes: pvt.size() },
+        )?;
         for (p, code) in &mut self.programs {
             let args: Vec<(u32, u32)> = p
                 .slots

@@ -1,4 +1,4 @@
-//! KGSL flag words as `bitflags` types (`msm_kgsl.h`; `notes/adreno.md` (e)).
+//! KGSL flag words as `bitflags` types (`msm_kgsl.h`; `docs/adreno.md` (e)).
 
 use bitflags::bitflags;
 

@@ -88,6 +88,7 @@ pub struct Kgsl {
     io: Arc<dyn KgslIoctl>,
     info: DeviceInfo,
     version: Version,
+    generation: hcq_adreno::chip::Generation,
 }
 
 impl core::fmt::Debug for Kgsl {
@@ -231,8 +232,14 @@ impl Kgsl {
             gmem_base: d.gmem_gpubaseaddr,
             mmu_enabled: d.mmu_enabled != 0,
         };
-        hcq_adreno::chip::generation(info.chip_id)?;
-        Ok(Kgsl { io, info, version })
+        let generation = hcq_adreno::chip::generation(info.chip_id)?;
+        Ok(Kgsl { io, info, version, generation })
+    }
+
+    /// The GPU generation of the chip (refused at open when not supported): what
+    /// [`hcq_adreno::compute_encoder`] picks the encoder by.
+    pub fn generation(&self) -> hcq_adreno::chip::Generation {
+        self.generation
     }
 
     /// The device.

@@ -1,5 +1,5 @@
 //! KGSL uapi (`msm_kgsl.h`, KGSL 3.14, as vendored by Mesa turnip), LP64 layouts as zerocopy
-//! structs with size and offset assertions. See `notes/adreno.md` (e).
+//! structs with size and offset assertions. See `docs/adreno.md` (e).
 
 use core::mem::{offset_of, size_of};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
@@ -323,7 +323,7 @@ const _: () = {
     assert!(offset_of!(GpuCommand, cmdsize) == 16 && offset_of!(GpuCommand, objlist) == 24);
     assert!(offset_of!(GpuCommand, synclist) == 40 && offset_of!(GpuCommand, context_id) == 56);
     assert!(offset_of!(GpuCommand, timestamp) == 60);
-    // The full request numbers, from the header compiled on LP64 (notes/adreno.md (e)).
+    // The full request numbers, from the header compiled on LP64 (docs/adreno.md (e)).
     assert!(IOCTL_DEVICE_GETPROPERTY == 0xc018_0902);
     assert!(IOCTL_DEVICE_WAITTIMESTAMP_CTXTID == 0x400c_0907);
     assert!(IOCTL_DRAWCTXT_CREATE == 0xc008_0913);

@@ -607,11 +607,7 @@ impl MmioBus for BarMapping {
     fn write_bytes(&self, offset: usize, src: &[u8]) -> Result<()> {
         hcq::mmio::check_range("BAR write_bytes", offset, src.len(), self.len)?;
         check_words("BAR write_bytes (32-bit words only)", offset, src.len())?;
-        for (i, w) in src.chunks_exact(4).enumerate() {
-            let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-            self.region.write(offset + 4 * i, Width::U32, u64::from(v))?;
-        }
-        Ok(())
+        hcq::mmio::write_bytes_by_words(&self.region, "BAR write_bytes", offset, src)
     }
     fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
         hcq::mmio::check_range("BAR read_bytes", offset, dst.len(), self.len)?;

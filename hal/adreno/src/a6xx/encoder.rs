@@ -13,14 +13,15 @@
 //! [`A6xxEncoder`]), so `hcq::queue::HwQueue` and [`crate::Pm4Queue`] patch all of them.
 //!
 //! The order and the fixed values follow tinygrad's `ops_qcom.py` (which runs on real a630s,
-//! `notes/adreno.md` (g)), with the two XML corrections described at
+//! `docs/adreno.md` (g)), with the two XML corrections described at
 //! [`Program::from_parts`](crate::program::Program::from_parts).
 
 use super::{events, regs};
-use crate::pm4::raw::{event_write, load_state6 as ls6, reg_to_mem, set_marker, wait_reg_mem as wrm};
+use crate::a6xx::packets::load_state6 as ls6;
+use crate::pm4::Sink;
+use crate::pm4::raw::{event_write, reg_to_mem, set_marker, wait_reg_mem as wrm};
 use crate::pm4::{op, type4_header, type7_header};
 use crate::program::{MAX_WORKGROUP_THREADS, Program, check_local};
-use crate::queue::Sink;
 use crate::reg::Reg;
 use alloc::vec::Vec;
 use hcq::queue::{CmdWriter, Command, Encoder, Field, Form};

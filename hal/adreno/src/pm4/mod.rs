@@ -8,6 +8,7 @@
 pub mod raw;
 
 use alloc::vec::Vec;
+use hcq::queue::{Field, Form};
 use hcq::{Error, Result};
 use raw::{Type4Header, Type7Header};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
@@ -63,6 +64,22 @@ pub mod op {
     pub fn name(opcode: u32) -> Option<&'static str> {
         ALL.iter().find(|(_, v)| *v == opcode).map(|(n, _)| *n)
     }
+}
+
+/// Where an encoder writes packets: plain words and words marked with the core's [`Form`]
+/// (the core's `CmdWriter` behind `hcq::queue::Encoder`, or a plain command buffer).
+pub trait Sink {
+    /// Append a plain word.
+    fn word(&mut self, w: u32);
+    /// Append static words.
+    fn words(&mut self, ws: &[u32]);
+    /// Append a 32-bit word `w` carrying `field` in `form` (`w` is the form's value).
+    fn mark32(&mut self, field: Field, form: Form, w: u32);
+    /// Append two words (low first) carrying `field` in `form` (`v` is the form's value).
+    fn mark64(&mut self, field: Field, form: Form, v: u64);
+    /// Mark the last appended (32-bit) word as also carrying `field` in `form`: a word holding
+    /// several fields' bits.
+    fn also(&mut self, field: Field, form: Form);
 }
 
 /// The header of a TYPE4 packet writing `count` registers at dword offset `reg`.
@@ -242,7 +259,7 @@ mod tests {
 
     #[test]
     fn headers_match_the_computed_test_vectors() {
-        // notes/adreno.md (a): vectors computed from freedreno_pm4.h's formulas.
+        // docs/adreno.md (a): vectors computed from freedreno_pm4.h's formulas.
         assert_eq!(type7_header(0x26, 0).unwrap(), 0x7026_8000);
         assert_eq!(type7_header(0x10, 0).unwrap(), 0x7010_8000);
         assert_eq!(type7_header(0x46, 4).unwrap(), 0x7046_0004);

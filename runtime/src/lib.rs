@@ -1,0 +1,605 @@
+//! The hcq front door: open a device by its name, load a bundle on it, run it, read its
+//! outputs, profile it — without knowing which crate drives which device.
+//!
+//! ```
+//! # let bundle = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/mlp");
+//! let mut model = hcq_runtime::open("CPU")?.load(bundle)?;
+//! model.run()?;
+//! let logits = model.output("output0")?;
+//! # assert_eq!(logits.len() as u64, model.outputs()[0].nbytes);
+//! # assert!(model.check()?.ok);
+//! # Ok::<(), hcq_runtime::Error>(())
+//! ```
+//!
+//! The same three statements run it on the simulated Adreno 630 behind the KGSL driver:
+//!
+//! ```
+//! # let bundle = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/mlp");
+//! let mut model = hcq_runtime::open("QCOM:SIM")?.load(bundle)?;
+//! model.run()?;
+//! let logits = model.output("output0")?;
+//! # assert!(model.check()?.ok);
+//! # Ok::<(), hcq_runtime::Error>(())
+//! ```
+//!
+//! # Devices
+//!
+//! Names follow tinygrad's: case-insensitive, a trailing `:0` dropped. Bundles run on
+//! `CPU` (the host's cores through the soft command processor, `hcq_cpu::backend`), `SIM` and
+//! `SIM:1` (the host's CPU objects on simulated command processors, `hcq_sim::cpu`), `QCOM` (an
+//! Adreno 630 through `/dev/kgsl-3d0`) and `QCOM:SIM` (the same driver path against a simulated
+//! KGSL and GPU, `hcq_kgsl`). [`open_default`] opens the device `$DEV` names (`DEV=QCOM`,
+//! `DEV=QCOM:SIM`), else `CPU`. Any other name is looked up in the [`registry`] so that an
+//! unknown or absent device says why; [`devices`] reports every kind (`hcq devices`).
+//!
+//! # A model
+//!
+//! [`Device::load`] takes a bundle path (a v1 directory or a `.hcqb` file) or the bytes of a
+//! `.hcqb` file ([`Bundle`]). The [`Model`] it returns lists its [`inputs`](Model::inputs) and
+//! [`outputs`](Model::outputs) ([`Tensor`]: name, shape, dtype, bytes; bundles record no names,
+//! so they are tinygrad's `input0`, `output0`, ... by position), takes inputs by copy
+//! ([`Model::set_input`]), runs blocking ([`Model::run`]) or as [`Model::submit`] then
+//! [`Model::wait`] with a timeout, and reads outputs back ([`Model::output`],
+//! [`Model::read_output`]). With [`Options::profile`] every call's events are recorded and
+//! [`Model::write_profile`] writes them as a Perfetto (Chrome trace JSON) file.
+//!
+//! Errors are the core's [`Error`], with context naming the device and the bundle.
+//!
+//! A C ABI or a Python package wraps exactly this surface: `open(name) -> Device`,
+//! `device.load(path or bytes) -> Model`, the model's tensors, `set_input`, `run` or
+//! `submit` + `wait`, `output`, `write_profile`.
+
+use hcq::bundle::hcqb::{self, Hcqb};
+use hcq::device::{DeviceReport, Registry};
+use hcq::error::ResultExt;
+use hcq::profile::Profiler;
+use hcq::runner::{Model as RunModel, Runner};
+use hcq::signal::WaitPolicy;
+use hcq::stamp::Stamp;
+use hcq_cpu::backend::CpuBackend;
+use hcq_cpu::device::CpuDevice;
+use hcq_kgsl::device::{QcomBackend, QcomDevice};
+use hcq_sim::cpu::SimBackend;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use hcq::bundle::Arch;
+pub use hcq::dtype::DType;
+pub use hcq::error::{Error, Result};
+pub use hcq::runner::CheckReport;
+
+/// The registry of every device kind this build knows (CPU, SIM, QCOM, QCOM:SIM): what
+/// `hcq devices` lists and what explains a name that does not open.
+pub fn registry() -> Registry {
+    let r = Registry::new();
+    r.register(hcq_cpu::device::cpu_kind());
+    r.register(hcq_sim::sim_kind());
+    r.register(hcq_kgsl::device::qcom_kind());
+    r.register(hcq_sim_adreno::qcom_sim_kind());
+    r
+}
+
+/// Try every registered kind and report which open and why the others do not (PASS/FAIL lines
+/// with [`hcq::device::ReportList`]).
+pub fn devices() -> Vec<DeviceReport> {
+    registry().enumerate()
+}
+
+/// The canonical form of a device name as [`open`] uses it: [`hcq::device::canonicalize`]
+/// (`"cpu:0"` → `"CPU"`), with the `QCOM:SIM` variant named whole in any case.
+pub fn canonical_name(name: &str) -> String {
+    let canon = hcq::device::canonicalize(name.trim());
+    if canon.eq_ignore_ascii_case("QCOM:SIM") { "QCOM:SIM".into() } else { canon }
+}
+
+/// The device a `DEV` value names ([`hcq::device::parse_dev`]: `"PCI+AMD:LLVM"` → `"AMD"`),
+/// with `QCOM:SIM` kept whole (it is a device here, not `QCOM` with a renderer); `None` when it
+/// names none.
+pub fn dev_name(value: &str) -> Option<String> {
+    let target = value.split(';').next().unwrap_or("").trim();
+    let device = target.split_once('+').map_or(target, |(_, d)| d);
+    let mut parts = device.split(':').map(str::trim);
+    if let (Some(k), Some(v)) = (parts.next(), parts.next())
+        && k.eq_ignore_ascii_case("QCOM")
+        && v.eq_ignore_ascii_case("SIM")
+    {
+        return Some("QCOM:SIM".into());
+    }
+    hcq::device::parse_dev(value)
+}
+
+/// The name [`open_default`] opens: the device `$DEV` names, else `CPU`.
+pub fn default_name() -> String {
+    std::env::var("DEV").ok().and_then(|v| dev_name(&v)).unwrap_or_else(|| "CPU".into())
+}
+
+/// How a device is opened and what its models record. The default: nothing extra.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Record every call's events (buffer allocations, kernels, copies) for
+    /// [`Model::write_profile`]. QCOM: each launch bracketed by always-on-counter timestamps.
+    pub profile: bool,
+    /// CPU and SIM: run objects whose CPU level cannot be verified (bundles exported with
+    /// `native`).
+    pub allow_native: bool,
+    /// QCOM devices: keep every submitted command buffer as a freedreno `.rd` capture
+    /// ([`Device::rd_capture`]).
+    pub capture_rd: bool,
+    /// SIM and QCOM devices: give up on a wait after this long without progress of the device
+    /// (default: the timeline's 30 s). The device is then hung.
+    pub timeout: Option<Duration>,
+}
+
+enum Backed {
+    Cpu(Arc<CpuDevice>),
+    Sim(Arc<hcq_sim::SimHandle>),
+    Qcom(Arc<QcomDevice>),
+}
+
+impl core::fmt::Debug for Backed {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Backed::Cpu(_) => "Cpu",
+            Backed::Sim(_) => "Sim",
+            Backed::Qcom(_) => "Qcom",
+        })
+    }
+}
+
+/// An opened device that runs bundles ([`open`]).
+#[derive(Debug)]
+pub struct Device {
+    name: String,
+    description: String,
+    opts: Options,
+    backed: Backed,
+}
+
+/// Open the device `name` (`"CPU"`, `"SIM:1"`, `"QCOM"`, `"QCOM:SIM"`; an empty name is
+/// [`default_name`]) with default [`Options`].
+///
+/// Errors: [`Error::UnknownDevice`] for a name no kind has, the kind's own error when it does
+/// not open, [`Error::Unsupported`] for a registered device that cannot run bundles.
+pub fn open(name: &str) -> Result<Device> {
+    open_with(name, Options::default())
+}
+
+/// [`open`] the device `$DEV` names, else `CPU`.
+pub fn open_default() -> Result<Device> {
+    open(&default_name())
+}
+
+/// [`open`] with `opts`.
+pub fn open_with(name: &str, opts: Options) -> Result<Device> {
+    let name = if name.trim().is_empty() { default_name() } else { canonical_name(name) };
+    let ctx = || format!("device {name}");
+    let is_qcom = name == "QCOM" || name == "QCOM:SIM";
+    let is_sim = name == "SIM"
+        || name
+            .strip_prefix("SIM:")
+            .and_then(|i| i.parse::<u32>().ok())
+            .is_some_and(|i| i < hcq_sim::device::SIM_DEVICES);
+    if opts.capture_rd && !is_qcom {
+        return Err(Error::Unsupported {
+            what: "an .rd capture records Adreno submissions: open QCOM or QCOM:SIM",
+            value: 0,
+        })
+        .with_context(ctx);
+    }
+    if opts.timeout.is_some() && !(is_sim || is_qcom) {
+        return Err(Error::Unsupported { what: "a wait timeout applies to SIM and QCOM devices", value: 0 })
+            .with_context(ctx);
+    }
+    let (backed, description) = if name == "CPU" {
+        let cpu = CpuDevice::new("CPU", hcq_cpu::device::host_cores()).with_context(ctx)?;
+        // from before the load, so the trace shows the buffer allocations too
+        cpu.soft().hcq().profiler().set_enabled(opts.profile);
+        let d = format!("{name} ({} cores)", cpu.cores());
+        (Backed::Cpu(cpu), d)
+    } else if is_sim {
+        let dev = Arc::new(hcq_sim::SimHandle::open(&name).with_context(ctx)?);
+        let hcq = dev.sim().hcq();
+        hcq.profiler().set_enabled(opts.profile);
+        if let Some(t) = opts.timeout {
+            hcq.timeline().set_policy(WaitPolicy::with_timeout_ms(millis(t)));
+        }
+        let d = format!(
+            "{name} ({}, host {} objects)",
+            hcq::device::Device::properties(&*dev).notes,
+            Arch::host().map_or("?", |a| a.name())
+        );
+        (Backed::Sim(dev), d)
+    } else if is_qcom {
+        let dev = if name == "QCOM" { QcomDevice::open(opts.capture_rd) } else { hcq_sim_adreno::open(opts.capture_rd) }
+            .with_context(ctx)?;
+        let d = format!("{name} ({})", hcq::device::Device::properties(&*dev).notes);
+        (Backed::Qcom(dev), d)
+    } else {
+        // open it anyway, so an unknown or absent device reports why
+        registry().open(&name).with_context(ctx)?;
+        return Err(Error::Unsupported {
+            what: "this device cannot run bundle kernels (CPU, SIM, QCOM and QCOM:SIM can)",
+            value: 0,
+        })
+        .with_context(ctx);
+    };
+    Ok(Device { name, description, opts, backed })
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A bundle to load: a path (a v1 directory with `manifest.json`, or a `.hcqb` file) or the
+/// bytes of a `.hcqb` file.
+#[derive(Clone, Copy, Debug)]
+pub enum Bundle<'a> {
+    /// A v1 directory or a `.hcqb` file.
+    Path(&'a Path),
+    /// A `.hcqb` file's bytes.
+    Bytes(&'a [u8]),
+}
+
+impl<'a> From<&'a Path> for Bundle<'a> {
+    fn from(p: &'a Path) -> Self {
+        Bundle::Path(p)
+    }
+}
+impl<'a> From<&'a PathBuf> for Bundle<'a> {
+    fn from(p: &'a PathBuf) -> Self {
+        Bundle::Path(p)
+    }
+}
+impl<'a> From<&'a str> for Bundle<'a> {
+    fn from(p: &'a str) -> Self {
+        Bundle::Path(Path::new(p))
+    }
+}
+impl<'a> From<&'a [u8]> for Bundle<'a> {
+    fn from(b: &'a [u8]) -> Self {
+        Bundle::Bytes(b)
+    }
+}
+impl<'a> From<&'a Vec<u8>> for Bundle<'a> {
+    fn from(b: &'a Vec<u8>) -> Self {
+        Bundle::Bytes(b)
+    }
+}
+
+/// The bytes of a file, with the memory for them reserved fallibly: a file larger than the
+/// memory the process can get is an error, never an allocation abort.
+fn read_fallibly(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let os = |e: std::io::Error| Error::Os { what: "read bundle file", errno: e.raw_os_error().unwrap_or(0) };
+    let mut file = std::fs::File::open(path).map_err(os)?;
+    let len = file.metadata().map_err(os)?.len();
+    let mut bytes = Vec::new();
+    usize::try_from(len).ok().and_then(|n| bytes.try_reserve_exact(n).ok()).ok_or(Error::OutOfMemory {
+        device: hcq::error::device_name("host"),
+        requested: len,
+        used: 0,
+    })?;
+    file.read_to_end(&mut bytes).map_err(os)?;
+    Ok(bytes)
+}
+
+/// The bytes of the bundle at `path`: a `.hcqb` file as is, a v1 directory imported and packed
+/// in memory. Errors name the path.
+pub fn bundle_bytes(path: &Path) -> Result<Vec<u8>> {
+    let ctx = || format!("bundle {}", path.display());
+    if path.is_dir() {
+        let model = hcq::bundle::v1::import_dir(path).with_context(ctx)?;
+        hcqb::write(&model).with_context(ctx)
+    } else {
+        read_fallibly(path).with_context(ctx)
+    }
+}
+
+impl Device {
+    /// The canonical name (`"CPU"`, `"QCOM:SIM"`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// One line about the device (`"CPU (8 cores)"`, `"QCOM:SIM (...)"`).
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// Load `bundle` (a path, or `.hcqb` bytes) on this device: every buffer allocated and
+    /// filled, every program loaded, every launch captured, ready to [`Model::run`].
+    pub fn load<'a>(&self, bundle: impl Into<Bundle<'a>>) -> Result<Model> {
+        let (bytes, label) = match bundle.into() {
+            Bundle::Path(p) => (std::borrow::Cow::Owned(bundle_bytes(p)?), p.display().to_string()),
+            Bundle::Bytes(b) => (std::borrow::Cow::Borrowed(b), "(bytes)".to_string()),
+        };
+        let ctx = || format!("bundle {label}");
+        let file = Hcqb::parse(&bytes).with_context(ctx)?;
+        let inputs = file.inputs().enumerate().map(|(i, t)| Tensor::new(format!("input{i}"), &t)).collect();
+        let outputs = file.outputs().enumerate().map(|(i, t)| Tensor::new(format!("output{i}"), &t)).collect();
+        let allow = self.opts.allow_native;
+        let runner = match &self.backed {
+            Backed::Cpu(cpu) => {
+                let b = CpuBackend::new(cpu.clone()).allow_unchecked_level(allow);
+                Loaded::Cpu(Runner::load(b, &file).with_context(ctx)?)
+            }
+            Backed::Sim(dev) => {
+                let b = SimBackend::new(dev.clone()).allow_unchecked_level(allow);
+                Loaded::Sim(Runner::load(b, &file).with_context(ctx)?)
+            }
+            Backed::Qcom(dev) => {
+                let mut b = QcomBackend::new(dev.clone())?;
+                b.set_profile(self.opts.profile)?;
+                if let Some(t) = self.opts.timeout {
+                    b.set_timeout_ms(u32::try_from(millis(t)).unwrap_or(u32::MAX));
+                }
+                let r = Runner::load(b, &file).with_context(ctx)?;
+                if let Some(h) = r.backend().hcq() {
+                    h.profiler().set_enabled(self.opts.profile);
+                }
+                Loaded::Qcom(Box::new(r))
+            }
+        };
+        Ok(Model { runner, inputs, outputs, device: self.name.clone(), pending: None })
+    }
+
+    /// QCOM devices opened with [`Options::capture_rd`]: the freedreno `.rd` capture of every
+    /// submission so far (Mesa's `cffdump` decodes it). `None` for other devices.
+    pub fn rd_capture(&self) -> Option<Vec<u8>> {
+        match &self.backed {
+            Backed::Qcom(d) => d.rd_capture(),
+            _ => None,
+        }
+    }
+}
+
+/// One input or output of a model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tensor {
+    /// `input0`, `output0`, ... (by position).
+    pub name: String,
+    /// Row-major shape.
+    pub shape: Vec<u64>,
+    /// Element type.
+    pub dtype: DType,
+    /// Size in bytes.
+    pub nbytes: u64,
+}
+
+impl Tensor {
+    fn new(name: String, t: &hcqb::TensorRef<'_>) -> Self {
+        Tensor { name, shape: t.shape().collect(), dtype: t.view.dtype, nbytes: t.view.nbytes }
+    }
+}
+
+#[derive(Debug)]
+enum Loaded {
+    Cpu(Runner<CpuBackend>),
+    Sim(Runner<SimBackend>),
+    Qcom(Box<Runner<QcomBackend>>),
+}
+
+/// A bundle loaded on a device ([`Device::load`]).
+#[derive(Debug)]
+pub struct Model {
+    runner: Loaded,
+    inputs: Vec<Tensor>,
+    outputs: Vec<Tensor>,
+    device: String,
+    /// The timeline value of a call [`Model::submit`]ted and not waited for yet.
+    pending: Option<u64>,
+}
+
+fn lookup(what: &'static str, list: &[Tensor], name: &str) -> Result<usize> {
+    list.iter().position(|t| t.name == name).ok_or_else(|| {
+        let names: Vec<&str> = list.iter().map(|t| t.name.as_str()).collect();
+        Error::InvalidArgument { what, value: list.len() as u64 }
+            .context(format!("no tensor {name:?} (the model has {})", names.join(", ")))
+    })
+}
+
+macro_rules! each {
+    ($self:expr, $r:ident => $e:expr) => {
+        match $self {
+            Loaded::Cpu($r) => $e,
+            Loaded::Sim($r) => $e,
+            Loaded::Qcom($r) => $e,
+        }
+    };
+}
+
+impl Model {
+    /// The inputs (what [`Model::set_input`] takes).
+    pub fn inputs(&self) -> &[Tensor] {
+        &self.inputs
+    }
+
+    /// The outputs (what [`Model::output`] reads).
+    pub fn outputs(&self) -> &[Tensor] {
+        &self.outputs
+    }
+
+    /// The device's canonical name.
+    pub fn device(&self) -> &str {
+        &self.device
+    }
+
+    /// Copy `data` (exactly the input's size) into input `name` (`"input0"`). Waits for a
+    /// submitted call first.
+    pub fn set_input(&mut self, name: &str, data: &[u8]) -> Result<()> {
+        let i = lookup("model input name", &self.inputs, name)?;
+        self.set_input_at(i, data)
+    }
+
+    /// [`Model::set_input`] by position.
+    pub fn set_input_at(&mut self, i: usize, data: &[u8]) -> Result<()> {
+        self.settle()?;
+        each!(&self.runner, r => r.set_input(i, data))
+    }
+
+    /// One forward pass: submit and wait.
+    pub fn run(&mut self) -> Result<()> {
+        self.settle()?;
+        each!(&mut self.runner, r => r.call())
+    }
+
+    /// Start one forward pass without waiting for it; [`Model::wait`] waits. A second submit
+    /// without a wait in between waits for the first.
+    pub fn submit(&mut self) -> Result<()> {
+        self.settle()?;
+        let stamp = match &mut self.runner {
+            Loaded::Cpu(r) => r.backend_mut().submit()?,
+            Loaded::Sim(r) => r.backend_mut().submit()?,
+            Loaded::Qcom(r) => r.backend_mut().submit_call()?.get(),
+        };
+        self.pending = Some(stamp);
+        Ok(())
+    }
+
+    /// Wait for the call [`Model::submit`] started (at once when none is in flight). With a
+    /// timeout, a device that makes no progress for that long is hung and the wait is an
+    /// [`Error::Timeout`]; without one, the device's policy applies (30 s by default).
+    pub fn wait(&mut self, timeout: Option<Duration>) -> Result<()> {
+        let Some(stamp) = self.pending else { return Ok(()) };
+        let hcq = self.hcq();
+        let res = match (hcq, timeout) {
+            (Some(h), Some(t)) => {
+                let tl = h.timeline();
+                let before = tl.policy();
+                tl.set_policy(WaitPolicy { timeout_ns: u64::try_from(t.as_nanos()).unwrap_or(u64::MAX), ..before });
+                let r = h.wait(Stamp::new(stamp));
+                tl.set_policy(before);
+                r
+            }
+            (Some(h), None) => h.wait(Stamp::new(stamp)),
+            (None, _) => Ok(()),
+        };
+        self.pending = None;
+        res
+    }
+
+    fn settle(&mut self) -> Result<()> {
+        if self.pending.is_some() { self.wait(None) } else { Ok(()) }
+    }
+
+    fn hcq(&self) -> Option<&hcq::hcq::Hcq> {
+        match &self.runner {
+            Loaded::Cpu(r) => Some(r.backend().device().soft().hcq()),
+            Loaded::Sim(r) => Some(r.backend().device().sim().hcq()),
+            Loaded::Qcom(r) => r.backend().hcq().map(|h| &**h),
+        }
+    }
+
+    /// The bytes of output `name` (`"output0"`).
+    pub fn output(&mut self, name: &str) -> Result<Vec<u8>> {
+        let i = lookup("model output name", &self.outputs, name)?;
+        self.output_at(i)
+    }
+
+    /// [`Model::output`] by position.
+    pub fn output_at(&mut self, i: usize) -> Result<Vec<u8>> {
+        self.settle()?;
+        each!(&self.runner, r => r.output(i))
+    }
+
+    /// Copy output `name` into `out` (exactly its size).
+    pub fn read_output(&mut self, name: &str, out: &mut [u8]) -> Result<()> {
+        let i = lookup("model output name", &self.outputs, name)?;
+        let n = self.outputs[i].nbytes;
+        if out.len() as u64 != n {
+            return Err(Error::Mismatch { what: "model output size", expected: n, found: out.len() as u64 })
+                .with_context(|| format!("output {name}"));
+        }
+        out.copy_from_slice(&self.output_at(i)?);
+        Ok(())
+    }
+
+    /// Compare every output that has expected bytes in the bundle with what the last call left.
+    pub fn check(&mut self) -> Result<CheckReport> {
+        self.settle()?;
+        each!(&self.runner, r => r.check())
+    }
+
+    /// The profiler of this model's device, when it was opened with [`Options::profile`]: an
+    /// owned handle, so a caller can record its own events (a call's span) while it runs the
+    /// model.
+    pub fn profiler(&self) -> Option<ProfilerHandle> {
+        let h = match &self.runner {
+            Loaded::Cpu(r) => ProfilerHandle::Cpu(r.backend().device().clone()),
+            Loaded::Sim(r) => ProfilerHandle::Sim(r.backend().device().clone()),
+            Loaded::Qcom(r) => ProfilerHandle::Qcom(r.backend().hcq()?.clone()),
+        };
+        h.is_enabled().then_some(h)
+    }
+
+    /// Write what the profiler recorded as a Perfetto (Chrome trace JSON) file at `path`;
+    /// returns the number of events. Errors when profiling is off.
+    pub fn write_profile(&self, path: &Path) -> Result<usize> {
+        let Some(hcq) = self.hcq() else {
+            return Err(Error::Unsupported { what: "profile before the first launch was recorded", value: 0 });
+        };
+        let p = hcq.profiler();
+        let json = hcq::profile::chrome::trace_json(&[(self.device.as_str(), p)]);
+        std::fs::write(path, json)
+            .map_err(|e| Error::Os { what: "write profile", errno: e.raw_os_error().unwrap_or(0) })
+            .with_context(|| path.display().to_string())?;
+        Ok(p.events().len())
+    }
+}
+
+/// The profiler of a model's device ([`Model::profiler`]), kept alive by the handle.
+#[derive(Clone)]
+pub enum ProfilerHandle {
+    /// The CPU device's.
+    Cpu(Arc<CpuDevice>),
+    /// A SIM device's.
+    Sim(Arc<hcq_sim::SimHandle>),
+    /// A QCOM engine's.
+    Qcom(Arc<hcq::hcq::Hcq>),
+}
+
+impl core::fmt::Debug for ProfilerHandle {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ProfilerHandle").field("events", &self.events().len()).finish()
+    }
+}
+
+impl core::ops::Deref for ProfilerHandle {
+    type Target = Profiler;
+    fn deref(&self) -> &Profiler {
+        match self {
+            ProfilerHandle::Cpu(d) => d.soft().hcq().profiler(),
+            ProfilerHandle::Sim(d) => d.sim().hcq().profiler(),
+            ProfilerHandle::Qcom(h) => h.profiler(),
+        }
+    }
+}
+
+/// The model through the core runner's front-end trait (what `hcq run` drives).
+impl RunModel for Model {
+    fn name(&self) -> &str {
+        each!(&self.runner, r => r.name())
+    }
+    fn arch(&self) -> Arch {
+        each!(&self.runner, r => r.arch())
+    }
+    fn kernels_per_call(&self) -> usize {
+        each!(&self.runner, r => r.kernels_per_call())
+    }
+    #[inline]
+    fn call(&mut self) -> Result<()> {
+        Model::run(self)
+    }
+    fn output(&self, i: usize) -> Result<Vec<u8>> {
+        each!(&self.runner, r => r.output(i))
+    }
+    fn check(&self) -> Result<CheckReport> {
+        each!(&self.runner, r => r.check())
+    }
+}

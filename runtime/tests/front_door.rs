@@ -1,0 +1,130 @@
+//! The front door on every device that runs here without hardware: CPU, SIM and QCOM:SIM.
+
+use hcq_runtime::{DType, Error, Options};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn mlp() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/mlp")
+}
+
+#[test]
+fn names_are_canonical_and_dev_follows_tinygrads_syntax() {
+    assert_eq!(hcq_runtime::canonical_name("cpu:0"), "CPU");
+    assert_eq!(hcq_runtime::canonical_name(" sim:1 "), "SIM:1");
+    assert_eq!(hcq_runtime::canonical_name("qcom:sim"), "QCOM:SIM");
+    assert_eq!(hcq_runtime::dev_name("qcom:sim").as_deref(), Some("QCOM:SIM"));
+    assert_eq!(hcq_runtime::dev_name("QCOM").as_deref(), Some("QCOM"));
+    assert_eq!(hcq_runtime::dev_name("PCI+AMD:LLVM;CPU").as_deref(), Some("AMD"));
+    assert_eq!(hcq_runtime::dev_name(""), None);
+    let dev = hcq_runtime::open("cpu:0").unwrap();
+    assert_eq!(dev.name(), "CPU");
+    assert!(dev.description().starts_with("CPU ("), "{}", dev.description());
+}
+
+#[test]
+fn an_unknown_device_says_so_and_a_cpu_refuses_qcom_only_options() {
+    let e = hcq_runtime::open("NOPE").unwrap_err();
+    assert!(matches!(e.root(), Error::UnknownDevice { .. }), "{e}");
+    assert!(e.to_string().contains("device NOPE"), "{e}");
+    let e = hcq_runtime::open_with("CPU", Options { capture_rd: true, ..Options::default() }).unwrap_err();
+    assert!(e.to_string().contains(".rd capture"), "{e}");
+    let e = hcq_runtime::open_with("CPU", Options { timeout: Some(Duration::from_millis(5)), ..Options::default() })
+        .unwrap_err();
+    assert!(e.to_string().contains("timeout applies to SIM and QCOM"), "{e}");
+}
+
+#[test]
+fn tensors_have_names_shapes_and_dtypes() {
+    let m = hcq_runtime::open("CPU").unwrap().load(&mlp()).unwrap();
+    let (i, o) = (&m.inputs()[0], &m.outputs()[0]);
+    assert_eq!((i.name.as_str(), i.shape.as_slice(), i.dtype, i.nbytes), ("input0", &[8u64, 32][..], DType::F32, 1024));
+    assert_eq!((o.name.as_str(), o.shape.as_slice(), o.dtype, o.nbytes), ("output0", &[8u64, 10][..], DType::F32, 320));
+}
+
+/// Run, change the input, run again: the outputs follow the input, on each device.
+fn inputs_drive_the_outputs(device: &str) {
+    let dev = hcq_runtime::open(device).unwrap();
+    let mut m = dev.load(&mlp()).unwrap();
+    m.run().unwrap();
+    assert!(m.check().unwrap().ok, "{device}: the bundle's own input gives the expected output");
+    let first = m.output("output0").unwrap();
+    let original = std::fs::read(mlp().join("buf_000.bin")).unwrap();
+    let doubled: Vec<u8> = original
+        .chunks_exact(4)
+        .flat_map(|c| (2.0 * f32::from_le_bytes([c[0], c[1], c[2], c[3]])).to_le_bytes())
+        .collect();
+    m.set_input("input0", &doubled).unwrap();
+    m.run().unwrap();
+    assert_ne!(m.output("output0").unwrap(), first, "{device}: a new input changes the output");
+    assert!(!m.check().unwrap().ok, "{device}");
+    // submit + wait with a timeout, the original input back
+    m.set_input_at(0, &original).unwrap();
+    m.submit().unwrap();
+    m.wait(Some(Duration::from_secs(30))).unwrap();
+    let mut out = vec![0u8; 320];
+    m.read_output("output0", &mut out).unwrap();
+    assert_eq!(out, first, "{device}: submit + wait gives the same result as run");
+}
+
+#[test]
+fn cpu_runs_and_follows_its_inputs() {
+    inputs_drive_the_outputs("CPU");
+}
+
+#[test]
+fn sim_runs_and_follows_its_inputs() {
+    inputs_drive_the_outputs("SIM");
+}
+
+#[test]
+fn qcom_sim_runs_and_follows_its_inputs() {
+    inputs_drive_the_outputs("QCOM:SIM");
+}
+
+#[test]
+fn bytes_load_like_the_path_and_bad_tensors_are_clear_errors() {
+    let bytes = hcq_runtime::bundle_bytes(&mlp()).unwrap();
+    let dev = hcq_runtime::open("CPU").unwrap();
+    let mut m = dev.load(&bytes).unwrap();
+    m.run().unwrap();
+    assert!(m.check().unwrap().ok);
+    let e = m.set_input("input0", &[0u8; 3]).unwrap_err();
+    assert!(matches!(e.root(), Error::Mismatch { expected: 1024, found: 3, .. }), "{e}");
+    let e = m.output("logits").unwrap_err();
+    assert!(e.to_string().contains("no tensor \"logits\" (the model has output0)"), "{e}");
+    let e = m.read_output("output0", &mut [0u8; 4]).unwrap_err();
+    assert!(matches!(e.root(), Error::Mismatch { expected: 320, found: 4, .. }), "{e}");
+    let e = dev.load(&bytes[..100]).unwrap_err();
+    assert!(e.to_string().contains("bundle (bytes)"), "{e}");
+    let e = dev.load("/nonexistent/bundle.hcqb").unwrap_err();
+    assert!(e.to_string().contains("bundle /nonexistent/bundle.hcqb"), "{e}");
+}
+
+#[test]
+fn a_profiled_run_writes_a_perfetto_trace_with_its_kernels() {
+    for device in ["CPU", "QCOM:SIM"] {
+        let dev = hcq_runtime::open_with(device, Options { profile: true, ..Options::default() }).unwrap();
+        let mut m = dev.load(&mlp()).unwrap();
+        m.run().unwrap();
+        assert!(m.profiler().is_some(), "{device}");
+        let path = std::env::temp_dir().join(format!("hcq-runtime-{}-{device}.json", std::process::id()));
+        let n = m.write_profile(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).ok();
+        assert!(n >= 3, "{device}: {n} events");
+        assert!(text.contains("r_8_64_32"), "{device}: the first kernel is in the trace");
+    }
+    let m = hcq_runtime::open("CPU").unwrap().load(&mlp()).unwrap();
+    assert!(m.profiler().is_none(), "off unless asked for");
+}
+
+#[test]
+fn qcom_sim_keeps_an_rd_capture_when_asked() {
+    let dev = hcq_runtime::open_with("QCOM:SIM", Options { capture_rd: true, ..Options::default() }).unwrap();
+    let mut m = dev.load(&mlp()).unwrap();
+    m.run().unwrap();
+    let rd = dev.rd_capture().expect("a capture");
+    assert!(rd.len() > 64, "{} bytes", rd.len());
+    assert!(hcq_runtime::open("CPU").unwrap().rd_capture().is_none());
+}

@@ -1,0 +1,117 @@
+//! [`HostAllocator`]: page-aligned host memory as device memory (`std`).
+
+use super::{Allocator, BufferSpec, DeviceMemory};
+use crate::error::{Error, Result};
+use core::alloc::Layout;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU64, Ordering};
+use std::collections::BTreeMap;
+
+/// Host pages handed out by [`HostAllocator`].
+const PAGE: u64 = 4096;
+
+/// Page-aligned, zeroed host memory from the global allocator: the backend of the CPU device
+/// (and of host-visible memory in device simulations). The device address is the CPU address.
+///
+/// Every block is zeroed, so `spec.zero` is always honoured; the other spec flags make no
+/// difference to host memory. `spec.external` is refused ([`Error::Unsupported`]): wrapping a
+/// foreign pointer cannot be made safe here. Sizes are rounded up to whole pages internally.
+/// An optional byte limit ([`HostAllocator::with_limit`]) makes allocations fail with
+/// [`Error::OutOfMemory`] beyond it, for testing out-of-memory paths. The allocator tracks its
+/// live blocks and ignores (logs, leaks) a `free` of memory it did not make. Dropping the
+/// allocator leaks blocks still handed out, so their handles stay valid.
+#[derive(Debug, Default)]
+pub struct HostAllocator {
+    limit: Option<u64>,
+    used: AtomicU64,
+    live: spin::Mutex<BTreeMap<u64, Layout>>,
+}
+
+impl HostAllocator {
+    /// An allocator limited only by the process heap.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An allocator that refuses to hold more than `limit` bytes (counted in whole pages).
+    pub fn with_limit(limit: u64) -> Self {
+        Self { limit: Some(limit), ..Self::default() }
+    }
+
+    /// Bytes currently allocated (in whole pages).
+    pub fn allocated_bytes(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    fn reserve(&self, bytes: u64, requested: u64) -> Result<()> {
+        let mut cur = self.used.load(Ordering::Relaxed);
+        loop {
+            let next =
+                cur.checked_add(bytes).ok_or(Error::InvalidArgument { what: "allocation size", value: requested })?;
+            if let Some(limit) = self.limit
+                && next > limit
+            {
+                return Err(Error::OutOfMemory { device: crate::error::device_name("host"), requested, used: cur });
+            }
+            match self.used.compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Ok(()),
+                Err(v) => cur = v,
+            }
+        }
+    }
+}
+
+impl Allocator for HostAllocator {
+    fn alloc(&self, size: u64, spec: &BufferSpec) -> Result<DeviceMemory> {
+        if size == 0 {
+            return Err(Error::InvalidArgument { what: "allocation size must be positive", value: 0 });
+        }
+        if let Some(ext) = spec.external {
+            return Err(Error::Unsupported { what: "host allocator: external memory", value: ext });
+        }
+        let too_big = Error::InvalidArgument { what: "allocation size exceeds the address space", value: size };
+        let rounded = size.checked_next_multiple_of(PAGE).ok_or(too_big.clone())?;
+        let layout = usize::try_from(rounded)
+            .ok()
+            .and_then(|r| Layout::from_size_align(r, PAGE as usize).ok())
+            .ok_or(too_big)?;
+        self.reserve(rounded, size)?;
+        // SAFETY: the layout has a non-zero size (`size > 0`, rounded up to a page).
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        let Some(ptr) = NonNull::new(p) else {
+            self.used.fetch_sub(rounded, Ordering::Relaxed);
+            return Err(Error::OutOfMemory {
+                device: crate::error::device_name("host"),
+                requested: size,
+                used: self.allocated_bytes(),
+            });
+        };
+        let addr = ptr.as_ptr() as u64;
+        self.live.lock().insert(addr, layout);
+        // It is freed only in `free`, when this handle comes back, never on allocator drop.
+        // SAFETY: `ptr` is a fresh zeroed block of `rounded >= size` bytes nothing references.
+        Ok(unsafe { DeviceMemory::from_raw_parts(addr, size, Some(ptr)) })
+    }
+
+    fn free(&self, mem: DeviceMemory, _spec: &BufferSpec) {
+        let Some(ptr) = mem.cpu_ptr() else {
+            error!("host allocator: free of memory without a cpu pointer at {:#x}; ignored", mem.addr());
+            return;
+        };
+        let layout = self.live.lock().remove(&mem.addr());
+        match layout {
+            Some(layout) if ptr.as_ptr() as u64 == mem.addr() => {
+                self.used.fetch_sub(layout.size() as u64, Ordering::Relaxed);
+                // SAFETY: `addr` was recorded by `alloc` with exactly this layout and removed
+                // from `live` just now, so it is freed once; the handle owning it is consumed.
+                unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
+            }
+            Some(layout) => {
+                // Not ours after all: put the record back and leak.
+                self.live.lock().insert(mem.addr(), layout);
+                error!("host allocator: free of foreign memory at {:#x}; ignored", mem.addr());
+            }
+            None => error!("host allocator: free of unknown memory at {:#x}; ignored", mem.addr()),
+        }
+    }
+}
