@@ -429,6 +429,66 @@ const ALWAYS_ON_HZ: u64 = 19_200_000;
 /// Constant blocks per constant object (each launch has its own 4 KiB slot).
 const CONSTS_PER_OBJECT: usize = 256;
 
+/// A GPU object that goes back to KGSL (never submitted) if dropped before [`Fresh::keep`]:
+/// what a load allocated before one of its steps failed is freed, not left to the file close.
+struct Fresh<'a, T: FreshObject> {
+    kgsl: &'a Kgsl,
+    obj: Option<T>,
+}
+
+/// A GPU object, owned alone or shared ([`Fresh`]).
+trait FreshObject: Sized {
+    fn object(&self) -> &GpuObject;
+    /// The object, once no other holder is left.
+    fn into_object(self) -> Option<GpuObject>;
+}
+
+impl FreshObject for GpuObject {
+    fn object(&self) -> &GpuObject {
+        self
+    }
+    fn into_object(self) -> Option<GpuObject> {
+        Some(self)
+    }
+}
+
+impl FreshObject for Arc<GpuObject> {
+    fn object(&self) -> &GpuObject {
+        self
+    }
+    fn into_object(self) -> Option<GpuObject> {
+        Arc::try_unwrap(self).ok()
+    }
+}
+
+impl<'a, T: FreshObject> Fresh<'a, T> {
+    fn new(kgsl: &'a Kgsl, obj: T) -> Self {
+        Self { kgsl, obj: Some(obj) }
+    }
+    fn get(&self) -> &T {
+        // PANIC: `obj` is taken only by `keep` (which consumes self) and `drop`.
+        self.obj.as_ref().expect("held until keep or drop")
+    }
+    fn keep(mut self) -> T {
+        // PANIC: as in `get`.
+        self.obj.take().expect("held until keep or drop")
+    }
+}
+
+impl<T: FreshObject> Drop for Fresh<'_, T> {
+    fn drop(&mut self) {
+        let Some(o) = self.obj.take() else { return };
+        let addr = o.object().gpuaddr();
+        // An `Arc` still held elsewhere was handed to something that outlived the error: that
+        // holder frees it (nothing does today: the pools that take clones die with the error).
+        if let Some(o) = o.into_object()
+            && let Err(e) = self.kgsl.free(o, FreeAfter::NeverSubmitted)
+        {
+            log::warn!("QCOM: freeing GPU object at {addr:#x} after a failed load step: {e}");
+        }
+    }
+}
+
 impl QcomBackend {
     /// A backend on `dev`.
     pub fn new(dev: Arc<QcomDevice>) -> Result<Self> {
@@ -609,12 +669,12 @@ impl QcomBackend {
         }
         let kgsl = &self.dev.kgsl;
         let stack = self.programs.iter().map(|(p, _)| p.stack_bytes).max().unwrap_or(0).max(4096);
-        let scratch = kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?;
-        let pvt = kgsl.alloc(stack, MemFlags::USE_CPU_MAP)?;
+        let scratch = Fresh::new(kgsl, kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?);
+        let pvt = Fresh::new(kgsl, kgsl.alloc(stack, MemFlags::USE_CPU_MAP)?);
         let enc = Arc::new(A6xxEncoder::new(EncoderConfig {
-            scratch: scratch.gpuaddr(),
-            pvt_mem: pvt.gpuaddr(),
-            pvt_mem_bytes: pvt.size(),
+            scratch: scratch.get().gpuaddr(),
+            pvt_mem: pvt.get().gpuaddr(),
+            pvt_mem_bytes: pvt.get().size(),
         })?);
         for (p, code) in &mut self.programs {
             if let Some(slots) = &self.dev.arg_slots {
@@ -634,8 +694,8 @@ impl QcomBackend {
         let timeline = Signal::new(Arc::new(page), 0)?;
         self.queue = Some(HwQueue::new(enc.clone(), &timeline)?);
         self.timeline = Some(timeline);
-        self.scratch = Some(scratch);
-        self.pvt = Some(pvt);
+        self.scratch = Some(scratch.keep());
+        self.pvt = Some(pvt.keep());
         self.enc = Some(enc.clone());
         Ok(enc)
     }
@@ -654,10 +714,10 @@ impl Backend for QcomBackend {
 
     fn alloc(&mut self, index: usize, nbytes: u64, initial: &[u8]) -> Result<u64> {
         debug_assert_eq!(index, self.buffers.len());
-        let o = self.dev.kgsl.alloc(nbytes, MemFlags::USE_CPU_MAP)?;
-        write_words(&o, 0, initial)?;
-        let a = o.gpuaddr();
-        self.buffers.push(o);
+        let o = Fresh::new(&self.dev.kgsl, self.dev.kgsl.alloc(nbytes, MemFlags::USE_CPU_MAP)?);
+        write_words(o.get(), 0, initial)?;
+        let a = o.get().gpuaddr();
+        self.buffers.push(o.keep());
         Ok(a)
     }
 
@@ -671,11 +731,11 @@ impl Backend for QcomBackend {
             reason: "an adreno_a630 object without its programs[].adreno metadata",
         })?;
         let prog = Program::from_json(object, meta)?;
-        let code = self.dev.kgsl.alloc(prog.image.len() as u64, MemFlags::USE_CPU_MAP)?;
-        write_words(&code, 0, &prog.image)?;
+        let code = Fresh::new(&self.dev.kgsl, self.dev.kgsl.alloc(prog.image.len() as u64, MemFlags::USE_CPU_MAP)?);
+        write_words(code.get(), 0, &prog.image)?;
         // Until the encoder exists the second field holds the code address.
-        self.programs.push((prog, code.gpuaddr()));
-        self.code.push(code);
+        self.programs.push((prog, code.get().gpuaddr()));
+        self.code.push(code.keep());
         Ok(self.programs.len() - 1)
     }
 
@@ -766,19 +826,20 @@ impl Backend for QcomBackend {
         // One IB slot holds the whole captured queue.
         let slot_bytes = (4 * q.words().len()).next_multiple_of(256);
         let pool_bytes = slot_bytes * self.ib_slots;
-        let ib = Arc::new(kgsl.alloc(pool_bytes as u64, MemFlags::USE_CPU_MAP)?);
-        let kernarg_mem = Arc::new(kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?);
+        let ib = Fresh::new(kgsl, Arc::new(kgsl.alloc(pool_bytes as u64, MemFlags::USE_CPU_MAP)?));
+        let kernarg_mem = Fresh::new(kgsl, Arc::new(kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?));
         let hook = GpuCommandHook { kgsl: kgsl.clone(), ctx: self.dev.ctx.clone(), sim: self.dev.sim.clone() };
         let pool = IbPool::new(
-            Arc::new(ObjBus::new(ib.clone(), pool_bytes)?),
-            ib.gpuaddr(),
+            Arc::new(ObjBus::new(ib.get().clone(), pool_bytes)?),
+            ib.get().gpuaddr(),
             slot_bytes,
             Barrier::DeviceWrite,
             Box::new(hook),
         )?;
         // The runner's constant blocks live in the constant objects above (captured once); this
         // pool serves `Submitter::kernargs` for work built at run time.
-        let kernargs = KernargPool::new(Arc::new(ObjBus::new(kernarg_mem.clone(), 4096)?), kernarg_mem.gpuaddr(), 16);
+        let kernargs =
+            KernargPool::new(Arc::new(ObjBus::new(kernarg_mem.get().clone(), 4096)?), kernarg_mem.get().gpuaddr(), 16);
         let hooks =
             QcomHooks { inner: TimestampHooks::new(kgsl.clone(), self.dev.ctx.clone()), sim: self.dev.sim.clone() };
         let hcq = Hcq::new(
@@ -793,8 +854,8 @@ impl Backend for QcomBackend {
         if self.start != 0 {
             hcq.resume_at(Stamp::new(self.start))?;
         }
-        self.ib = Some(ib);
-        self.kernarg_mem = Some(kernarg_mem);
+        self.ib = Some(ib.keep());
+        self.kernarg_mem = Some(kernarg_mem.keep());
         self.hcq = Some(Arc::new(hcq));
         Ok(())
     }
