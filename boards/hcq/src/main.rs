@@ -227,7 +227,23 @@ fn load_timed<B: Backend>(backend: B, file: &Hcqb<'_>, path: &Path) -> Result<(R
     Ok((model, t_load.elapsed().as_secs_f64() * 1e6))
 }
 
+/// What a run ended with: whether its check passed (or none was asked), and the `--json` line.
+struct Ran {
+    ok: bool,
+    json: Option<serde_json::Value>,
+}
+
+/// `hcq run`: the report, then (`--json`) the JSON object as the very last line, after every
+/// other line a device writes once the calls are done (`--dump-rd`'s `rd ... bytes written`).
 fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
+    let ran = run_on_device(path, o, out)?;
+    if let Some(j) = ran.json {
+        writeln!(out, "{j}").ok();
+    }
+    Ok(ran.ok)
+}
+
+fn run_on_device(path: &Path, o: RunOpts, out: &mut String) -> Result<Ran> {
     let bytes = bundle_bytes(path)?;
     let file = Hcqb::parse(&bytes).with_context(|| format!("bundle {}", path.display()))?;
     let reg = registry();
@@ -329,7 +345,7 @@ fn drive<M: RunModel>(
     prof: Option<&hcq::profile::Profiler>,
     o: &RunOpts,
     out: &mut String,
-) -> Result<bool> {
+) -> Result<Ran> {
     let t0 = Instant::now();
     model.call()?;
     let first_us = t0.elapsed().as_secs_f64() * 1e6;
@@ -401,8 +417,8 @@ fn drive<M: RunModel>(
         write!(out, "{}", prof.summary_table()).ok();
         writeln!(out, "profile  {} events written to {}", prof.events().len(), p.display()).ok();
     }
-    if o.json {
-        let line = serde_json::json!({
+    let json = o.json.then(|| {
+        serde_json::json!({
             "bundle": model.name(),
             "device": name,
             "arch": model.arch().name(),
@@ -414,10 +430,9 @@ fn drive<M: RunModel>(
             "kernel_us_median": round3(med / model.kernels_per_call().max(1) as f64),
             "outputs_ok": report.as_ref().map(|r| r.ok),
             "max_abs_diff": report.as_ref().map(|r| r.max_abs_diff).filter(|d| d.is_finite()),
-        });
-        writeln!(out, "{line}").ok();
-    }
-    Ok(report.is_none_or(|r| r.ok))
+        })
+    });
+    Ok(Ran { ok: report.is_none_or(|r| r.ok), json })
 }
 
 /// Write `text` to stdout. A closed pipe (`hcq inspect ... | head -1`) is not an error: the
