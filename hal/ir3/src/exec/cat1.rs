@@ -2,6 +2,22 @@
 
 use super::*;
 
+/// An integer (|i| ≤ 2^32) → f32, rounded in direction `r`.
+fn int_to_f32(i: i64, r: Round) -> f32 {
+    // CAST: `as` rounds to nearest even; the result is within one ulp of `i`, and every f32
+    // of magnitude ≤ 2^32 is an exact i64, so the comparison below is exact.
+    let near = i as f32;
+    let back = near as i64;
+    match r {
+        Round::Even => near,
+        _ if back == i => near,
+        Round::Zero if back.unsigned_abs() > i.unsigned_abs() => libm::nextafterf(near, 0.0),
+        Round::PosInf if back < i => libm::nextafterf(near, f32::INFINITY),
+        Round::NegInf if back > i => libm::nextafterf(near, f32::NEG_INFINITY),
+        _ => near,
+    }
+}
+
 fn cvt(v: u32, from: Type, to: Type, round: u8) -> u32 {
     // Read the source as a number.
     enum N {
@@ -19,22 +35,27 @@ fn cvt(v: u32, from: Type, to: Type, round: u8) -> u32 {
         // s8 in later Mesa; the XML's u8_32 is an 8-bit value: read it signed.
         Type::U8_32 => N::I(v as u8 as i8 as i64),
     };
+    let round = Round::from_field(round);
     let rnd = |f: f32| -> f32 {
         match round {
-            1 => libm::rintf(f),
-            2 => libm::ceilf(f),
-            3 => libm::floorf(f),
-            _ => libm::truncf(f),
+            Round::Even => libm::rintf(f),
+            Round::PosInf => libm::ceilf(f),
+            Round::NegInf => libm::floorf(f),
+            Round::Zero => libm::truncf(f),
         }
     };
     match to {
-        Type::F16 => match n {
-            N::F(f) => f32_to_f16(f) as u32,
-            N::I(i) => f32_to_f16(i as f32) as u32,
+        // f16 → f16 is a move; f32 → f16 and every integer → f16 round once in `round`'s
+        // direction (an integer above 2^24 rounds to f32 first, which cannot change the f16
+        // result: every such value overflows f16 in every direction).
+        Type::F16 => match (n, from) {
+            (N::F(_), Type::F16) => v & 0xffff,
+            (N::F(f), _) => f32_to_f16_round(f, round) as u32,
+            (N::I(i), _) => f32_to_f16_round(int_to_f32(i, round), round) as u32,
         },
         Type::F32 => match n {
             N::F(f) => f.to_bits(),
-            N::I(i) => (i as f32).to_bits(),
+            N::I(i) => int_to_f32(i, round).to_bits(),
         },
         _ => {
             let i: i64 = match n {

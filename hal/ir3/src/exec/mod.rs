@@ -33,7 +33,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use crate::decode::{ImageError, decode_image};
-use crate::fp::{f16_to_f32, f32_to_f16};
+use crate::fp::{Round, f16_to_f32, f32_to_f16, f32_to_f16_round};
 use crate::isa::*;
 
 mod cat0;
