@@ -525,9 +525,11 @@ impl QcomBackend {
     /// Profile every launch (before the load): each dispatch and copy is bracketed by two
     /// `CP_REG_TO_MEM` writes of the always-on counter (`Command::Timestamp`, which waits for
     /// idle first), and after each [`Backend::replay`] the pairs become `Program`/`Copy` events
-    /// of the engine's profiler ([`QcomBackend::hcq`]`.profiler()`), in ns of the counter's
-    /// 19.2 MHz clock. On `QCOM:SIM` the counter is the simulated CP's model clock (a tick per
-    /// packet and per work-group), so the figures are relative costs, not time.
+    /// of the engine's profiler ([`QcomBackend::hcq`]`.profiler()`): durations in ns of the
+    /// counter's 19.2 MHz clock, placed on the host clock inside their call (the device clock
+    /// aligned per call, see `record_profile`). On `QCOM:SIM` the counter is the simulated CP's
+    /// model clock (a tick per packet and per work-group), so the durations are relative costs,
+    /// not time.
     pub fn set_profile(&mut self, on: bool) -> Result<()> {
         if self.enc.is_some() {
             return Err(Error::InvalidArgument { what: "QCOM: profiling is chosen before the first launch", value: 0 });
@@ -547,8 +549,18 @@ impl QcomBackend {
         Ok((base, base + 8))
     }
 
-    /// After a call: the profiled launches' timestamps as profiler events.
-    fn record_profile(&mut self) -> Result<()> {
+    /// After a call: the profiled launches' timestamps as profiler events, on the host clock
+    /// ([`hcq::signal::host_clock_ns`], the clock of the core's and the CLI's call events).
+    ///
+    /// The device clock is aligned to the host clock as tinygrad's `ProfileDeviceEvent` offset
+    /// (`tdiff`: host time at a synchronize minus the GPU's last timestamp), measured at every
+    /// call: `done` is the host time at which the wait saw the call complete, so the call's last
+    /// timestamp maps to `done` and every kernel lies in `[submitted, done]`, inside its call.
+    /// It is re-measured per call because `QCOM:SIM`'s counter is a model clock (a tick per
+    /// packet and work-group) that does not keep pace with host time; on hardware it is the same
+    /// offset each time within the wait's wake-up latency. A start before `submitted` (a model
+    /// clock claiming more time than passed) is drawn at `submitted`.
+    fn record_profile(&mut self, submitted: u64, done: u64) -> Result<()> {
         let Some(h) = &self.hcq else { return Ok(()) };
         let prof = h.profiler();
         if !prof.is_enabled() || self.profiled.is_empty() {
@@ -559,11 +571,23 @@ impl QcomBackend {
         }
         // CAST: ticks of a 19.2 MHz counter to ns, in u128 (no overflow for any u64 tick count).
         let ns = |t: u64| (u128::from(t) * 1_000_000_000 / u128::from(ALWAYS_ON_HZ)) as u64;
-        for (i, &(kind, name, arg)) in self.profiled_ids.iter().enumerate() {
+        let stamp = |i: usize| -> Result<(u64, u64)> {
             let bus = self.stamps[i / STAMPS_PER_OBJECT].bus();
             let off = (i % STAMPS_PER_OBJECT) * 16;
             let (t0, t1) = (bus.read(off, Width::U64)?, bus.read(off + 8, Width::U64)?);
-            prof.record(Event { kind, name, start_ns: ns(t0), end_ns: ns(t1.max(t0)), arg });
+            Ok((ns(t0), ns(t1.max(t0))))
+        };
+        let mut last = 0;
+        for i in 0..self.profiled_ids.len() {
+            last = last.max(stamp(i)?.1);
+        }
+        // host = device + tdiff, with tdiff = done - last (in i128: either clock may be ahead)
+        let tdiff = i128::from(done) - i128::from(last);
+        // CAST: clamped into [submitted, done] ⊂ u64.
+        let host = |t: u64| (i128::from(t) + tdiff).clamp(i128::from(submitted), i128::from(done)) as u64;
+        for (i, &(kind, name, arg)) in self.profiled_ids.iter().enumerate() {
+            let (t0, t1) = stamp(i)?;
+            prof.record(Event { kind, name, start_ns: host(t0), end_ns: host(t1), arg });
         }
         Ok(())
     }
@@ -861,10 +885,11 @@ impl Backend for QcomBackend {
     }
 
     fn replay(&mut self) -> Result<()> {
+        let submitted = hcq::signal::host_clock_ns();
         let stamp = self.submit_call()?;
         self.wait(stamp)?;
         if self.profile {
-            self.record_profile()?;
+            self.record_profile(submitted, hcq::signal::host_clock_ns())?;
         }
         Ok(())
     }
