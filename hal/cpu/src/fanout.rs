@@ -45,6 +45,14 @@ struct FanShared {
     sleeping: AtomicUsize,
     /// The launching thread has run out of tids and sleeps on `done_cv` for the last calls.
     caller_sleeping: AtomicBool,
+    /// When the launching thread claimed the call it is running ([`soft_clock_ns`]).
+    caller_claim_ns: AtomicU64,
+    /// How long one call of this launch took on the launching thread, in ns (0 until its first
+    /// call finished).
+    call_ns: AtomicU64,
+    /// When a worker last claimed a call of this launch, and how long a worker's call took.
+    worker_claim_ns: AtomicU64,
+    worker_call_ns: AtomicU64,
     done_lock: Mutex<()>,
     done_cv: Condvar,
 }
@@ -79,6 +87,10 @@ const WORKER_SPIN_MAX: Duration = Duration::from_micros(500);
 
 /// Longest the launching thread spins for the workers' last calls before it sleeps.
 const CALLER_SPIN_MAX: Duration = Duration::from_micros(200);
+/// Slack on a worker call's expected end (clock reads, cache misses of a cold worker).
+const CALLER_SLACK_NS: u64 = 200_000;
+/// Slack on a launch's time against the launching thread alone (the wake-up system call).
+const PAY_SLACK_NS: u64 = 20_000;
 
 impl FanOut {
     pub(crate) fn new(workers: usize) -> Result<Self> {
@@ -93,6 +105,10 @@ impl FanOut {
             started: AtomicUsize::new(0),
             sleeping: AtomicUsize::new(0),
             caller_sleeping: AtomicBool::new(false),
+            caller_claim_ns: AtomicU64::new(0),
+            call_ns: AtomicU64::new(0),
+            worker_claim_ns: AtomicU64::new(0),
+            worker_call_ns: AtomicU64::new(0),
             done_lock: Mutex::new(()),
             done_cv: Condvar::new(),
         });
@@ -126,12 +142,18 @@ impl FanOut {
     /// calls are done.
     ///
     /// This thread takes tids like the workers do, so a launch never waits for a worker to be
-    /// scheduled: on a busy machine it may run every call itself. Once no tid is left it waits
-    /// only for calls a worker has started: it spins for about as long as one call took here
-    /// (at most one call per worker is still running), then sleeps until the last one wakes
-    /// it, so it never spins for long on a CPU a worker needs. A worker that needed the sleep
-    /// was preempted (a machine busier than the device has cores): the next launches run on
-    /// this thread alone (1, 2, 4, ... up to 64 of them while it keeps happening).
+    /// scheduled: on a busy machine, or when the workers slept and wake late (the first
+    /// calls, calls after a gap), it may run every call itself. A worker that wakes late takes
+    /// the last tid only when that ends the launch sooner than this thread would (it has run
+    /// less than 3/4 of its current call). Once no tid is left this thread waits only for calls
+    /// a worker has started: it spins until they are due (`due_by`), [`CALLER_SPIN_MAX`] at
+    /// most, then sleeps until the last call wakes it. A launch slower than this thread alone
+    /// would have been (`paid_off`: a preemption, on a machine busier than the device has
+    /// cores) makes the next launches run on this thread alone (1, 2, 4, ... up to 64 of them
+    /// while it keeps happening). A late *wake* does not: it costs nothing, as the late worker
+    /// takes no call that would hold this thread up (before, it counted as a preemption, and
+    /// the solo runs it started kept the workers asleep, so the next fanned-out launch woke
+    /// them late again: the first hundreds of calls ran on one core).
     pub(crate) fn run(&self, job: Job) {
         if !self.workers.is_empty() {
             self.note_gap();
@@ -173,9 +195,14 @@ impl FanOut {
         let solo = self.solo_left.load(Ordering::Relaxed);
         if self.workers.is_empty() || job.n <= 1 || solo > 0 {
             self.solo_left.store(solo.saturating_sub(1), Ordering::Relaxed);
-            run_tids(s, &job, launch);
+            run_tids(s, &job, launch, true);
             return;
         }
+        let t0 = soft_clock_ns();
+        s.call_ns.store(0, Ordering::Relaxed);
+        s.caller_claim_ns.store(t0, Ordering::Relaxed);
+        s.worker_claim_ns.store(0, Ordering::Relaxed);
+        s.worker_call_ns.store(0, Ordering::Relaxed);
         {
             let mut g = s.job.lock().unwrap_or_else(|p| p.into_inner());
             g.0 = launch;
@@ -185,32 +212,32 @@ impl FanOut {
                 s.cv.notify_all();
             }
         }
-        let t0 = Instant::now();
-        let ran = run_tids(s, &job, launch);
+        let ran = run_tids(s, &job, launch, true);
         if s.done.load(Ordering::Acquire) >= job.n {
-            self.backoff.store(0, Ordering::Relaxed);
+            self.finished(t0, job.n);
             return;
         }
-        // spin for about one call's time
-        let per_call = t0.elapsed() / ran.max(1) as u32;
-        let spin = per_call.clamp(Duration::from_micros(2), CALLER_SPIN_MAX);
-        let t1 = Instant::now();
-        while t1.elapsed() < spin {
+        // A worker's last call should end about one call's time after its claim.
+        let now = soft_clock_ns();
+        let call = match s.call_ns.load(Ordering::Acquire) {
+            0 => now.saturating_sub(t0) / ran.max(1),
+            c => c,
+        };
+        let claimed = match s.worker_claim_ns.load(Ordering::Acquire) {
+            0 => now,
+            t => t,
+        };
+        let due = due_by(claimed, call);
+        let spin_until = due.min(soft_clock_ns() + CALLER_SPIN_MAX.as_nanos() as u64);
+        while soft_clock_ns() < spin_until {
             for _ in 0..64 {
                 if s.done.load(Ordering::Acquire) >= job.n {
-                    self.backoff.store(0, Ordering::Relaxed);
+                    self.finished(t0, job.n);
                     return;
                 }
                 core::hint::spin_loop();
             }
         }
-        // A worker's call ran well past this thread's: on a machine busier than the device has
-        // cores, a worker is preempted mid-call and the launch waits for a scheduler quantum.
-        // Run the next launches on this thread alone, twice as many each time this happens in
-        // a row (up to SOLO_MAX), then try the workers again.
-        let backoff = (self.backoff.load(Ordering::Relaxed) * 2).clamp(1, SOLO_MAX);
-        self.backoff.store(backoff, Ordering::Relaxed);
-        self.solo_left.store(backoff, Ordering::Relaxed);
         // then sleep. Dekker with `run_tids` on a worker: this sets `caller_sleeping` then reads
         // the count; a worker adds to the count then reads `caller_sleeping`
         s.caller_sleeping.store(true, Ordering::SeqCst);
@@ -224,6 +251,28 @@ impl FanOut {
         }
         drop(g);
         s.caller_sleeping.store(false, Ordering::SeqCst);
+        self.finished(t0, job.n);
+    }
+
+    /// After a launch of `n` calls that began at `t0`: one that took longer than this thread
+    /// alone would have (`paid_off`: a worker preempted mid-call, or this thread preempted by
+    /// the worker it woke, on a machine busier than the device has cores) makes the next
+    /// launches run on this thread alone, twice as many each time this happens in a row (up to
+    /// SOLO_MAX), then the workers are tried again. A worker that slept and woke late costs
+    /// nothing (it leaves the calls to this thread), so it never starts a solo run.
+    fn finished(&self, t0: u64, n: u64) {
+        let s = &self.shared;
+        let call = match s.call_ns.load(Ordering::Acquire) {
+            0 => s.worker_call_ns.load(Ordering::Acquire),
+            c => c,
+        };
+        if paid_off(soft_clock_ns().saturating_sub(t0), n, call) {
+            self.backoff.store(0, Ordering::Relaxed);
+            return;
+        }
+        let backoff = (self.backoff.load(Ordering::Relaxed) * 2).clamp(1, SOLO_MAX);
+        self.backoff.store(backoff, Ordering::Relaxed);
+        self.solo_left.store(backoff, Ordering::Relaxed);
     }
 }
 
@@ -240,9 +289,34 @@ impl Drop for FanOut {
     }
 }
 
+/// When a worker call claimed at `claimed` should have ended, for calls of `call` ns as timed
+/// on the launching thread: twice that (a worker on a core that was idle runs at a lower
+/// clock at first) plus [`CALLER_SLACK_NS`]. The launching thread spins until then
+/// ([`CALLER_SPIN_MAX`] at most), then sleeps.
+fn due_by(claimed: u64, call: u64) -> u64 {
+    claimed.saturating_add(call.saturating_mul(2).saturating_add(CALLER_SLACK_NS))
+}
+
+/// Whether a fanned-out launch of `n` calls of `call` ns that took `total` ns was no slower
+/// than the launching thread alone (`n · call`), within a quarter and [`PAY_SLACK_NS`]
+/// (the wake-up system call, a worker on a core that was idle). A preemption costs a
+/// scheduler quantum, milliseconds.
+fn paid_off(total: u64, n: u64, call: u64) -> bool {
+    let alone = n.saturating_mul(call);
+    total <= alone.saturating_add(alone / 4).saturating_add(PAY_SLACK_NS)
+}
+
+/// Whether a worker taking the last tid at `now` ends the launch sooner than the launching
+/// thread would, running it after the call it claimed at `caller_claim` (`call` ns each, 0
+/// while unknown: then take it): only while that call is less than 3/4 done.
+fn last_tid_helps(now: u64, caller_claim: u64, call: u64) -> bool {
+    call == 0 || now.saturating_sub(caller_claim) <= call / 4 * 3
+}
+
 /// Claim and run tids of `job` (launch `launch`) until none is left or a newer launch began;
-/// returns how many this thread ran.
-fn run_tids(s: &FanShared, job: &Job, launch: u64) -> u64 {
+/// returns how many this thread ran. `caller`: this is the launching thread (else a worker,
+/// which leaves the last tid to the launching thread when that would finish sooner).
+fn run_tids(s: &FanShared, job: &Job, launch: u64, caller: bool) -> u64 {
     let mut args = job.args;
     let mut ran = 0;
     let mut cur = s.next.load(Ordering::Acquire);
@@ -250,9 +324,25 @@ fn run_tids(s: &FanShared, job: &Job, launch: u64) -> u64 {
         if cur >> 32 != launch || cur & 0xffff_ffff >= job.n {
             break;
         }
+        let t = soft_clock_ns();
+        if !caller {
+            // The last tid, while the launching thread runs a call: taking it helps only if
+            // this ends before the launching thread would have finished it after its own (the
+            // calls take about as long), i.e. that call is less than 3/4 done.
+            if cur & 0xffff_ffff == job.n - 1
+                && !last_tid_helps(t, s.caller_claim_ns.load(Ordering::Acquire), s.call_ns.load(Ordering::Acquire))
+            {
+                break;
+            }
+            // before the claim, so the launching thread never sees a claimed call without it
+            s.worker_claim_ns.fetch_max(t, Ordering::AcqRel);
+        }
         if let Err(now) = s.next.compare_exchange_weak(cur, cur + 1, Ordering::AcqRel, Ordering::Acquire) {
             cur = now;
             continue;
+        }
+        if caller {
+            s.caller_claim_ns.store(t, Ordering::Release);
         }
         args[job.slot] = cur & 0xffff_ffff;
         // The job comes from `CpuExec`: a loaded kernel of `nargs` arguments (it stays loaded
@@ -260,6 +350,12 @@ fn run_tids(s: &FanShared, job: &Job, launch: u64) -> u64 {
         // SAFETY: see above; `f` takes exactly `nargs` integer arguments.
         let _ = unsafe { call_kernel(job.f as *const (), &args[..job.nargs]) };
         ran += 1;
+        let end = soft_clock_ns();
+        if caller {
+            s.call_ns.store(end.saturating_sub(t).max(1), Ordering::Release);
+        } else {
+            s.worker_call_ns.store(end.saturating_sub(t).max(1), Ordering::Release);
+        }
         s.done.fetch_add(1, Ordering::SeqCst);
         if s.caller_sleeping.load(Ordering::SeqCst) {
             let _g = s.done_lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -305,7 +401,73 @@ fn worker(s: Arc<FanShared>) {
             g.1
         };
         if let Some(job) = job {
-            run_tids(&s, &job, seen);
+            run_tids(&s, &job, seen, false);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Calls a worker ran, and how long a worker waits before its call (its late start).
+    static WORKER_CALLS: AtomicU64 = AtomicU64::new(0);
+    static WORKER_DELAY_US: AtomicU64 = AtomicU64::new(0);
+
+    /// A 20 ms call; on a worker it starts `WORKER_DELAY_US` late.
+    extern "C" fn twenty_ms(_tid: u64) {
+        if std::thread::current().name().is_some_and(|n| n.starts_with("CPU-core")) {
+            WORKER_CALLS.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_micros(WORKER_DELAY_US.load(Ordering::SeqCst)));
+        }
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(20) {
+            core::hint::spin_loop();
+        }
+    }
+
+    /// Launches of two 20 ms calls after the worker slept, its call starting `delay_us` late;
+    /// returns `solo_left` after the first launch in which the worker took a call.
+    fn solo_after_a_late_worker(delay_us: u64) -> u32 {
+        WORKER_DELAY_US.store(delay_us, Ordering::SeqCst);
+        let fan = FanOut::new(1).unwrap();
+        let job = Job { f: twenty_ms as *const () as usize, args: [0; MAX_ARGS], nargs: 1, slot: 0, n: 2 };
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(5)); // the worker sleeps
+            let before = WORKER_CALLS.load(Ordering::SeqCst);
+            fan.run(job);
+            if WORKER_CALLS.load(Ordering::SeqCst) > before {
+                return fan.solo_left.load(Ordering::Relaxed);
+            }
+            fan.solo_left.store(0, Ordering::Relaxed);
+        }
+        panic!("in 20 launches of two 20 ms calls the worker never took one");
+    }
+
+    /// A worker that wakes (or starts its call) late still ends the launch sooner than the
+    /// launching thread alone: no solo run (before: any wait past 200 µs for it started one,
+    /// and the solo runs kept the workers asleep, so the first calls ran on one core). A
+    /// worker 200 ms late made the launch slower than one thread: that starts one.
+    #[test]
+    fn a_late_worker_does_not_start_a_solo_run_unless_the_launch_was_slower() {
+        assert_eq!(solo_after_a_late_worker(1_000), 0);
+        assert!(solo_after_a_late_worker(200_000) >= 1);
+    }
+
+    #[test]
+    fn a_launch_pays_off_unless_slower_than_the_launching_thread_alone() {
+        // 4 calls of 300 µs: 1.2 ms alone
+        assert!(paid_off(700_000, 4, 300_000), "fanned out");
+        assert!(paid_off(1_250_000, 4, 300_000), "the workers woke late and left every call to it");
+        assert!(!paid_off(4_500_000, 4, 300_000), "a preempted thread: a scheduler quantum more");
+        assert_eq!(due_by(250_000, 300_000), 250_000 + 600_000 + CALLER_SLACK_NS);
+    }
+
+    #[test]
+    fn a_late_worker_leaves_the_last_tid_to_the_launching_thread() {
+        let call = 300_000;
+        assert!(last_tid_helps(1_000_000 + 100_000, 1_000_000, call), "a third into its call: help");
+        assert!(!last_tid_helps(1_000_000 + 250_000, 1_000_000, call), "nearly done: it does it sooner");
+        assert!(last_tid_helps(5_000_000, 1_000_000, 0), "no call timed yet: take it");
     }
 }
