@@ -179,6 +179,14 @@ struct RunOpts {
     timeout_ms: Option<u64>,
 }
 
+/// What a run ended with: whether its check passed (or none was asked), and the `--json` line.
+struct Ran {
+    ok: bool,
+    json: Option<serde_json::Value>,
+}
+
+/// `hcq run`: the report, then (`--json`) the JSON object as the very last line, after every
+/// other line a device writes once the calls are done (`--dump-rd`'s `rd ... bytes written`).
 fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
     let name = o.device.as_deref().map_or_else(hcq_runtime::default_name, hcq_runtime::canonical_name);
     if o.dump_rd.is_some() && !name.starts_with("QCOM") {
@@ -209,7 +217,11 @@ fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
             .with_context(|| p.display().to_string())?;
         writeln!(out, "rd       {} bytes written to {}", rd.len(), p.display()).ok();
     }
-    res
+    let ran = res?;
+    if let Some(j) = ran.json {
+        writeln!(out, "{j}").ok();
+    }
+    Ok(ran.ok)
 }
 
 /// Call a loaded model (any device, through `hcq::runner::Model`), time it, check it, report.
@@ -222,7 +234,7 @@ fn drive(
     load_us: f64,
     o: &RunOpts,
     out: &mut String,
-) -> Result<bool> {
+) -> Result<Ran> {
     let prof = model.profiler();
     let prof = prof.as_deref();
     let t0 = Instant::now();
@@ -296,8 +308,8 @@ fn drive(
         write!(out, "{}", prof.summary_table()).ok();
         writeln!(out, "profile  {} events written to {}", prof.events().len(), p.display()).ok();
     }
-    if o.json {
-        let line = serde_json::json!({
+    let json = o.json.then(|| {
+        serde_json::json!({
             "bundle": model.name(),
             "device": name,
             "arch": model.arch().name(),
@@ -309,10 +321,9 @@ fn drive(
             "kernel_us_median": round3(med / model.kernels_per_call().max(1) as f64),
             "outputs_ok": report.as_ref().map(|r| r.ok),
             "max_abs_diff": report.as_ref().map(|r| r.max_abs_diff).filter(|d| d.is_finite()),
-        });
-        writeln!(out, "{line}").ok();
-    }
-    Ok(report.is_none_or(|r| r.ok))
+        })
+    });
+    Ok(Ran { ok: report.is_none_or(|r| r.ok), json })
 }
 
 /// Write `text` to stdout. A closed pipe (`hcq inspect ... | head -1`) is not an error: the

@@ -200,6 +200,38 @@ fn profile_on_qcom_sim_records_every_dispatch_from_gpu_timestamps() {
     std::fs::remove_file(&tmp).ok();
 }
 
+/// On `QCOM:SIM` the kernel events (device clock) are aligned to the call events (host clock):
+/// every kernel of a timed call lies inside its call event in the trace (before: the second
+/// call's kernels were drawn at 61 µs, the call at 9.7 ms), and the first, untimed call's
+/// kernels come before the first call event.
+#[test]
+fn profile_on_qcom_sim_draws_every_kernel_inside_its_call() {
+    let tmp = std::env::temp_dir().join(format!("hcq-prof-qcom-align-{}.json", std::process::id()));
+    let out = hcq(&["run", "examples/mlp", "--device", "QCOM:SIM", "--iters", "3", "--profile", tmp.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&tmp).unwrap()).unwrap();
+    std::fs::remove_file(&tmp).ok();
+    let evs = j["traceEvents"].as_array().unwrap();
+    let span = |e: &serde_json::Value| {
+        let ts = e["ts"].as_f64().unwrap();
+        (ts, ts + e["dur"].as_f64().unwrap())
+    };
+    let mut calls: Vec<(f64, f64)> = evs.iter().filter(|e| e["cat"] == "call").map(span).collect();
+    calls.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(calls.len(), 3);
+    let programs: Vec<(f64, f64)> = evs.iter().filter(|e| e["cat"] == "program").map(span).collect();
+    assert_eq!(programs.len(), 12, "3 kernels x (the first call + 3 timed calls)");
+    let mut per_call = vec![0; calls.len()];
+    for (i, &(s, e)) in programs.iter().enumerate() {
+        // 2 ns of slack: `ts` and `dur` are each rounded to 1 ns in the trace
+        match calls.iter().position(|&(cs, ce)| cs - 0.002 <= s && e <= ce + 0.002) {
+            Some(c) => per_call[c] += 1,
+            None => assert!(i < 3 && e <= calls[0].0, "kernel {i} [{s}, {e}] µs lies in no call: {calls:?}"),
+        }
+    }
+    assert_eq!(per_call, [3, 3, 3], "each call holds its three kernels");
+}
+
 #[test]
 fn profile_writes_a_perfetto_trace_with_every_kernel() {
     let tmp = std::env::temp_dir().join(format!("hcq-prof-{}.json", std::process::id()));

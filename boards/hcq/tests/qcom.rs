@@ -166,3 +166,29 @@ fn shared_missing(what: &std::path::Path) -> bool {
     eprintln!("SKIP: {} is missing (it exists only beside the development checkout)", what.display());
     true
 }
+
+/// With `--json` the JSON object is the last line of `hcq run`, also after `--dump-rd`'s
+/// `rd ... bytes written` line (which used to come last).
+#[test]
+fn with_json_and_dump_rd_the_last_line_is_the_json_object() {
+    let rd = std::env::temp_dir().join(format!("hcq-qcom-json-{}.rd", std::process::id()));
+    let out = hcq(&[
+        "run",
+        "examples/elementwise",
+        "--device",
+        "QCOM:SIM",
+        "--iters",
+        "1",
+        "--check",
+        "--json",
+        "--dump-rd",
+        &rd.to_string_lossy(),
+    ]);
+    let _ = std::fs::remove_file(&rd);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.lines().any(|l| l.starts_with("rd ") && l.contains("bytes written")), "{stdout}");
+    let j = last_json(&out);
+    assert_eq!(j["device"], "QCOM:SIM");
+    assert_eq!(j["outputs_ok"], true);
+}

@@ -12,6 +12,9 @@
 //! - `fanout_wide(cores)`: the `wide` model (two `core_id` matmuls of its 6 kernels) on 1 or 2
 //!   cores; `fanout_matmul(cores)`: `benches/bundles/matmul` (one 192×192 matmul split in 4
 //!   `core_id` tids: a call whose time is all in `core_id` kernels).
+//! - `first_calls::{matmul,wide}(cores)`: the next call after the load on a fresh device (the
+//!   fan-out workers asleep since the load); `with_gaps::{matmul,wide}(cores)`: one call after
+//!   a 50 ms gap (a caller at 20 Hz). Speedup `time(1) / time(2)` each.
 //!
 //! After the benches, `cargo bench` (not `cargo test`) also prints a report that divan cannot
 //! express:
@@ -103,6 +106,51 @@ fn fanout_wide(b: Bencher, cores: usize) {
 #[divan::bench(args = [1, 2])]
 fn fanout_matmul(b: Bencher, cores: usize) {
     bench_model(b, "matmul", cores);
+}
+
+/// The gap before each call of the `with_gaps` benches: a caller at 20 Hz.
+const GAP: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The first calls on a fresh device: each sample loads the model anew (untimed: the load and
+/// its one checking call) and times its next call, so the fan-out workers have never run a
+/// call-to-call rhythm. The fan-out speedup is `time(1) / time(2)`.
+mod first_calls {
+    use super::*;
+
+    fn bench(b: Bencher, name: &str, cores: usize) {
+        b.with_inputs(|| load(name, cores)).bench_local_refs(|m| m.call().unwrap());
+    }
+
+    #[divan::bench(args = [1, 2], sample_size = 1, sample_count = 40)]
+    fn matmul(b: Bencher, cores: usize) {
+        bench(b, "matmul", cores);
+    }
+
+    #[divan::bench(args = [1, 2], sample_size = 1, sample_count = 40)]
+    fn wide(b: Bencher, cores: usize) {
+        bench(b, "wide", cores);
+    }
+}
+
+/// Calls 50 ms apart (untimed sleeps), as a caller at 20 Hz makes them: each sample is one
+/// call after a gap. The fan-out speedup is `time(1) / time(2)`.
+mod with_gaps {
+    use super::*;
+
+    fn bench(b: Bencher, name: &str, cores: usize) {
+        let mut m = load(name, cores);
+        b.with_inputs(|| std::thread::sleep(GAP)).bench_local_values(|()| m.call().unwrap());
+    }
+
+    #[divan::bench(args = [1, 2], sample_size = 1, sample_count = 40)]
+    fn matmul(b: Bencher, cores: usize) {
+        bench(b, "matmul", cores);
+    }
+
+    #[divan::bench(args = [1, 2], sample_size = 1, sample_count = 40)]
+    fn wide(b: Bencher, cores: usize) {
+        bench(b, "wide", cores);
+    }
 }
 
 /// Tids of the `fill` launch and ints each writes.

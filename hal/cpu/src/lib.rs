@@ -59,6 +59,13 @@ pub mod exec;
     any(target_arch = "x86_64", target_arch = "aarch64"),
     not(all(target_os = "macos", target_arch = "aarch64"))
 ))]
+mod fanout;
+#[cfg(all(
+    feature = "std",
+    any(target_os = "linux", target_os = "macos"),
+    any(target_arch = "x86_64", target_arch = "aarch64"),
+    not(all(target_os = "macos", target_arch = "aarch64"))
+))]
 pub mod model;
 
 pub use elf::{Arch, ElfObject, Layout};

@@ -281,6 +281,47 @@ fn cov_float_to_int_follows_the_rounding_field() {
     assert_eq!(f32::from_bits(out[0]), 1.5);
 }
 
+/// `cov` to a float follows the ROUND field too (0 toward zero, 1 nearest even, 2 +inf, 3 -inf),
+/// checked with values that are inexact in the destination type.
+#[test]
+fn cov_to_float_follows_the_rounding_field() {
+    let mov_f32 = |dst: u64, v: f32| 1u64 << 61 | 2 << 53 | 1 << 50 | 1 << 46 | dst << 32 | v.to_bits() as u64;
+    let mov_s32 = |dst: u64, v: i32| 1u64 << 61 | 2 << 53 | 5 << 50 | 5 << 46 | dst << 32 | v as u32 as u64;
+    // cov.{src}{dst} with rounding: types 0 f16, 1 f32, 3 u32, 5 s32
+    let cov = |round: u64, src: u64, dst_ty: u64, dst: u64, from: u64| {
+        1u64 << 61 | round << 55 | src << 50 | dst_ty << 46 | dst << 32 | from
+    };
+    // f16 → f32 is exact: the half result widened into r1.x
+    let widen = cov(0, 0, 1, R1X, R2Y);
+    // f32 → f16: 1 + 2^-11 + 2^-13 lies between 1.0 and 1 + 2^-10, above the midpoint
+    let x = 1.0 + 1.0 / 2048.0 + 1.0 / 8192.0;
+    let (lo, hi) = (1.0f32, 1.0 + 1.0 / 1024.0);
+    for (round, pos, neg) in [(0, lo, -lo), (1, hi, -hi), (2, hi, -lo), (3, lo, -hi)] {
+        for (v, want) in [(x, pos), (-x, neg)] {
+            let out = collect(&[mov_f32(R2X, v), cov(round, 1, 0, R2Y, R2X), widen], 1, 0);
+            assert_eq!(f32::from_bits(out[0]), want, "cov.f32f16 of {v} with round {round}");
+        }
+    }
+    // s32 → f32: ±(2^24 + 3) lies between 2^24 + 2 and 2^24 + 4 (a tie: even is + 4)
+    let (lo, hi) = (16_777_218.0f32, 16_777_220.0f32);
+    for (round, pos, neg) in [(0, lo, -lo), (1, hi, -hi), (2, hi, -lo), (3, lo, -hi)] {
+        for (v, want) in [(16_777_219, pos), (-16_777_219, neg)] {
+            let out = collect(&[mov_s32(R2X, v), cov(round, 5, 1, R1X, R2X)], 1, 0);
+            assert_eq!(f32::from_bits(out[0]), want, "cov.s32f32 of {v} with round {round}");
+        }
+    }
+    // u32 → f32: 2^32 - 1 lies between 2^32 - 256 and 2^32
+    for (round, want) in [(0, 4_294_967_040.0f32), (1, 4_294_967_296.0), (2, 4_294_967_296.0), (3, 4_294_967_040.0)] {
+        let out = collect(&[mov_s32(R2X, -1), cov(round, 3, 1, R1X, R2X)], 1, 0);
+        assert_eq!(f32::from_bits(out[0]), want, "cov.u32f32 of 2^32 - 1 with round {round}");
+    }
+    // s32 → f16: 2051 lies between 2050 and 2052 (a tie: even is 2052)
+    for (round, want) in [(0, 2050.0f32), (1, 2052.0), (2, 2052.0), (3, 2050.0)] {
+        let out = collect(&[mov_s32(R2X, 2051), cov(round, 5, 0, R2Y, R2X), widen], 1, 0);
+        assert_eq!(f32::from_bits(out[0]), want, "cov.s32f16 of 2051 with round {round}");
+    }
+}
+
 #[test]
 fn sel_picks_by_a_full_register_condition() {
     let sel = 3u64 << 61 | 9 << 55 | R2X << 47 | R1X << 32 | R4X << 16 | R3X;

@@ -374,6 +374,66 @@ const ALWAYS_ON_HZ: u64 = 19_200_000;
 /// Constant blocks per constant object (each launch has its own 4 KiB slot).
 const CONSTS_PER_OBJECT: usize = 256;
 
+/// A GPU object that goes back to KGSL (never submitted) if dropped before [`Fresh::keep`]:
+/// what a load allocated before one of its steps failed is freed, not left to the file close.
+struct Fresh<'a, T: FreshObject> {
+    kgsl: &'a Kgsl,
+    obj: Option<T>,
+}
+
+/// A GPU object, owned alone or shared ([`Fresh`]).
+trait FreshObject: Sized {
+    fn object(&self) -> &GpuObject;
+    /// The object, once no other holder is left.
+    fn into_object(self) -> Option<GpuObject>;
+}
+
+impl FreshObject for GpuObject {
+    fn object(&self) -> &GpuObject {
+        self
+    }
+    fn into_object(self) -> Option<GpuObject> {
+        Some(self)
+    }
+}
+
+impl FreshObject for Arc<GpuObject> {
+    fn object(&self) -> &GpuObject {
+        self
+    }
+    fn into_object(self) -> Option<GpuObject> {
+        Arc::try_unwrap(self).ok()
+    }
+}
+
+impl<'a, T: FreshObject> Fresh<'a, T> {
+    fn new(kgsl: &'a Kgsl, obj: T) -> Self {
+        Self { kgsl, obj: Some(obj) }
+    }
+    fn get(&self) -> &T {
+        // PANIC: `obj` is taken only by `keep` (which consumes self) and `drop`.
+        self.obj.as_ref().expect("held until keep or drop")
+    }
+    fn keep(mut self) -> T {
+        // PANIC: as in `get`.
+        self.obj.take().expect("held until keep or drop")
+    }
+}
+
+impl<T: FreshObject> Drop for Fresh<'_, T> {
+    fn drop(&mut self) {
+        let Some(o) = self.obj.take() else { return };
+        let addr = o.object().gpuaddr();
+        // An `Arc` still held elsewhere was handed to something that outlived the error: that
+        // holder frees it (nothing does today: the pools that take clones die with the error).
+        if let Some(o) = o.into_object()
+            && let Err(e) = self.kgsl.free(o, FreeAfter::NeverSubmitted)
+        {
+            log::warn!("QCOM: freeing GPU object at {addr:#x} after a failed load step: {e}");
+        }
+    }
+}
+
 impl QcomBackend {
     /// A backend on `dev`.
     pub fn new(dev: Arc<QcomDevice>) -> Result<Self> {
@@ -410,9 +470,11 @@ impl QcomBackend {
     /// Profile every launch (before the load): each dispatch and copy is bracketed by two
     /// `CP_REG_TO_MEM` writes of the always-on counter (`Command::Timestamp`, which waits for
     /// idle first), and after each [`Backend::replay`] the pairs become `Program`/`Copy` events
-    /// of the engine's profiler ([`QcomBackend::hcq`]`.profiler()`), in ns of the counter's
-    /// 19.2 MHz clock. On `QCOM:SIM` the counter is the simulated CP's model clock (a tick per
-    /// packet and per work-group), so the figures are relative costs, not time.
+    /// of the engine's profiler ([`QcomBackend::hcq`]`.profiler()`): durations in ns of the
+    /// counter's 19.2 MHz clock, placed on the host clock inside their call (the device clock
+    /// aligned per call, see `record_profile`). On `QCOM:SIM` the counter is the simulated CP's
+    /// model clock (a tick per packet and per work-group), so the durations are relative costs,
+    /// not time.
     pub fn set_profile(&mut self, on: bool) -> Result<()> {
         if self.enc.is_some() {
             return Err(Error::InvalidArgument { what: "QCOM: profiling is chosen before the first launch", value: 0 });
@@ -432,8 +494,18 @@ impl QcomBackend {
         Ok((base, base + 8))
     }
 
-    /// After a call: the profiled launches' timestamps as profiler events.
-    fn record_profile(&mut self) -> Result<()> {
+    /// After a call: the profiled launches' timestamps as profiler events, on the host clock
+    /// ([`hcq::signal::host_clock_ns`], the clock of the core's and the CLI's call events).
+    ///
+    /// The device clock is aligned to the host clock as tinygrad's `ProfileDeviceEvent` offset
+    /// (`tdiff`: host time at a synchronize minus the GPU's last timestamp), measured at every
+    /// call: `done` is the host time at which the wait saw the call complete, so the call's last
+    /// timestamp maps to `done` and every kernel lies in `[submitted, done]`, inside its call.
+    /// It is re-measured per call because `QCOM:SIM`'s counter is a model clock (a tick per
+    /// packet and work-group) that does not keep pace with host time; on hardware it is the same
+    /// offset each time within the wait's wake-up latency. A start before `submitted` (a model
+    /// clock claiming more time than passed) is drawn at `submitted`.
+    fn record_profile(&mut self, submitted: u64, done: u64) -> Result<()> {
         let Some(h) = &self.hcq else { return Ok(()) };
         let prof = h.profiler();
         if !prof.is_enabled() || self.profiled.is_empty() {
@@ -444,11 +516,23 @@ impl QcomBackend {
         }
         // CAST: ticks of a 19.2 MHz counter to ns, in u128 (no overflow for any u64 tick count).
         let ns = |t: u64| (u128::from(t) * 1_000_000_000 / u128::from(ALWAYS_ON_HZ)) as u64;
-        for (i, &(kind, name, arg)) in self.profiled_ids.iter().enumerate() {
+        let stamp = |i: usize| -> Result<(u64, u64)> {
             let bus = self.stamps[i / STAMPS_PER_OBJECT].bus();
             let off = (i % STAMPS_PER_OBJECT) * 16;
             let (t0, t1) = (bus.read(off, Width::U64)?, bus.read(off + 8, Width::U64)?);
-            prof.record(Event { kind, name, start_ns: ns(t0), end_ns: ns(t1.max(t0)), arg });
+            Ok((ns(t0), ns(t1.max(t0))))
+        };
+        let mut last = 0;
+        for i in 0..self.profiled_ids.len() {
+            last = last.max(stamp(i)?.1);
+        }
+        // host = device + tdiff, with tdiff = done - last (in i128: either clock may be ahead)
+        let tdiff = i128::from(done) - i128::from(last);
+        // CAST: clamped into [submitted, done] ⊂ u64.
+        let host = |t: u64| (i128::from(t) + tdiff).clamp(i128::from(submitted), i128::from(done)) as u64;
+        for (i, &(kind, name, arg)) in self.profiled_ids.iter().enumerate() {
+            let (t0, t1) = stamp(i)?;
+            prof.record(Event { kind, name, start_ns: host(t0), end_ns: host(t1), arg });
         }
         Ok(())
     }
@@ -554,11 +638,15 @@ impl QcomBackend {
         }
         let kgsl = &self.dev.kgsl;
         let stack = self.programs.iter().map(|(p, _)| p.stack_bytes).max().unwrap_or(0).max(4096);
-        let scratch = kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?;
-        let pvt = kgsl.alloc(stack, MemFlags::USE_CPU_MAP)?;
+        let scratch = Fresh::new(kgsl, kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?);
+        let pvt = Fresh::new(kgsl, kgsl.alloc(stack, MemFlags::USE_CPU_MAP)?);
         let enc = hcq_adreno::compute_encoder(
             kgsl.info().chip_id,
-            EncoderConfig { scratch: scratch.gpuaddr(), pvt_mem: pvt.gpuaddr(), pvt_mem_bytes: pvt.size() },
+            EncoderConfig {
+                scratch: scratch.get().gpuaddr(),
+                pvt_mem: pvt.get().gpuaddr(),
+                pvt_mem_bytes: pvt.get().size(),
+            },
         )?;
         for (p, code) in &mut self.programs {
             let args: Vec<(u32, u32)> = p
@@ -580,8 +668,8 @@ impl QcomBackend {
         let timeline = Signal::new(Arc::new(page), 0)?;
         self.queue = Some(HwQueue::new(enc.clone(), &timeline)?);
         self.timeline = Some(timeline);
-        self.scratch = Some(scratch);
-        self.pvt = Some(pvt);
+        self.scratch = Some(scratch.keep());
+        self.pvt = Some(pvt.keep());
         self.enc = Some(enc.clone());
         Ok(enc)
     }
@@ -600,10 +688,10 @@ impl Backend for QcomBackend {
 
     fn alloc(&mut self, index: usize, nbytes: u64, initial: &[u8]) -> Result<u64> {
         debug_assert_eq!(index, self.buffers.len());
-        let o = self.dev.kgsl.alloc(nbytes, MemFlags::USE_CPU_MAP)?;
-        write_words(&o, 0, initial)?;
-        let a = o.gpuaddr();
-        self.buffers.push(o);
+        let o = Fresh::new(&self.dev.kgsl, self.dev.kgsl.alloc(nbytes, MemFlags::USE_CPU_MAP)?);
+        write_words(o.get(), 0, initial)?;
+        let a = o.get().gpuaddr();
+        self.buffers.push(o.keep());
         Ok(a)
     }
 
@@ -617,11 +705,11 @@ impl Backend for QcomBackend {
             reason: "an adreno_a630 object without its programs[].adreno metadata",
         })?;
         let prog = Program::from_json(object, meta)?;
-        let code = self.dev.kgsl.alloc(prog.image.len() as u64, MemFlags::USE_CPU_MAP)?;
-        write_words(&code, 0, &prog.image)?;
+        let code = Fresh::new(&self.dev.kgsl, self.dev.kgsl.alloc(prog.image.len() as u64, MemFlags::USE_CPU_MAP)?);
+        write_words(code.get(), 0, &prog.image)?;
         // Until the encoder exists the second field holds the code address.
-        self.programs.push((prog, code.gpuaddr()));
-        self.code.push(code);
+        self.programs.push((prog, code.get().gpuaddr()));
+        self.code.push(code.keep());
         Ok(self.programs.len() - 1)
     }
 
@@ -712,19 +800,20 @@ impl Backend for QcomBackend {
         // One IB slot holds the whole captured queue.
         let slot_bytes = (4 * q.words().len()).next_multiple_of(256);
         let pool_bytes = slot_bytes * self.ib_slots;
-        let ib = Arc::new(kgsl.alloc(pool_bytes as u64, MemFlags::USE_CPU_MAP)?);
-        let kernarg_mem = Arc::new(kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?);
+        let ib = Fresh::new(kgsl, Arc::new(kgsl.alloc(pool_bytes as u64, MemFlags::USE_CPU_MAP)?));
+        let kernarg_mem = Fresh::new(kgsl, Arc::new(kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?));
         let hook = GpuCommandHook { kgsl: kgsl.clone(), ctx: self.dev.ctx.clone() };
         let pool = IbPool::new(
-            Arc::new(ObjBus::new(ib.clone(), pool_bytes)?),
-            ib.gpuaddr(),
+            Arc::new(ObjBus::new(ib.get().clone(), pool_bytes)?),
+            ib.get().gpuaddr(),
             slot_bytes,
             Barrier::DeviceWrite,
             Box::new(hook),
         )?;
         // The runner's constant blocks live in the constant objects above (captured once); this
         // pool serves `Submitter::kernargs` for work built at run time.
-        let kernargs = KernargPool::new(Arc::new(ObjBus::new(kernarg_mem.clone(), 4096)?), kernarg_mem.gpuaddr(), 16);
+        let kernargs =
+            KernargPool::new(Arc::new(ObjBus::new(kernarg_mem.get().clone(), 4096)?), kernarg_mem.get().gpuaddr(), 16);
         let hooks = QcomHooks { inner: TimestampHooks::new(kgsl.clone(), self.dev.ctx.clone()), kgsl: kgsl.clone() };
         let hcq = Hcq::new(
             device_name(&self.dev.name),
@@ -738,17 +827,18 @@ impl Backend for QcomBackend {
         if self.start != 0 {
             hcq.resume_at(Stamp::new(self.start))?;
         }
-        self.ib = Some(ib);
-        self.kernarg_mem = Some(kernarg_mem);
+        self.ib = Some(ib.keep());
+        self.kernarg_mem = Some(kernarg_mem.keep());
         self.hcq = Some(Arc::new(hcq));
         Ok(())
     }
 
     fn replay(&mut self) -> Result<()> {
+        let submitted = hcq::signal::host_clock_ns();
         let stamp = self.submit_call()?;
         self.wait(stamp)?;
         if self.profile {
-            self.record_profile()?;
+            self.record_profile(submitted, hcq::signal::host_clock_ns())?;
         }
         Ok(())
     }

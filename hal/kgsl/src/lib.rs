@@ -31,7 +31,7 @@ use hcq::{Error, Result};
 use rustix::io::Errno;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use uapi::*;
 use zerocopy::FromZeros;
 
@@ -101,8 +101,10 @@ impl core::fmt::Debug for Kgsl {
 #[derive(Debug)]
 pub struct Context {
     id: u32,
-    last: AtomicU32,
-    any: AtomicBool,
+    /// The latest timestamp submitted: `1 << 32 | timestamp`, 0 before the first submission.
+    /// Concurrent submits return from the ioctl in any order, so this only moves forward
+    /// (wrap-aware): a free at `last_submitted` is never earlier than an IB that was submitted.
+    last: AtomicU64,
 }
 
 impl Context {
@@ -113,11 +115,21 @@ impl Context {
     /// Timestamp of the latest submission (0 before the first; 0 is also a valid timestamp
     /// after the 32-bit rollover: see [`Context::has_submitted`]).
     pub fn last_submitted(&self) -> u32 {
-        self.last.load(Ordering::Acquire)
+        // CAST: the low half is the timestamp.
+        self.last.load(Ordering::Acquire) as u32
     }
     /// Whether anything was submitted on this context.
     pub fn has_submitted(&self) -> bool {
-        self.any.load(Ordering::Acquire)
+        self.last.load(Ordering::Acquire) != 0
+    }
+    /// Note that `ts` was submitted: the latest stays the later of the two (32-bit
+    /// wrap-aware, as KGSL's own `timestamp_cmp`).
+    fn note_submitted(&self, ts: u32) {
+        let new = 1 << 32 | u64::from(ts);
+        let _ = self.last.fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
+            // CAST: the low half is the timestamp.
+            (cur == 0 || ts.wrapping_sub(cur as u32) as i32 > 0).then_some(new)
+        });
     }
 }
 
@@ -256,7 +268,7 @@ impl Kgsl {
     pub fn create_context(&self, flags: ContextFlags) -> Result<Context> {
         let mut a = DrawctxtCreate { flags: flags.bits(), drawctxt_id: 0 };
         self.io.drawctxt_create(&mut a).map_err(|e| os("KGSL DRAWCTXT_CREATE", e))?;
-        Ok(Context { id: a.drawctxt_id, last: AtomicU32::new(0), any: AtomicBool::new(false) })
+        Ok(Context { id: a.drawctxt_id, last: AtomicU64::new(0) })
     }
 
     /// Destroy a context (KGSL waits for its submissions to retire first).
@@ -370,8 +382,7 @@ impl Kgsl {
             Errno::DEADLK | Errno::IO => Error::DeviceHung { device: device_name(DEVICE) },
             e => os("KGSL GPU_COMMAND", e),
         })?;
-        ctx.last.store(a.timestamp, Ordering::Release);
-        ctx.any.store(true, Ordering::Release);
+        ctx.note_submitted(a.timestamp);
         Ok(a.timestamp)
     }
 
@@ -402,6 +413,10 @@ impl Kgsl {
     }
 }
 
+/// Shortest and longest host sleep of [`TimestampHooks`] when nothing is in flight.
+const IDLE_SLEEP_MIN_NS: u64 = 100_000;
+const IDLE_SLEEP_MAX_NS: u64 = 1_000_000;
+
 /// The core signal wait's hooks for a KGSL context: the sleep hook blocks in the kernel until
 /// the context's oldest submission in flight retires (1 ms at a time) instead of spinning, and a
 /// fault seen there ends the wait at once.
@@ -426,17 +441,25 @@ impl hcq::signal::WaitHooks for TimestampHooks {
     fn yield_now(&self) {
         std::thread::yield_now();
     }
-    fn sleep(&self, _idle_ns: u64) {
+    fn sleep(&self, idle_ns: u64) {
         // Wake at the next retirement: the oldest submission still in flight, not the newest,
         // so a wait for an older call does not sleep through the calls queued behind it (the
         // core re-reads its signal after every wake and sleeps again if it is not there yet).
         let last = self.ctx.last_submitted();
-        let next = match self.kgsl.retired(&self.ctx) {
-            Ok(r) if r != last => r.wrapping_add(1),
-            _ => last,
+        let (next, in_flight) = match self.kgsl.retired(&self.ctx) {
+            Ok(r) if r != last => (r.wrapping_add(1), true),
+            _ => (last, false),
         };
         // TIMEOUT: 1 ms per call; the core's wait policy owns the overall timeout.
         match self.kgsl.wait(&self.ctx, next, 1) {
+            Ok(()) if !in_flight => {
+                // KGSL retired everything and the signal is still not there (a faulted IB that
+                // never wrote it, or a signal only the host writes): no retirement will wake
+                // this thread, so sleep on the host instead of returning at once (which made
+                // the core's wait loop spin at 100 % CPU until its timeout).
+                let ns = (idle_ns / 8).clamp(IDLE_SLEEP_MIN_NS, IDLE_SLEEP_MAX_NS);
+                std::thread::sleep(std::time::Duration::from_nanos(ns));
+            }
             Ok(()) | Err(Error::Timeout { .. }) => {}
             Err(e) => {
                 if let Ok(mut f) = self.fault.lock() {
@@ -453,6 +476,21 @@ impl hcq::signal::WaitHooks for TimestampHooks {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_latest_timestamp_is_a_wrap_aware_maximum() {
+        let ctx = Context { id: 1, last: AtomicU64::new(0) };
+        assert!(!ctx.has_submitted());
+        ctx.note_submitted(u32::MAX - 1);
+        ctx.note_submitted(1); // after the rollover
+        ctx.note_submitted(u32::MAX); // a submit before the rollover returning late
+        assert_eq!(ctx.last_submitted(), 1);
+        assert!(ctx.has_submitted());
+        let ctx = Context { id: 1, last: AtomicU64::new(0) };
+        ctx.note_submitted(0); // 0 is a valid timestamp
+        assert!(ctx.has_submitted());
+        assert_eq!(ctx.last_submitted(), 0);
+    }
 
     #[test]
     fn open_errors_say_what_to_do() {

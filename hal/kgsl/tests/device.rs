@@ -360,3 +360,114 @@ fn a_copy_launch_runs_as_cp_memcpy_after_the_kernel() {
     assert_eq!(r.output(0).unwrap(), r.output(1).unwrap(), "the copy ran again with the new output");
     assert!(!r.check().unwrap().ok, "a zero input changes the output");
 }
+
+/// The simulated KGSL, with every `GPUOBJ_ALLOC` after the first `ok` refused (`ENOMEM`).
+struct FailingAlloc {
+    sim: Arc<SimKgsl>,
+    ok: std::sync::atomic::AtomicUsize,
+}
+
+impl hcq_kgsl::backend::KgslIoctl for FailingAlloc {
+    fn get_property(&self, ty: u32, out: &mut [u8]) -> Result<(), rustix::io::Errno> {
+        self.sim.get_property(ty, out)
+    }
+    fn drawctxt_create(&self, arg: &mut hcq_kgsl::uapi::DrawctxtCreate) -> Result<(), rustix::io::Errno> {
+        self.sim.drawctxt_create(arg)
+    }
+    fn drawctxt_destroy(&self, arg: &hcq_kgsl::uapi::DrawctxtDestroy) -> Result<(), rustix::io::Errno> {
+        self.sim.drawctxt_destroy(arg)
+    }
+    fn gpuobj_alloc(&self, arg: &mut hcq_kgsl::uapi::GpuobjAlloc) -> Result<(), rustix::io::Errno> {
+        use std::sync::atomic::Ordering;
+        if self.ok.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_err() {
+            return Err(rustix::io::Errno::NOMEM);
+        }
+        self.sim.gpuobj_alloc(arg)
+    }
+    fn gpuobj_info(&self, arg: &mut hcq_kgsl::uapi::GpuobjInfo) -> Result<(), rustix::io::Errno> {
+        self.sim.gpuobj_info(arg)
+    }
+    fn gpuobj_free(
+        &self,
+        arg: &hcq_kgsl::uapi::GpuobjFree,
+        event: Option<&hcq_kgsl::uapi::GpuEventTimestamp>,
+    ) -> Result<(), rustix::io::Errno> {
+        self.sim.gpuobj_free(arg, event)
+    }
+    fn map_user_mem(&self, arg: &mut hcq_kgsl::uapi::MapUserMem) -> Result<(), rustix::io::Errno> {
+        self.sim.map_user_mem(arg)
+    }
+    fn sharedmem_free(&self, arg: &hcq_kgsl::uapi::SharedmemFree) -> Result<(), rustix::io::Errno> {
+        self.sim.sharedmem_free(arg)
+    }
+    fn gpu_command(
+        &self,
+        arg: &mut hcq_kgsl::uapi::GpuCommand,
+        cmds: &[hcq_kgsl::uapi::CommandObject],
+    ) -> Result<(), rustix::io::Errno> {
+        self.sim.gpu_command(arg, cmds)
+    }
+    fn wait_timestamp(&self, arg: &hcq_kgsl::uapi::WaitTimestampCtxtid) -> Result<(), rustix::io::Errno> {
+        self.sim.wait_timestamp(arg)
+    }
+    fn read_timestamp(&self, arg: &mut hcq_kgsl::uapi::ReadTimestampCtxtid) -> Result<(), rustix::io::Errno> {
+        self.sim.read_timestamp(arg)
+    }
+    fn mmap(&self, len: usize, offset: u64) -> Result<hcq_kgsl::backend::Mapping, rustix::io::Errno> {
+        self.sim.mmap(len, offset)
+    }
+    unsafe fn munmap(&self, m: &hcq_kgsl::backend::Mapping) {
+        // SAFETY: forwarded: the caller's contract is the simulated backend's.
+        unsafe { self.sim.munmap(m) }
+    }
+    fn fault_report(&self) -> Option<String> {
+        self.sim.fault_report()
+    }
+    fn note_program(&self, shader_addr: u64, arg_slots: &[(u32, u32)]) {
+        self.sim.note_program(shader_addr, arg_slots)
+    }
+}
+
+/// A load that fails at any GPU object allocation (every one in turn, the encoder's scratch and
+/// private memory, the IB and kernel-argument pools included) gives back every object it made:
+/// before, those held only in locals were dropped without `Kgsl::free` and stayed allocated
+/// until the device file closed.
+#[test]
+fn a_load_that_fails_at_any_allocation_frees_every_object_it_made() {
+    let bytes = bundle("elementwise");
+    let file = Hcqb::parse(&bytes).unwrap();
+    for profile in [false, true] {
+        for ok in 0.. {
+            let slots = ArgSlots::default();
+            let sim =
+                Arc::new(SimKgsl::new(Box::new(Ir3Dispatch::new().with_arg_slots(slots.clone()))).with_arg_slots(slots));
+            let io = Arc::new(FailingAlloc { sim: sim.clone(), ok: usize::MAX.into() });
+            let dev = QcomDevice::with_backend("QCOM:SIM", io.clone(), false).unwrap();
+            let live = sim.live_blocks();
+            io.ok.store(ok, std::sync::atomic::Ordering::Release);
+            let mut b = match QcomBackend::new(dev.clone()) {
+                Ok(b) => b,
+                Err(e) => {
+                    assert!(e.to_string().contains("allocation of"), "{e}");
+                    assert_eq!(sim.live_blocks(), live, "failing at allocation {ok}");
+                    continue;
+                }
+            };
+            b.set_profile(profile).unwrap();
+            match Runner::load(b, &file) {
+                Err(e) => {
+                    assert!(e.to_string().contains("allocation of"), "{e}");
+                    assert_eq!(sim.live_blocks(), live, "profile {profile}: failing at allocation {ok}: leaked");
+                }
+                Ok(mut m) => {
+                    m.call().unwrap();
+                    assert!(m.check().unwrap().ok);
+                    drop(m);
+                    assert_eq!(sim.live_blocks(), live, "profile {profile}: after a good load and call");
+                    assert!(ok > 4, "the sweep reached the encoder and the pools ({ok} allocations)");
+                    break;
+                }
+            }
+        }
+    }
+}

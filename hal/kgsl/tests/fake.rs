@@ -24,6 +24,9 @@ struct Fake {
     alloc_error: Option<Errno>,
     last_cmd: Mutex<Option<(GpuCommand, Vec<CommandObject>)>>,
     last_free: Mutex<Option<(GpuobjFree, Option<GpuEventTimestamp>)>>,
+    /// Holds the next `GPU_COMMAND` after it took its timestamp: sends the timestamp, then
+    /// returns only when the receiver gets a message (a submit preempted before it returns).
+    gate: Mutex<Option<(std::sync::mpsc::Sender<u32>, std::sync::mpsc::Receiver<()>)>>,
 }
 
 impl Fake {
@@ -95,7 +98,13 @@ impl KgslIoctl for Fake {
         let mut n = self.next.lock().unwrap();
         *n += 1;
         arg.timestamp = *n;
+        drop(n);
         *self.last_cmd.lock().unwrap() = Some((*arg, cmds.to_vec()));
+        let gate = self.gate.lock().unwrap().take();
+        if let Some((took, go)) = gate {
+            took.send(arg.timestamp).unwrap();
+            go.recv().unwrap();
+        }
         Ok(())
     }
     fn wait_timestamp(&self, _arg: &WaitTimestampCtxtid) -> Result<(), Errno> {
@@ -224,4 +233,31 @@ fn user_memory_is_released_after_its_timestamp() {
     // reference to `host`.
     let m = unsafe { k.map_user(host.as_mut_ptr(), host.len()) }.unwrap();
     assert!(k.unmap_user(m, &ctx, 5, 1).is_err(), "not freed while the GPU may still use it");
+}
+
+/// Two submits on one context whose ioctls return out of order (the first is preempted after
+/// KGSL gave it its timestamp): the context's latest timestamp stays the later one, so a free
+/// at `last_submitted` never comes before an IB that uses the object.
+#[test]
+fn the_last_submitted_timestamp_never_moves_backwards() {
+    let (took_tx, took) = std::sync::mpsc::channel();
+    let (go, go_rx) = std::sync::mpsc::channel();
+    let fake = Arc::new(Fake { gate: Mutex::new(Some((took_tx, go_rx))), ..Fake::a630() });
+    let k = Arc::new(Kgsl::with_backend(fake.clone()).unwrap());
+    let ctx = Arc::new(k.create_context(ContextFlags::compute()).unwrap());
+    let obj = k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
+    let ib = obj.gpuaddr();
+    let first = {
+        let (k, ctx) = (k.clone(), ctx.clone());
+        std::thread::spawn(move || k.submit(&ctx, ib, 64).unwrap())
+    };
+    let t1 = took.recv().unwrap();
+    let t2 = k.submit(&ctx, ib, 64).unwrap();
+    assert_eq!(t2, t1 + 1);
+    assert_eq!(ctx.last_submitted(), t2);
+    go.send(()).unwrap();
+    assert_eq!(first.join().unwrap(), t1);
+    assert_eq!(ctx.last_submitted(), t2, "the earlier submit returning last does not move it back");
+    k.free(obj, FreeAfter::Timestamp { context: ctx.id(), timestamp: ctx.last_submitted() }).unwrap();
+    assert_eq!(fake.last_free.lock().unwrap().unwrap().1.unwrap().timestamp, t2);
 }

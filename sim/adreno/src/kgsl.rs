@@ -58,7 +58,10 @@ impl Memory {
     }
 
     fn find_range(&self, addr: u64, len: u64) -> hcq::Result<(&VolatileRegion, usize)> {
+        // A freed object stays here while the host still maps it, but the GPU no longer sees
+        // it (KGSL unmaps it from the GPU at the free): an access is a fault, as on hardware.
         if let Some((base, b)) = self.blocks.range(..=addr).next_back()
+            && !b.freed
             && addr.checked_add(len).is_some_and(|end| end <= base + (b.region.size() as u64))
         {
             return Ok((&b.region, (addr - base) as usize));

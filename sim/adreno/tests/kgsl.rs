@@ -37,7 +37,7 @@ struct Rig {
 }
 
 fn program() -> Program {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../adreno/tests/data");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hal/adreno/tests/data");
     Program::from_json(
         &std::fs::read(dir.join("e_32_32_4.a630.bin")).unwrap(),
         &std::fs::read(dir.join("e_32_32_4.adreno.json")).unwrap(),
@@ -334,5 +334,55 @@ fn the_sleep_hook_waits_for_the_oldest_submission_in_flight() {
     k.wait(&ctx, t2, 1000).unwrap();
     hooks.sleep(0);
     assert_eq!(io.waits.lock().unwrap().last(), Some(&t2), "nothing in flight: the last submission");
+    assert!(hooks.fault().is_none());
+}
+
+/// A GPU object freed while the host still maps it is gone for the GPU (KGSL unmaps it from the
+/// GPU at the free; the pages live on only for the host's mapping): an IB that writes it faults
+/// instead of writing memory that is no longer the GPU's.
+#[test]
+fn an_object_freed_while_still_mapped_is_a_fault_for_the_gpu() {
+    use hcq_kgsl::backend::KgslIoctl;
+    use zerocopy::FromZeros;
+    let r = rig();
+    let obj = r.k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
+    // the raw ioctl, with the object's mapping still alive (`Kgsl::free` unmaps first)
+    r.sim.gpuobj_free(&hcq_kgsl::uapi::GpuobjFree { id: obj.id(), ..FromZeros::new_zeroed() }, None).unwrap();
+    let mut q = r.queue();
+    q.push(Command::Signal { addr: obj.gpuaddr(), value: 7 }).unwrap();
+    let ts = r.submit(&q);
+    assert!(matches!(r.k.wait(&r.ctx, ts, 1000).unwrap_err(), Error::DeviceHung { .. }));
+    let f = r.sim.fault().unwrap();
+    assert!(f.contains("outside every allocation") && f.contains(&format!("{:#x}", obj.gpuaddr())), "{f}");
+    assert_eq!(obj.bus().read(0, Width::U64).unwrap(), 0, "nothing was written");
+    let live = r.sim.live_blocks();
+    drop(obj);
+    assert_eq!(r.sim.live_blocks(), live - 1, "the unmap releases it");
+}
+
+/// With everything retired and the awaited signal not written (a faulted IB, or a signal only
+/// the host writes), the sleep hook sleeps on the host: before, KGSL's wait returned at once and
+/// the core's wait loop spun at 100 % CPU until its timeout.
+#[test]
+fn the_sleep_hook_does_not_return_at_once_when_nothing_is_in_flight() {
+    use hcq::signal::WaitHooks;
+    let sim = Arc::new(SimKgsl::new(Box::new(Fake)));
+    let io = Arc::new(Recording { sim: sim.clone(), waits: Default::default() });
+    let k = Arc::new(Kgsl::with_backend(io.clone()).unwrap());
+    let ctx = Arc::new(k.create_context(ContextFlags::compute()).unwrap());
+    let ib = k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
+    ib.bus()
+        .write(0, Width::U32, hcq_adreno::pm4::type7_header(hcq_adreno::pm4::op::CP_NOP, 0).unwrap().into())
+        .unwrap();
+    let ts = k.submit(&ctx, ib.gpuaddr(), 4).unwrap();
+    k.wait(&ctx, ts, 1000).unwrap();
+    let hooks = hcq_kgsl::TimestampHooks::new(k.clone(), ctx.clone());
+    let t = Instant::now();
+    for _ in 0..20 {
+        hooks.sleep(0);
+    }
+    let took = t.elapsed();
+    assert!(took >= std::time::Duration::from_millis(2), "20 sleeps with nothing in flight took {took:?}");
+    assert_eq!(io.waits.lock().unwrap().len(), 1 + 20, "each still asks KGSL (a fault ends the wait)");
     assert!(hooks.fault().is_none());
 }
