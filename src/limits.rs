@@ -170,4 +170,28 @@ mod tests {
         assert!(DeviceLimits::at_most("n", 63, 63).is_ok());
         assert_eq!(DeviceLimits::at_most("n", 64, 63), Err(Error::LimitExceeded { what: "n", value: 64, limit: 63 }));
     }
+
+    #[test]
+    fn min_keeps_the_gpu_limits_of_the_side_that_states_them() {
+        let g = GpuLimits {
+            const_bytes: 4096,
+            code_bytes: 1 << 17,
+            private_bytes_per_thread: 512,
+            stack_bytes: 1 << 20,
+            shared_bytes: 1 << 15,
+            full_regs: 48,
+            half_regs: 48,
+            branch_stack: 63,
+            workgroup_threads: 1024,
+            max_groups: [65535; 3],
+            max_total_groups: 1 << 40,
+        };
+        let gpu = DeviceLimits { gpu: Some(g), ..L };
+        assert_eq!(L.min(&gpu).gpu, Some(g));
+        assert_eq!(gpu.min(&L).gpu, Some(g));
+        assert_eq!(L.min(&L).gpu, None);
+        let small = GpuLimits { stack_bytes: 4096, max_groups: [1, 2, 3], ..g };
+        let m = gpu.min(&DeviceLimits { gpu: Some(small), ..L }).gpu.unwrap();
+        assert_eq!((m.stack_bytes, m.max_groups, m.const_bytes), (4096, [1, 2, 3], 4096));
+    }
 }

@@ -315,4 +315,125 @@ mod tests {
         let e = check(&m, &LIMITS).unwrap_err();
         assert!(matches!(e.root(), Error::LimitExceeded { value: 2, limit: 1, .. }), "{e}");
     }
+
+    #[cfg(feature = "std")]
+    const GPU: GpuLimits = GpuLimits {
+        const_bytes: 4096,
+        code_bytes: 1023 * 128,
+        private_bytes_per_thread: 255 * 512,
+        stack_bytes: 1 << 30,
+        shared_bytes: 32 * 1024,
+        full_regs: 48,
+        half_regs: 48,
+        branch_stack: 63,
+        workgroup_threads: 1024,
+        max_groups: [65535; 3],
+        max_total_groups: 1 << 16,
+    };
+
+    /// Every size of the Adreno metadata at its extremes (before: not read by the limits step,
+    /// so `kernarg_alloc_size` 0xF0000000 allocated ~8 GB) is refused naming the field; the CPU
+    /// (no GPU limits) never reads the metadata.
+    #[cfg(feature = "std")]
+    #[test]
+    fn the_adreno_metadata_is_checked_against_the_gpu_limits() {
+        let limits = DeviceLimits { gpu: Some(GPU), ..LIMITS };
+        check(&tiny(), &limits).unwrap();
+        let fields: [(&str, &str); 22] = [
+            ("consts.kernarg_alloc_size", r#"{"consts":{"kernarg_alloc_size":N}}"#),
+            ("consts.load_vec4", r#"{"consts":{"load_vec4":N}}"#),
+            ("consts.buf_off", r#"{"consts":{"buf_off":N}}"#),
+            ("consts.max_const_offset_vec4", r#"{"consts":{"max_const_offset_vec4":N}}"#),
+            ("consts.local_size_offset", r#"{"consts":{"local_size_offset":N}}"#),
+            ("image_size", r#"{"image_size":N}"#),
+            ("blob.image_nbytes", r#"{"blob":{"image_nbytes":N}}"#),
+            ("instr_size_128", r#"{"instr_size_128":N}"#),
+            ("prg_offset", r#"{"prg_offset":N}"#),
+            ("fregs", r#"{"fregs":N}"#),
+            ("hregs", r#"{"hregs":N}"#),
+            ("branchstack", r#"{"branchstack":N}"#),
+            ("pvtmem", r#"{"pvtmem":N}"#),
+            ("pvtmem_size_per_item", r#"{"pvtmem_size_per_item":N}"#),
+            ("pvtmem_size_total", r#"{"pvtmem_size_total":N}"#),
+            ("hw_stack_offset", r#"{"hw_stack_offset":N}"#),
+            ("stack_bytes", r#"{"stack_bytes":N}"#),
+            ("shmem", r#"{"shmem":N}"#),
+            ("max_threads", r#"{"max_threads":N}"#),
+            ("consts.kernarg_alloc_size", r#"{"arch":"a630","consts":{"kernarg_alloc_size":N}}"#),
+            ("stack_bytes", r#"{"stack_bytes":N,"arch":"a630"}"#),
+            ("shmem", r#"{"shmem":N}"#),
+        ];
+        for (field, json) in fields {
+            for n in [0xF000_0000u64, 1 << 40, u64::MAX] {
+                let mut m = tiny();
+                m.programs[0].adreno = Some(json.replace('N', &n.to_string()).into_bytes());
+                let e = check(&m, &limits).unwrap_err();
+                assert!(e.to_string().starts_with(&alloc::format!("program 0: adreno {field} vs device")), "{e}");
+                assert!(matches!(e.root(), Error::LimitExceeded { value, .. } if *value == n), "{e}");
+                // The CPU does not run the GPU metadata, and does not read it.
+                check(&m, &LIMITS).unwrap();
+            }
+        }
+        // Counts of the constant tables.
+        let many =
+            |k: &str, n: usize| alloc::format!("{{\"consts\":{{\"{k}\":[{}]}}}}", alloc::vec!["{}"; n].join(","));
+        for (k, n, what) in
+            [("args", 4, "args count"), ("vals", 4, "vals count"), ("immediates", 1025, "immediates count")]
+        {
+            let mut m = tiny();
+            m.programs[0].adreno = Some(many(k, n).into_bytes());
+            let e = check(&m, &limits).unwrap_err();
+            assert!(e.to_string().contains(what), "{e}");
+        }
+        // Not a number where a size belongs, and not JSON.
+        for bad in [&br#"{"stack_bytes":-1}"#[..], br#"{"stack_bytes":1.5}"#, br#"{"fregs":"ten"}"#, b"{"] {
+            let mut m = tiny();
+            m.programs[0].adreno = Some(bad.to_vec());
+            let e = check(&m, &limits).unwrap_err();
+            assert!(e.to_string().starts_with("program 0: malformed adreno metadata json"), "{e}");
+        }
+    }
+
+    /// Absurd GPU grids are refused naming the dimension (before: only the CPU grid was checked).
+    #[cfg(feature = "std")]
+    #[test]
+    fn gpu_grids_are_bounded() {
+        let limits = DeviceLimits { gpu: Some(GPU), ..LIMITS };
+        let cases: [([u32; 3], [u32; 3], &str); 8] = [
+            ([u32::MAX, 1, 1], [4, 1, 1], "launch gpu_global_size[0] (work-groups)"),
+            ([1, 65536, 1], [4, 1, 1], "launch gpu_global_size[1] (work-groups)"),
+            ([1, 1, u32::MAX], [4, 1, 1], "launch gpu_global_size[2] (work-groups)"),
+            ([65535, 65535, 65535], [1, 1, 1], "work-groups in total"),
+            ([1, 1, 1], [2048, 1, 1], "launch gpu_local_size[0]"),
+            ([1, 1, 1], [64, 64, 1], "work-group threads"),
+            ([65535, 1, 1], [1, 1025, 1], "launch gpu_local_size[1]"),
+            ([1, 1, 1], [4, 0, 1], "a dimension is 0"),
+        ];
+        for (groups, local, want) in cases {
+            let mut m = tiny();
+            if let Launch::Kernel(k) = &mut m.launches[0] {
+                k.gpu.as_mut().unwrap().global_size = groups;
+                k.gpu.as_mut().unwrap().local_size = local;
+            }
+            let e = check(&m, &limits).unwrap_err();
+            assert!(
+                e.to_string().starts_with("launch 0: ") && e.to_string().contains(want),
+                "{groups:?} {local:?}: {e}"
+            );
+            check(&m, &LIMITS).unwrap();
+        }
+        let big = GpuLimits { max_total_groups: u64::MAX, ..GPU };
+        let mut m = tiny();
+        if let Launch::Kernel(k) = &mut m.launches[0] {
+            k.gpu.as_mut().unwrap().global_size = [65535, 1, 1];
+            k.gpu.as_mut().unwrap().local_size = [1024, 1, 1];
+        }
+        check(&m, &DeviceLimits { gpu: Some(big), ..LIMITS }).unwrap();
+        let limits = DeviceLimits { gpu: Some(GpuLimits { max_groups: [u32::MAX; 3], ..big }), ..LIMITS };
+        if let Launch::Kernel(k) = &mut m.launches[0] {
+            k.gpu.as_mut().unwrap().global_size = [1 << 23, 1, 1];
+        }
+        let e = check(&m, &limits).unwrap_err();
+        assert!(e.to_string().contains("threads in x"), "{e}");
+    }
 }
