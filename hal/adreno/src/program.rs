@@ -697,8 +697,19 @@ impl Program {
             return Err(bad("adreno metadata hw_stack_offset", m.hw_stack_offset.into(), "not a multiple of 2 KiB"));
         }
         for (name, v) in &m.regs {
+            // The bits the register database declares for it: a value that sets others is not
+            // one of its encodings.
+            let fields = regs::ALL
+                .iter()
+                .find(|r| r.name == name.as_str())
+                .map_or(0u64, |r| r.fields.iter().fold(0, |m, f| m | ((1u64 << (f.hi - f.lo + 1)) - 1) << f.lo));
             let e = match DISPATCH_REGS.iter().find(|&&(n, _)| n == name.as_str()) {
-                Some(&(_, reg)) if reg == v.reg => continue,
+                Some(&(_, reg)) if reg == v.reg && u64::from(v.value) & !fields == 0 => continue,
+                Some(&(_, reg)) if reg == v.reg => Error::Malformed {
+                    what: "adreno metadata regs: value sets bits outside the register's fields",
+                    at: v.value.into(),
+                    reason: "not an encoding of this register (a6xx register database)",
+                },
                 Some(&(_, reg)) => Error::Mismatch {
                     what: "adreno metadata regs: register offset differs from the a6xx register database",
                     expected: reg.into(),
@@ -716,7 +727,21 @@ impl Program {
         let pvt_mem_param = regs::SP_CS_PVT_MEM_PARAM(need_reg::<regs::SP_CS_PVT_MEM_PARAM>(m)?);
         let pvt_mem_size = regs::SP_CS_PVT_MEM_SIZE(need_reg::<regs::SP_CS_PVT_MEM_SIZE>(m)?);
         // Values the metadata states twice.
-        let twice: [(&'static str, u64, u64); 8] = [
+        let const_config_value = need_reg::<regs::SP_CS_CONST_CONFIG>(m)?;
+        let xml_const_config = 0x100 | c.load_vec4 >> 2;
+        if const_config_value != 0x100 && const_config_value != xml_const_config {
+            return Err(Error::Mismatch {
+                what: "adreno regs SP_CS_CONST_CONFIG vs ENABLED with CONSTLEN 0 (tinygrad) or load_vec4 / 4 (XML)",
+                expected: xml_const_config.into(),
+                found: const_config_value.into(),
+            });
+        }
+        let twice: [(&'static str, u64, u64); 9] = [
+            (
+                "adreno regs SP_CS_BOOLEAN_CF_MASK vs 0 (the encoder writes 0: no boolean control flow)",
+                0,
+                need_reg::<regs::SP_CS_BOOLEAN_CF_MASK>(m)?.into(),
+            ),
             (
                 "adreno regs SP_CS_INSTR_SIZE vs instr_size_128",
                 units.into(),

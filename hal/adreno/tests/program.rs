@@ -180,6 +180,18 @@ fn self_contradicting_metadata_is_refused_naming_the_field() {
         ),
         ("private memory register", Box::new(move |m| reg(m, "SP_CS_PVT_MEM_PARAM", &|v| v | 1)), "MEMSIZEPERITEM"),
         ("private size register", Box::new(move |m| reg(m, "SP_CS_PVT_MEM_SIZE", &|v| v | 1)), "TOTALPVTMEMSIZE"),
+        ("cf mask register", Box::new(|m| m["regs"]["SP_CS_BOOLEAN_CF_MASK"]["value"] = json!(1)), "BOOLEAN_CF_MASK"),
+        ("const config register", Box::new(|m| m["regs"]["SP_CS_CONST_CONFIG"]["value"] = json!(5)), "CONST_CONFIG vs"),
+        (
+            "mode register reserved bits",
+            Box::new(|m| m["regs"]["SP_MODE_CNTL"]["value"] = json!(0xF000_0000u32)),
+            "register SP_MODE_CNTL",
+        ),
+        (
+            "tpl1 register reserved bits",
+            Box::new(|m| m["regs"]["TPL1_MODE_CNTL"]["value"] = json!(4)),
+            "bits outside the register's fields",
+        ),
         ("stack_bytes", Box::new(|m| m["stack_bytes"] = json!(0xF000_0000u64)), "stack_bytes"),
         ("stack_bytes 2^64-1", Box::new(|m| m["stack_bytes"] = json!(u64::MAX)), "stack_bytes"),
         ("hw_stack_offset", Box::new(|m| m["hw_stack_offset"] = json!(8192)), "hw_stack_offset"),
