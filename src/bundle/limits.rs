@@ -170,10 +170,13 @@ mod adreno {
     }
 
     pub(super) fn check(meta: &[u8], gpu: &GpuLimits, max_args: u64) -> Result<()> {
-        let c: Claims = serde_json::from_slice(meta).map_err(|e| Error::Malformed {
-            what: "adreno metadata json",
-            at: e.line() as u64,
-            reason: "not the adreno object of a bundle manifest (a number where a size belongs?)",
+        let c: Claims = serde_json::from_slice(meta).map_err(|e| {
+            Error::Malformed {
+                what: "adreno metadata json",
+                at: e.line() as u64,
+                reason: "not the adreno object of a bundle manifest (a number where a size belongs?)",
+            }
+            .context(alloc::format!("{e}"))
         })?;
         let cb = u64::from(gpu.const_bytes);
         let code = u64::from(gpu.code_bytes);
@@ -390,7 +393,7 @@ mod tests {
             let mut m = tiny();
             m.programs[0].adreno = Some(bad.to_vec());
             let e = check(&m, &limits).unwrap_err();
-            assert!(e.to_string().starts_with("program 0: malformed adreno metadata json"), "{e}");
+            assert!(e.to_string().starts_with("program 0: ") && e.to_string().contains("malformed adreno metadata json"), "{e}");
         }
     }
 

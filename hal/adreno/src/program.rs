@@ -320,8 +320,9 @@ impl Program {
     /// Parse the metadata JSON (`programs[].adreno`) and validate it against `blob`.
     pub fn from_json(blob: &[u8], meta_json: &[u8]) -> Result<Program> {
         let meta: Meta = serde_json::from_slice(meta_json).map_err(|e| {
+            let field = json_key_before(meta_json, e.line(), e.column());
             bad("adreno metadata json", e.line() as u64, "not the adreno object of a bundle manifest")
-                .context(alloc::format!("json column {}: {e}", e.column()))
+                .context(alloc::format!("json column {}: field {field:?}: {e}", e.column()))
         })?;
         Self::from_parts(blob, &meta)
     }
@@ -872,6 +873,34 @@ impl Program {
         }
         Ok(())
     }
+}
+
+/// The last object key before `line`:`column` (1-based, serde_json's error position) of
+/// `json`: the field an error is about, for the message ("" when there is none).
+fn json_key_before(json: &[u8], line: usize, column: usize) -> String {
+    let mut at = 0usize;
+    for _ in 1..line {
+        match json[at..].iter().position(|&b| b == b'\n') {
+            Some(p) => at += p + 1,
+            None => break,
+        }
+    }
+    let end = at.saturating_add(column).min(json.len());
+    let head = &json[..end];
+    // `"key":` — the colon after a closing quote, scanning back.
+    let mut i = head.len();
+    while i > 0 {
+        i -= 1;
+        if head[i] == b':' {
+            let k = head[..i].iter().rposition(|&b| !b.is_ascii_whitespace());
+            if let Some(q) = k.filter(|&q| head[q] == b'"')
+                && let Some(open) = head[..q].iter().rposition(|&b| b == b'"')
+            {
+                return String::from_utf8_lossy(&head[open + 1..q]).into_owned();
+            }
+        }
+    }
+    String::new()
 }
 
 fn field_err(what: &str) -> &'static str {

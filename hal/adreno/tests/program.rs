@@ -256,3 +256,21 @@ fn the_a630_limits_are_the_register_fields() {
         assert!(p.stack_bytes <= L.stack_bytes && p.const_block_bytes <= L.const_bytes, "{}", p.name);
     }
 }
+
+/// A number that does not fit its field's type is refused naming the field.
+#[test]
+fn a_value_past_its_type_names_the_field() {
+    for (edit, field) in [
+        (&(|m: &mut Value| m["consts"]["args"][1]["arg"] = json!(1u64 << 32)) as &dyn Fn(&mut Value), "\"arg\""),
+        (&|m: &mut Value| m["regs"]["SP_CS_CNTL_1"]["value"] = json!(u64::MAX), "\"value\""),
+        (&|m: &mut Value| m["wgsz"] = json!(-1), "\"wgsz\""),
+    ] {
+        let mut m = meta();
+        edit(&mut m);
+        let t = err_text(&m);
+        assert!(t.contains(&format!("field {field}")), "{t}");
+        // Pretty-printed JSON (several lines) too.
+        let e = Program::from_json(&data("e_32_32_4.a630.bin"), &serde_json::to_vec_pretty(&m).unwrap()).unwrap_err();
+        assert!(e.to_string().contains(&format!("field {field}")), "{e}");
+    }
+}
