@@ -393,7 +393,10 @@ mod tests {
             let mut m = tiny();
             m.programs[0].adreno = Some(bad.to_vec());
             let e = check(&m, &limits).unwrap_err();
-            assert!(e.to_string().starts_with("program 0: ") && e.to_string().contains("malformed adreno metadata json"), "{e}");
+            assert!(
+                e.to_string().starts_with("program 0: ") && e.to_string().contains("malformed adreno metadata json"),
+                "{e}"
+            );
         }
     }
 
