@@ -48,15 +48,17 @@ fn nth_number(v: &mut Value, n: usize) -> Option<&mut Value> {
             _ => 0,
         }
     }
-    fn walk(v: &mut Value, n: &mut usize) -> Option<&mut Value> {
+    fn walk<'a>(v: &'a mut Value, n: &mut usize) -> Option<&'a mut Value> {
+        if v.is_number() {
+            if *n == 0 {
+                return Some(v);
+            }
+            *n -= 1;
+            return None;
+        }
         match v {
             Value::Object(o) => o.values_mut().find_map(|v| walk(v, n)),
             Value::Array(a) => a.iter_mut().find_map(|v| walk(v, n)),
-            Value::Number(_) if *n == 0 => Some(v),
-            Value::Number(_) => {
-                *n -= 1;
-                None
-            }
             _ => None,
         }
     }
