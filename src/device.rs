@@ -21,7 +21,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 
-pub use crate::limits::DeviceLimits;
+pub use crate::limits::{DeviceLimits, GpuLimits};
 
 /// What a device says about itself (for reports and traces).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -444,6 +444,7 @@ pub(crate) mod tests {
                 alloc_align: 16,
                 max_kernel_args: 0,
                 max_grid: [1, 1, 1],
+                gpu: None,
             }
         }
         fn as_any(&self) -> &dyn core::any::Any {

@@ -293,12 +293,13 @@ impl<B: Backend> Runner<B> {
             let names: Vec<&str> = backend.archs().iter().map(|a| a.name()).collect();
             format!("device objects {}", names.join(" or "))
         })?;
-        backend.prepare(bundle, arch)?;
         let limits = match extra {
             Some(l) => l.min(&backend.limits()),
             None => backend.limits(),
         };
+        // The sizes first (cheap, no allocation), then the backend's own checks of the objects.
         bundle.check_limits(&limits)?;
+        backend.prepare(bundle, arch)?;
         let mut addrs = Vec::with_capacity(bundle.n_buffers());
         for (i, b) in bundle.buffers().enumerate() {
             let bytes = limits.alloc_size("buffer nbytes", b.nbytes).with_context(|| format!("buffer {i}"))?;
@@ -497,6 +498,7 @@ mod tests {
                 alloc_align: 16,
                 max_kernel_args: 63,
                 max_grid: [u32::MAX; 3],
+                gpu: None,
             }
         }
         fn prepare(&mut self, _bundle: &Hcqb<'_>, arch: Arch) -> Result<()> {

@@ -43,6 +43,7 @@ impl Device for HostDevice {
             alloc_align: 16,
             max_kernel_args: 0,
             max_grid: [1, 1, 1],
+            gpu: None,
         }
     }
     fn as_any(&self) -> &dyn std::any::Any {

@@ -352,6 +352,7 @@ const CORPUS_LIMITS: hcq::device::DeviceLimits = hcq::device::DeviceLimits {
     alloc_align: 16,
     max_kernel_args: 63,
     max_grid: [1 << 16, 1, 1],
+    gpu: None,
 };
 
 /// A corpus entry read as a loader does: imported (directories) or parsed (`.hcqb`), and then,

@@ -267,21 +267,12 @@ impl<'a> From<&'a Vec<u8>> for Bundle<'a> {
     }
 }
 
-/// The bytes of a file, with the memory for them reserved fallibly: a file larger than the
-/// memory the process can get is an error, never an allocation abort.
+/// The bytes of a file, read as every bundle file is (`hcq::bundle::v1::read_regular`): only a
+/// regular file (`hcq inspect /dev/zero` or a FIFO is refused before it is opened), with the
+/// memory for it reserved fallibly (a file larger than the memory the process can get is an
+/// error, never an allocation abort), and no more than its stated length.
 fn read_fallibly(path: &Path) -> Result<Vec<u8>> {
-    use std::io::Read;
-    let os = |e: std::io::Error| Error::Os { what: "read bundle file", errno: e.raw_os_error().unwrap_or(0) };
-    let mut file = std::fs::File::open(path).map_err(os)?;
-    let len = file.metadata().map_err(os)?.len();
-    let mut bytes = Vec::new();
-    usize::try_from(len).ok().and_then(|n| bytes.try_reserve_exact(n).ok()).ok_or(Error::OutOfMemory {
-        device: hcq::error::device_name("host"),
-        requested: len,
-        used: 0,
-    })?;
-    file.read_to_end(&mut bytes).map_err(os)?;
-    Ok(bytes)
+    hcq::bundle::v1::read_regular(path, None, |_| Ok(()))
 }
 
 /// The bytes of the bundle at `path`: a `.hcqb` file as is, a v1 directory imported and packed

@@ -165,10 +165,12 @@ fn parse_sha256(node: &Node<'_>) -> Result<[u8; 32]> {
     Ok(out)
 }
 
-/// Read one bundle file: `name` must be a plain relative path inside `dir`. Its length comes
-/// from the file system first: longer than `max_len` (what the manifest says the file may hold)
-/// is refused by `too_long` without reading a byte, and the memory for it is reserved fallibly,
-/// so a huge file is an error, never an allocation abort.
+/// Read one bundle file: `name` must be a plain relative path inside `dir`, and the file a
+/// regular file inside it ([`read_regular`]: a link that leads out of the directory, a FIFO or a
+/// device is refused before it is opened). Its length comes from the file system first: longer
+/// than `max_len` (what the manifest says the file may hold) is refused by `too_long` without
+/// reading a byte, and the memory for it is reserved fallibly, so a huge file is an error, never
+/// an allocation abort.
 fn read_file(
     dir: &Path,
     name: &str,
@@ -176,7 +178,6 @@ fn read_file(
     max_len: Option<u64>,
     too_long: impl FnOnce(u64) -> Error,
 ) -> Result<Vec<u8>> {
-    use std::io::Read;
     let rel = Path::new(name);
     if name.is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
         return Err(Error::Malformed {
@@ -187,23 +188,81 @@ fn read_file(
         .context(format!("{MANIFEST}: {field}: {name:?}")));
     }
     let path = dir.join(rel);
+    let mut too_long_len = None;
+    read_regular(&path, Some(dir), |len| match max_len {
+        Some(max) if len > max => {
+            too_long_len = Some(len);
+            Err(too_long(len))
+        }
+        _ => Ok(()),
+    })
+    .map_err(|e| match too_long_len {
+        Some(len) => e.context(format!("{MANIFEST}: {field}: file {name} has {len} bytes")),
+        None => e.context(format!("{MANIFEST}: {field}: file {name}")),
+    })
+}
+
+/// Read the file at `path` the way every bundle file is read: only a **regular** file (a FIFO,
+/// whose open blocks, a device such as `/dev/zero`, which never ends, a socket or a directory is
+/// refused from its metadata, before it is opened); with `within`, the file the path leads to
+/// must lie inside that directory once every link is resolved (a symbolic link out of a bundle
+/// directory is refused); `check_len` sees the length the file system states before a byte is
+/// read (to refuse what is longer than the caller allows), the memory for it is reserved
+/// fallibly ([`Error::OutOfMemory`], never an abort), and at most that many bytes are read: a
+/// file that grows while it is read is refused.
+pub fn read_regular(path: &Path, within: Option<&Path>, check_len: impl FnOnce(u64) -> Result<()>) -> Result<Vec<u8>> {
+    use std::io::Read;
     let os = |e: std::io::Error| {
         Error::Os { what: "read bundle file", errno: e.raw_os_error().unwrap_or(0) }
-            .context(format!("{MANIFEST}: {field}: {}: {e}", path.display()))
+            .context(format!("{}: {e}", path.display()))
     };
-    let mut file = std::fs::File::open(&path).map_err(os)?;
-    let len = file.metadata().map_err(os)?.len();
-    if let Some(max) = max_len
-        && len > max
-    {
-        return Err(too_long(len).context(format!("{MANIFEST}: {field}: file {name} has {len} bytes")));
+    if let Some(dir) = within {
+        let (real, root) = (path.canonicalize().map_err(os)?, dir.canonicalize().map_err(os)?);
+        if !real.starts_with(&root) {
+            return Err(Error::Malformed {
+                what: "bundle file",
+                at: 0,
+                reason: "a symbolic link out of the bundle directory",
+            }
+            .context(format!("{} leads to {}", path.display(), real.display())));
+        }
     }
+    let meta = std::fs::metadata(path).map_err(os)?;
+    if !meta.is_file() {
+        return Err(Error::Malformed {
+            what: "bundle file",
+            at: 0,
+            reason: "not a regular file (a directory, FIFO, socket or device)",
+        }
+        .context(path.display().to_string()));
+    }
+    let mut file = std::fs::File::open(path).map_err(os)?;
+    let meta = file.metadata().map_err(os)?;
+    if !meta.is_file() {
+        return Err(Error::Malformed {
+            what: "bundle file",
+            at: 0,
+            reason: "replaced by a non-regular file while opened",
+        }
+        .context(path.display().to_string()));
+    }
+    let len = meta.len();
+    check_len(len)?;
     let mut bytes = Vec::new();
     usize::try_from(len).ok().and_then(|n| bytes.try_reserve_exact(n).ok()).ok_or_else(|| {
         Error::OutOfMemory { device: crate::error::device_name("host"), requested: len, used: 0 }
-            .context(format!("{MANIFEST}: {field}: file {name}"))
+            .context(path.display().to_string())
     })?;
-    file.read_to_end(&mut bytes).map_err(os)?;
+    // One byte past the stated length tells a file that grew from one that did not.
+    (&mut file).take(len.saturating_add(1)).read_to_end(&mut bytes).map_err(os)?;
+    if bytes.len() as u64 != len {
+        return Err(Error::Mismatch {
+            what: "bundle file length while read vs its stated length",
+            expected: len,
+            found: bytes.len() as u64,
+        }
+        .context(path.display().to_string()));
+    }
     Ok(bytes)
 }
 

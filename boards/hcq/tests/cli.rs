@@ -353,3 +353,126 @@ fn dev_picks_the_device_through_the_front_door() {
         assert_eq!(j["outputs_ok"], true, "DEV={dev}");
     }
 }
+
+/// `hcq ARGS` under an address-space limit of `limit_kib` (`ulimit -v`, i.e. RLIMIT_AS, set by
+/// the shell that then execs hcq) and a wall-clock deadline: the output, or a failure naming
+/// the arguments when hcq was still running at the deadline (it is killed).
+fn hcq_limited(args: &[&str], limit_kib: u64, secs: u64) -> Output {
+    use std::process::Stdio;
+    let bin = env!("CARGO_BIN_EXE_hcq");
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {limit_kib} && exec \"$0\" \"$@\""))
+        .arg(bin)
+        .args(args)
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run hcq under sh");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("hcq {args:?} still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// 2 GB of address space, as the GPU corpus must be refused within.
+const LIMIT_2G_KIB: u64 = 2 << 20;
+
+/// Every entry of the GPU malformed-input corpus (`tests/data/bundles-gpu-bad`, made by its
+/// `generate.py` from a one-program cut of examples/mlp) through `hcq run --device QCOM:SIM`
+/// under a 2 GB address-space limit: exit 2 and one line naming the bundle, within seconds,
+/// nothing that looks like a panic. Before: `consts.kernarg_alloc_size` 0xF0000000 allocated ~8 GB
+/// (abort, exit 134), `stack_bytes` and the other sizes were not bounded, metadata that
+/// contradicts itself or the blob ran, and garbage or all-zero shaders reached the simulated GPU.
+/// The control entry runs under the same limit (so the limit is not what refuses the others).
+#[test]
+fn every_gpu_corpus_entry_is_refused_within_2gb_with_exit_2_and_one_line() {
+    let dir = root().join("tests/data/bundles-gpu-bad");
+    let control = ["run", "tests/data/bundles-gpu-bad/ok-gpu-control", "--device", "QCOM:SIM", "--iters", "1"];
+    let out = hcq_limited(&control, LIMIT_2G_KIB, 30);
+    assert!(out.status.success(), "the control runs: {}", String::from_utf8_lossy(&out.stderr));
+    let mut n = 0;
+    let t = std::time::Instant::now();
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n != "ok-gpu-control" && dir.join(n).is_dir())
+        .collect();
+    names.sort();
+    for name in names {
+        let p = format!("tests/data/bundles-gpu-bad/{name}");
+        let out = hcq_limited(&["run", &p, "--device", "QCOM:SIM", "--check", "--iters", "1"], LIMIT_2G_KIB, 20);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: expected an error exit ({:?})\n{stderr}", out.status);
+        assert!(stderr.starts_with("hcq: error: bundle "), "{name}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{name}: one line: {stderr}");
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+        n += 1;
+    }
+    assert!(n >= 100, "the GPU corpus is there ({n} cases)");
+    assert!(t.elapsed().as_secs() < 120, "{n} cases took {:?}", t.elapsed());
+}
+
+/// Reading hostile files (before: `hcq inspect /dev/zero` grew to 4 GB in 5 s, a FIFO in a
+/// bundle directory blocked forever in open, a symbolic link out of the directory was read):
+/// only regular files are read, and links must stay inside the bundle directory. A link inside
+/// the directory still works.
+#[test]
+fn devices_fifos_and_links_out_of_the_bundle_are_refused() {
+    let out = hcq_limited(&["inspect", "/dev/zero"], LIMIT_2G_KIB, 10);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a regular file") && stderr.lines().count() == 1, "{stderr}");
+    let tmp = std::env::temp_dir().join(format!("hcq-hostile-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let copy = |name: &str| {
+        let d = tmp.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        for e in std::fs::read_dir(root().join("examples/mlp")).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), d.join(e.file_name())).unwrap();
+        }
+        d
+    };
+    // A FIFO where a buffer file belongs.
+    let fifo = copy("fifo");
+    std::fs::remove_file(fifo.join("buf_000.bin")).unwrap();
+    let st = Command::new("mkfifo").arg(fifo.join("buf_000.bin")).status().expect("mkfifo");
+    assert!(st.success());
+    for cmd in ["inspect", "run"] {
+        let out = hcq_limited(&[cmd, fifo.to_str().unwrap()], LIMIT_2G_KIB, 10);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {stderr}");
+        assert!(stderr.contains("not a regular file") && stderr.contains("buf_000.bin"), "{cmd}: {stderr}");
+    }
+    let out = hcq_limited(&["inspect", fifo.join("buf_000.bin").to_str().unwrap()], LIMIT_2G_KIB, 10);
+    assert_eq!(out.status.code(), Some(2), "a FIFO given as the .hcqb: {}", String::from_utf8_lossy(&out.stderr));
+    // A link out of the directory, to a file with exactly the bytes the manifest wants.
+    let out_link = copy("link-out");
+    let outside = tmp.join("outside.bin");
+    std::fs::rename(out_link.join("buf_000.bin"), &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, out_link.join("buf_000.bin")).unwrap();
+    let out = hcq_limited(&["run", out_link.to_str().unwrap(), "--iters", "1"], LIMIT_2G_KIB, 30);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("a symbolic link out of the bundle directory"), "{stderr}");
+    // The same link relative, through `..`.
+    std::fs::remove_file(out_link.join("buf_000.bin")).unwrap();
+    std::os::unix::fs::symlink("../outside.bin", out_link.join("buf_000.bin")).unwrap();
+    let out = hcq_limited(&["inspect", out_link.to_str().unwrap()], LIMIT_2G_KIB, 30);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    // A link inside the directory is read.
+    let inside = copy("link-in");
+    std::fs::rename(inside.join("buf_000.bin"), inside.join("data.bin")).unwrap();
+    std::os::unix::fs::symlink("data.bin", inside.join("buf_000.bin")).unwrap();
+    let out = hcq_limited(&["run", inside.to_str().unwrap(), "--check", "--iters", "1"], LIMIT_2G_KIB, 30);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_dir_all(&tmp).ok();
+}

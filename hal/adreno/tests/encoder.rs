@@ -321,3 +321,52 @@ fn a_signal_writes_the_low_word_first() {
     cp.submit(IB, words.len() as u32, &mut mem, &mut Recorder::default()).unwrap();
     assert_eq!(mem.read64(SIGNALS).unwrap(), 0x1_0000_0000);
 }
+
+/// A tree of IBs, each `fanout` `CP_INDIRECT_BUFFER`s to the next level, three levels deep
+/// (the nesting limit), the last of `fanout` NOPs: `fanout + fanout² + fanout³` packets from one
+/// submission of `fanout` words × 4.
+fn ib_tree(mem: &mut SparseMemory, fanout: u32) -> u32 {
+    let levels = [IB, IB + 0x4_0000, IB + 0x8_0000];
+    let mut nops = Vec::new();
+    for _ in 0..fanout {
+        pkt7(&mut nops, op::CP_NOP, &[]).unwrap();
+    }
+    mem.write_bytes(levels[2], &words_to_bytes(&nops)).unwrap();
+    let mut callee = (levels[2], nops.len() as u32);
+    for &at in levels[..2].iter().rev() {
+        let mut w = Vec::new();
+        for _ in 0..fanout {
+            pkt7(&mut w, op::CP_INDIRECT_BUFFER, &[callee.0 as u32, 0, callee.1]).unwrap();
+        }
+        mem.write_bytes(at, &words_to_bytes(&w)).unwrap();
+        callee = (at, w.len() as u32);
+    }
+    callee.1
+}
+
+/// A crafted IB tree (before: ~10^10 packets run while holding the device, no bound) stops at the
+/// packet budget of a submission with a fault naming it, in a fraction of a second; the next
+/// submission has the whole budget again, and a tree within the budget runs to the end.
+#[test]
+fn a_submission_stops_at_its_packet_budget() {
+    let mut mem = memory();
+    // 300 + 300² + 300³ ≈ 2.7·10^7 packets: past the default budget of 2^24.
+    let words = ib_tree(&mut mem, 300);
+    let mut cp = Cp::new();
+    assert_eq!(cp.packet_budget(), hcq_sim_adreno::cp::DEFAULT_PACKET_BUDGET);
+    let t = std::time::Instant::now();
+    let err = cp.submit(IB, words, &mut mem, &mut Recorder::default()).unwrap_err();
+    assert!(t.elapsed().as_secs() < 20, "{:?}", t.elapsed());
+    assert!(err.to_string().contains("packets of one submission"), "{err}");
+    assert!(matches!(err.root(), hcq::Error::OutOfSpace { capacity, .. } if *capacity == 1 << 24), "{err}");
+    assert_eq!(cp.packets(), 1 << 24);
+    // 10 + 100 + 1000 packets fit a budget of 1110, and a second submission starts afresh.
+    let words = ib_tree(&mut mem, 10);
+    cp.set_packet_budget(1110);
+    for _ in 0..2 {
+        assert_eq!(cp.submit(IB, words, &mut mem, &mut Recorder::default()).unwrap(), Outcome::Done);
+    }
+    cp.set_packet_budget(1109);
+    let err = cp.submit(IB, words, &mut mem, &mut Recorder::default()).unwrap_err();
+    assert!(matches!(err.root(), hcq::Error::OutOfSpace { requested: 1110, capacity: 1109, .. }), "{err}");
+}

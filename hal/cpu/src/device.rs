@@ -664,6 +664,7 @@ pub fn cpu_limits() -> hcq::device::DeviceLimits {
         alloc_align: 16,
         max_kernel_args: MAX_ARGS as u32,
         max_grid: [CPU_MAX_THREADS, 1, 1],
+        gpu: None,
     }
 }
 

@@ -70,6 +70,12 @@ pub trait KgslIoctl: Send + Sync {
     fn describe(&self) -> &'static str {
         "KGSL"
     }
+    /// Whether this backend is a simulator (`QCOM:SIM`): the device then states the
+    /// simulator's limits (a work-group budget per dispatch) and refuses at load the shader
+    /// instructions its interpreter does not run. The kernel node is not.
+    fn is_simulator(&self) -> bool {
+        false
+    }
 }
 
 /// A shared backend is a backend (the device keeps one, a capture wraps another).
@@ -122,6 +128,9 @@ impl<T: KgslIoctl + ?Sized> KgslIoctl for std::sync::Arc<T> {
     }
     fn describe(&self) -> &'static str {
         (**self).describe()
+    }
+    fn is_simulator(&self) -> bool {
+        (**self).is_simulator()
     }
 }
 

@@ -157,4 +157,7 @@ impl<B: KgslIoctl> KgslIoctl for Capturing<B> {
     fn describe(&self) -> &'static str {
         self.inner.describe()
     }
+    fn is_simulator(&self) -> bool {
+        self.inner.is_simulator()
+    }
 }

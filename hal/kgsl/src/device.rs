@@ -3,8 +3,12 @@
 //! (`QCOM:SIM`, opened by the `hcq-sim-adreno` crate) — and its bundle runner backend ([`QcomBackend`], driven by
 //! `hcq::runner::Runner`).
 //!
-//! A load picks the bundle's `adreno_a630` objects, validates each program
-//! (`hcq_adreno::Program::from_json`) and uploads its shader image once; allocates every base
+//! A load picks the bundle's `adreno_a630` objects; before anything is allocated the core checks
+//! every size against the limits the device states ([`QcomDevice`]'s `Device::limits`: the
+//! a630's [`A630_LIMITS`](hcq_adreno::program::A630_LIMITS), with a work-group budget on
+//! `QCOM:SIM`) and [`Backend::prepare`] validates each program (`hcq_adreno::Program::from_json`:
+//! the metadata against itself and its blob; the shader code decoded, with an `end` and branch
+//! targets inside it) and each launch against its program. Then it uploads each shader image once; allocates every base
 //! buffer as a KGSL GPU object; lays out each launch's constant block as
 //! `programs[].adreno.consts` says (argument addresses, integer values, immediates, local size)
 //! in its own slot of one constant object; and captures the launch list as one core `HwQueue`
@@ -30,9 +34,9 @@ use crate::{Context, FreeAfter, GpuObject, Kgsl, TimestampHooks};
 use hcq::allocator::{Allocator, BufferSpec, DeviceMemory, LruAllocator};
 use hcq::barrier::Barrier;
 use hcq::bundle::Arch;
-use hcq::bundle::hcqb::ProgramRef;
-use hcq::device::{Device, DeviceLimits, DeviceProperties};
-use hcq::error::device_name;
+use hcq::bundle::hcqb::{Hcqb, LaunchRef, ProgramRef};
+use hcq::device::{Device, DeviceLimits, DeviceProperties, GpuLimits};
+use hcq::error::{ResultExt, device_name};
 use hcq::hcq::{Engine, Hcq};
 use hcq::mmio::{MmioBus, Width};
 use hcq::profile::{Event, EventKind};
@@ -51,6 +55,10 @@ use std::sync::{Arc, Mutex};
 pub const DEFAULT_TIMEOUT_MS: u32 = 60_000;
 /// Largest single allocation (the simulated KGSL's limit; a630 GPU memory is shared RAM).
 pub const MAX_ALLOC_BYTES: u64 = 1 << 32;
+/// Work-groups one dispatch may have on `QCOM:SIM`: the ir3 interpreter runs each in turn, so
+/// the simulator states a budget (2^16, 128× the largest dispatch of the sample bundles) where
+/// the a630 has only its per-dimension grid.
+pub const SIM_MAX_GROUPS: u64 = 1 << 16;
 
 /// An opened QCOM device (see the module docs).
 pub struct QcomDevice {
@@ -60,6 +68,8 @@ pub struct QcomDevice {
     capture: Option<Arc<Capturing<Arc<dyn KgslIoctl>>>>,
     alloc: LruAllocator,
     timeout_ms: u32,
+    /// The backend is a simulator (`QCOM:SIM`): its limits and instruction set apply.
+    simulated: bool,
 }
 
 impl core::fmt::Debug for QcomDevice {
@@ -81,6 +91,7 @@ impl QcomDevice {
     /// [`KgslIoctl::fault_report`] becomes the context of a fault, and every program the device
     /// uploads is announced to it ([`KgslIoctl::note_program`]).
     pub fn with_backend(name: &str, io: Arc<dyn KgslIoctl>, capture: bool) -> Result<Arc<QcomDevice>> {
+        let simulated = io.is_simulator();
         let (io, capture) = if capture {
             let c = Arc::new(Capturing::new(io, "hcq run"));
             (c.clone() as Arc<dyn KgslIoctl>, Some(c))
@@ -97,6 +108,7 @@ impl QcomDevice {
             ctx,
             capture,
             timeout_ms: DEFAULT_TIMEOUT_MS,
+            simulated,
         }))
     }
 
@@ -113,6 +125,17 @@ impl QcomDevice {
     /// The `.rd` capture so far, when opened with `capture`.
     pub fn rd_capture(&self) -> Option<Vec<u8>> {
         self.capture.as_ref().map(|c| c.bytes())
+    }
+
+    /// What one program and one dispatch may ask for: the a630's limits, and on `QCOM:SIM` at
+    /// most [`SIM_MAX_GROUPS`] work-groups per dispatch.
+    pub fn gpu_limits(&self) -> GpuLimits {
+        let a630 = hcq_adreno::program::A630_LIMITS;
+        if self.simulated {
+            GpuLimits { max_total_groups: a630.max_total_groups.min(SIM_MAX_GROUPS), ..a630 }
+        } else {
+            a630
+        }
     }
 
     /// Submit the IB of `bytes` at `ib` and wait for it (`timeout_ms`): a timeout is
@@ -170,6 +193,7 @@ impl Device for QcomDevice {
             alloc_align: 4096,
             max_kernel_args: hcq_adreno::program::MAX_ARGS,
             max_grid: [u32::MAX; 3],
+            gpu: Some(self.gpu_limits()),
         }
     }
     fn as_any(&self) -> &dyn core::any::Any {
@@ -332,6 +356,8 @@ pub struct QcomBackend {
     buffers: Vec<GpuObject>,
     /// Each program's shader image, uploaded once.
     code: Vec<GpuObject>,
+    /// Every program, validated by `prepare` before anything was allocated; taken by `load_program`.
+    prepared: Vec<Option<Program>>,
     programs: Vec<(Program, u64)>,
     enc: Option<Arc<dyn ComputeEncoder>>,
     /// Scratch (16 B for the barrier's flush event), private memory, timeline signal, IB pool
@@ -446,6 +472,7 @@ impl QcomBackend {
             dev,
             buffers: Vec::new(),
             code: Vec::new(),
+            prepared: Vec::new(),
             programs: Vec::new(),
             enc: None,
             scratch: None,
@@ -695,16 +722,45 @@ impl Backend for QcomBackend {
         Ok(a)
     }
 
-    fn load_program(&mut self, _index: usize, p: &ProgramRef<'_>, _arch: Arch, object: &[u8]) -> Result<usize> {
+    /// Validate every program and every launch against its program, before anything is
+    /// allocated (the limits were checked by the core just before): a bundle the device would
+    /// refuse at its first launch is refused here, with nothing allocated.
+    fn prepare(&mut self, bundle: &Hcqb<'_>, arch: Arch) -> Result<()> {
+        let sim = self.dev.simulated;
+        let mut progs = Vec::with_capacity(bundle.n_programs());
+        for (i, p) in bundle.programs().enumerate() {
+            let prog = p
+                .object(arch)
+                .ok_or(Error::Unsupported {
+                    what: "bundle has no object for this architecture",
+                    value: arch.code().into(),
+                })
+                .and_then(|o| validate_program(&p, o, sim))
+                .with_context(|| format!("program {i} ({})", p.name))?;
+            progs.push(prog);
+        }
+        for (i, l) in bundle.launches().enumerate() {
+            let LaunchRef::Kernel(k) = l else { continue };
+            let prog = progs.get(k.program as usize).ok_or(Error::OutOfBounds {
+                what: "launch program index",
+                offset: k.program.into(),
+                len: 1,
+                limit: progs.len() as u64,
+            });
+            prog.and_then(|p| check_launch(p, &k)).with_context(|| format!("launch {i} ({})", k.name))?;
+        }
+        self.prepared = progs.into_iter().map(Some).collect();
+        Ok(())
+    }
+
+    fn load_program(&mut self, index: usize, p: &ProgramRef<'_>, _arch: Arch, object: &[u8]) -> Result<usize> {
         if self.enc.is_some() {
             return Err(Error::InvalidArgument { what: "QCOM: program loaded after the first launch", value: 0 });
         }
-        let meta = p.adreno.ok_or(Error::Malformed {
-            what: "bundle program",
-            at: 0,
-            reason: "an adreno_a630 object without its programs[].adreno metadata",
-        })?;
-        let prog = Program::from_json(object, meta)?;
+        let prog = match self.prepared.get_mut(index).and_then(Option::take) {
+            Some(p) => p,
+            None => validate_program(p, object, self.dev.simulated)?,
+        };
         let code = Fresh::new(&self.dev.kgsl, self.dev.kgsl.alloc(prog.image.len() as u64, MemFlags::USE_CPU_MAP)?);
         write_words(code.get(), 0, &prog.image)?;
         // Until the encoder exists the second field holds the code address.
@@ -892,6 +948,90 @@ impl Drop for QcomBackend {
             }
         }
     }
+}
+
+/// Validate a program for the QCOM device: its metadata against itself and its blob
+/// ([`Program::from_json`]), its address slots against the bundle program's buffer parameters,
+/// and its shader code: every instruction from the entry decodes, branch targets lie inside the
+/// code, an `end` is there (an all-zero or cut image has none), and on `QCOM:SIM` (`sim`) every
+/// instruction is one the ir3 interpreter runs.
+pub fn validate_program(p: &ProgramRef<'_>, object: &[u8], sim: bool) -> Result<Program> {
+    use hcq_ir3::isa::{Body, Cat0Op};
+    let meta = p.adreno.ok_or(Error::Malformed {
+        what: "bundle program",
+        at: 0,
+        reason: "an adreno_a630 object without its programs[].adreno metadata",
+    })?;
+    let prog = Program::from_json(object, meta)?;
+    if prog.n_args != p.n_buffer_args {
+        return Err(Error::Mismatch {
+            what: "adreno consts.args count vs the program's n_buffer_args (launch arguments)",
+            expected: p.n_buffer_args.into(),
+            found: prog.n_args.into(),
+        });
+    }
+    // CAST: the entry lies inside the image (checked by `from_json`).
+    let code = &prog.image[prog.entry as usize..];
+    let instrs = hcq_ir3::decode_image(code).map_err(|e| {
+        Error::Malformed { what: "adreno shader code", at: prog.entry.into(), reason: "not a6xx ir3 instructions" }
+            .context(e.to_string())
+    })?;
+    let mut ends = false;
+    for (i, ins) in instrs.iter().enumerate() {
+        if let Some(t) = ins.branch_target(i)
+            && !(0..instrs.len() as i64).contains(&t)
+        {
+            return Err(Error::OutOfBounds {
+                what: "adreno shader code: a branch target outside the code (instruction, target)",
+                offset: i as u64,
+                len: 1,
+                limit: instrs.len() as u64,
+            })
+            .map_err(|e| e.context(format!("instruction {i} branches to {t}")));
+        }
+        match ins.body {
+            Body::Cat0(c) if c.op == Cat0Op::End => ends = true,
+            Body::Unsupported(name) if sim => {
+                return Err(Error::Unsupported {
+                    what: "adreno shader instruction the QCOM:SIM interpreter does not run (instruction index)",
+                    value: i as u64,
+                })
+                .map_err(|e| e.context(format!("instruction {i}: {name}")));
+            }
+            _ => {}
+        }
+    }
+    if !ends {
+        return Err(Error::Malformed {
+            what: "adreno shader code",
+            at: instrs.len() as u64,
+            reason: "no end instruction (an all-zero, cut or garbage image)",
+        });
+    }
+    Ok(prog)
+}
+
+/// A kernel launch against its validated program: an Adreno dispatch whose work-group size the
+/// program allows and whose integer values are as many as the program's and fit 32 bits.
+fn check_launch(prog: &Program, k: &hcq::bundle::hcqb::KernelRef<'_>) -> Result<()> {
+    let gpu = k.gpu.ok_or(Error::Malformed {
+        what: "bundle launch",
+        at: k.program.into(),
+        reason: "no Adreno dispatch (gpu_global_size/gpu_local_size/gpu_vals)",
+    })?;
+    prog.check_local(gpu.local_size)?;
+    if gpu.vals().len() != prog.n_vals as usize {
+        return Err(Error::Mismatch {
+            what: "launch gpu_vals count vs the program's consts.vals",
+            expected: prog.n_vals.into(),
+            found: gpu.vals().len() as u64,
+        });
+    }
+    for v in gpu.vals() {
+        i32::try_from(v)
+            .map_err(|_| Error::InvalidArgument { what: "adreno integer argument (32-bit)", value: v as u64 })?;
+    }
+    Ok(())
 }
 
 /// The registry entry for `QCOM` (the KGSL node; a missing node is a clear error).

@@ -426,6 +426,9 @@ impl hcq_kgsl::backend::KgslIoctl for FailingAlloc {
     fn note_program(&self, shader_addr: u64, arg_slots: &[(u32, u32)]) {
         self.sim.note_program(shader_addr, arg_slots)
     }
+    fn is_simulator(&self) -> bool {
+        true
+    }
 }
 
 /// A load that fails at any GPU object allocation (every one in turn, the encoder's scratch and

@@ -683,6 +683,7 @@ impl hcq::device::Device for EduHandle {
             alloc_align: 8,
             max_kernel_args: 0,
             max_grid: [0, 0, 0],
+            gpu: None,
         }
     }
     fn as_any(&self) -> &dyn std::any::Any {

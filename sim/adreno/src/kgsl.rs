@@ -533,4 +533,7 @@ impl KgslIoctl for SimKgsl {
     fn describe(&self) -> &'static str {
         "simulated KGSL + ir3 interpreter,"
     }
+    fn is_simulator(&self) -> bool {
+        true
+    }
 }

@@ -449,6 +449,7 @@ impl hcq::device::Device for SimHandle {
             alloc_align: 4096,
             max_kernel_args: SIM_MAX_KERNEL_ARGS,
             max_grid: [u32::MAX, 65_535, 65_535],
+            gpu: None,
         }
     }
     fn as_any(&self) -> &dyn std::any::Any {

@@ -34,6 +34,10 @@ fuzz_target!(|data: &[u8]| {
         alloc_align: 4096,
         max_kernel_args: 64,
         max_grid: [u32::MAX; 3],
+        gpu: Some(hcq::device::GpuLimits {
+            max_total_groups: hcq_kgsl::device::SIM_MAX_GROUPS,
+            ..hcq_adreno::program::A630_LIMITS
+        }),
     };
     if file.check_limits(&limits).is_err() {
         return;

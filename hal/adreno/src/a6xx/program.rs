@@ -7,14 +7,27 @@
 //! integer value, immediate, local size) lies inside the block the GPU loads and no two
 //! overlap, and the local size respects `max_threads`. Textures, samplers and IBOs are refused
 //! ("not supported yet").
+//!
+//! Nothing the metadata says is taken on trust where it could contradict itself or the blob:
+//! the four blob parts lie inside the blob, the immediates equal the blob's, every register
+//! entry is one of the a6xx dispatch registers at its database offset and the values the
+//! metadata states twice agree (`SP_CS_INSTR_SIZE`, `SP_CS_PROGRAM_COUNTER_OFFSET`,
+//! `SP_CS_PVT_MEM_*`, `SP_CS_CONST_CONFIG_0` = `wgid`/`wgsz`/`lid`), each address slot names a
+//! buffer of the signature at `buf_off + 8·slot`, the work-group id lies in the shared register
+//! file, the local id inside the register footprint, the private-memory sizes follow from
+//! `pvtmem` and the shared size from `shmem` (formulas: `examples/FORMAT.md`,
+//! "programs[].adreno"). The sizes the device bounds are [`A630_LIMITS`], which the core's
+//! `Hcqb::check_limits` applies before this runs.
 
 use crate::a6xx::regs;
 use crate::reg::Reg;
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
+use hcq::limits::GpuLimits;
 use hcq::{Error, Result};
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 
 /// Largest work-group the a6xx accepts (`SP_CS_NDRANGE_0` local sizes, Mesa's limit).
 pub const MAX_WORKGROUP_THREADS: u32 = 1024;
@@ -24,6 +37,47 @@ pub const MAX_CODE_UNITS: u32 = 0x3ff;
 pub const MAX_ARGS: u32 = 64;
 /// Shared memory on a630 (SP_CS_CNTL_1 SHARED_SIZE = 0 means all of it).
 pub const MAX_SHARED_BYTES: u32 = 32 * 1024;
+/// General-purpose registers r0..r47 per fiber (`shared/notes/adreno-ir3-isa.md` §2, Mesa
+/// `ir3.h` GPR_REG_SIZE); half registers hr0..hr47 overlay r0..r23 (merged file, a6xx).
+pub const GPRS: u32 = 48;
+/// First regid of the shared (per-wave) registers r48.x..r55.w, where the work-group id goes
+/// (`ir3.h` SHARED_REG_START; notes §2, §7).
+pub const SHARED_REGID_FIRST: u32 = 4 * 48;
+/// Last regid of the shared registers (r55.w).
+pub const SHARED_REGID_LAST: u32 = 4 * 56 - 1;
+/// Mesa's INVALID_REG regid (0xfc, r63.x): "not assigned" in the dispatch registers.
+pub const REGID_NONE: u32 = 0xfc;
+
+/// What an a630 gives one program and one dispatch (the QCOM device states these; the core's
+/// `Hcqb::check_limits` compares every program's metadata and every launch's grid with them
+/// before anything is allocated). Sources, `shared/reference/adreno/a6xx.xml` unless named:
+/// - constant RAM: 256 vec4 = 4 KiB, the largest `a6xx_const_ram_mode` (CONSTLEN_256; Mesa
+///   `ir3_compiler.c` max_const_compute = 256, notes `adreno-ir3-isa.md` §3); the constant block
+///   of a launch holds nothing else (textures/IBOs are not supported);
+/// - code: 1023 units of 128 bytes (`CP_LOAD_STATE6` NUM_UNIT, [`MAX_CODE_UNITS`]);
+/// - private memory per fiber: MEMSIZEPERITEM, 8 bits in units of 512 B
+///   (`a6xx_sp_xs_pvt_mem_param`): 255 × 512 bytes;
+/// - private/stack buffer: TOTALPVTMEMSIZE, 18 bits in units of 4 KiB (`a6xx_sp_xs_pvt_mem_size`);
+/// - shared memory: 32 KiB (SP_CS_CNTL_1 SHARED_SIZE, [`MAX_SHARED_BYTES`]);
+/// - registers: [`GPRS`] full and half registers; branch stack: BRANCHSTACK, 6 bits
+///   (`a6xx_sp_xs_cntl_0`);
+/// - work-group: 1024 threads ([`MAX_WORKGROUP_THREADS`]);
+/// - grid: 65535 work-groups per dimension, what Mesa's Vulkan driver for a6xx states
+///   (turnip `tu_device.cc`, maxComputeWorkGroupCount); no total beyond that (a simulator states
+///   its own).
+pub const A630_LIMITS: GpuLimits = GpuLimits {
+    const_bytes: 256 * 16,
+    code_bytes: MAX_CODE_UNITS * 128,
+    private_bytes_per_thread: 255 * 512,
+    stack_bytes: ((1 << 18) - 1) * 4096,
+    shared_bytes: MAX_SHARED_BYTES,
+    full_regs: GPRS,
+    half_regs: GPRS,
+    branch_stack: 63,
+    workgroup_threads: MAX_WORKGROUP_THREADS,
+    max_groups: [65535; 3],
+    max_total_groups: 65535 * 65535 * 65535,
+};
 
 /// The metadata as the bundle writes it (unknown fields are ignored).
 #[derive(Clone, Debug, Deserialize)]
@@ -46,6 +100,18 @@ pub struct Meta {
     pub stack_bytes: u64,
     pub shared_size: u32,
     pub max_threads: u32,
+    pub pvtmem_size_per_item: u32,
+    pub pvtmem_size_total: u32,
+    /// Regid of the work-group id (shared registers), 0xfc for none.
+    pub wgid: u32,
+    /// Regid of the local invocation id (general registers), 0xfc for none.
+    pub lid: u32,
+    /// Constant id (dwords) of the work-group size, 0xfc for none.
+    pub wgsz: u32,
+    /// The GPU kernel's parameters, buffers first (`slot` = position).
+    pub signature: Vec<SigMeta>,
+    /// The integer parameters (the last `vars.len()` of the signature).
+    pub vars: Vec<IgnoredAny>,
     pub consts: ConstsMeta,
     pub descriptors: DescriptorsMeta,
     pub regs: BTreeMap<String, RegValue>,
@@ -55,8 +121,21 @@ pub struct Meta {
 #[derive(Clone, Debug, Deserialize)]
 #[allow(missing_docs)]
 pub struct BlobMeta {
+    pub variant_offset: u64,
+    pub variant_nbytes: u64,
+    pub const_state_offset: u64,
+    pub const_state_nbytes: u64,
+    pub immediates_offset: u64,
+    pub immediates_nbytes: u64,
     pub image_offset: u64,
     pub image_nbytes: u64,
+}
+
+/// One parameter of `adreno.signature`.
+#[derive(Clone, Debug, Deserialize)]
+#[allow(missing_docs)]
+pub struct SigMeta {
+    pub slot: u32,
 }
 
 /// `adreno.consts`.
@@ -65,6 +144,10 @@ pub struct BlobMeta {
 pub struct ConstsMeta {
     pub kernarg_alloc_size: u32,
     pub load_vec4: u32,
+    /// Byte offset of the buffer addresses.
+    pub buf_off: u32,
+    /// Where the immediates start (vec4).
+    pub max_const_offset_vec4: u32,
     pub args: Vec<ArgMeta>,
     pub vals: Vec<ValMeta>,
     pub immediates: Vec<ImmMeta>,
@@ -76,6 +159,8 @@ pub struct ConstsMeta {
 #[allow(missing_docs)]
 pub struct ArgMeta {
     pub arg: u32,
+    /// Position of the buffer in the GPU signature.
+    pub slot: u32,
     pub offset: u32,
     pub size: u32,
 }
@@ -196,6 +281,24 @@ pub struct Program {
     pub n_vals: u32,
 }
 
+/// The registers `adreno.regs` may name (`examples/FORMAT.md`), at their a6xx database offsets.
+pub const DISPATCH_REGS: [(&str, u32); 14] = [
+    (regs::SP_CS_CNTL_0::NAME, regs::SP_CS_CNTL_0::REG),
+    (regs::SP_CS_CNTL_1::NAME, regs::SP_CS_CNTL_1::REG),
+    (regs::SP_CS_BOOLEAN_CF_MASK::NAME, regs::SP_CS_BOOLEAN_CF_MASK::REG),
+    (regs::SP_CS_PROGRAM_COUNTER_OFFSET::NAME, regs::SP_CS_PROGRAM_COUNTER_OFFSET::REG),
+    (regs::SP_CS_PVT_MEM_PARAM::NAME, regs::SP_CS_PVT_MEM_PARAM::REG),
+    (regs::SP_CS_PVT_MEM_SIZE::NAME, regs::SP_CS_PVT_MEM_SIZE::REG),
+    (regs::SP_CS_CONST_CONFIG::NAME, regs::SP_CS_CONST_CONFIG::REG),
+    (regs::SP_CS_PVT_MEM_STACK_OFFSET::NAME, regs::SP_CS_PVT_MEM_STACK_OFFSET::REG),
+    (regs::SP_CS_INSTR_SIZE::NAME, regs::SP_CS_INSTR_SIZE::REG),
+    (regs::SP_CS_CONFIG::NAME, regs::SP_CS_CONFIG::REG),
+    (regs::SP_MODE_CNTL::NAME, regs::SP_MODE_CNTL::REG),
+    (regs::TPL1_MODE_CNTL::NAME, regs::TPL1_MODE_CNTL::REG),
+    (regs::SP_CS_CONST_CONFIG_0::NAME, regs::SP_CS_CONST_CONFIG_0::REG),
+    (regs::SP_CS_WGE_CNTL::NAME, regs::SP_CS_WGE_CNTL::REG),
+];
+
 fn bad(what: &'static str, at: u64, reason: &'static str) -> Error {
     Error::Malformed { what, at, reason }
 }
@@ -217,8 +320,9 @@ impl Program {
     /// Parse the metadata JSON (`programs[].adreno`) and validate it against `blob`.
     pub fn from_json(blob: &[u8], meta_json: &[u8]) -> Result<Program> {
         let meta: Meta = serde_json::from_slice(meta_json).map_err(|e| {
+            let field = json_key_before(meta_json, e.line(), e.column());
             bad("adreno metadata json", e.line() as u64, "not the adreno object of a bundle manifest")
-                .context(alloc::format!("json column {}: {e}", e.column()))
+                .context(alloc::format!("json column {}: field {field:?}: {e}", e.column()))
         })?;
         Self::from_parts(blob, &meta)
     }
@@ -247,13 +351,29 @@ impl Program {
                 value: m.pvtmem.into(),
             });
         }
+        // The blob's parts, each inside it, in order and not overlapping.
+        let b = &m.blob;
+        let parts = [
+            ("adreno blob.variant (offset, nbytes) vs the blob", b.variant_offset, b.variant_nbytes),
+            ("adreno blob.const_state (offset, nbytes) vs the blob", b.const_state_offset, b.const_state_nbytes),
+            ("adreno blob.immediates (offset, nbytes) vs the blob", b.immediates_offset, b.immediates_nbytes),
+            ("adreno blob image", b.image_offset, b.image_nbytes),
+        ];
+        let mut prev_end = 0u64;
+        for (what, off, len) in parts {
+            let end = off.checked_add(len).ok_or(bad(what, off, "offset + size overflows"))?;
+            if end > blob.len() as u64 {
+                return Err(Error::OutOfBounds { what, offset: off, len, limit: blob.len() as u64 });
+            }
+            if off < prev_end {
+                return Err(bad(what, off, "overlaps the part before it (variant, const_state, immediates, image)"));
+            }
+            prev_end = end;
+        }
         // Code image.
         let off = m.blob.image_offset;
         let len = m.blob.image_nbytes;
-        let end = off.checked_add(len).ok_or(bad("adreno blob image", off, "offset + size overflows"))?;
-        if end > blob.len() as u64 {
-            return Err(Error::OutOfBounds { what: "adreno blob image", offset: off, len, limit: blob.len() as u64 });
-        }
+        let end = off + len;
         if len != u64::from(m.image_size) || len == 0 {
             return Err(bad("adreno metadata image_size", len, "empty, or differs from blob.image_nbytes"));
         }
@@ -321,6 +441,75 @@ impl Program {
                 "beyond 32 KiB or not SP_CS_CNTL_1.SHARED_SIZE",
             ));
         }
+        // FORMAT.md: shared_size = max(1, (shmem − 1) // 1024) (floor division, so 1 for shmem 0).
+        let want_shared = if m.shmem == 0 { 1 } else { ((m.shmem - 1) / 1024).max(1) };
+        if m.shared_size != want_shared {
+            return Err(Error::Mismatch {
+                what: "adreno metadata shared_size vs max(1, (shmem - 1) // 1024)",
+                expected: want_shared.into(),
+                found: m.shared_size.into(),
+            });
+        }
+        if m.fregs > GPRS || m.hregs > GPRS {
+            return Err(Error::InvalidArgument {
+                what: "adreno metadata fregs/hregs beyond the 48 registers of the register file",
+                value: m.fregs.max(m.hregs).into(),
+            });
+        }
+        // Regids: the work-group id (3 components) in the shared registers, the local id (3
+        // components) inside the register footprint, the work-group size (3 dwords) inside the
+        // loaded constants (checked with the constants below).
+        if m.wgid != REGID_NONE && !(SHARED_REGID_FIRST..=SHARED_REGID_LAST - 2).contains(&m.wgid) {
+            return Err(Error::OutOfBounds {
+                what: "adreno metadata wgid (work-group id regid) vs the shared registers r48.x..r55.w",
+                offset: m.wgid.into(),
+                len: 3,
+                limit: (SHARED_REGID_LAST + 1).into(),
+            });
+        }
+        if m.lid != REGID_NONE && m.lid.checked_add(3).is_none_or(|e| e > 4 * m.fregs) {
+            return Err(Error::OutOfBounds {
+                what: "adreno metadata lid (local id regid) vs the register footprint (4 x fregs)",
+                offset: m.lid.into(),
+                len: 3,
+                limit: (4 * m.fregs).into(),
+            });
+        }
+        // FORMAT.md: max_threads = min(1024, 384·32 / ((fregs + ceil(hregs/2))·128) · 128); a
+        // larger value would launch work-groups the register file cannot hold.
+        let footprint = (m.fregs + m.hregs.div_ceil(2)).max(1);
+        let reg_threads = (384 * 32 / (footprint * 128) * 128).min(MAX_WORKGROUP_THREADS);
+        if m.max_threads > reg_threads {
+            return Err(Error::LimitExceeded {
+                what: "adreno metadata max_threads vs what the register footprint allows",
+                value: m.max_threads.into(),
+                limit: reg_threads.into(),
+            });
+        }
+        // Private memory (FORMAT.md): per item = ceil(pvtmem / 512), total = that × 128 × 2,
+        // hw_stack_offset = round_up(next_pow2(round_up(pvtmem, 512)) × 128 × 16, 4096),
+        // stack_bytes = 4 × hw_stack_offset.
+        let per_item = m.pvtmem.div_ceil(512);
+        let stack = u64::from(m.pvtmem.next_multiple_of(512).next_power_of_two()) * 128 * 16;
+        let stack = stack.next_multiple_of(4096);
+        for (what, want, found) in [
+            (
+                "adreno metadata pvtmem_size_per_item vs ceil(pvtmem / 512)",
+                u64::from(per_item),
+                m.pvtmem_size_per_item.into(),
+            ),
+            (
+                "adreno metadata pvtmem_size_total vs pvtmem_size_per_item x 256",
+                u64::from(per_item) * 256,
+                m.pvtmem_size_total.into(),
+            ),
+            ("adreno metadata hw_stack_offset vs the private memory layout of pvtmem", stack, m.hw_stack_offset.into()),
+            ("adreno metadata stack_bytes vs 4 x hw_stack_offset", 4 * stack, m.stack_bytes),
+        ] {
+            if want != found {
+                return Err(Error::Mismatch { what, expected: want, found });
+            }
+        }
         let wge_cntl = regs::SP_CS_WGE_CNTL(need_reg::<regs::SP_CS_WGE_CNTL>(m)?);
         if wge_cntl.threadsize() != threadsize {
             return Err(bad(
@@ -355,21 +544,116 @@ impl Program {
                 value: c.load_vec4.into(),
             });
         }
+        if c.kernarg_alloc_size > A630_LIMITS.const_bytes {
+            return Err(Error::LimitExceeded {
+                what: "adreno consts.kernarg_alloc_size vs the constant RAM (bytes)",
+                value: c.kernarg_alloc_size.into(),
+                limit: A630_LIMITS.const_bytes.into(),
+            });
+        }
         let block = c.kernarg_alloc_size.max(c.load_vec4 * 16);
+        // The signature: slots are positions; the buffers are its first `len - vars` entries.
+        for (j, p) in m.signature.iter().enumerate() {
+            if p.slot as usize != j {
+                return Err(Error::Mismatch {
+                    what: "adreno signature slot vs position",
+                    expected: j as u64,
+                    found: p.slot.into(),
+                });
+            }
+        }
+        let n_buffers = m.signature.len().checked_sub(m.vars.len()).ok_or(Error::Mismatch {
+            what: "adreno vars count vs signature length (the vars are the signature's last entries)",
+            expected: m.signature.len() as u64,
+            found: m.vars.len() as u64,
+        })?;
+        if c.args.len() != n_buffers || c.vals.len() != m.vars.len() {
+            return Err(Error::Mismatch {
+                what: "adreno consts.args / consts.vals counts vs the signature's buffers / vars",
+                expected: (n_buffers as u64) << 32 | m.vars.len() as u64,
+                found: (c.args.len() as u64) << 32 | c.vals.len() as u64,
+            });
+        }
         let mut slots: Vec<(u32, u32, Slot)> = Vec::new();
-        let mut n_args = 0u32;
+        // CAST: at most 64 buffers (checked: the address slots must fit MAX_ARGS).
+        let n_args = n_buffers as u32;
+        if n_args > MAX_ARGS {
+            return Err(Error::InvalidArgument {
+                what: "adreno signature: more buffers than 64",
+                value: n_args.into(),
+            });
+        }
+        let (mut seen_arg, mut seen_slot) = (0u64, 0u64);
         for a in &c.args {
             if a.size != 8 || !a.offset.is_multiple_of(8) {
                 return Err(bad("adreno consts.args", a.offset.into(), "an address slot is 8 bytes, 8-byte aligned"));
             }
-            if a.arg >= MAX_ARGS {
-                return Err(Error::InvalidArgument {
-                    what: "adreno consts.args: argument index beyond 63",
-                    value: a.arg.into(),
+            if a.arg >= n_args || seen_arg >> a.arg & 1 != 0 {
+                return Err(Error::OutOfBounds {
+                    what: "adreno consts.args[].arg: a launch argument index outside the signature's buffers, or twice",
+                    offset: a.arg.into(),
+                    len: 1,
+                    limit: n_args.into(),
                 });
             }
-            n_args = n_args.max(a.arg + 1);
+            if a.slot >= n_args || seen_slot >> a.slot & 1 != 0 {
+                return Err(Error::OutOfBounds {
+                    what: "adreno consts.args[].slot: a constant slot outside the signature's buffers, or twice",
+                    offset: a.slot.into(),
+                    len: 1,
+                    limit: n_args.into(),
+                });
+            }
+            seen_arg |= 1 << a.arg;
+            seen_slot |= 1 << a.slot;
+            let want = u64::from(c.buf_off) + 8 * u64::from(a.slot);
+            if u64::from(a.offset) != want {
+                return Err(Error::Mismatch {
+                    what: "adreno consts.args[].offset vs buf_off + 8 x slot",
+                    expected: want,
+                    found: a.offset.into(),
+                });
+            }
             slots.push((a.offset, 8, Slot::Arg { arg: a.arg }));
+        }
+        for (k, imm) in c.immediates.iter().enumerate() {
+            let want = u64::from(c.max_const_offset_vec4) * 16 + 4 * k as u64;
+            if u64::from(imm.offset) != want {
+                return Err(Error::Mismatch {
+                    what: "adreno consts.immediates[].offset vs max_const_offset_vec4 x 16 + 4 x index",
+                    expected: want,
+                    found: imm.offset.into(),
+                });
+            }
+        }
+        // The immediates are part 3 of the blob, word for word.
+        if b.immediates_nbytes != 4 * c.immediates.len() as u64 {
+            return Err(Error::Mismatch {
+                what: "adreno blob.immediates_nbytes vs 4 x consts.immediates count",
+                expected: 4 * c.immediates.len() as u64,
+                found: b.immediates_nbytes,
+            });
+        }
+        // CAST: inside the blob (checked above).
+        let imm_bytes = &blob[b.immediates_offset as usize..(b.immediates_offset + b.immediates_nbytes) as usize];
+        for (k, (imm, w)) in c.immediates.iter().zip(imm_bytes.chunks_exact(4)).enumerate() {
+            let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            if imm.value != word {
+                return Err(Error::Mismatch {
+                    what: "adreno consts.immediates[].value vs the blob's immediates",
+                    expected: word.into(),
+                    found: imm.value.into(),
+                })
+                .map_err(|e| e.context(alloc::format!("immediate {k}")));
+            }
+        }
+        let want_ls = (m.wgsz != REGID_NONE).then(|| u64::from(m.wgsz) * 4);
+        if c.local_size_offset.map(u64::from) != want_ls {
+            return Err(Error::Mismatch {
+                what: "adreno consts.local_size_offset vs wgsz x 4 (null when wgsz is 0xfc)",
+                expected: want_ls.unwrap_or(u64::MAX),
+                found: c.local_size_offset.map_or(u64::MAX, u64::from),
+            });
         }
         for (i, v) in c.vals.iter().enumerate() {
             if v.size != 4 || !v.offset.is_multiple_of(4) {
@@ -413,15 +697,116 @@ impl Program {
         if !m.hw_stack_offset.is_multiple_of(2048) {
             return Err(bad("adreno metadata hw_stack_offset", m.hw_stack_offset.into(), "not a multiple of 2 KiB"));
         }
+        for (name, v) in &m.regs {
+            // The bits the register database declares for it: a value that sets others is not
+            // one of its encodings.
+            let fields = regs::ALL
+                .iter()
+                .find(|r| r.name == name.as_str())
+                .map_or(0u64, |r| r.fields.iter().fold(0, |m, f| m | ((1u64 << (f.hi - f.lo + 1)) - 1) << f.lo));
+            let e = match DISPATCH_REGS.iter().find(|&&(n, _)| n == name.as_str()) {
+                Some(&(_, reg)) if reg == v.reg && u64::from(v.value) & !fields == 0 => continue,
+                Some(&(_, reg)) if reg == v.reg => Error::Malformed {
+                    what: "adreno metadata regs: value sets bits outside the register's fields",
+                    at: v.value.into(),
+                    reason: "not an encoding of this register (a6xx register database)",
+                },
+                Some(&(_, reg)) => Error::Mismatch {
+                    what: "adreno metadata regs: register offset differs from the a6xx register database",
+                    expected: reg.into(),
+                    found: v.reg.into(),
+                },
+                None => Error::Malformed {
+                    what: "adreno metadata regs",
+                    at: v.reg.into(),
+                    reason: "not one of the a6xx dispatch registers (examples/FORMAT.md) in the register database",
+                },
+            };
+            return Err(e.context(alloc::format!("register {name}")));
+        }
+        let const_config_0 = regs::SP_CS_CONST_CONFIG_0(need_reg::<regs::SP_CS_CONST_CONFIG_0>(m)?);
+        let pvt_mem_param = regs::SP_CS_PVT_MEM_PARAM(need_reg::<regs::SP_CS_PVT_MEM_PARAM>(m)?);
+        let pvt_mem_size = regs::SP_CS_PVT_MEM_SIZE(need_reg::<regs::SP_CS_PVT_MEM_SIZE>(m)?);
+        // Values the metadata states twice.
+        let const_config_value = need_reg::<regs::SP_CS_CONST_CONFIG>(m)?;
+        let xml_const_config = 0x100 | c.load_vec4 >> 2;
+        if const_config_value != 0x100 && const_config_value != xml_const_config {
+            return Err(Error::Mismatch {
+                what: "adreno regs SP_CS_CONST_CONFIG vs ENABLED with CONSTLEN 0 (tinygrad) or load_vec4 / 4 (XML)",
+                expected: xml_const_config.into(),
+                found: const_config_value.into(),
+            });
+        }
+        let twice: [(&'static str, u64, u64); 9] = [
+            (
+                "adreno regs SP_CS_BOOLEAN_CF_MASK vs 0 (the encoder writes 0: no boolean control flow)",
+                0,
+                need_reg::<regs::SP_CS_BOOLEAN_CF_MASK>(m)?.into(),
+            ),
+            (
+                "adreno regs SP_CS_INSTR_SIZE vs instr_size_128",
+                units.into(),
+                need_reg::<regs::SP_CS_INSTR_SIZE>(m)?.into(),
+            ),
+            (
+                "adreno regs SP_CS_PROGRAM_COUNTER_OFFSET vs prg_offset",
+                m.prg_offset.into(),
+                need_reg::<regs::SP_CS_PROGRAM_COUNTER_OFFSET>(m)?.into(),
+            ),
+            (
+                "adreno regs SP_CS_PVT_MEM_STACK_OFFSET vs hw_stack_offset (tinygrad writes bytes)",
+                m.hw_stack_offset.into(),
+                need_reg::<regs::SP_CS_PVT_MEM_STACK_OFFSET>(m)?.into(),
+            ),
+            (
+                "adreno regs SP_CS_PVT_MEM_PARAM.MEMSIZEPERITEM vs pvtmem_size_per_item",
+                per_item.into(),
+                pvt_mem_param.memsizeperitem().into(),
+            ),
+            (
+                "adreno regs SP_CS_PVT_MEM_SIZE.TOTALPVTMEMSIZE vs pvtmem_size_total / 4096",
+                u64::from(m.pvtmem_size_total / 4096),
+                pvt_mem_size.totalpvtmemsize().into(),
+            ),
+            (
+                "adreno regs SP_CS_CONST_CONFIG_0.WGIDCONSTID vs wgid",
+                m.wgid.into(),
+                const_config_0.wgidconstid().into(),
+            ),
+            (
+                "adreno regs SP_CS_CONST_CONFIG_0.WGSIZECONSTID vs wgsz",
+                m.wgsz.into(),
+                const_config_0.wgsizeconstid().into(),
+            ),
+            (
+                "adreno regs SP_CS_CONST_CONFIG_0.LOCALIDREGID vs lid",
+                m.lid.into(),
+                const_config_0.localidregid().into(),
+            ),
+        ];
+        for (what, expected, found) in twice {
+            if expected != found {
+                return Err(Error::Mismatch { what, expected, found });
+            }
+        }
+        let linear = u32::from(wge_cntl.linearlocalidregid());
+        if linear != REGID_NONE && linear >= 4 * m.fregs {
+            return Err(Error::OutOfBounds {
+                what: "adreno regs SP_CS_WGE_CNTL.LINEARLOCALIDREGID vs the register footprint (4 x fregs)",
+                offset: linear.into(),
+                len: 1,
+                limit: (4 * m.fregs).into(),
+            });
+        }
         let regs = ProgramRegs {
             cntl_0,
             cntl_1,
-            pvt_mem_param: regs::SP_CS_PVT_MEM_PARAM(need_reg::<regs::SP_CS_PVT_MEM_PARAM>(m)?),
-            pvt_mem_size: regs::SP_CS_PVT_MEM_SIZE(need_reg::<regs::SP_CS_PVT_MEM_SIZE>(m)?),
+            pvt_mem_param,
+            pvt_mem_size,
             config: regs::SP_CS_CONFIG(need_reg::<regs::SP_CS_CONFIG>(m)?),
             mode_cntl: regs::SP_MODE_CNTL(need_reg::<regs::SP_MODE_CNTL>(m)?),
             tpl1_mode_cntl: regs::TPL1_MODE_CNTL(need_reg::<regs::TPL1_MODE_CNTL>(m)?),
-            const_config_0: regs::SP_CS_CONST_CONFIG_0(need_reg::<regs::SP_CS_CONST_CONFIG_0>(m)?),
+            const_config_0,
             wge_cntl,
             const_config,
             stack_offset,
@@ -488,6 +873,34 @@ impl Program {
         }
         Ok(())
     }
+}
+
+/// The last object key before `line`:`column` (1-based, serde_json's error position) of
+/// `json`: the field an error is about, for the message ("" when there is none).
+fn json_key_before(json: &[u8], line: usize, column: usize) -> String {
+    let mut at = 0usize;
+    for _ in 1..line {
+        match json[at..].iter().position(|&b| b == b'\n') {
+            Some(p) => at += p + 1,
+            None => break,
+        }
+    }
+    let end = at.saturating_add(column).min(json.len());
+    let head = &json[..end];
+    // `"key":` — the colon after a closing quote, scanning back.
+    let mut i = head.len();
+    while i > 0 {
+        i -= 1;
+        if head[i] == b':' {
+            let k = head[..i].iter().rposition(|&b| !b.is_ascii_whitespace());
+            if let Some(q) = k.filter(|&q| head[q] == b'"')
+                && let Some(open) = head[..q].iter().rposition(|&b| b == b'"')
+            {
+                return String::from_utf8_lossy(&head[open + 1..q]).into_owned();
+            }
+        }
+    }
+    String::new()
 }
 
 fn field_err(what: &str) -> &'static str {

@@ -50,6 +50,13 @@ pub const COPY_CHUNK_DWORDS: usize = 256;
 pub const MAX_IB_DEPTH: usize = 3;
 /// Registers in the file (18-bit dword offsets).
 pub const REG_FILE_DWORDS: usize = 1 << 18;
+/// Packets one submission (an IB with every IB it calls, or one doorbell's ring words and their
+/// IBs) may run before the CP stops it with a fault, like the ir3 step limit: a tree of
+/// `CP_INDIRECT_BUFFER`s calling each other [`MAX_IB_DEPTH`] deep runs up to ~2^60 packets, and
+/// the host holds the device lock meanwhile. 2^24 is ~100× the largest submission of the
+/// sample bundles (`chain100`: 100 dispatches of a few dozen packets each) and runs in well
+/// under a second. [`Cp::set_packet_budget`] changes it.
+pub const DEFAULT_PACKET_BUDGET: u64 = 1 << 24;
 
 /// The validated compute state at a `CP_EXEC_CS`.
 #[derive(Debug)]
@@ -166,6 +173,9 @@ pub struct Cp {
     consts_at: Option<Loaded>,
     counter: u64,
     packets: u64,
+    /// Packets of the current submission, and the most it may run.
+    run_packets: u64,
+    packet_budget: u64,
     dispatches: u64,
     irqs: u64,
     /// Ringbuffer read pointer (dwords from the ring base).
@@ -202,6 +212,8 @@ impl Cp {
             consts_at: None,
             counter: 0,
             packets: 0,
+            run_packets: 0,
+            packet_budget: DEFAULT_PACKET_BUDGET,
             dispatches: 0,
             irqs: 0,
             rb_rptr: 0,
@@ -216,6 +228,17 @@ impl Cp {
     /// Packets executed so far.
     pub fn packets(&self) -> u64 {
         self.packets
+    }
+
+    /// Packets one submission may run before it stops with a fault (default
+    /// [`DEFAULT_PACKET_BUDGET`]; at least 1).
+    pub fn set_packet_budget(&mut self, packets: u64) {
+        self.packet_budget = packets.max(1);
+    }
+
+    /// The packet budget of a submission.
+    pub fn packet_budget(&self) -> u64 {
+        self.packet_budget
     }
 
     /// Dispatches run so far.
@@ -240,6 +263,7 @@ impl Cp {
             return Err(Error::Misaligned { what: "adreno sim: IB address", value: addr, align: 4 });
         }
         self.stack.push(Frame::ib(addr, dwords));
+        self.run_packets = 0;
         self.resume(mem, d)
     }
 
@@ -300,6 +324,7 @@ impl Cp {
                     // CAST: `len < size`, a u32.
                     self.stack.push(Frame { base, len: len as u32, pos: 0, start: self.rb_rptr, wrap: size });
                 }
+                self.run_packets = 0;
             }
             Some(f) if f.wrap == size && f.base == base => {
                 // CAST: a remainder modulo a u32.
@@ -376,7 +401,15 @@ impl Cp {
             self.payload.resize(count as usize, 0);
             f.read(mem, f.pos + 1, &mut self.payload)?;
         }
+        if self.run_packets >= self.packet_budget {
+            return Err(Error::OutOfSpace {
+                what: "adreno sim: packets of one submission (fault: a loop or tree of CP_INDIRECT_BUFFERs?)",
+                requested: self.run_packets + 1,
+                capacity: self.packet_budget,
+            });
+        }
         self.packets += 1;
+        self.run_packets += 1;
         self.counter += TICKS_PER_PACKET;
         let Some(opcode) = opcode else {
             let reg = Type4Header(hdr).reg();
@@ -443,6 +476,7 @@ impl Cp {
                 if !compare(p.d0 & 7, v, p.reference, signed)? {
                     // Not consumed: resume re-evaluates it.
                     self.packets -= 1;
+                    self.run_packets -= 1;
                     return Ok(Step::Blocked);
                 }
             }
