@@ -37,7 +37,7 @@ struct Rig {
 }
 
 fn program() -> Program {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../adreno/tests/data");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hal/adreno/tests/data");
     Program::from_json(
         &std::fs::read(dir.join("e_32_32_4.a630.bin")).unwrap(),
         &std::fs::read(dir.join("e_32_32_4.adreno.json")).unwrap(),
