@@ -2,7 +2,9 @@
 //!
 //! Devices without a hardware command processor — the CPU device, the simulated devices of the
 //! std shim, a bare-metal board running kernels inline — encode their queues with
-//! [`SoftEncoder`] and run them with [`SoftCp`], which reads the ring like a hardware CP would:
+//! [`SoftEncoder`] and run them with [`SoftCp`] ([`engine`]: the soft command processor, its
+//! executor, context, sizes and register block; driven by threads in [`runner`] or by the
+//! waiting code in [`inline`]), which reads the ring like a hardware CP would:
 //! from its read pointer up to the doorbell's write pointer, one packet at a time, wrapping at
 //! the ring's end.
 //!
@@ -343,6 +345,7 @@ pub mod host_signals {
 #[cfg(feature = "alloc")]
 pub use host_signals::HOST_SIGNALS;
 
+pub mod engine;
 pub mod inline;
 #[cfg(feature = "std")]
 pub mod runner;

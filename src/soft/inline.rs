@@ -10,14 +10,18 @@
 //! explicit form: drive the engines until the timeline passes a value, and fail at once (instead
 //! of at the wait timeout) when that value was never submitted.
 //!
-//! The command processors take the write pointer from the doorbell registers (an ordinary
-//! [`MmioBus`], 16 bytes per engine: the doorbell at `16 * e`, the read pointer the CP
-//! publishes at `16 * e + 8`, both u64), as a hardware CP would, so a wait inside
-//! [`CommandRing::submit`] — which holds the ring's lock — never needs that lock.
+//! The command processors take the write pointer from the doorbell registers (the soft
+//! device's register block, [`DOORBELL`] and [`RPTR`], in host memory of its own), as a
+//! hardware CP would, so a wait inside [`CommandRing::submit`](crate::ring::CommandRing::submit) — which holds the ring's lock —
+//! never needs that lock.
 //!
-//! What `exec` and `copy` mean is the backend's [`InlineExecutor`]; it reads kernel arguments
-//! through an [`InlineContext`]. Signals live in the process-wide
-//! [`HOST_SIGNALS`](super::HOST_SIGNALS) pool (device address == CPU address).
+//! What `exec`, `copy` and `timestamp` mean is the backend's [`Executor`] (the soft device's
+//! one trait, as on the threaded driver); it reads kernel arguments through a [`SoftContext`].
+//! Signals live in the process-wide [`HOST_SIGNALS`](super::HOST_SIGNALS) pool (device address
+//! == CPU address). The command processor, the executor trait, the context, the sizes
+//! ([`SoftConfig`]; [`SoftConfig::compact`] is this device's usual) and the register block are
+//! the soft device's ([`super::engine`], re-exported here); this module is the driver without
+//! threads.
 //!
 //! A command-processor error (a malformed packet, a signal address that is no signal, a kernel
 //! that fails) stops the engine and is the device's fault: waits end with it, as with a
@@ -29,139 +33,28 @@
 //! when this thread is the device), which the backend may change with
 //! [`Timeline::set_policy`](crate::timeline::Timeline::set_policy).
 
-use super::{SoftCp, SoftEncoder, SoftTarget, Step, host_signals};
+use super::engine::{self, EngineCp, Target};
+pub use super::engine::{
+    DOORBELL, Executor, MAX_ENGINES, RPTR, SoftConfig, SoftContext, doorbell_offset, regs_bytes, rptr_offset,
+};
 use crate::error::{Error, Result};
-use crate::hcq::{Engine, Hcq};
-use crate::mmio::{HostRegion, MmioBus, SubRegion, Width};
-use crate::queue::Encoder;
-use crate::ring::{CommandRing, Doorbell, KernargPool};
-use crate::signal::{WaitHooks, WaitPolicy};
+use crate::hcq::Hcq;
+use crate::mmio::{HostRegion, MmioBus, Width};
+use crate::signal::{Signal, WaitHooks, WaitPolicy};
 use crate::stamp::Stamp;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-
-/// Byte offset of engine `e`'s doorbell register (the write pointer in words, u64).
-pub const fn doorbell_offset(e: usize) -> usize {
-    16 * e
-}
-
-/// Byte offset of engine `e`'s read-pointer register (u64, written by the CP).
-pub const fn rptr_offset(e: usize) -> usize {
-    16 * e + 8
-}
-
-/// What an inline device's commands do.
-pub trait InlineExecutor: Send + Sync {
-    /// Run program `program` with the kernel arguments at device address `kernargs` (read
-    /// them through `ctx`).
-    fn exec(&self, ctx: &InlineContext, program: u64, kernargs: u64, global: [u32; 3], local: [u32; 3]) -> Result<()>;
-
-    /// Copy `bytes` from `src` to `dst`. Default: unsupported.
-    fn copy(&self, ctx: &InlineContext, dst: u64, src: u64, bytes: u64) -> Result<()> {
-        let _ = (ctx, dst, src);
-        Err(Error::Unsupported { what: "copy on this inline device", value: bytes })
-    }
-
-    /// The device clock in nanoseconds, for timestamp commands. Default: 0 (no clock).
-    fn timestamp_ns(&self) -> u64 {
-        0
-    }
-}
-
-/// What an executor sees of its device: the memory kernel arguments may be read from (the
-/// device's kernel-argument pool and any region added with
-/// [`InlineDevice::add_kernarg_region`]).
-pub struct InlineContext {
-    kernargs: Arc<dyn MmioBus + Send + Sync>,
-    kernarg_base: u64,
-    extra: spin::Mutex<Vec<(u64, Arc<dyn MmioBus + Send + Sync>)>>,
-}
-
-impl InlineContext {
-    /// Copy `out.len()` bytes of kernel arguments at device address `addr`; anything outside
-    /// the pool and the added regions is an [`Error::OutOfBounds`].
-    pub fn read_kernargs(&self, addr: u64, out: &mut [u8]) -> Result<()> {
-        let len = out.len() as u64;
-        let inside = |base: u64, size: usize| {
-            addr.checked_sub(base).filter(|off| off.checked_add(len).is_some_and(|end| end <= size as u64))
-        };
-        if let Some(off) = inside(self.kernarg_base, self.kernargs.size()) {
-            // CAST: `off + len <= size`, a usize.
-            return self.kernargs.read_bytes(off as usize, out);
-        }
-        for (base, r) in self.extra.lock().iter() {
-            if let Some(off) = inside(*base, r.size()) {
-                // CAST: as above.
-                return r.read_bytes(off as usize, out);
-            }
-        }
-        Err(Error::OutOfBounds {
-            what: "kernel arguments (not in the pool or an added region)",
-            offset: addr,
-            len,
-            limit: self.kernargs.size() as u64,
-        })
-    }
-}
-
-/// Sizes of an inline device.
-#[derive(Clone, Debug)]
-pub struct InlineConfig {
-    /// Engine names; one ring and one command processor each.
-    pub engines: Vec<&'static str>,
-    /// Bytes per command ring (a multiple of 4).
-    pub ring_bytes: usize,
-    /// Bytes of the kernel-argument pool.
-    pub kernarg_bytes: usize,
-    /// Submissions in flight per ring before the producer waits.
-    pub max_in_flight: usize,
-}
-
-impl Default for InlineConfig {
-    fn default() -> Self {
-        Self { engines: alloc::vec!["compute"], ring_bytes: 64 << 10, kernarg_bytes: 64 << 10, max_in_flight: 256 }
-    }
-}
-
-/// One engine's consumer side.
-struct EngineCp {
-    cp: SoftCp,
-    ring: Arc<SubRegion>,
-    words: u64,
-}
 
 /// The command processors and what they act on; lives in the wait hooks so that every wait
 /// can drive it.
 struct Cps {
     engines: Vec<EngineCp>,
     regs: Arc<HostRegion>,
-    exec: Arc<dyn InlineExecutor>,
-    ctx: Arc<InlineContext>,
+    exec: Arc<dyn Executor>,
+    ctx: Arc<SoftContext>,
+    timeline: Signal,
     /// The first command-processor error; the engines stop once it is set.
     fault: Option<Error>,
-}
-
-struct Target<'a> {
-    exec: &'a dyn InlineExecutor,
-    ctx: &'a InlineContext,
-}
-
-impl SoftTarget for Target<'_> {
-    fn wait_reached(&mut self, addr: u64, value: u64) -> Result<bool> {
-        Ok(host_signals::load(addr)? >= value)
-    }
-    fn signal(&mut self, addr: u64, value: u64) -> Result<()> {
-        host_signals::store(addr, value)
-    }
-    fn timestamp(&mut self, addr: u64) -> Result<()> {
-        host_signals::store(addr, self.exec.timestamp_ns())
-    }
-    fn exec(&mut self, program: u64, kernargs: u64, global: [u32; 3], local: [u32; 3]) -> Result<()> {
-        self.exec.exec(self.ctx, program, kernargs, global, local)
-    }
-    fn copy(&mut self, dst: u64, src: u64, bytes: u64) -> Result<()> {
-        self.exec.copy(self.ctx, dst, src, bytes)
-    }
 }
 
 impl Cps {
@@ -190,21 +83,12 @@ impl Cps {
     }
 
     fn run_engine(&mut self, e: usize) -> Result<u64> {
-        let wptr = self.regs.read(doorbell_offset(e), Width::U64)?;
+        let regs = &self.regs;
+        let t = Target { exec: &*self.exec, ctx: &self.ctx, timeline: &self.timeline };
         let eng = &mut self.engines[e];
-        let mut target = Target { exec: &*self.exec, ctx: &self.ctx };
-        let mut ran = 0;
-        loop {
-            match eng.cp.step(&*eng.ring, eng.words, wptr, &mut target) {
-                Ok(Step::Ran(_)) => ran += 1,
-                Ok(Step::Blocked { .. } | Step::Held | Step::Idle) => break,
-                Err(err) => {
-                    return Err(
-                        err.context(alloc::format!("inline engine {e} command processor at word {}", eng.cp.rptr()))
-                    );
-                }
-            }
-        }
+        let (_, ran) = eng.drain(&t, || regs.read(doorbell_offset(e), Width::U64)).map_err(|err| {
+            err.context(alloc::format!("inline engine {e} command processor at word {}", eng.cp.rptr()))
+        })?;
         if ran > 0 {
             self.regs.write(rptr_offset(e), Width::U64, eng.cp.rptr())?;
         }
@@ -250,7 +134,7 @@ pub struct InlineDevice {
     hcq: Arc<Hcq>,
     hooks: Arc<DriveHooks>,
     regs: Arc<HostRegion>,
-    ctx: Arc<InlineContext>,
+    ctx: Arc<SoftContext>,
     /// The device memory the rings and the kernel-argument pool are carved from.
     _mem: Arc<HostRegion>,
 }
@@ -266,56 +150,26 @@ impl InlineDevice {
     /// from [`HOST_SIGNALS`](super::HOST_SIGNALS), doorbells in a register block of its own,
     /// and `executor` for exec and copy commands. `clock` gives monotonic nanoseconds for wait
     /// timeouts (on a board, the generic timer).
-    pub fn new(
-        name: &str,
-        config: &InlineConfig,
-        executor: Arc<dyn InlineExecutor>,
-        clock: fn() -> u64,
-    ) -> Result<Self> {
-        let name = crate::error::device_name(name);
+    pub fn new(name: &str, config: &SoftConfig, executor: Arc<dyn Executor>, clock: fn() -> u64) -> Result<Self> {
         let n = config.engines.len();
-        if n == 0 {
-            return Err(Error::InvalidArgument { what: "an inline device needs at least one engine", value: 0 });
-        }
-        let regs = Arc::new(HostRegion::new(16 * n, 8)?);
+        let regs = Arc::new(HostRegion::new(regs_bytes(n).max(16), 8)?);
         let bell_bus: Arc<dyn MmioBus + Send> = regs.clone();
-        // one block of device memory, carved by a bump allocator into the rings and the pool
-        let ring_bytes = config.ring_bytes.next_multiple_of(64);
-        let total = (ring_bytes * n).next_multiple_of(4096) + config.kernarg_bytes;
-        let mem = Arc::new(HostRegion::new(total, 4096)?);
-        let parent: Arc<dyn MmioBus + Send + Sync> = mem.clone();
-        let mut carve = crate::memory::BumpAllocator::new(total as u64, 0, false);
-        let mut engines = Vec::with_capacity(n);
-        let mut cps = Vec::with_capacity(n);
-        for (e, ename) in config.engines.iter().enumerate() {
-            // CAST: offsets inside `total`, a usize.
-            let off = carve.alloc(ring_bytes as u64, 64)? as usize;
-            let ring_mem = Arc::new(SubRegion::new(parent.clone(), off, config.ring_bytes)?);
-            let bell = Doorbell { bus: bell_bus.clone(), offset: doorbell_offset(e), width: Width::U64 };
-            let ring = CommandRing::new(ring_mem.clone(), config.max_in_flight, bell)?;
-            cps.push(EngineCp { cp: SoftCp::new(), ring: ring_mem, words: ring.capacity_words() });
-            engines.push(Engine::new(ename, ring));
-        }
-        // CAST: as above.
-        let koff = carve.alloc(config.kernarg_bytes as u64, 4096)? as usize;
-        let kmem: Arc<dyn MmioBus + Send + Sync> = Arc::new(SubRegion::new(parent, koff, config.kernarg_bytes)?);
-        let kernarg_base = mem.addr() + koff as u64;
-        let kpool = KernargPool::new(kmem.clone(), kernarg_base, config.max_in_flight);
-        let ctx = Arc::new(InlineContext { kernargs: kmem, kernarg_base, extra: spin::Mutex::new(Vec::new()) });
+        let engine::Carved { name, engines, cps, kpool, kmem, kernarg_base, timeline, mem } =
+            engine::carve(name, config, bell_bus)?;
+        let ctx = Arc::new(SoftContext::new(kmem, kernarg_base, None));
         let hooks = Arc::new(DriveHooks {
             cps: spin::Mutex::new(Cps {
                 engines: cps,
                 regs: regs.clone(),
                 exec: executor,
                 ctx: ctx.clone(),
+                timeline: timeline.clone(),
                 fault: None,
             }),
             clock,
         });
-        let encoder: Arc<dyn Encoder> = Arc::new(SoftEncoder);
-        let tl_signal = super::HOST_SIGNALS.alloc(0);
         let dyn_hooks: Arc<dyn WaitHooks> = hooks.clone();
-        let hcq = Arc::new(Hcq::new(name, tl_signal, encoder, engines, kpool, dyn_hooks)?);
+        let hcq = Arc::new(Hcq::new(name, timeline, engine::encoder(), engines, kpool, dyn_hooks)?);
         // spinning cannot make progress when the waiting thread is the device: drive at once
         hcq.timeline().set_policy(WaitPolicy { spin_ns: 0, ..WaitPolicy::default() });
         Ok(Self { hcq, hooks, regs, ctx, _mem: mem })
@@ -378,12 +232,12 @@ impl InlineDevice {
     /// `device_base` (a captured launch list keeps its arguments in a region of its own that
     /// the wrapping pool never reuses).
     pub fn add_kernarg_region(&self, device_base: u64, region: Arc<dyn MmioBus + Send + Sync>) {
-        self.ctx.extra.lock().push((device_base, region));
+        self.ctx.add_region(device_base, region);
     }
 
     /// Stop reading kernel arguments from the region added at `device_base`.
     pub fn remove_kernarg_region(&self, device_base: u64) {
-        self.ctx.extra.lock().retain(|(b, _)| *b != device_base);
+        self.ctx.remove_region(device_base);
     }
 }
 
@@ -399,8 +253,8 @@ mod tests {
         calls: AtomicU64,
         arg_sum: AtomicU64,
     }
-    impl InlineExecutor for Count {
-        fn exec(&self, ctx: &InlineContext, program: u64, kernargs: u64, _: [u32; 3], _: [u32; 3]) -> Result<()> {
+    impl Executor for Count {
+        fn exec(&self, ctx: &SoftContext, program: u64, kernargs: u64, _: [u32; 3], _: [u32; 3]) -> Result<()> {
             if program == 99 {
                 return Err(Error::InvalidArgument { what: "test: program 99 fails", value: 99 });
             }
@@ -412,14 +266,14 @@ mod tests {
         }
     }
 
-    fn device(exec: Arc<Count>, config: &InlineConfig) -> InlineDevice {
+    fn device(exec: Arc<Count>, config: &SoftConfig) -> InlineDevice {
         InlineDevice::new("INLINE", config, exec, host_clock_ns).unwrap()
     }
 
     #[test]
     fn nothing_runs_until_the_submitter_drives_the_device() {
         let exec = Arc::new(Count::default());
-        let dev = device(exec.clone(), &InlineConfig::default());
+        let dev = device(exec.clone(), &SoftConfig::compact());
         let hcq = dev.hcq();
         let mut q = hcq.queue().unwrap();
         let v = {
@@ -442,7 +296,7 @@ mod tests {
         // a ring of 256 words holds a handful of submissions: the rest of the 200 must wait for
         // older ones to retire, which only happens because the ring's wait drives the CP
         let exec = Arc::new(Count::default());
-        let cfg = InlineConfig { ring_bytes: 1024, kernarg_bytes: 256, max_in_flight: 4, ..InlineConfig::default() };
+        let cfg = SoftConfig { ring_bytes: 1024, kernarg_bytes: 256, max_in_flight: 4, ..SoftConfig::compact() };
         let dev = device(exec.clone(), &cfg);
         let hcq = dev.hcq();
         let mut last = Stamp::ZERO;
@@ -464,7 +318,7 @@ mod tests {
         // first (each submission waits for the previous timeline value) and for a signal the
         // first writes: one pass over the engines in index order would leave engine 0 blocked
         let exec = Arc::new(Count::default());
-        let cfg = InlineConfig { engines: alloc::vec!["compute", "copy"], ..InlineConfig::default() };
+        let cfg = SoftConfig { engines: alloc::vec!["compute", "copy"], ..SoftConfig::compact() };
         let dev = device(exec, &cfg);
         let hcq = dev.hcq();
         let s = super::super::HOST_SIGNALS.alloc(0);
@@ -482,7 +336,7 @@ mod tests {
 
     #[test]
     fn a_failing_command_is_the_device_fault_and_never_a_hang() {
-        let dev = device(Arc::new(Count::default()), &InlineConfig::default());
+        let dev = device(Arc::new(Count::default()), &SoftConfig::compact());
         let hcq = dev.hcq();
         let mut q = hcq.queue().unwrap();
         q.exec(99, 0, [1; 3], [1; 3]).unwrap();
@@ -495,7 +349,7 @@ mod tests {
 
     #[test]
     fn running_until_a_value_never_submitted_fails_at_once() {
-        let dev = device(Arc::new(Count::default()), &InlineConfig::default());
+        let dev = device(Arc::new(Count::default()), &SoftConfig::compact());
         let e = dev.run_until(5).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { value: 5, .. }), "{e}");
         dev.synchronize().unwrap();
@@ -503,7 +357,7 @@ mod tests {
 
     #[test]
     fn kernel_arguments_outside_every_region_are_refused() {
-        let dev = device(Arc::new(Count::default()), &InlineConfig::default());
+        let dev = device(Arc::new(Count::default()), &SoftConfig::compact());
         let region = Arc::new(HostRegion::new(64, 8).unwrap());
         region.write_bytes(0, &41u64.to_le_bytes()).unwrap();
         dev.add_kernarg_region(0x1000, region);

@@ -20,14 +20,18 @@
 //! the engine stops, like a hardware CP that faulted. A panic of the executor (a bug) is caught
 //! and recorded the same way, on the CP thread and on an inline caller.
 //!
-//! Register layout: [`DOORBELL`] and [`RPTR`], one pair per engine (see there).
+//! The command processor, its executor trait, context, sizes and register block
+//! ([`DOORBELL`] and [`RPTR`], one pair per engine) are the soft device's
+//! ([`super::engine`], re-exported here); this module is the threaded driver.
 
-use super::{SoftCp, SoftEncoder, SoftTarget, Step, host_signals};
+use super::Step;
+use super::engine::{self, Target};
+pub use super::engine::{
+    DOORBELL, Executor, MAX_ENGINES, RPTR, SoftConfig, SoftContext, doorbell_offset, regs_bytes, rptr_offset,
+};
 use crate::error::{Error, Result};
-use crate::hcq::{Engine, Hcq, Submitter};
+use crate::hcq::{Hcq, Submitter};
 use crate::mmio::{HostRegion, MmioBus, Width};
-use crate::queue::{Command, Encoder};
-use crate::ring::{CommandRing, Doorbell, KernargPool};
 use crate::signal::{StdHooks, WaitHooks};
 use crate::stamp::Stamp;
 use alloc::string::ToString;
@@ -37,38 +41,6 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 use std::sync::{Condvar, Mutex, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-crate::register! {
-    /// Engine `i`'s doorbell in a soft device's register file: the host writes the ring's new
-    /// write pointer (monotonic, in words) here after the words are in the ring.
-    pub DOORBELL @ 0x0 [64 ; 0x10] : u64 {
-        /// Write pointer, in 32-bit words since the ring was created.
-        63:0 wptr as u64;
-    }
-}
-
-crate::register! {
-    /// Engine `i`'s read pointer in a soft device's register file, written by its command
-    /// processor: every command before it has run.
-    pub RPTR @ 0x8 [64 ; 0x10] : u64 {
-        /// Read pointer, in 32-bit words since the ring was created.
-        63:0 rptr as u64;
-    }
-}
-
-/// Most engines a soft device has (the size of the [`DOORBELL`]/[`RPTR`] arrays).
-pub const MAX_ENGINES: usize = DOORBELL::COUNT;
-
-/// Byte offset of engine `e`'s doorbell register ([`DOORBELL`] element `e`); `e` is checked
-/// against [`MAX_ENGINES`] when the device is built.
-pub const fn doorbell_offset(e: usize) -> usize {
-    DOORBELL::OFFSET + DOORBELL::STRIDE * e
-}
-
-/// Byte offset of engine `e`'s read-pointer register ([`RPTR`] element `e`).
-pub const fn rptr_offset(e: usize) -> usize {
-    RPTR::OFFSET + RPTR::STRIDE * e
-}
 
 /// Nanoseconds since the first call in this process: the clock of soft devices' timestamps.
 pub fn soft_clock_ns() -> u64 {
@@ -204,98 +176,6 @@ impl DeviceRegs for Regs {
     }
 }
 
-/// What a soft device's commands do.
-pub trait Executor: Send + Sync + 'static {
-    /// Run program `program` with the kernel arguments at device address `kernargs`
-    /// (read them through `mem`).
-    fn exec(&self, mem: &SoftContext, program: u64, kernargs: u64, global: [u32; 3], local: [u32; 3]) -> Result<()>;
-
-    /// Copy `bytes` from `src` to `dst`. Default: unsupported.
-    fn copy(&self, mem: &SoftContext, dst: u64, src: u64, bytes: u64) -> Result<()> {
-        let _ = (mem, dst, src);
-        Err(Error::Unsupported { what: "copy on this soft device", value: bytes })
-    }
-
-    /// Called before command number `n` (counted per engine from 0) runs on `engine`: return
-    /// `Ok(false)` to hold it for now (a stalled or hung device), sleep to add latency. Default:
-    /// run it.
-    fn before(&self, engine: usize, n: u64, cmd: &Command) -> Result<bool> {
-        let _ = (engine, n, cmd);
-        Ok(true)
-    }
-}
-
-/// What a soft executor sees of its device: the engine state, and the memory it may read kernel
-/// arguments from: the kernel-argument pool and
-/// any region added with [`SoftDevice::add_kernarg_region`] (a captured graph's own arguments).
-pub struct SoftContext {
-    kernargs: Arc<dyn MmioBus + Send + Sync>,
-    kernarg_base: u64,
-    extra: std::sync::RwLock<Vec<Arc<HostRegion>>>,
-    hcq: Arc<Hcq>,
-}
-
-impl SoftContext {
-    /// The device's engine state (its profiler, its timeline).
-    pub fn hcq(&self) -> &Hcq {
-        &self.hcq
-    }
-
-    /// Copy `out.len()` bytes of kernel arguments at device address `addr`; anything outside
-    /// the pool is an error.
-    pub fn read_kernargs(&self, addr: u64, out: &mut [u8]) -> Result<()> {
-        if out.is_empty() {
-            return Ok(());
-        }
-        let len = out.len() as u64;
-        if addr < self.kernarg_base || addr - self.kernarg_base + len > self.kernargs.size() as u64 {
-            let extra = self.extra.read().unwrap_or_else(|p| p.into_inner());
-            for r in extra.iter() {
-                if let Some(off) = addr.checked_sub(r.addr())
-                    && off.checked_add(len).is_some_and(|end| end <= r.size() as u64)
-                {
-                    return r.read_bytes(off as usize, out);
-                }
-            }
-        }
-        let off = addr.checked_sub(self.kernarg_base).ok_or_else(|| Error::OutOfBounds {
-            what: "kernel arguments",
-            offset: addr,
-            len: out.len() as u64,
-            limit: self.kernargs.size() as u64,
-        })?;
-        let off = usize::try_from(off).map_err(|_| Error::InvalidArgument { what: "kernarg address", value: addr })?;
-        self.kernargs.read_bytes(off, out)
-    }
-}
-
-/// Sizes of a soft device.
-#[derive(Clone, Debug)]
-pub struct SoftConfig {
-    /// Engine names; one ring and one CP thread each.
-    pub engines: Vec<&'static str>,
-    /// Bytes per command ring.
-    pub ring_bytes: usize,
-    /// Bytes of the kernel-argument pool.
-    pub kernarg_bytes: usize,
-    /// Submissions in flight per ring before the producer waits.
-    pub max_in_flight: usize,
-    /// How long an idle CP thread polls its doorbell before sleeping.
-    pub idle_spin: Duration,
-}
-
-impl Default for SoftConfig {
-    fn default() -> Self {
-        Self {
-            engines: alloc::vec!["compute"],
-            ring_bytes: 256 << 10,
-            kernarg_bytes: 1 << 20,
-            max_in_flight: 1024,
-            idle_spin: Duration::from_micros(200),
-        }
-    }
-}
-
 struct Shared {
     stop: AtomicBool,
     /// CP threads that have started running (past std's thread start-up).
@@ -326,7 +206,7 @@ pub struct SoftDevice {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
     memory: Arc<SoftContext>,
-    engines: Vec<Arc<EngineCp>>,
+    engines: Vec<Arc<ThreadCp>>,
     /// The device memory the rings and the kernel-argument pool are carved from.
     _mem: Arc<HostRegion>,
 }
@@ -348,69 +228,25 @@ impl SoftDevice {
         regs: Arc<dyn DeviceRegs>,
         executor: Arc<dyn Executor>,
     ) -> Result<Self> {
-        let name = crate::error::device_name(name);
         let n = config.engines.len();
-        if n > MAX_ENGINES {
-            return Err(Error::InvalidArgument { what: "soft device engines (max 64)", value: n as u64 });
-        }
-        let need = (DOORBELL::STRIDE * n) as u64;
-        if (regs.size() as u64) < need {
-            return Err(Error::OutOfBounds {
-                what: "soft device registers",
-                offset: 0,
-                len: need,
-                limit: regs.size() as u64,
-            });
-        }
-        let hooks: Arc<dyn WaitHooks> = Arc::new(StdHooks);
-        let encoder: Arc<dyn Encoder> = Arc::new(SoftEncoder);
         let inline: Arc<[AtomicBool]> = (0..n).map(|_| AtomicBool::new(false)).collect();
-        let mut engines = Vec::with_capacity(n);
-        let mut rings = Vec::with_capacity(n);
         let bell_bus: Arc<dyn MmioBus + Send> = Arc::new(RegsAsBus { regs: regs.clone(), inline: inline.clone() });
-        // one block of device memory, carved by a bump allocator into the rings and the pool
-        let ring_bytes = config.ring_bytes.next_multiple_of(64);
-        let total = (ring_bytes * n).next_multiple_of(4096) + config.kernarg_bytes;
-        let mem: Arc<HostRegion> = Arc::new(HostRegion::new(total, 4096)?);
-        let parent: Arc<dyn MmioBus + Send + Sync> = mem.clone();
-        let mut carve = crate::memory::BumpAllocator::new(total as u64, 0, false);
-        for (e, ename) in config.engines.iter().enumerate() {
-            let off = carve.alloc(ring_bytes as u64, 64)? as usize;
-            let ring_mem = Arc::new(RingWindow::new(mem.clone(), off, config.ring_bytes)?);
-            let bell = Doorbell { bus: bell_bus.clone(), offset: doorbell_offset(e), width: Width::U64 };
-            let ring = CommandRing::new(ring_mem.clone(), config.max_in_flight, bell)?;
-            rings.push((ring_mem, ring.capacity_words()));
-            engines.push(Engine::new(ename, ring));
-        }
-        let koff = carve.alloc(config.kernarg_bytes as u64, 4096)? as usize;
-        let kmem: Arc<dyn MmioBus + Send + Sync> =
-            Arc::new(crate::mmio::SubRegion::new(parent.clone(), koff, config.kernarg_bytes)?);
-        let kernarg_base = mem.addr() + koff as u64;
-        let kpool = KernargPool::new(kmem.clone(), kernarg_base, config.max_in_flight);
-        let tl_signal = super::HOST_SIGNALS.alloc(0);
-        let hcq = Arc::new(Hcq::new(name.clone(), tl_signal, encoder, engines, kpool, hooks)?);
+        let engine::Carved { name, engines, cps, kpool, kmem, kernarg_base, timeline, mem } =
+            engine::carve(name, config, bell_bus)?;
+        let hooks: Arc<dyn WaitHooks> = Arc::new(StdHooks);
+        let hcq = Arc::new(Hcq::new(name.clone(), timeline, engine::encoder(), engines, kpool, hooks)?);
         let shared = Arc::new(Shared { stop: AtomicBool::new(false), started: AtomicUsize::new(0) });
-        let memory = Arc::new(SoftContext {
-            kernargs: kmem.clone(),
-            kernarg_base,
-            extra: std::sync::RwLock::new(Vec::new()),
-            hcq: hcq.clone(),
-        });
-        let timeline_addr = hcq.timeline().signal().addr();
-        let cps: Vec<Arc<EngineCp>> = rings
+        let memory = Arc::new(SoftContext::new(kmem, kernarg_base, Some(hcq.clone())));
+        let cps: Vec<Arc<ThreadCp>> = cps
             .into_iter()
-            .enumerate()
-            .map(|(e, (ring, words))| {
-                Arc::new(EngineCp {
-                    engine: e,
-                    ring,
-                    words,
+            .map(|cp| {
+                Arc::new(ThreadCp {
+                    engine: cp.engine,
                     regs: regs.clone(),
                     exec: executor.clone(),
                     memory: memory.clone(),
                     hcq: hcq.clone(),
-                    timeline_addr,
-                    state: Mutex::new(CpState { cp: SoftCp::new(), n: 0 }),
+                    state: Mutex::new(cp),
                     inline: inline.clone(),
                 })
             })
@@ -456,12 +292,12 @@ impl SoftDevice {
     /// Let exec commands read kernel arguments from `region` too (a captured graph keeps its
     /// arguments in a region of its own that the wrapping pool never reuses).
     pub fn add_kernarg_region(&self, region: Arc<HostRegion>) {
-        self.memory.extra.write().unwrap_or_else(|p| p.into_inner()).push(region);
+        self.memory.add_region(region.addr(), region);
     }
 
     /// Stop reading kernel arguments from `region`.
     pub fn remove_kernarg_region(&self, region: &Arc<HostRegion>) {
-        self.memory.extra.write().unwrap_or_else(|p| p.into_inner()).retain(|r| !Arc::ptr_eq(r, region));
+        self.memory.remove_region(region.addr());
     }
 
     /// A synchronous submission whose commands run on the calling thread.
@@ -606,7 +442,7 @@ impl MmioBus for RegsAsBus {
             && flag.load(Ordering::SeqCst)
         {
             self.regs.device_write(offset, width, value)?;
-            // Dekker with `EngineCp::drive`: the driver clears its flag, then reads the
+            // Dekker with `ThreadCp::drive`: the driver clears its flag, then reads the
             // doorbell; this stores the doorbell, then reads the flag. One sees the other.
             fence(Ordering::SeqCst);
             if flag.load(Ordering::SeqCst) {
@@ -618,118 +454,25 @@ impl MmioBus for RegsAsBus {
     }
 }
 
-/// One engine's ring as the command processor reads it: a window of the device memory block,
-/// read without a `dyn` layer.
-struct RingWindow {
-    mem: Arc<HostRegion>,
-    offset: usize,
-    len: usize,
-}
-
-impl RingWindow {
-    fn new(mem: Arc<HostRegion>, offset: usize, len: usize) -> Result<Self> {
-        crate::mmio::check_range("ring window", offset, len, mem.size())?;
-        Ok(Self { mem, offset, len })
-    }
-}
-
-impl MmioBus for RingWindow {
-    #[inline]
-    fn size(&self) -> usize {
-        self.len
-    }
-    #[inline]
-    fn read(&self, offset: usize, width: Width) -> Result<u64> {
-        crate::mmio::check_range("ring access", offset, width.bytes(), self.len)?;
-        self.mem.read(self.offset + offset, width)
-    }
-    #[inline]
-    fn write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
-        crate::mmio::check_range("ring access", offset, width.bytes(), self.len)?;
-        self.mem.write(self.offset + offset, width, value)
-    }
-    #[inline]
-    fn write_bytes(&self, offset: usize, src: &[u8]) -> Result<()> {
-        crate::mmio::check_range("ring write_bytes", offset, src.len(), self.len)?;
-        self.mem.write_bytes(self.offset + offset, src)
-    }
-    #[inline]
-    fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
-        crate::mmio::check_range("ring read_bytes", offset, dst.len(), self.len)?;
-        self.mem.read_bytes(self.offset + offset, dst)
-    }
-}
-
-/// The consumer state of one engine: whoever holds it runs the ring.
-struct CpState {
-    cp: SoftCp,
-    /// Commands run so far on this engine (for [`Executor::before`]).
-    n: u64,
-}
-
-/// One engine's command processor: its ring, its state, and what its commands act on. Shared
-/// by the engine's CP thread and inline drivers ([`SoftDevice::run_inline`]).
-struct EngineCp {
+/// One engine's command processor on a threaded device: its consumer state (whoever holds it
+/// runs the ring) and what its commands act on. Shared by the engine's CP thread and inline
+/// drivers ([`SoftDevice::run_inline`]).
+struct ThreadCp {
     engine: usize,
-    ring: Arc<RingWindow>,
-    words: u64,
     regs: Arc<dyn DeviceRegs>,
     exec: Arc<dyn Executor>,
     memory: Arc<SoftContext>,
     hcq: Arc<Hcq>,
-    /// The device's own timeline signal, reached without a pool lookup.
-    timeline_addr: u64,
-    state: Mutex<CpState>,
+    state: Mutex<engine::EngineCp>,
     /// Per engine: an inline driver holds `state` (shared with the doorbell bus).
     inline: Arc<[AtomicBool]>,
 }
 
-struct Target<'a> {
-    cp: &'a EngineCp,
-    n: &'a mut u64,
-}
-
-impl SoftTarget for Target<'_> {
-    #[inline]
-    fn wait_reached(&mut self, addr: u64, value: u64) -> Result<bool> {
-        if addr == self.cp.timeline_addr {
-            return Ok(self.cp.hcq.timeline().signal().value() >= value);
-        }
-        Ok(host_signals::load(addr)? >= value)
-    }
-    #[inline]
-    fn signal(&mut self, addr: u64, value: u64) -> Result<()> {
-        if addr == self.cp.timeline_addr {
-            self.cp.hcq.timeline().signal().set(value);
-            return Ok(());
-        }
-        host_signals::store(addr, value)
-    }
-    fn timestamp(&mut self, addr: u64) -> Result<()> {
-        host_signals::store(addr, soft_clock_ns())
-    }
-    #[inline]
-    fn exec(&mut self, program: u64, kernargs: u64, global: [u32; 3], local: [u32; 3]) -> Result<()> {
-        self.cp.exec.exec(&self.cp.memory, program, kernargs, global, local)
-    }
-    fn copy(&mut self, dst: u64, src: u64, bytes: u64) -> Result<()> {
-        self.cp.exec.copy(&self.cp.memory, dst, src, bytes)
-    }
-    #[inline]
-    fn before(&mut self, cmd: &Command) -> Result<bool> {
-        let go = self.cp.exec.before(self.cp.engine, *self.n, cmd)?;
-        if go {
-            *self.n += 1;
-        }
-        Ok(go)
-    }
-}
-
-impl EngineCp {
+impl ThreadCp {
     /// Run what the ring holds, through new doorbell writes, until it is idle, blocked or
     /// held; publish the read pointer once. An error or a panic of the executor faults the
     /// device and is returned.
-    fn drive(&self, st: &mut CpState) -> Result<Step> {
+    fn drive(&self, st: &mut engine::EngineCp) -> Result<Step> {
         let r = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| self.drain(st)));
         match r {
             Ok(Ok(step)) => Ok(step),
@@ -738,22 +481,15 @@ impl EngineCp {
         }
     }
 
-    fn drain(&self, st: &mut CpState) -> Result<Step> {
+    fn drain(&self, st: &mut engine::EngineCp) -> Result<Step> {
         let db = doorbell_offset(self.engine);
         let start = st.cp.rptr();
-        let mut target = Target { cp: self, n: &mut st.n };
-        let r = loop {
-            let wptr = self.regs.device_read(db, Width::U64)?;
-            match st.cp.run(&*self.ring, self.words, wptr, &mut target) {
-                // more may have been rung meanwhile (by this thread's submit, or another's)
-                Ok(Step::Idle) if self.regs.device_read(db, Width::U64)? != wptr => continue,
-                other => break other,
-            }
-        };
+        let t = Target { exec: &*self.exec, ctx: &self.memory, timeline: self.hcq.timeline().signal() };
+        let r = st.drain(&t, || self.regs.device_read(db, Width::U64));
         if st.cp.rptr() != start {
             self.regs.device_write(rptr_offset(self.engine), Width::U64, st.cp.rptr())?;
         }
-        r
+        r.map(|(step, _)| step)
     }
 
     /// Record `e` as the device's fault (the first one stays) and return it with context.

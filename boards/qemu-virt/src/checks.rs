@@ -11,7 +11,7 @@ use hcq::error::{Error, device_name};
 use hcq::memory::{BumpAllocator, RangeAllocator};
 use hcq::signal::{SignalPool, WaitHooks, WaitPolicy};
 use hcq::soft::HOST_SIGNALS;
-use hcq::soft::inline::{InlineConfig, InlineContext, InlineDevice, InlineExecutor};
+use hcq::soft::inline::{Executor, InlineDevice, SoftConfig, SoftContext};
 
 type Check = Result<(), String>;
 
@@ -121,8 +121,8 @@ fn lru() -> Check {
 
 /// Counts executions.
 struct Nop(core::sync::atomic::AtomicU64);
-impl InlineExecutor for Nop {
-    fn exec(&self, _: &InlineContext, _: u64, _: u64, _: [u32; 3], _: [u32; 3]) -> hcq::Result<()> {
+impl Executor for Nop {
+    fn exec(&self, _: &SoftContext, _: u64, _: u64, _: [u32; 3], _: [u32; 3]) -> hcq::Result<()> {
         self.0.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
@@ -132,7 +132,7 @@ impl InlineExecutor for Nop {
 /// processor's read pointer ends where the producer's write pointer is.
 fn ring() -> Check {
     let exec = Arc::new(Nop(Default::default()));
-    let cfg = InlineConfig { ring_bytes: 256, kernarg_bytes: 256, max_in_flight: 4, ..InlineConfig::default() };
+    let cfg = SoftConfig { ring_bytes: 256, kernarg_bytes: 256, max_in_flight: 4, ..SoftConfig::compact() };
     let dev = InlineDevice::new("RING", &cfg, exec.clone(), crate::time::now_ns).map_err(|e| alloc::format!("{e}"))?;
     let hcq = dev.hcq();
     let s = HOST_SIGNALS.alloc(0);
@@ -180,7 +180,7 @@ fn signal() -> Check {
 /// ends the wait with it instead of hanging.
 fn fault() -> Check {
     let dev =
-        InlineDevice::new("FAULT", &InlineConfig::default(), Arc::new(Nop(Default::default())), crate::time::now_ns)
+        InlineDevice::new("FAULT", &SoftConfig::compact(), Arc::new(Nop(Default::default())), crate::time::now_ns)
             .map_err(|e| alloc::format!("{e}"))?;
     let hcq = dev.hcq();
     let mut q = hcq.queue().map_err(|e| alloc::format!("{e}"))?;

@@ -17,7 +17,7 @@ use core::alloc::Layout;
 use core::arch::asm;
 use core::ptr::NonNull;
 use hcq::error::{Error, Result};
-use hcq::soft::inline::{InlineContext, InlineExecutor};
+use hcq::soft::inline::{Executor, SoftContext};
 use hcq_cpu::elf::{Arch, ElfObject};
 use zerocopy::IntoBytes;
 
@@ -210,8 +210,8 @@ impl Kernels {
     }
 }
 
-impl InlineExecutor for Kernels {
-    fn exec(&self, ctx: &InlineContext, program: u64, kernargs: u64, global: [u32; 3], _: [u32; 3]) -> Result<()> {
+impl Executor for Kernels {
+    fn exec(&self, ctx: &SoftContext, program: u64, kernargs: u64, global: [u32; 3], _: [u32; 3]) -> Result<()> {
         let k = usize::try_from(program)
             .ok()
             .and_then(|p| self.kernels.get(p))
@@ -237,7 +237,7 @@ impl InlineExecutor for Kernels {
         Ok(())
     }
 
-    fn copy(&self, _: &InlineContext, dst: u64, src: u64, bytes: u64) -> Result<()> {
+    fn copy(&self, _: &SoftContext, dst: u64, src: u64, bytes: u64) -> Result<()> {
         self.check_mem(src, bytes)?;
         self.check_mem(dst, bytes)?;
         // SAFETY: both ranges lie inside live buffers (checked above); `copy` allows overlap.

@@ -17,7 +17,7 @@ use hcq::bundle::{Arch, ArgView};
 use hcq::dtype::DType;
 use hcq::error::{Error, Result, ResultExt};
 use hcq::mmio::{HostRegion, MmioBus};
-use hcq::soft::inline::{InlineConfig, InlineDevice};
+use hcq::soft::inline::{InlineDevice, SoftConfig};
 
 /// Absolute term of the tolerance.
 pub const TOL_ABS: f64 = 1e-5;
@@ -220,7 +220,7 @@ pub fn run(bytes: &[u8]) -> Result<Report> {
     }
     let buffers = bufs.iter().map(|b| (b.addr(), b.size() as u64)).collect();
     let exec = Arc::new(Kernels { kernels, buffers });
-    let dev = InlineDevice::new("CPU", &InlineConfig::default(), exec, crate::time::now_ns)?;
+    let dev = InlineDevice::new("CPU", &SoftConfig::compact(), exec, crate::time::now_ns)?;
     dev.add_kernarg_region(kernargs.addr(), kernargs.clone());
     let hcq = dev.hcq();
     // a launch is one exec or copy packet; keep each queue within a quarter of the ring

@@ -215,7 +215,7 @@ fn in_memory(m: &BTreeMap<u64, u64>, addr: u64, len: u64) -> Result<()> {
 impl CpuExec {
     /// Run every launch of `list` in order.
     fn run_list(&self, ctx: &SoftContext, list: &ExecList) -> Result<()> {
-        let prof = ctx.hcq().profiler();
+        let prof = engine_of(ctx)?.profiler();
         let on = prof.is_enabled();
         for e in &list.entries {
             let args = list.args.get(e.args_at..e.args_at + e.nargs).ok_or_else(|| Error::OutOfBounds {
@@ -271,7 +271,7 @@ impl Executor for CpuExec {
         for a in words.iter_mut() {
             *a = u64::from_le(*a);
         }
-        let prof = ctx.hcq().profiler();
+        let prof = engine_of(ctx)?.profiler();
         let st = if prof.is_enabled() { soft_clock_ns() } else { 0 };
         match k.core_id {
             Some(slot) => {
@@ -305,7 +305,7 @@ impl Executor for CpuExec {
         // lock held until the copy is done); `copy` allows overlap.
         unsafe { core::ptr::copy(src as usize as *const u8, dst as usize as *mut u8, bytes as usize) };
         drop(m);
-        let prof = ctx.hcq().profiler();
+        let prof = engine_of(ctx)?.profiler();
         if prof.is_enabled() {
             let name = prof.intern("copy");
             prof.record(Event { kind: EventKind::Copy, name, start_ns: st, end_ns: soft_clock_ns(), arg: bytes });
@@ -362,6 +362,14 @@ impl core::fmt::Debug for CpuDevice {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("CpuDevice").field("name", &self.name).finish()
     }
+}
+
+/// The engine state of the CPU device's soft device (a threaded one, whose executor context
+/// carries it).
+#[inline]
+fn engine_of(ctx: &SoftContext) -> Result<&hcq::hcq::Hcq> {
+    ctx.hcq()
+        .ok_or(Error::InvalidArgument { what: "CPU executor outside the CPU device's threaded soft device", value: 0 })
 }
 
 /// Check a kernel signature the host ABI can call: at most [`MAX_ARGS`] 64-bit arguments, the

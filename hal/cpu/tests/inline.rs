@@ -9,7 +9,7 @@ use hcq::bundle::{Arch, v1};
 use hcq::error::{Error, Result};
 use hcq::mmio::{HostRegion, MmioBus};
 use hcq::signal::host_clock_ns;
-use hcq::soft::inline::{InlineConfig, InlineContext, InlineDevice, InlineExecutor};
+use hcq::soft::inline::{Executor, InlineDevice, SoftConfig, SoftContext};
 use hcq_cpu::device::{MAX_ARGS, call_kernel};
 use hcq_cpu::exec::{LoadedObject, default_resolver};
 use hcq_cpu::model::compare;
@@ -22,8 +22,8 @@ struct Kernels {
     ran_on: std::sync::Mutex<Vec<ThreadId>>,
 }
 
-impl InlineExecutor for Kernels {
-    fn exec(&self, ctx: &InlineContext, program: u64, kernargs: u64, global: [u32; 3], _: [u32; 3]) -> Result<()> {
+impl Executor for Kernels {
+    fn exec(&self, ctx: &SoftContext, program: u64, kernargs: u64, global: [u32; 3], _: [u32; 3]) -> Result<()> {
         let (obj, nargs, core_id) = self
             .objs
             .get(program as usize)
@@ -45,7 +45,7 @@ impl InlineExecutor for Kernels {
         Ok(())
     }
 
-    fn copy(&self, _: &InlineContext, dst: u64, src: u64, bytes: u64) -> Result<()> {
+    fn copy(&self, _: &SoftContext, dst: u64, src: u64, bytes: u64) -> Result<()> {
         // SAFETY: copy launches of a validated bundle stay inside its buffers, which live
         // until the run ends.
         unsafe { core::ptr::copy(src as usize as *const u8, dst as usize as *mut u8, bytes as usize) };
@@ -80,7 +80,7 @@ fn run_example(name: &str) -> (usize, usize) {
         })
         .collect();
     let exec = Arc::new(Kernels { objs, ran_on: Default::default() });
-    let dev = InlineDevice::new("CPU-INLINE", &InlineConfig::default(), exec.clone(), host_clock_ns).unwrap();
+    let dev = InlineDevice::new("CPU-INLINE", &SoftConfig::compact(), exec.clone(), host_clock_ns).unwrap();
     let hcq = dev.hcq();
     let mut q = hcq.queue().unwrap();
     let mut calls = 0;

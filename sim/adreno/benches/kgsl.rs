@@ -26,7 +26,7 @@ impl Dispatch for Nop {
 
 #[divan::bench]
 fn sim_submit_1000_dispatches(b: Bencher) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../adreno/tests/data");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hal/adreno/tests/data");
     let prog = Program::from_json(
         &std::fs::read(dir.join("e_32_32_4.a630.bin")).unwrap(),
         &std::fs::read(dir.join("e_32_32_4.adreno.json")).unwrap(),

@@ -15,7 +15,7 @@
 use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::device::DeviceLimits;
 use hcq::runner::Runner;
-use hcq_kgsl::device::{QcomBackend, QcomDevice};
+use hcq_kgsl::device::QcomBackend;
 use hcq_sim_adreno::dispatch::Ir3Dispatch;
 use libfuzzer_sys::fuzz_target;
 
