@@ -421,6 +421,21 @@ impl Model {
         &self.device
     }
 
+    /// The model's name (as the bundle records it).
+    pub fn name(&self) -> &str {
+        RunModel::name(self)
+    }
+
+    /// The architecture whose objects run (`x86_64`, `aarch64`, `adreno_a630`).
+    pub fn arch(&self) -> Arch {
+        RunModel::arch(self)
+    }
+
+    /// Kernel launches per call.
+    pub fn kernels_per_call(&self) -> usize {
+        RunModel::kernels_per_call(self)
+    }
+
     /// Copy `data` (exactly the input's size) into input `name` (`"input0"`). Waits for a
     /// submitted call first.
     pub fn set_input(&mut self, name: &str, data: &[u8]) -> Result<()> {

@@ -37,6 +37,8 @@ fn an_unknown_device_says_so_and_a_cpu_refuses_qcom_only_options() {
 #[test]
 fn tensors_have_names_shapes_and_dtypes() {
     let m = hcq_runtime::open("CPU").unwrap().load(&mlp()).unwrap();
+    assert_eq!((m.name(), m.device(), m.kernels_per_call()), ("mlp", "CPU", 3));
+    assert_eq!(Some(m.arch()), hcq_runtime::Arch::host());
     let (i, o) = (&m.inputs()[0], &m.outputs()[0]);
     assert_eq!((i.name.as_str(), i.shape.as_slice(), i.dtype, i.nbytes), ("input0", &[8u64, 32][..], DType::F32, 1024));
     assert_eq!((o.name.as_str(), o.shape.as_slice(), o.dtype, o.nbytes), ("output0", &[8u64, 10][..], DType::F32, 320));
