@@ -217,7 +217,7 @@ impl FanOut {
             self.finished(t0, job.n);
             return;
         }
-        // A worker's last call should end about one call's time after its claim.
+        // the workers' calls in flight are due about a call's time after the last claim
         let now = soft_clock_ns();
         let call = match s.call_ns.load(Ordering::Acquire) {
             0 => now.saturating_sub(t0) / ran.max(1),
@@ -308,9 +308,11 @@ fn paid_off(total: u64, n: u64, call: u64) -> bool {
 
 /// Whether a worker taking the last tid at `now` ends the launch sooner than the launching
 /// thread would, running it after the call it claimed at `caller_claim` (`call` ns each, 0
-/// while unknown: then take it): only while that call is less than 3/4 done.
+/// while unknown: then take it): while that call is less than 3/4 done, or once it overran by
+/// a quarter (the launching thread was preempted).
 fn last_tid_helps(now: u64, caller_claim: u64, call: u64) -> bool {
-    call == 0 || now.saturating_sub(caller_claim) <= call / 4 * 3
+    let ran = now.saturating_sub(caller_claim);
+    call == 0 || ran <= call / 4 * 3 || ran > call + call / 4
 }
 
 /// Claim and run tids of `job` (launch `launch`) until none is left or a newer launch began;
@@ -328,7 +330,7 @@ fn run_tids(s: &FanShared, job: &Job, launch: u64, caller: bool) -> u64 {
         if !caller {
             // The last tid, while the launching thread runs a call: taking it helps only if
             // this ends before the launching thread would have finished it after its own (the
-            // calls take about as long), i.e. that call is less than 3/4 done.
+            // calls take about as long): `last_tid_helps`.
             if cur & 0xffff_ffff == job.n - 1
                 && !last_tid_helps(t, s.caller_claim_ns.load(Ordering::Acquire), s.call_ns.load(Ordering::Acquire))
             {
@@ -468,6 +470,7 @@ mod tests {
         let call = 300_000;
         assert!(last_tid_helps(1_000_000 + 100_000, 1_000_000, call), "a third into its call: help");
         assert!(!last_tid_helps(1_000_000 + 250_000, 1_000_000, call), "nearly done: it does it sooner");
+        assert!(last_tid_helps(1_000_000 + 1_000_000, 1_000_000, call), "overran: it was preempted");
         assert!(last_tid_helps(5_000_000, 1_000_000, 0), "no call timed yet: take it");
     }
 }

@@ -1,4 +1,5 @@
-//! IEEE binary16 ⇄ binary32 conversions (round to nearest even), for half registers.
+//! IEEE binary16 ⇄ binary32 conversions (round to nearest even, or in a directed [`Round`] mode), for
+//! half registers.
 
 /// binary16 bits → f32 (exact).
 pub fn f16_to_f32(h: u16) -> f32 {
