@@ -655,7 +655,19 @@ pub extern "C" fn hcq_model_submit(m: hcq_model) -> hcq_status {
 pub extern "C" fn hcq_model_wait(m: hcq_model, timeout_ms: i64) -> hcq_status {
     guard("hcq_model_wait", || {
         let t = u64::try_from(timeout_ms).ok().map(Duration::from_millis);
-        with_model(m, |x| Ok(x.wait(t)?))
+        with_model(m, |x| {
+            if x.wait(t)? {
+                Ok(())
+            } else {
+                fail(
+                    HCQ_ERR_TIMEOUT,
+                    format!(
+                        "the call submitted on {} is still running after {timeout_ms} ms (wait again, or close the model, which waits)",
+                        x.device()
+                    ),
+                )
+            }
+        })
     })
 }
 

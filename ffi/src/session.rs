@@ -323,6 +323,11 @@ impl Model {
         &self.name
     }
 
+    /// The device's canonical name.
+    pub(crate) fn device(&self) -> &str {
+        &self.device
+    }
+
     /// The inputs.
     pub(crate) fn inputs(&self) -> &[Tensor] {
         &self.inputs
@@ -347,7 +352,7 @@ impl Model {
     }
 
     fn settle(&mut self) -> Result<()> {
-        if self.pending.is_some() { self.wait(None) } else { Ok(()) }
+        if self.pending.is_some() { self.wait(None).map(drop) } else { Ok(()) }
     }
 
     /// Copy `data` (exactly the input's size) into input `i`, after the calls in flight.
@@ -451,14 +456,14 @@ impl Model {
         Ok(())
     }
 
-    /// Wait for the submitted call (at once when none is in flight). With `timeout`, a call
-    /// not done by then is an [`Error::Timeout`] and stays in flight (wait again, or drop the
-    /// model, which waits); without, the device's own policy applies.
-    pub(crate) fn wait(&mut self, timeout: Option<Duration>) -> Result<()> {
-        let Some(stamp) = self.pending else { return Ok(()) };
+    /// Wait for the submitted call (at once when none is in flight): true when it is done.
+    /// With `timeout`, a call not done by then gives false and stays in flight (wait again, or
+    /// drop the model, which waits); without, the device's own policy applies.
+    pub(crate) fn wait(&mut self, timeout: Option<Duration>) -> Result<bool> {
+        let Some(stamp) = self.pending else { return Ok(true) };
         let Some(h) = self.hcq() else {
             self.pending = None;
-            return Ok(());
+            return Ok(true);
         };
         let st = Stamp::new(stamp);
         let res = match timeout {
@@ -466,15 +471,7 @@ impl Model {
             None => Ok(true),
         };
         let done = match res {
-            Ok(false) => {
-                return Err(Error::Timeout {
-                    device: hcq::error::device_name(&self.device),
-                    awaited: stamp,
-                    last: h.timeline().completed().get(),
-                    timeout_ms: timeout.map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
-                })
-                .context("the submitted call is still running (wait again, or close the model, which waits)");
-            }
+            Ok(false) => return Ok(false),
             Ok(true) => match &self.runner {
                 Loaded::Qcom(r) => r.backend().wait(st),
                 _ => h.wait(st),
@@ -482,7 +479,7 @@ impl Model {
             Err(e) => Err(e),
         };
         self.pending = None;
-        done
+        done.map(|()| true)
     }
 
     /// Poll for `st` until `t` has passed: true when it was reached, false on time out; the
