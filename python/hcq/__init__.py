@@ -295,15 +295,29 @@ class Model:
             outs.append(o)
         return outs
 
-    def run(self, *arrays, wait=True):
+    def _into(self, out):
+        if len(out) != self._n_out:
+            raise Error(HCQ_ERR_SIZE, f"{len(out)} output arrays given, the model has {self._n_out}")  # noqa: F821
+        for j, o in enumerate(out):
+            shape, dtype = self._out_spec[j]
+            if type(o) is not np.ndarray or o.dtype != dtype or o.shape != shape or not o.flags.c_contiguous \
+                    or not o.flags.writeable:
+                raise Error(HCQ_ERR_SIZE,  # noqa: F821
+                            f"output {j}: out= needs a writeable C-contiguous {dtype} array of shape {shape}")
+            self._out_ptrs[j] = _ptr(o)
+        return out
+
+    def run(self, *arrays, wait=True, out=None):
         """Run once. `arrays`: none (run on the inputs as they are: bound, or set earlier), or one
         per input in order (numpy arrays of the input's shape and dtype; None keeps that input).
         Returns the outputs as new numpy arrays in order; with `wait=False` submits the call and
-        returns None (`wait()` then returns the outputs)."""
+        returns None (`wait()` then returns the outputs). `out`: a list of arrays (one per output,
+        its shape and dtype, C-contiguous) to write the outputs into instead of new ones: a call
+        that allocates nothing."""
         with self._lock:
-            return self._run(arrays, wait)
+            return self._run(arrays, wait, out)
 
-    def _run(self, arrays, wait):
+    def _run(self, arrays, wait, out):
         n = len(arrays)
         if n and n != self._n_in:
             raise Error(HCQ_ERR_SIZE, f"{n} inputs given, the model {self.name} takes {self._n_in}")  # noqa: F821
@@ -330,7 +344,7 @@ class Model:
             if s:
                 _raise(s)
             return None
-        outs = self._outs()
+        outs = self._outs() if out is None else self._into(out)
         s = _model_call(self._h, ptrs, self._in_lens, self._n_in, self._out_ptrs, self._out_lens, self._n_out)
         if s:
             _raise(s)

@@ -305,3 +305,23 @@ def test_calls_from_threads_are_serialized_per_model(chain):
     for t in ts:
         t.join()
     assert results == {k: None for k in range(4)}
+
+
+def test_run_into_given_arrays(chain):
+    out = [np.empty(16, np.float32)]
+    res = chain.run(np.ones(16, np.float32), out=out)
+    assert res is out
+    np.testing.assert_array_equal(out[0], np.full(16, 101, np.float32))
+    with pytest.raises(hcq.Error, match="out= needs"):
+        chain.run(out=[np.empty(15, np.float32)])
+    with pytest.raises(hcq.Error, match="output arrays given"):
+        chain.run(out=[])
+
+
+def test_the_modeld_example_runs_on_cpu():
+    ex = os.path.join(ROOT, "examples", "python", "modeld.py")
+    out = subprocess.run([sys.executable, ex, "--frames", "20", "--hz", "200", "--device", "CPU"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "p50" in out.stdout and "p99" in out.stdout and "host overhead per call" in out.stdout
+    assert "PASS" in out.stdout
