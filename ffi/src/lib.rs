@@ -833,4 +833,105 @@ mod tests {
         assert!(last().contains("boom 7"), "{}", last());
         assert_eq!(guard("test", || Ok(())), HCQ_OK);
     }
+
+    fn chain100() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/chain100")
+    }
+
+    fn cpu() -> hcq_device {
+        let mut d = hcq_device { id: 0 };
+        assert_eq!(hcq_device_open(c"cpu".as_ptr(), 0, &mut d), HCQ_OK, "{}", last());
+        d
+    }
+
+    #[test]
+    fn a_bundle_loads_from_bytes_in_memory_and_runs() {
+        let bytes = session::bundle_bytes(&chain100()).unwrap();
+        let d = cpu();
+        let mut m = hcq_model { id: 0 };
+        assert_eq!(hcq_model_load_bytes(d, bytes.as_ptr().cast(), bytes.len(), &mut m), HCQ_OK, "{}", last());
+        drop(bytes); // the model does not keep the caller's bytes
+        let x: Vec<f32> = (0..16).map(|i| i as f32).collect();
+        let mut y = [0f32; 16];
+        assert_eq!(hcq_model_set_input(m, 0, x.as_ptr().cast(), 64), HCQ_OK);
+        assert_eq!(hcq_model_run(m), HCQ_OK);
+        assert_eq!(hcq_model_read_output(m, 0, y.as_mut_ptr().cast(), 64), HCQ_OK);
+        assert_eq!(y[5], 105.0);
+        let mut flight = 7;
+        assert_eq!(hcq_model_submit(m), HCQ_OK);
+        assert_eq!(hcq_model_in_flight(m, &mut flight), HCQ_OK);
+        assert_eq!(flight, 1);
+        assert_eq!(hcq_model_wait(m, -1), HCQ_OK);
+        assert_eq!(hcq_model_in_flight(m, &mut flight), HCQ_OK);
+        assert_eq!(flight, 0);
+        assert_eq!(hcq_model_close(m), HCQ_OK);
+        assert_eq!(hcq_device_close(d), HCQ_OK);
+        assert_eq!(hcq_device_close(d), HCQ_ERR_CLOSED);
+        let garbage = [0u8; 64];
+        assert_eq!(hcq_model_load_bytes(cpu(), garbage.as_ptr().cast(), 64, &mut m), HCQ_ERR_BUNDLE, "{}", last());
+    }
+
+    #[test]
+    fn pointers_lengths_and_flags_are_checked() {
+        let d = cpu();
+        let path = CString::new(chain100().to_str().unwrap()).unwrap();
+        assert_eq!(hcq_model_load(d, path.as_ptr(), core::ptr::null_mut()), HCQ_ERR_NULL_POINTER);
+        assert!(last().contains("out is NULL"), "{}", last());
+        let mut words = [0u64; 3];
+        let odd = (words.as_mut_ptr() as usize + 4) as *mut hcq_model;
+        assert_eq!(hcq_model_load(d, path.as_ptr(), odd), HCQ_ERR_MISALIGNED, "{}", last());
+        let mut m = hcq_model { id: 0 };
+        assert_eq!(hcq_model_load(d, core::ptr::null(), &mut m), HCQ_ERR_NULL_POINTER);
+        assert_eq!(hcq_model_load(d, path.as_ptr(), &mut m), HCQ_OK, "{}", last());
+        assert_eq!(hcq_model_set_input(m, 0, core::ptr::null(), 64), HCQ_ERR_NULL_POINTER);
+        assert_eq!(hcq_model_set_input(m, 0, words.as_ptr().cast(), 24), HCQ_ERR_SIZE);
+        assert_eq!(hcq_model_set_input(m, 9, words.as_ptr().cast(), 24), HCQ_ERR_OUT_OF_RANGE);
+        assert_eq!(hcq_model_read_output(m, 0, words.as_mut_ptr().cast(), 24), HCQ_ERR_SIZE);
+        let mut info = core::mem::MaybeUninit::<hcq_tensor_info>::uninit();
+        assert_eq!(hcq_model_output(m, 1, info.as_mut_ptr()), HCQ_ERR_OUT_OF_RANGE);
+        assert_eq!(hcq_model_input(m, 0, info.as_mut_ptr()), HCQ_OK);
+        // SAFETY: written by the call above.
+        let info = unsafe { info.assume_init() };
+        assert_eq!((info.dtype, info.ndim, info.nbytes), (hcq_dtype::HCQ_FLOAT32, 1, 64));
+        // SAFETY: `shape` points at `ndim` sizes owned by the open model.
+        assert_eq!(unsafe { *info.shape }, 16);
+        // a string into a buffer too small: the length needed comes back
+        let mut need = 0usize;
+        let mut small = [0 as c_char; 4];
+        assert_eq!(hcq_model_name(m, small.as_mut_ptr(), 4, &mut need), HCQ_ERR_BUFFER_TOO_SMALL);
+        assert_eq!(need, "chain100".len() + 1);
+        // hcq_model_call: counts must be the model's
+        let ins = [core::ptr::null::<c_void>()];
+        let lens = [64usize];
+        let outs = [core::ptr::null_mut::<c_void>()];
+        assert_eq!(hcq_model_call(m, ins.as_ptr(), lens.as_ptr(), 1, outs.as_ptr(), lens.as_ptr(), 1), HCQ_OK);
+        assert_eq!(hcq_model_call(m, ins.as_ptr(), lens.as_ptr(), 2, outs.as_ptr(), lens.as_ptr(), 1), HCQ_ERR_SIZE);
+        // flags, status names, dtype sizes
+        let mut d2 = hcq_device { id: 0 };
+        assert_eq!(hcq_device_open(core::ptr::null(), 0x80, &mut d2), HCQ_ERR_INVALID_ARGUMENT);
+        // SAFETY: static NUL-terminated strings.
+        let name = |s: i32| unsafe { CStr::from_ptr(hcq_status_name(s)) }.to_str().unwrap();
+        assert_eq!(name(10), "HCQ_ERR_TIMEOUT");
+        assert_eq!(name(99), "HCQ_UNKNOWN");
+        assert_eq!((hcq_dtype_size(11), hcq_dtype_size(10), hcq_dtype_size(-1)), (4, 2, 0));
+        assert_eq!(hcq_model_close(m), HCQ_OK);
+        assert_eq!(hcq_model_run(m), HCQ_ERR_CLOSED);
+        assert_eq!(hcq_model_run(hcq_model { id: 0 }), HCQ_ERR_CLOSED);
+        assert_eq!(hcq_device_close(d), HCQ_OK);
+    }
+
+    #[test]
+    fn a_model_outlives_its_device_handle_and_errors_stay_per_thread() {
+        let d = cpu();
+        let path = CString::new(chain100().to_str().unwrap()).unwrap();
+        let mut m = hcq_model { id: 0 };
+        assert_eq!(hcq_model_load(d, path.as_ptr(), &mut m), HCQ_OK);
+        assert_eq!(hcq_device_close(d), HCQ_OK);
+        assert_eq!(hcq_model_run(m), HCQ_OK, "{}", last());
+        assert_eq!(hcq_model_run(hcq_model { id: u64::MAX }), HCQ_ERR_CLOSED);
+        let here = last();
+        let other = std::thread::spawn(last).join().unwrap();
+        assert!(here.contains("closed") && other.is_empty(), "{here:?} {other:?}");
+        assert_eq!(hcq_model_close(m), HCQ_OK);
+    }
 }
