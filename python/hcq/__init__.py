@@ -440,6 +440,6 @@ class Model:
 
     def __del__(self):
         # a model dropped without close(): free it (waits for a call in flight)
-        if not getattr(self, "_closed", True):
+        if not getattr(self, "_closed", True) and _model_close is not None:  # None at interpreter exit
             self._closed = True
             _model_close(self._h)
