@@ -2,9 +2,14 @@
 (chain100 on CPU), and resident memory over many calls.
 
     python python/bench/overhead.py [--bench target/release/hcq_bench] [--calls 20000] [--rss-calls 1000000]
+                                    [--tinygrad]
 
 `--bench`: the compiled examples/c/hcq_bench.c (linked against the same libhcq.so), whose
 medians of hcq_model_run and hcq_model_call are the native side, measured in the same run.
+`--tinygrad` (run with a python that has tinygrad 0.14, e.g. the project's tinygrad venv, with
+HCQ_LIB and PYTHONPATH=python): also times tinygrad's TinyJit call of the same model (chain100:
+100 chained `(x + 1).contiguous()`, DEV=CPU::x86_64,x86-64-v2 as tools/bench_peer.py does) and
+checks it computes what hcq does.
 """
 
 import argparse
@@ -42,6 +47,7 @@ def main():
     ap.add_argument("--bench", default=None)
     ap.add_argument("--calls", type=int, default=20000)
     ap.add_argument("--rss-calls", type=int, default=1000000)
+    ap.add_argument("--tinygrad", action="store_true")
     a = ap.parse_args()
     print(f"libhcq {hcq.__version__} at {hcq.library_path()}")
     m = hcq.load(a.bundle, device="CPU")
@@ -63,6 +69,28 @@ def main():
             if line:
                 k, v = line.split()
                 native[k] = int(v)
+    if a.tinygrad:
+        os.environ.setdefault("DEV", "CPU::x86_64,x86-64-v2")
+        from tinygrad import Device, Tensor, TinyJit
+
+        def chain(t):
+            for _ in range(100):
+                t = (t + 1).contiguous()
+            return t
+
+        jit = TinyJit(chain)
+        tx = Tensor(x).realize()
+        dev = Device[tx.device]
+        for _ in range(100):
+            r = jit(tx)
+        if not np.array_equal(r.numpy(), m.run(x)[0]):
+            raise SystemExit("tinygrad's chain100 differs from hcq's")
+
+        def tg():
+            jit(tx)
+            dev.synchronize()
+
+        rows.append(("tinygrad TinyJit call + synchronize", median_ns(tg, min(a.calls, 5000))))
     for name, ns in rows:
         print(f"{name:40s} median {ns / 1e3:7.2f} us")
     if native:
