@@ -361,8 +361,24 @@ impl<T> Table<T> {
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-fn devices() -> &'static Table<session::Device> {
-    static T: std::sync::OnceLock<Table<session::Device>> = std::sync::OnceLock::new();
+/// A device and the lock its loads take (one load at a time per device).
+struct DeviceCell {
+    dev: session::Device,
+    loading: Mutex<()>,
+}
+
+impl DeviceCell {
+    fn load(
+        &self,
+        f: impl FnOnce(&session::Device) -> hcq::error::Result<session::Model>,
+    ) -> Result<session::Model, Fail> {
+        let _one = self.loading.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(f(&self.dev)?)
+    }
+}
+
+fn devices() -> &'static Table<DeviceCell> {
+    static T: std::sync::OnceLock<Table<DeviceCell>> = std::sync::OnceLock::new();
     T.get_or_init(|| Table { map: RwLock::new(HashMap::new()) })
 }
 
@@ -478,7 +494,7 @@ pub extern "C" fn hcq_device_open(name: *const c_char, flags: u32, out_dev: *mut
             allow_native: flags & HCQ_OPEN_ALLOW_NATIVE != 0,
         };
         let d = session::open(name, opts)?;
-        *o = hcq_device { id: devices().insert(d) };
+        *o = hcq_device { id: devices().insert(DeviceCell { dev: d, loading: Mutex::new(()) }) };
         Ok(())
     })
 }
@@ -489,7 +505,7 @@ pub extern "C" fn hcq_device_open(name: *const c_char, flags: u32, out_dev: *mut
 pub extern "C" fn hcq_device_describe(dev: hcq_device, buf: *mut c_char, cap: usize, len: *mut usize) -> hcq_status {
     guard("hcq_device_describe", || {
         let d = devices().get(dev.id, "device")?;
-        str_out(d.description(), buf, cap, len)
+        str_out(d.dev.description(), buf, cap, len)
     })
 }
 
@@ -518,7 +534,7 @@ pub extern "C" fn hcq_model_load(dev: hcq_device, path: *const c_char, out_model
         let o = out(out_model, "out")?;
         let Some(path) = str_in(path, "path")? else { return fail(HCQ_ERR_NULL_POINTER, "path is NULL") };
         let d = devices().get(dev.id, "device")?;
-        let m = d.load_path(Path::new(path))?;
+        let m = d.load(|d| d.load_path(Path::new(path)))?;
         *o = hcq_model { id: models().insert(cell(m)) };
         Ok(())
     })
@@ -537,7 +553,7 @@ pub extern "C" fn hcq_model_load_bytes(
         let o = out(out_model, "out")?;
         let bytes = bytes_in(data, len, "data")?;
         let d = devices().get(dev.id, "device")?;
-        let m = d.load_bytes(bytes, "(bytes)")?;
+        let m = d.load(|d| d.load_bytes(bytes, "(bytes)"))?;
         *o = hcq_model { id: models().insert(cell(m)) };
         Ok(())
     })
@@ -725,7 +741,10 @@ pub extern "C" fn hcq_model_call(
 ) -> hcq_status {
     guard("hcq_model_call", || {
         let array = |p: *const usize, n: usize, what: &str| -> Result<&[usize], Fail> {
-            let b = bytes_in(p.cast(), n * size_of::<usize>(), what)?;
+            let Some(bytes) = n.checked_mul(size_of::<usize>()) else {
+                return fail(HCQ_ERR_SIZE, format!("{what}: {n} entries is beyond any array"));
+            };
+            let b = bytes_in(p.cast(), bytes, what)?;
             if !(b.as_ptr() as usize).is_multiple_of(align_of::<usize>()) {
                 return fail(HCQ_ERR_MISALIGNED, format!("{what} is not aligned"));
             }
@@ -906,6 +925,9 @@ mod tests {
         let outs = [core::ptr::null_mut::<c_void>()];
         assert_eq!(hcq_model_call(m, ins.as_ptr(), lens.as_ptr(), 1, outs.as_ptr(), lens.as_ptr(), 1), HCQ_OK);
         assert_eq!(hcq_model_call(m, ins.as_ptr(), lens.as_ptr(), 2, outs.as_ptr(), lens.as_ptr(), 1), HCQ_ERR_SIZE);
+        let huge = usize::MAX;
+        assert_eq!(hcq_model_call(m, ins.as_ptr(), lens.as_ptr(), huge, outs.as_ptr(), lens.as_ptr(), 1), HCQ_ERR_SIZE);
+        assert!(last().contains("beyond any array"), "{}", last());
         // flags, status names, dtype sizes
         let mut d2 = hcq_device { id: 0 };
         assert_eq!(hcq_device_open(core::ptr::null(), 0x80, &mut d2), HCQ_ERR_INVALID_ARGUMENT);
