@@ -186,6 +186,15 @@ enum hcq_status hcq_model_input(struct hcq_model m, size_t i, struct hcq_tensor_
 // Output `i`'s name, dtype, shape and size.
 enum hcq_status hcq_model_output(struct hcq_model m, size_t i, struct hcq_tensor_info *info);
 
+// Whether an array of element type `dtype` (an `hcq_dtype` value) and shape `shape` (`ndim`
+// sizes) fits input `i`: `HCQ_OK`, else `HCQ_ERR_INVALID_ARGUMENT` (dtype) or `HCQ_ERR_SIZE`
+// (shape) with a message naming both. For wrappers that check arrays (the Python package).
+enum hcq_status hcq_model_check_input(struct hcq_model m,
+                                      size_t i,
+                                      int32_t dtype,
+                                      size_t ndim,
+                                      const uint64_t *shape);
+
 // Copy `len` bytes (exactly input `i`'s size) from `data` into input `i`, after a call in
 // flight. Refused for an input bound to caller memory.
 enum hcq_status hcq_model_set_input(struct hcq_model m, size_t i, const void *data, size_t len);

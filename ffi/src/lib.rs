@@ -619,6 +619,47 @@ pub extern "C" fn hcq_model_output(m: hcq_model, i: usize, info: *mut hcq_tensor
     guard("hcq_model_output", || tensor_info(m, i, info, |c| (&c.infos_out, &c.tensors_out), "output"))
 }
 
+/// Whether an array of element type `dtype` (an `hcq_dtype` value) and shape `shape` (`ndim`
+/// sizes) fits input `i`: `HCQ_OK`, else `HCQ_ERR_INVALID_ARGUMENT` (dtype) or `HCQ_ERR_SIZE`
+/// (shape) with a message naming both. For wrappers that check arrays (the Python package).
+#[unsafe(no_mangle)]
+pub extern "C" fn hcq_model_check_input(
+    m: hcq_model,
+    i: usize,
+    dtype: i32,
+    ndim: usize,
+    shape: *const u64,
+) -> hcq_status {
+    guard("hcq_model_check_input", || {
+        let c = models().get(m.id, "model")?;
+        let Some(t) = c.tensors_in.get(i) else {
+            return fail(HCQ_ERR_OUT_OF_RANGE, format!("input {i} (the model has {})", c.tensors_in.len()));
+        };
+        let Some(bytes) = ndim.checked_mul(size_of::<u64>()) else {
+            return fail(HCQ_ERR_SIZE, format!("ndim {ndim} is beyond any shape"));
+        };
+        let raw = bytes_in(shape.cast(), bytes, "shape")?;
+        if !(raw.as_ptr() as usize).is_multiple_of(align_of::<u64>()) {
+            return fail(HCQ_ERR_MISALIGNED, "shape is not aligned to 8 bytes");
+        }
+        let got: Vec<u64> = raw.chunks_exact(8).map(|b| u64::from_ne_bytes(b.try_into().unwrap_or_default())).collect();
+        let want = t.dtype;
+        let name = |d: i32| {
+            u8::try_from(d).ok().and_then(|c| hcq::dtype::DType::from_code(c).ok()).map_or("unknown", |d| d.name())
+        };
+        if dtype != i32::from(want.code()) {
+            return fail(
+                HCQ_ERR_INVALID_ARGUMENT,
+                format!("input {i} ({}): dtype {}, the model takes {}", t.name, name(dtype), want.name()),
+            );
+        }
+        if got != t.shape {
+            return fail(HCQ_ERR_SIZE, format!("input {i} ({}): shape {got:?}, the model takes {:?}", t.name, t.shape));
+        }
+        Ok(())
+    })
+}
+
 /// Copy `len` bytes (exactly input `i`'s size) from `data` into input `i`, after a call in
 /// flight. Refused for an input bound to caller memory.
 #[unsafe(no_mangle)]

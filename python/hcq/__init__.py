@@ -99,6 +99,7 @@ _model_count = _fn("hcq_model_count", _Handle, POINTER(c_size_t), POINTER(c_size
 _model_input = _fn("hcq_model_input", _Handle, c_size_t, POINTER(_TensorInfo))
 _model_output = _fn("hcq_model_output", _Handle, c_size_t, POINTER(_TensorInfo))
 _model_set_input = _fn("hcq_model_set_input", _Handle, c_size_t, c_void_p, c_size_t)
+_model_check_input = _fn("hcq_model_check_input", _Handle, c_size_t, c_int32, c_size_t, POINTER(c_uint64))
 _model_bind_input = _fn("hcq_model_bind_input", _Handle, c_size_t, c_void_p, c_size_t)
 _model_run = _fn("hcq_model_run", _Handle)
 _model_submit = _fn("hcq_model_submit", _Handle)
@@ -276,15 +277,21 @@ class Model:
         shape, dtype = self._in_spec[i]
         if type(a) is not np.ndarray:
             a = np.asarray(a, dtype=dtype)
-        if a.dtype is not dtype and a.dtype != dtype:
-            raise Error(HCQ_ERR_INVALID_ARGUMENT,  # noqa: F821
-                        f"input {i} ({self.inputs[i].name}): dtype {a.dtype}, the model takes {dtype}")
-        if a.shape != shape:
-            raise Error(HCQ_ERR_SIZE,  # noqa: F821
-                        f"input {i} ({self.inputs[i].name}): shape {a.shape}, the model takes {shape}")
+        if (a.dtype is not dtype and a.dtype != dtype) or a.shape != shape:
+            self._mismatch(i, a)
         if not a.flags.c_contiguous:
             a = np.ascontiguousarray(a)
         return a
+
+    def _mismatch(self, i, a):
+        """Raise the library's error for an array that does not fit input `i`."""
+        code = next((k for k, d in enumerate(_DTYPES) if d == a.dtype and k != 10), -1)
+        shape = (c_uint64 * max(1, a.ndim))(*a.shape)
+        s = _model_check_input(self._h, i, code, a.ndim, shape)
+        if s:
+            _raise(s)
+        raise Error(HCQ_ERR_INVALID_ARGUMENT,  # noqa: F821
+                    f"input {i} ({self.inputs[i].name}): {a.dtype}{a.shape}, the model takes {self._in_spec[i]}")
 
     def _outs(self):
         outs = []

@@ -77,11 +77,15 @@ def test_every_sample_bundle_gives_its_expected_outputs(name):
 
 
 def test_wrong_shape_dtype_and_count_are_errors(chain):
-    with pytest.raises(hcq.Error, match="shape") as e:
+    # the library's messages (hcq_model_check_input)
+    with pytest.raises(hcq.Error, match=r"hcq_model_check_input: input 0 \(input0\): shape \[15\], the model takes \[16\]") as e:
         chain.run(np.zeros(15, np.float32))
     assert e.value.name == "HCQ_ERR_SIZE"
-    with pytest.raises(hcq.Error, match="dtype float64"):
+    with pytest.raises(hcq.Error, match="dtype float64, the model takes float32") as e:
         chain.run(np.zeros(16, np.float64))
+    assert e.value.name == "HCQ_ERR_INVALID_ARGUMENT"
+    with pytest.raises(hcq.Error, match="dtype unknown"):
+        chain.run(np.zeros(16, np.complex64))
     with pytest.raises(hcq.Error, match="2 inputs given"):
         chain.run(np.zeros(16, np.float32), np.zeros(16, np.float32))
     # below the Python checks, the library checks sizes, pointers and indices itself
