@@ -276,6 +276,16 @@ enum Step {
     Copy { dst: u64, src: u64, bytes: u64 },
 }
 
+/// A kernel launch as recorded: `(kernel, arguments, calls)` and how many of the arguments
+/// (the first ones) are buffer addresses.
+#[derive(Clone, Debug)]
+struct Recorded {
+    kernel: u64,
+    args: Vec<u64>,
+    calls: u32,
+    nbufs: usize,
+}
+
 /// The CPU device as a runner backend (see the module docs).
 pub struct CpuBackend {
     dev: Arc<CpuDevice>,
@@ -283,11 +293,13 @@ pub struct CpuBackend {
     host: Option<Arch>,
     allow_unchecked_level: bool,
     bufs: Buffers,
-    /// Kernel launches not yet in an exec list: `(kernel, arguments, calls)`.
-    pending: Vec<(u64, Vec<u64>, u32)>,
+    /// Kernel launches not yet in an exec list.
+    pending: Vec<Recorded>,
     steps: Vec<Step>,
     /// The exec lists this backend loaded (unloaded on drop).
     lists: Vec<u64>,
+    /// The launches of each exec list (`lists[i]`), kept for [`CpuBackend::rebind`].
+    recorded: Vec<Vec<Recorded>>,
     queues: Vec<HwQueue>,
     /// Stamp of the last submission.
     last: Stamp,
@@ -311,6 +323,7 @@ impl CpuBackend {
             pending: Vec::new(),
             steps: Vec::new(),
             lists: Vec::new(),
+            recorded: Vec::new(),
             queues: Vec::new(),
             last: Stamp::ZERO,
         }
@@ -369,18 +382,97 @@ impl CpuBackend {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let launches: Vec<ExecLaunch<'_>> = self
-            .pending
-            .iter()
-            .map(|(kernel, args, calls)| ExecLaunch { kernel: *kernel, args, calls: *calls })
-            .collect();
         // Views were checked against their buffers by `Hcqb::parse`; the backend owns the buffers
         // and unloads the list in its `Drop` after its last submission retired, before they drop.
         // SAFETY: every pointer argument is a base buffer of this backend plus a validated view offset.
-        let h = unsafe { self.dev.load_exec_list(&launches)? };
+        let h = unsafe { load_list(&self.dev, &self.pending)? };
         self.lists.push(h);
         self.steps.push(Step::List(h));
-        self.pending.clear();
+        self.recorded.push(core::mem::take(&mut self.pending));
+        Ok(())
+    }
+
+    /// Make the calls use the memory at `to` in place of the device memory `[from, from + len)`
+    /// (a model input bound to the caller's memory, zero-copy): every kernel's buffer argument
+    /// inside that range moves by `to - from`. Waits for this backend's calls in flight first
+    /// (none of them uses the new memory, and the old memory is unused from here on); the exec
+    /// lists and queues are rebuilt, so this allocates and is meant for binding, not for every
+    /// call. `rebind(to, len, from)` undoes it. Refused, with nothing changed, when a copy
+    /// launch touches the range (the copy engine copies device memory only).
+    ///
+    /// # Safety
+    /// `[to, to + len)` must be valid for every read and write the kernels make through the
+    /// moved arguments, each time a call runs, until the backend is rebound away from it or
+    /// dropped (both wait for the calls that use it), and no one else may write it while a call
+    /// runs. The caller makes sure that no kernel argument starts inside the range and reaches
+    /// past its end, or starts before it and reaches into it (views of the bundle are either
+    /// inside the bound view or disjoint from it).
+    pub unsafe fn rebind(&mut self, from: u64, len: u64, to: u64) -> Result<()> {
+        let inside = |a: u64| a >= from && a - from < len;
+        let touches = |a: u64, n: u64| a < from.saturating_add(len) && from < a.saturating_add(n);
+        if self
+            .steps
+            .iter()
+            .any(|s| matches!(*s, Step::Copy { dst, src, bytes } if touches(dst, bytes) || touches(src, bytes)))
+        {
+            return Err(Error::Unsupported { what: "a copy launch touches the memory to rebind", value: from });
+        }
+        self.dev.soft().hcq().wait(self.last)?;
+        let moved: Vec<Vec<Recorded>> = self
+            .recorded
+            .iter()
+            .map(|list| {
+                list.iter()
+                    .map(|r| {
+                        let mut r = r.clone();
+                        for a in r.args.iter_mut().take(r.nbufs) {
+                            if inside(*a) {
+                                *a = to + (*a - from);
+                            }
+                        }
+                        r
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut new_lists = Vec::with_capacity(moved.len());
+        for list in &moved {
+            // The caller's contract covers the moved arguments; the others are unchanged.
+            // SAFETY: every pointer argument is a live buffer of this backend or the caller's memory.
+            match unsafe { load_list(&self.dev, list) } {
+                Ok(h) => new_lists.push(h),
+                Err(e) => {
+                    for h in new_lists {
+                        let _ = self.dev.unload_exec_list(h);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        let mut steps = self.steps.clone();
+        let mut k = 0;
+        for st in &mut steps {
+            if let Step::List(h) = st {
+                *h = new_lists[k];
+                k += 1;
+            }
+        }
+        let queues = match hcq::runner::build_queues(self.dev.soft().hcq(), &steps, push_step) {
+            Ok(q) => q,
+            Err(e) => {
+                for h in new_lists {
+                    let _ = self.dev.unload_exec_list(h);
+                }
+                return Err(e);
+            }
+        };
+        // waited above, and `&mut self` keeps new calls out: the old lists are idle
+        for h in core::mem::replace(&mut self.lists, new_lists) {
+            let _ = self.dev.unload_exec_list(h);
+        }
+        self.recorded = moved;
+        self.steps = steps;
+        self.queues = queues;
         Ok(())
     }
 }
@@ -410,7 +502,7 @@ impl Backend for CpuBackend {
 
     fn record_kernel(&mut self, program: &u64, l: &Launch<'_, '_>) -> Result<()> {
         let args = launch_words(l)?;
-        self.pending.push((*program, args, l.kernel.global_size[0]));
+        self.pending.push(Recorded { kernel: *program, args, calls: l.kernel.global_size[0], nbufs: l.args.len() });
         self.bufs.note_kernel(l.kernel);
         Ok(())
     }
@@ -425,13 +517,7 @@ impl Backend for CpuBackend {
     fn finish(&mut self) -> Result<()> {
         self.flush().context("last launches")?;
         self.bufs.finish();
-        self.queues = hcq::runner::build_queues(self.dev.soft().hcq(), &self.steps, |q, st| {
-            match *st {
-                Step::List(h) => q.exec(h, 0, [1, 1, 1], [1, 1, 1])?,
-                Step::Copy { dst, src, bytes } => q.copy(dst, src, bytes)?,
-            };
-            Ok(())
-        })?;
+        self.queues = hcq::runner::build_queues(self.dev.soft().hcq(), &self.steps, push_step)?;
         Ok(())
     }
 
@@ -476,6 +562,26 @@ impl Drop for CpuBackend {
         // the buffers drop next: their memory is freed once the device passed this stamp
         self.bufs.mark(self.last);
     }
+}
+
+/// Load `launches` as an exec list of `dev`.
+///
+/// # Safety
+/// As [`CpuDevice::load_exec_list`]: every pointer argument stays valid while the list exists.
+unsafe fn load_list(dev: &CpuDevice, launches: &[Recorded]) -> Result<u64> {
+    let l: Vec<ExecLaunch<'_>> =
+        launches.iter().map(|r| ExecLaunch { kernel: r.kernel, args: &r.args, calls: r.calls }).collect();
+    // SAFETY: the caller's contract.
+    unsafe { dev.load_exec_list(&l) }
+}
+
+/// Add one step of a call to the queue being built.
+fn push_step(q: &mut HwQueue, st: &Step) -> Result<()> {
+    match *st {
+        Step::List(h) => q.exec(h, 0, [1, 1, 1], [1, 1, 1])?,
+        Step::Copy { dst, src, bytes } => q.copy(dst, src, bytes)?,
+    };
+    Ok(())
 }
 
 /// A kernel launch's argument words in the host ABI: the buffer addresses, then the integer

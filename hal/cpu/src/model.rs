@@ -123,4 +123,42 @@ mod tests {
         m.call().unwrap();
         assert!(m.check().unwrap().ok);
     }
+
+    #[test]
+    fn a_rebound_input_is_read_from_the_callers_memory_and_rebinding_back_restores_it() {
+        #[repr(C, align(16))]
+        struct Frame([f32; 16]);
+        let bytes = example("chain100");
+        let file = Hcqb::parse(&bytes).unwrap();
+        let view = file.inputs().next().unwrap().view;
+        let dev = CpuDevice::new("CPU", 1).unwrap();
+        let mut m = load(dev, &file, Arch::host().unwrap(), false).unwrap();
+        let from = m.backend().buffer_addrs()[view.buffer as usize] + view.offset;
+        let f32s =
+            |b: Vec<u8>| -> Vec<f32> { b.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect() };
+        m.call().unwrap();
+        let before = f32s(m.output(0).unwrap());
+        let mut frame = Frame([0.0; 16]);
+        for (i, x) in frame.0.iter_mut().enumerate() {
+            *x = 1000.0 + i as f32;
+        }
+        let to = frame.0.as_mut_ptr() as u64;
+        // SAFETY: `frame` (16 floats, 16-aligned) outlives every call below, the backend is
+        // rebound back before it drops, and the chain's views of the input are the whole buffer.
+        unsafe { m.backend_mut().rebind(from, view.nbytes, to).unwrap() };
+        m.call().unwrap();
+        let got = f32s(m.output(0).unwrap());
+        let want: Vec<f32> = (0..16).map(|i| 1000.0 + i as f32 + 100.0).collect();
+        assert_eq!(got, want, "the call read the caller's memory");
+        frame.0[3] = -5.0;
+        // the kernels read `frame` through the address taken above, which the lint cannot see
+        std::hint::black_box(&frame);
+        m.call().unwrap();
+        assert_eq!(f32s(m.output(0).unwrap())[3], 95.0, "zero-copy: a later write to the memory is seen");
+        // SAFETY: rebinding back to the model's own input buffer.
+        unsafe { m.backend_mut().rebind(to, view.nbytes, from).unwrap() };
+        m.call().unwrap();
+        assert_eq!(f32s(m.output(0).unwrap()), before);
+        assert!(m.check().unwrap().ok);
+    }
 }
