@@ -18,10 +18,23 @@ use std::sync::{Arc, Mutex};
 /// The device node this library answers for.
 pub const NODE: &CStr = c"/dev/kgsl-3d0";
 
-/// Open devices by descriptor.
-static DEVICES: Mutex<Vec<(c_int, Arc<VDev>)>> = Mutex::new(Vec::new());
+/// Open devices by descriptor, with the process that opened them.
+///
+/// A child made with `vfork` (CPython's `subprocess` uses it) runs in its parent's memory
+/// until it execs, so its `close` of inherited descriptors must not touch this table; a
+/// `fork` child has a copy of it but not the device's threads of control. So a device belongs
+/// to the process id that opened it, and any other process's calls pass through to libc.
+static DEVICES: Mutex<Vec<(c_int, libc::pid_t, Arc<VDev>)>> = Mutex::new(Vec::new());
 /// How many are open (a lock-free "none" for every other process's ioctls and closes).
 static OPEN: AtomicUsize = AtomicUsize::new(0);
+
+/// `HCQ_VKGSL_TRACE=1`: say opens and closes of the device on stderr.
+fn trace(what: std::fmt::Arguments<'_>) {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if *ON.get_or_init(|| std::env::var_os("HCQ_VKGSL_TRACE").is_some_and(|v| v == "1")) {
+        eprintln!("hcq-vkgsl: {what}");
+    }
+}
 
 fn set_errno(e: c_int) {
     // SAFETY: __errno_location returns this thread's errno slot, always valid.
@@ -76,7 +89,9 @@ fn open_device(flags: c_int) -> c_int {
         match dev {
             Ok(d) => {
                 if let Ok(mut devs) = DEVICES.lock() {
-                    devs.push((fd, Arc::new(d)));
+                    trace(format_args!("open /dev/kgsl-3d0 -> memfd {fd}"));
+                    // SAFETY: getpid has no preconditions.
+                    devs.push((fd, unsafe { libc::getpid() }, Arc::new(d)));
                     OPEN.fetch_add(1, Ordering::AcqRel);
                     return Ok(fd);
                 }
@@ -108,7 +123,9 @@ fn device(fd: c_int) -> Option<Arc<VDev>> {
     if OPEN.load(Ordering::Acquire) == 0 {
         return None;
     }
-    DEVICES.lock().ok()?.iter().find(|(f, _)| *f == fd).map(|(_, d)| d.clone())
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    DEVICES.lock().ok()?.iter().find(|(f, p, _)| *f == fd && *p == pid).map(|(_, _, d)| d.clone())
 }
 
 type OpenFn = unsafe extern "C" fn(*const c_char, c_int, c_uint) -> c_int;
@@ -296,10 +313,13 @@ type CloseFn = unsafe extern "C" fn(c_int) -> c_int;
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     if OPEN.load(Ordering::Acquire) != 0 {
         let _ = catch_unwind(|| {
+            // SAFETY: getpid has no preconditions.
+            let pid = unsafe { libc::getpid() };
             let dev = DEVICES.lock().ok().and_then(|mut devs| {
-                let i = devs.iter().position(|(f, _)| *f == fd)?;
+                let i = devs.iter().position(|(f, p, _)| *f == fd && *p == pid)?;
+                trace(format_args!("close {fd}: the device goes"));
                 OPEN.fetch_sub(1, Ordering::AcqRel);
-                Some(devs.swap_remove(i).1)
+                Some(devs.swap_remove(i).2)
             });
             drop(dev);
         });

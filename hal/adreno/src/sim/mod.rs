@@ -564,7 +564,11 @@ impl Cp {
             ));
         }
         let cc = regs::SP_CS_CONST_CONFIG(r(regs::SP_CS_CONST_CONFIG::REG));
-        if !cc.enabled() || u32::from(cc.constlen()) * 4 < consts.units {
+        // CONSTLEN is 8 bits in units of 4 vec4, so the whole 1024-vec4 file (256) wraps to 0:
+        // tinygrad's QCOM runtime writes 0x100 (enabled, CONSTLEN 0) with 256 vec4 loaded, and
+        // A630s run it, so 0 is read as the whole file.
+        let constlen = if cc.constlen() == 0 { 256 } else { u32::from(cc.constlen()) };
+        if !cc.enabled() || constlen * 4 < consts.units {
             return Err(mismatch(
                 "SP_CS_CONST_CONFIG: constants disabled or CONSTLEN below the loaded vec4",
                 consts.units.into(),
