@@ -321,3 +321,41 @@ fn a_signal_writes_the_low_word_first() {
     cp.submit(IB, words.len() as u32, &mut mem, &mut Recorder::default()).unwrap();
     assert_eq!(mem.read64(SIGNALS).unwrap(), 0x1_0000_0000);
 }
+
+/// The dispatch of `a_dispatch_reaches_the_callback_with_the_programs_state` with
+/// `SP_CS_CONST_CONFIG` rewritten to `value` in the command stream.
+fn dispatch_with_const_config(value: u32) -> hcq::Result<Outcome> {
+    let prog = elementwise();
+    let (mut q, mut mem, h) = setup(&prog);
+    let mut block = vec![0u8; prog.const_block_bytes as usize];
+    prog.fill_consts(&mut block, &[0xa000, 0xb000, 0xc000], &[], [32, 1, 1]).unwrap();
+    mem.write_bytes(CONSTS, &block).unwrap();
+    q.push(Command::Exec { program: h, kernargs: CONSTS, global: [32, 1, 1], local: [32, 1, 1] }).unwrap();
+    let mut words = q.words().to_vec();
+    let reg = regs::SP_CS_CONST_CONFIG::REG;
+    // The type-4 packet whose burst covers the register (header: count in bits 0..7, first
+    // register in bits 8..26); packets are walked from the start so payloads are skipped.
+    let (mut i, mut slot) = (0, None);
+    while i < words.len() && slot.is_none() {
+        let w = words[i];
+        let n = if w >> 28 == 4 { w & 0x7f } else { w & 0x3fff };
+        let first = (w >> 8) & 0x3_ffff;
+        if w >> 28 == 4 && (first..first + n).contains(&reg) {
+            slot = Some(i + 1 + (reg - first) as usize);
+        }
+        i += 1 + n as usize;
+    }
+    words[slot.expect("the encoder writes SP_CS_CONST_CONFIG")] = value;
+    mem.write_bytes(IB, &words_to_bytes(&words))?;
+    let (mut cp, mut rec) = (Cp::new(), Recorder::default());
+    cp.submit(IB, words.len() as u32, &mut mem, &mut rec)
+}
+
+#[test]
+fn constlen_zero_is_the_whole_constant_file_as_tinygrad_writes_it() {
+    // tinygrad's QCOM runtime writes 0x100 (enabled, CONSTLEN 0) with 256 vec4 loaded.
+    assert_eq!(dispatch_with_const_config(0x100).unwrap(), Outcome::Done);
+    // Disabled constants and a CONSTLEN below the load are still refused.
+    assert!(dispatch_with_const_config(0x000).is_err());
+    assert!(dispatch_with_const_config(0x100 | 1).is_err());
+}
