@@ -226,7 +226,9 @@ impl State {
                 }
                 Err(e) => {
                     self.queue.clear();
-                    self.fault = Some(format!("context {} timestamp {}: {e}", job.ctx, job.ts));
+                    let n = self.cp.dispatches();
+                    self.fault =
+                        Some(format!("context {} timestamp {} (after {n} finished dispatches): {e}", job.ctx, job.ts));
                     return;
                 }
             }
