@@ -92,7 +92,13 @@ fn a_hung_dispatch_is_a_kgsl_fault_said_once_and_the_run_fails() {
     let e = String::from_utf8_lossy(&out.stderr);
     let faults: Vec<&str> = e.lines().filter(|l| l.starts_with("hcq-vkgsl: GPU fault")).collect();
     assert_eq!(faults.len(), 1, "one fault line: {e}");
-    assert!(faults[0].contains("IB 0x") && faults[0].contains("word") && faults[0].contains("step") && faults[0].contains("after 0 finished dispatches"), "{e}");
+    assert!(
+        faults[0].contains("IB 0x")
+            && faults[0].contains("word")
+            && faults[0].contains("step")
+            && faults[0].contains("after 0 finished dispatches"),
+        "{e}"
+    );
     assert!(e.contains("hung") || e.contains("Hung") || e.contains("fault"), "the run reports the hang: {e}");
 }
 

@@ -359,3 +359,25 @@ fn constlen_zero_is_the_whole_constant_file_as_tinygrad_writes_it() {
     assert!(dispatch_with_const_config(0x000).is_err());
     assert!(dispatch_with_const_config(0x100 | 1).is_err());
 }
+
+#[test]
+fn a_constant_load_past_the_end_of_its_object_reads_zeros_but_one_outside_faults() {
+    let prog = elementwise();
+    // Constants in the last 64 bytes of the 64 KiB constant mapping: the 256-vec4 load runs
+    // past its end.
+    let tail = CONSTS + 0x1_0000 - 64;
+    let (mut q, mut mem, h) = setup(&prog);
+    let mut block = vec![0u8; 64];
+    block[..4].copy_from_slice(&0xa000u32.to_le_bytes());
+    mem.write_bytes(tail, &block).unwrap();
+    q.push(Command::Exec { program: h, kernargs: tail, global: [32, 1, 1], local: [32, 1, 1] }).unwrap();
+    let (mut cp, mut rec) = (Cp::new(), Recorder::default());
+    assert_eq!(run(&q, &mut mem, &mut cp, &mut rec).unwrap(), Outcome::Done);
+    assert_eq!(rec.seen[0].consts[0], 0xa000);
+    assert!(rec.seen[0].consts[16..].iter().all(|&w| w == 0), "beyond the object: zeros");
+    // Starting outside every object is a fault.
+    let (mut q, mut mem, h) = setup(&prog);
+    q.push(Command::Exec { program: h, kernargs: CONSTS + 0x2_0000, global: [32, 1, 1], local: [32, 1, 1] }).unwrap();
+    let (mut cp, mut rec) = (Cp::new(), Recorder::default());
+    assert!(run(&q, &mut mem, &mut cp, &mut rec).is_err());
+}

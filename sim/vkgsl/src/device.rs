@@ -151,7 +151,9 @@ impl VDev {
             }
         }
         for (id, va) in found {
-            if self.sim.set_gpu_address(id, va).is_ok()
+            let r = self.sim.set_gpu_address(id, va);
+            crate::interpose::trace(format_args!("object {id} mapped by the client at {va:#x}: {r:?}"));
+            if r.is_ok()
                 && let Ok(mut o) = self.objs.lock()
                 && let Some(o) = o.get_mut(&id)
             {
@@ -166,6 +168,14 @@ impl VDev {
             && !self.fault_said.swap(true, Ordering::Relaxed)
         {
             eprintln!("hcq-vkgsl: GPU fault, context invalidated: {f}");
+            if let Ok(o) = self.objs.lock() {
+                for (id, o) in o.iter() {
+                    crate::interpose::trace(format_args!(
+                        "  object {id}: {} bytes, client {:x?}, own {:#x}",
+                        o.bytes, o.client, o.own
+                    ));
+                }
+            }
         }
     }
 
@@ -259,6 +269,7 @@ impl VDev {
             return Err(Errno::INVAL);
         }
         self.sim.gpuobj_alloc(a)?;
+        crate::interpose::trace(format_args!("GPUOBJ_ALLOC {} bytes flags {:#x}: id {}", a.size, a.flags, a.id));
         if let Ok(mut o) = self.objs.lock()
             && let Some(o) = o.get_mut(&a.id)
         {
@@ -270,6 +281,7 @@ impl VDev {
     /// `kgsl_ioctl_gpuobj_free`: with `FREE_ON_EVENT` the event is read from `priv` (its
     /// `len` must be the event's size and the type `GPU_EVENT_TIMESTAMP`, else `-EINVAL`).
     fn gpuobj_free(&self, a: &mut GpuobjFree) -> Result<(), Errno> {
+        crate::interpose::trace(format_args!("GPUOBJ_FREE id {} flags {:#x}", a.id, a.flags));
         self.learn_mappings();
         if a.flags & GPUOBJ_FREE_ON_EVENT == 0 {
             return self.sim.gpuobj_free(a, None);
@@ -309,9 +321,18 @@ impl VDev {
         if a.len == 0 || a.len % PAGE != 0 || a.hostptr % PAGE != 0 {
             return Err(Errno::INVAL);
         }
-        if !maps::covered_rw(&maps::read_self(), a.hostptr, a.len) {
+        let vmas = maps::read_self();
+        if !maps::covered_rw(&vmas, a.hostptr, a.len) {
             return Err(Errno::FAULT);
         }
+        // KGSL's own mappings are not user memory (`memdesc_sg_virt`'s `check_vma` refuses a
+        // VMA of the device file: `-EFAULT`); tinygrad then takes the pointer for the GPU
+        // address it already is.
+        let end = a.hostptr + a.len;
+        if vmas.iter().any(|v| v.inode == self.inode && v.start < end && v.end > a.hostptr) {
+            return Err(Errno::FAULT);
+        }
+        crate::interpose::trace(format_args!("MAP_USER_MEM {:#x} + {:#x}", a.hostptr, a.len));
         self.sim.map_user_mem(a)
     }
 

@@ -29,7 +29,7 @@ static DEVICES: Mutex<Vec<(c_int, libc::pid_t, Arc<VDev>)>> = Mutex::new(Vec::ne
 static OPEN: AtomicUsize = AtomicUsize::new(0);
 
 /// `HCQ_VKGSL_TRACE=1`: say opens and closes of the device on stderr.
-fn trace(what: std::fmt::Arguments<'_>) {
+pub(crate) fn trace(what: std::fmt::Arguments<'_>) {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     if *ON.get_or_init(|| std::env::var_os("HCQ_VKGSL_TRACE").is_some_and(|v| v == "1")) {
         eprintln!("hcq-vkgsl: {what}");

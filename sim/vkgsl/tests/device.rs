@@ -203,6 +203,11 @@ fn map_user_mem_checks_the_host_range() {
     assert_eq!(c.io(IOCTL_SHAREDMEM_FREE, &mut SharedmemFree { gpuaddr: host }), Err(Errno::INVAL));
     // SAFETY: the first page is ours and unreferenced.
     unsafe { libc::munmap(p, 4096) };
+    // The device's own memory is not user memory: EFAULT (tinygrad then uses the address as
+    // the GPU address it already is).
+    let (_, obj) = c.alloc(8192);
+    m.hostptr = obj as u64 + 4096;
+    assert_eq!(c.io(IOCTL_MAP_USER_MEM, &mut m), Err(Errno::FAULT), "a KGSL object's mapping");
 }
 
 #[test]

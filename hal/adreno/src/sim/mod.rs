@@ -542,7 +542,19 @@ impl Cp {
         };
         buf.clear();
         buf.resize(words as usize, 0);
-        mem.read_words(addr, buf)?;
+        if mem.read_words(addr, buf).is_err() {
+            if ty != ls6::ST6_CONSTANTS {
+                mem.read_words(addr, buf)?;
+            }
+            // A constant load that starts inside an object and runs past its end (tinygrad
+            // loads 256 vec4 from a kernarg slot near the end of its buffer) reads zeros beyond
+            // it, as on an A630 under KGSL's default page-fault policy (the SMMU terminates the
+            // read, the CP goes on). One whose first word is unmapped still faults.
+            mem.read32(addr)?;
+            for (i, w) in buf.iter_mut().enumerate() {
+                *w = mem.read32(addr + 4 * i as u64).unwrap_or(0);
+            }
+        }
         *slot = Some(Loaded { addr, units });
         Ok(())
     }
