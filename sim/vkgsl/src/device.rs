@@ -318,7 +318,7 @@ impl VDev {
         if a.memtype != USER_MEM_TYPE_ADDR {
             return Err(Errno::OPNOTSUPP);
         }
-        if a.len == 0 || a.len % PAGE != 0 || a.hostptr % PAGE != 0 {
+        if a.len == 0 || !a.len.is_multiple_of(PAGE) || !a.hostptr.is_multiple_of(PAGE) {
             return Err(Errno::INVAL);
         }
         let vmas = maps::read_self();
