@@ -7,6 +7,7 @@
 //! kernel's struct size and zero-fills the rest; the struct is copied back only when the
 //! handler succeeded and both directions include read.
 
+use crate::capture::RdCapture;
 use crate::maps;
 use crate::memfd::{MemfdBacking, ObjTable};
 use crate::user::{copy_in, copy_out};
@@ -81,6 +82,7 @@ pub struct VDev {
     /// Context → last timestamp `GPU_COMMAND` returned (`KGSL_TIMESTAMP_QUEUED`).
     queued: Mutex<HashMap<u32, u32>>,
     fault_said: AtomicBool,
+    rd: Option<RdCapture>,
 }
 
 impl core::fmt::Debug for VDev {
@@ -99,8 +101,18 @@ fn max_steps() -> u64 {
 }
 
 impl VDev {
-    /// The device behind `fd`, a memfd the client holds (and maps objects from).
+    /// The device behind `fd`, a memfd the client holds (and maps objects from); with
+    /// `$HCQ_VKGSL_RD` set, every submission is captured there ([`crate::capture`]).
     pub fn new(fd: BorrowedFd<'_>) -> Result<VDev, Errno> {
+        Self::with_capture(
+            fd,
+            std::env::var_os("HCQ_VKGSL_RD").filter(|p| !p.is_empty()).map(std::path::PathBuf::from).as_deref(),
+        )
+    }
+
+    /// [`VDev::new`] with the `.rd` capture at `rd`, if any (a file that cannot be created is
+    /// said on stderr and the device runs without it).
+    pub fn with_capture(fd: BorrowedFd<'_>, rd: Option<&std::path::Path>) -> Result<VDev, Errno> {
         // The device keeps its own descriptor of the file (for its mappings and for punching
         // freed objects out), so a client that closes and reuses the number cannot aim it
         // elsewhere.
@@ -115,7 +127,12 @@ impl VDev {
         let objs = ObjTable::default();
         let backing = MemfdBacking::new(own, objs.clone());
         let sim = SimKgsl::with_backing(Box::new(Ir3Dispatch::with_max_steps(max_steps())), Box::new(backing));
-        Ok(VDev { sim, objs, inode, queued: Mutex::new(HashMap::new()), fault_said: AtomicBool::new(false) })
+        let rd = rd.and_then(|p| {
+            RdCapture::create(p)
+                .map_err(|e| eprintln!("hcq-vkgsl: cannot create the .rd capture {}: {e}", p.display()))
+                .ok()
+        });
+        Ok(VDev { sim, objs, inode, queued: Mutex::new(HashMap::new()), fault_said: AtomicBool::new(false), rd })
     }
 
     /// The simulated KGSL behind it.
@@ -379,6 +396,11 @@ impl VDev {
             }
         }
         self.learn_mappings();
+        if let Some(rd) = &self.rd
+            && let Err(e) = rd.record(&self.objs, &cmds)
+        {
+            say_once(0x4a, &format!("writing the .rd capture failed: {e}"));
+        }
         self.sim.gpu_command(a, &cmds)?;
         if let Ok(mut q) = self.queued.lock() {
             q.insert(a.context_id, a.timestamp);

@@ -11,6 +11,7 @@
 //! `unsafe` lives in [`interpose`] (the C boundary), [`user`] (copies of ioctl arguments) and
 //! [`memfd`] (the device's own mappings).
 
+pub mod capture;
 pub mod device;
 pub mod interpose;
 pub mod maps;

@@ -16,12 +16,16 @@ struct Client {
 
 impl Client {
     fn new() -> Client {
+        Self::with_capture(None)
+    }
+
+    fn with_capture(rd: Option<&std::path::Path>) -> Client {
         // SAFETY: memfd_create with a NUL-terminated name.
         let fd = unsafe { libc::memfd_create(c"vkgsl-test".as_ptr(), libc::MFD_CLOEXEC) };
         assert!(fd >= 0);
         // SAFETY: a fresh descriptor owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let dev = VDev::new(fd.as_fd()).unwrap();
+        let dev = VDev::with_capture(fd.as_fd(), rd).unwrap();
         Client { fd, dev }
     }
 
@@ -219,4 +223,31 @@ fn a_shorter_user_struct_is_zero_filled_and_copied_back_in_part() {
     c.io(ioc(3, 0x13, 4), &mut flags).unwrap();
     assert_eq!(flags, [0x10, 0, 0, 0]);
     assert_eq!(c.context(), 2, "that call made context 1");
+}
+
+#[test]
+fn every_submission_goes_to_the_rd_capture_with_its_buffers() {
+    let path = std::env::temp_dir().join(format!("vkgsl-{}.rd", std::process::id()));
+    let c = Client::with_capture(Some(&path));
+    let (_, ib) = c.alloc(4096);
+    let (_, data) = c.alloc(4096);
+    let ctx = c.context();
+    let mut first = Vec::new();
+    pkt7(&mut first, op::CP_MEM_WRITE, &[data as u64 as u32, (data as u64 >> 32) as u32, 7]).unwrap();
+    let t = c.submit(ctx, ib, &first).unwrap();
+    c.wait(ctx, t).unwrap();
+    let mut second = Vec::new();
+    pkt7(&mut second, op::CP_NOP, &[1, 2]).unwrap();
+    let t = c.submit(ctx, ib, &second).unwrap();
+    c.wait(ctx, t).unwrap();
+    let cap = hcq_adreno::rd::read(&std::fs::read(&path).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert_eq!((cap.gpu_id, cap.chip_id), (Some(630), Some(0x0603_0001)));
+    assert_eq!(cap.submits.len(), 2);
+    assert_eq!(cap.submits[0].ib, ib as u64);
+    assert_eq!(cap.submits[0].ib_words().unwrap(), first);
+    assert_eq!(cap.submits[1].ib_words().unwrap(), second);
+    let data_in = |s: &hcq_adreno::rd::Submit| s.buffers.iter().find(|(a, _)| *a == data as u64).map(|(_, b)| b[0]);
+    assert_eq!(data_in(&cap.submits[0]), Some(0), "first submission: every object, before it ran");
+    assert_eq!(data_in(&cap.submits[1]), Some(7), "changed since: written again");
 }
