@@ -231,6 +231,7 @@ fn every_submission_goes_to_the_rd_capture_with_its_buffers() {
     let c = Client::with_capture(Some(&path));
     let (_, ib) = c.alloc(4096);
     let (_, data) = c.alloc(4096);
+    let (_, idle) = c.alloc(3 * 4096);
     let ctx = c.context();
     let mut first = Vec::new();
     pkt7(&mut first, op::CP_MEM_WRITE, &[data as u64 as u32, (data as u64 >> 32) as u32, 7]).unwrap();
@@ -250,4 +251,6 @@ fn every_submission_goes_to_the_rd_capture_with_its_buffers() {
     let data_in = |s: &hcq_adreno::rd::Submit| s.buffers.iter().find(|(a, _)| *a == data as u64).map(|(_, b)| b[0]);
     assert_eq!(data_in(&cap.submits[0]), Some(0), "first submission: every object, before it ran");
     assert_eq!(data_in(&cap.submits[1]), Some(7), "changed since: written again");
+    let idle_in = |s: &hcq_adreno::rd::Submit| s.buffers.iter().any(|(a, _)| *a == idle as u64);
+    assert!(idle_in(&cap.submits[0]) && !idle_in(&cap.submits[1]), "unchanged pages are not written again");
 }
