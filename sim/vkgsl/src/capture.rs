@@ -15,11 +15,14 @@ use std::sync::Mutex;
 
 const PAGE: usize = 4096;
 
+/// Per object id, the hash of each page as last written.
+type PageHashes = HashMap<u32, Vec<Option<u64>>>;
+
 /// An open capture file.
 #[derive(Debug)]
 pub struct RdCapture {
     /// The file, and per object the hash of each page as last written.
-    file: Mutex<(std::fs::File, HashMap<u32, Vec<Option<u64>>>)>,
+    file: Mutex<(std::fs::File, PageHashes)>,
 }
 
 impl RdCapture {
@@ -46,7 +49,7 @@ impl RdCapture {
                 let hashes = written.entry(id).or_default();
                 hashes.resize(pages, None);
                 let mut run: Option<(usize, Vec<u8>)> = None;
-                for p in 0..pages {
+                for (p, last) in hashes.iter_mut().enumerate() {
                     let at = gpu + (p * PAGE) as u64;
                     let holds_ib = cmds.iter().any(|c| {
                         let (ib, end) = (c.gpuaddr + c.offset, c.gpuaddr + c.offset + c.size);
@@ -63,8 +66,8 @@ impl RdCapture {
                     let mut h = DefaultHasher::new();
                     h.write(&bytes);
                     let h = Some(h.finish());
-                    if holds_ib || hashes[p] != h {
-                        hashes[p] = h;
+                    if holds_ib || *last != h {
+                        *last = h;
                         run.get_or_insert_with(|| (p, Vec::new())).1.extend_from_slice(&bytes);
                     } else if let Some((first, b)) = run.take() {
                         buffers.push((gpu + (first * PAGE) as u64, b));
