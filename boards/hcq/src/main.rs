@@ -6,6 +6,7 @@
 //! hcq pack DIR -o FILE             a v1 bundle directory into one .hcqb file
 //! hcq run BUNDLE [--device CPU|SIM|QCOM|QCOM:SIM] [--iters N] [--check] [--profile trace.json] [--json]
 //!                  [--allow-native] [--dump-rd FILE] [--timeout-ms MS]
+//! hcq vkgsl -- CMD ARGS...         run CMD with the virtual /dev/kgsl-3d0 (libhcq_vkgsl.so) preloaded
 //! ```
 //!
 //! BUNDLE is a v1 directory (with `manifest.json`) or a `.hcqb` file. Devices are opened and
@@ -87,6 +88,44 @@ enum Cmd {
         #[arg(long)]
         timeout_ms: Option<u64>,
     },
+    /// Run a command with the virtual Adreno 630 (`/dev/kgsl-3d0` of libhcq_vkgsl.so, found
+    /// next to this binary or at $HCQ_VKGSL_LIB) preloaded: `hcq vkgsl -- python3 model.py`.
+    Vkgsl {
+        /// The command and its arguments.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<std::ffi::OsString>,
+    },
+}
+
+/// `hcq vkgsl`: exec `command` with libhcq_vkgsl.so first in `LD_PRELOAD`; returns only on error.
+fn vkgsl(command: &[std::ffi::OsString]) -> Result<bool> {
+    use std::os::unix::process::CommandExt;
+    const LIB: &str = "libhcq_vkgsl.so";
+    let lib = match std::env::var_os("HCQ_VKGSL_LIB") {
+        Some(p) => PathBuf::from(p),
+        None => std::env::current_exe()
+            .map_err(|e| Error::Os { what: "find the hcq binary", errno: e.raw_os_error().unwrap_or(0) })?
+            .with_file_name(LIB),
+    };
+    if !lib.is_file() {
+        return Err(Error::DeviceUnavailable {
+            device: hcq::error::device_name("QCOM"),
+            reason: "libhcq_vkgsl.so is neither next to the hcq binary nor at $HCQ_VKGSL_LIB: build it with \
+                     `cargo build --release -p hcq-vkgsl` (target/release/libhcq_vkgsl.so)",
+        })
+        .with_context(|| lib.display().to_string());
+    }
+    let lib = lib.canonicalize().unwrap_or(lib);
+    let mut preload = lib.into_os_string();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
+        preload.push(":");
+        preload.push(old);
+    }
+    let (prog, args) =
+        command.split_first().ok_or(Error::InvalidArgument { what: "hcq vkgsl: no command", value: 0 })?;
+    let err = std::process::Command::new(prog).args(args).env("LD_PRELOAD", preload).exec();
+    Err(Error::Os { what: "exec the command", errno: err.raw_os_error().unwrap_or(0) })
+        .with_context(|| prog.to_string_lossy().into_owned())
 }
 
 /// Print each program's a630 shader (the code image inside its blob, located by the adreno
@@ -367,6 +406,7 @@ fn main() -> ExitCode {
         Cmd::Run { bundle, device, iters, check, profile, json, allow_native, dump_rd, timeout_ms } => {
             run(&bundle, RunOpts { device, iters, check, profile, json, allow_native, dump_rd, timeout_ms }, &mut out)
         }
+        Cmd::Vkgsl { command } => vkgsl(&command),
     };
     let written = emit(&out);
     let code = match res {

@@ -370,3 +370,63 @@ fn a_submission_stops_at_its_packet_budget() {
     let err = cp.submit(IB, words, &mut mem, &mut Recorder::default()).unwrap_err();
     assert!(matches!(err.root(), hcq::Error::OutOfSpace { requested: 1110, capacity: 1109, .. }), "{err}");
 }
+
+/// The dispatch of `a_dispatch_reaches_the_callback_with_the_programs_state` with
+/// `SP_CS_CONST_CONFIG` rewritten to `value` in the command stream.
+fn dispatch_with_const_config(value: u32) -> hcq::Result<Outcome> {
+    let prog = elementwise();
+    let (mut q, mut mem, h) = setup(&prog);
+    let mut block = vec![0u8; prog.const_block_bytes as usize];
+    prog.fill_consts(&mut block, &[0xa000, 0xb000, 0xc000], &[], [32, 1, 1]).unwrap();
+    mem.write_bytes(CONSTS, &block).unwrap();
+    q.push(Command::Exec { program: h, kernargs: CONSTS, global: [32, 1, 1], local: [32, 1, 1] }).unwrap();
+    let mut words = q.words().to_vec();
+    let reg = regs::SP_CS_CONST_CONFIG::REG;
+    // The type-4 packet whose burst covers the register (header: count in bits 0..7, first
+    // register in bits 8..26); packets are walked from the start so payloads are skipped.
+    let (mut i, mut slot) = (0, None);
+    while i < words.len() && slot.is_none() {
+        let w = words[i];
+        let n = if w >> 28 == 4 { w & 0x7f } else { w & 0x3fff };
+        let first = (w >> 8) & 0x3_ffff;
+        if w >> 28 == 4 && (first..first + n).contains(&reg) {
+            slot = Some(i + 1 + (reg - first) as usize);
+        }
+        i += 1 + n as usize;
+    }
+    words[slot.expect("the encoder writes SP_CS_CONST_CONFIG")] = value;
+    mem.write_bytes(IB, &words_to_bytes(&words))?;
+    let (mut cp, mut rec) = (Cp::new(), Recorder::default());
+    cp.submit(IB, words.len() as u32, &mut mem, &mut rec)
+}
+
+#[test]
+fn constlen_zero_is_the_whole_constant_file_as_tinygrad_writes_it() {
+    // tinygrad's QCOM runtime writes 0x100 (enabled, CONSTLEN 0) with 256 vec4 loaded.
+    assert_eq!(dispatch_with_const_config(0x100).unwrap(), Outcome::Done);
+    // Disabled constants and a CONSTLEN below the load are still refused.
+    assert!(dispatch_with_const_config(0x000).is_err());
+    assert!(dispatch_with_const_config(0x100 | 1).is_err());
+}
+
+#[test]
+fn a_constant_load_past_the_end_of_its_object_reads_zeros_but_one_outside_faults() {
+    let prog = elementwise();
+    // Constants in the last 64 bytes of the 64 KiB constant mapping: the 256-vec4 load runs
+    // past its end.
+    let tail = CONSTS + 0x1_0000 - 64;
+    let (mut q, mut mem, h) = setup(&prog);
+    let mut block = vec![0u8; 64];
+    block[..4].copy_from_slice(&0xa000u32.to_le_bytes());
+    mem.write_bytes(tail, &block).unwrap();
+    q.push(Command::Exec { program: h, kernargs: tail, global: [32, 1, 1], local: [32, 1, 1] }).unwrap();
+    let (mut cp, mut rec) = (Cp::new(), Recorder::default());
+    assert_eq!(run(&q, &mut mem, &mut cp, &mut rec).unwrap(), Outcome::Done);
+    assert_eq!(rec.seen[0].consts[0], 0xa000);
+    assert!(rec.seen[0].consts[16..].iter().all(|&w| w == 0), "beyond the object: zeros");
+    // Starting outside every object is a fault.
+    let (mut q, mut mem, h) = setup(&prog);
+    q.push(Command::Exec { program: h, kernargs: CONSTS + 0x2_0000, global: [32, 1, 1], local: [32, 1, 1] }).unwrap();
+    let (mut cp, mut rec) = (Cp::new(), Recorder::default());
+    assert!(run(&q, &mut mem, &mut cp, &mut rec).is_err());
+}

@@ -11,6 +11,11 @@
 //! rewrote between `GPU_COMMAND` and the end of its execution (IB memory reused too early).
 //! [`SimKgsl::pause`] stalls the CP, as a busy GPU would, so a test can fill the host's IB
 //! slots.
+//!
+//! Where an object's memory comes from is a [`Backing`]: host heap memory by default
+//! ([`HeapBacking`]), or, for the virtual device node (`hcq-vkgsl`), a region of a `memfd` that
+//! the client maps itself; there the GPU address of a `USE_CPU_MAP` object is the client's
+//! mapping, which the device learns later and sets with [`SimKgsl::set_gpu_address`].
 
 use crate::cp::{Cp, Dispatch, GpuMemory, Outcome};
 use crate::dispatch::ArgSlots;
@@ -30,6 +35,47 @@ const PAGE: usize = 4096;
 
 /// Chip id the simulated device reports (Adreno 630, SDM845 v2).
 pub const SIM_CHIP_ID: u32 = hcq_adreno::chip::A630_CHIP_ID;
+
+/// Where GPU objects' memory comes from.
+pub trait Backing: Send {
+    /// Memory for a new object of `bytes` (a multiple of 4096, non-zero), zeroed and page
+    /// aligned, valid and exclusively the simulator's until [`Backing::release`]: its object id
+    /// (never 0, never one in use) and its start.
+    fn alloc(&mut self, bytes: usize) -> Result<(u32, NonNull<u8>), Errno>;
+    /// Give back what [`Backing::alloc`] returned for `id`.
+    ///
+    /// # Safety
+    /// `ptr` and `bytes` are the ones `alloc` returned for `id`, released once, and nothing
+    /// accesses the range any more.
+    unsafe fn release(&mut self, id: u32, ptr: NonNull<u8>, bytes: usize);
+}
+
+/// Host heap memory, object ids counted from 1: the in-process simulator's backing.
+#[derive(Debug, Default)]
+pub struct HeapBacking {
+    next_id: u32,
+}
+
+impl Backing for HeapBacking {
+    fn alloc(&mut self, bytes: usize) -> Result<(u32, NonNull<u8>), Errno> {
+        let layout = Layout::from_size_align(bytes, PAGE).map_err(|_| Errno::NOMEM)?;
+        if bytes == 0 {
+            return Err(Errno::NOMEM);
+        }
+        // SAFETY: `layout` has a non-zero size (checked above).
+        let p = NonNull::new(unsafe { alloc_zeroed(layout) }).ok_or(Errno::NOMEM)?;
+        self.next_id = self.next_id.checked_add(1).ok_or(Errno::NOMEM)?;
+        Ok((self.next_id, p))
+    }
+
+    unsafe fn release(&mut self, _id: u32, ptr: NonNull<u8>, bytes: usize) {
+        if let Ok(layout) = Layout::from_size_align(bytes, PAGE) {
+            // SAFETY: the caller passes what `alloc` returned, which came from
+            // `alloc_zeroed(layout)` with this size and alignment, released once.
+            unsafe { dealloc(ptr.as_ptr(), layout) };
+        }
+    }
+}
 
 struct Block {
     region: VolatileRegion,
@@ -97,7 +143,7 @@ struct State {
     cp: Cp,
     mem: Memory,
     dispatch: Box<dyn Dispatch + Send>,
-    next_id: u32,
+    backing: Box<dyn Backing>,
     next_ctx: u32,
     contexts: HashMap<u32, (u32, u32)>, // id -> (submitted, retired)
     queue: VecDeque<Queued>,
@@ -184,7 +230,9 @@ impl State {
                 }
                 Err(e) => {
                     self.queue.clear();
-                    self.fault = Some(format!("context {} timestamp {}: {e}", job.ctx, job.ts));
+                    let n = self.cp.dispatches();
+                    self.fault =
+                        Some(format!("context {} timestamp {} (after {n} finished dispatches): {e}", job.ctx, job.ts));
                     return;
                 }
             }
@@ -223,16 +271,18 @@ impl State {
         let b = self.mem.blocks.get_mut(&base).expect("found above");
         b.freed = true;
         if !b.mapped {
-            drop_block(self.mem.blocks.remove(&base).expect("found above"));
+            let b = self.mem.blocks.remove(&base).expect("found above");
+            self.drop_block(b);
         }
     }
-}
 
-fn drop_block(b: Block) {
-    if let (Some(p), Ok(layout)) = (b.owned, Layout::from_size_align(b.bytes, PAGE)) {
-        // SAFETY: `owned` came from `alloc_zeroed(layout)` with this size and alignment in
-        // gpuobj_alloc and is released exactly once: the block left the map before this call.
-        unsafe { dealloc(p.as_ptr(), layout) };
+    fn drop_block(&mut self, b: Block) {
+        if let Some(p) = b.owned {
+            // SAFETY: `owned` came from `backing.alloc` for `b.id` with `b.bytes` bytes in
+            // gpuobj_alloc and is released exactly once: the block left the map before this
+            // call, and its region (the only accessor) dies with it.
+            unsafe { self.backing.release(b.id, p, b.bytes) };
+        }
     }
 }
 
@@ -252,12 +302,17 @@ impl core::fmt::Debug for SimKgsl {
 impl SimKgsl {
     /// A simulated Adreno 630 whose dispatches run on `dispatch`.
     pub fn new(dispatch: Box<dyn Dispatch + Send>) -> Self {
+        Self::with_backing(dispatch, Box::new(HeapBacking::default()))
+    }
+
+    /// A simulated Adreno 630 whose objects' memory comes from `backing`.
+    pub fn with_backing(dispatch: Box<dyn Dispatch + Send>, backing: Box<dyn Backing>) -> Self {
         Self {
             state: Mutex::new(State {
                 cp: Cp::new(),
                 mem: Memory::default(),
                 dispatch,
-                next_id: 0,
+                backing,
                 next_ctx: 0,
                 contexts: HashMap::new(),
                 queue: VecDeque::new(),
@@ -313,6 +368,34 @@ impl SimKgsl {
         self.state.lock().ok().and_then(|s| s.fault.clone())
     }
 
+    /// Give object `id` the GPU address `gpuaddr` (the client's CPU mapping of a `USE_CPU_MAP`
+    /// object, learned after `GPUOBJ_ALLOC`). An older object whose range overlaps the new one
+    /// (the client unmapped it and reused the addresses) goes back to its backing's address.
+    /// `EINVAL` for an unknown or freed id.
+    pub fn set_gpu_address(&self, id: u32, gpuaddr: u64) -> Result<(), Errno> {
+        let mut s = self.lock()?;
+        let blocks = &mut s.mem.blocks;
+        let (&old, b) = blocks.iter().find(|(_, b)| b.id == id && b.owned.is_some() && !b.freed).ok_or(Errno::INVAL)?;
+        if old == gpuaddr {
+            return Ok(());
+        }
+        let end = gpuaddr.checked_add(b.bytes as u64).ok_or(Errno::INVAL)?;
+        let block = blocks.remove(&old).expect("found above");
+        let clash: Vec<u64> = blocks
+            .range(..end)
+            .filter(|(base, o)| **base + o.region.size() as u64 > gpuaddr)
+            .map(|(base, _)| *base)
+            .collect();
+        for base in clash {
+            let o = blocks.remove(&base).expect("listed above");
+            if o.owned.is_some() {
+                blocks.insert(o.region.base().as_ptr() as u64, o);
+            }
+        }
+        blocks.insert(gpuaddr, block);
+        Ok(())
+    }
+
     /// Number of live GPU objects and user mappings.
     pub fn live_blocks(&self) -> usize {
         self.state.lock().map_or(0, |s| s.mem.blocks.len())
@@ -323,7 +406,7 @@ impl Drop for SimKgsl {
     fn drop(&mut self) {
         if let Ok(s) = self.state.get_mut() {
             for (_, b) in std::mem::take(&mut s.mem.blocks) {
-                drop_block(b);
+                s.drop_block(b);
             }
         }
     }
@@ -373,15 +456,18 @@ impl KgslIoctl for SimKgsl {
             return Err(Errno::NOMEM);
         }
         let bytes = usize::try_from(arg.size.next_multiple_of(PAGE as u64)).map_err(|_| Errno::NOMEM)?;
-        let layout = Layout::from_size_align(bytes, PAGE).map_err(|_| Errno::NOMEM)?;
-        // SAFETY: `layout` has a non-zero size (size ≥ 1 was checked above).
-        let p = NonNull::new(unsafe { alloc_zeroed(layout) }).ok_or(Errno::NOMEM)?;
-        // SAFETY: `p` points at `bytes` zeroed bytes owned by this block until drop_block; only
-        // volatile accesses reach it.
-        let region = unsafe { VolatileRegion::new(p, bytes) }.map_err(|_| Errno::INVAL)?;
         let mut s = self.lock()?;
-        s.next_id += 1;
-        let id = s.next_id;
+        let (id, p) = s.backing.alloc(bytes)?;
+        // SAFETY: `p` points at `bytes` zeroed bytes owned by this block until drop_block
+        // (the Backing contract); only volatile accesses reach it.
+        let region = match unsafe { VolatileRegion::new(p, bytes) } {
+            Ok(r) => r,
+            Err(_) => {
+                // SAFETY: just allocated for `id`, never accessed.
+                unsafe { s.backing.release(id, p, bytes) };
+                return Err(Errno::INVAL);
+            }
+        };
         s.mem
             .blocks
             .insert(p.as_ptr() as u64, Block { region, owned: Some(p), bytes, id, mapped: false, freed: false });
@@ -518,7 +604,8 @@ impl KgslIoctl for SimKgsl {
         if let Some(b) = s.mem.blocks.get_mut(&base) {
             b.mapped = false;
             if b.freed {
-                drop_block(s.mem.blocks.remove(&base).expect("present"));
+                let b = s.mem.blocks.remove(&base).expect("present");
+                s.drop_block(b);
             }
         }
     }

@@ -577,7 +577,19 @@ impl Cp {
         };
         buf.clear();
         buf.resize(words as usize, 0);
-        mem.read_words(addr, buf)?;
+        if mem.read_words(addr, buf).is_err() {
+            if ty != ls6::ST6_CONSTANTS {
+                mem.read_words(addr, buf)?;
+            }
+            // A constant load that starts inside an object and runs past its end (tinygrad
+            // loads 256 vec4 from a kernarg slot near the end of its buffer) reads zeros beyond
+            // it, as on an A630 under KGSL's default page-fault policy (the SMMU terminates the
+            // read, the CP goes on). One whose first word is unmapped still faults.
+            mem.read32(addr)?;
+            for (i, w) in buf.iter_mut().enumerate() {
+                *w = mem.read32(addr + 4 * i as u64).unwrap_or(0);
+            }
+        }
         *slot = Some(Loaded { addr, units });
         Ok(())
     }
@@ -599,7 +611,11 @@ impl Cp {
             ));
         }
         let cc = regs::SP_CS_CONST_CONFIG(r(regs::SP_CS_CONST_CONFIG::REG));
-        if !cc.enabled() || u32::from(cc.constlen()) * 4 < consts.units {
+        // CONSTLEN is 8 bits in units of 4 vec4, so the whole 1024-vec4 file (256) wraps to 0:
+        // tinygrad's QCOM runtime writes 0x100 (enabled, CONSTLEN 0) with 256 vec4 loaded, and
+        // A630s run it, so 0 is read as the whole file.
+        let constlen = if cc.constlen() == 0 { 256 } else { u32::from(cc.constlen()) };
+        if !cc.enabled() || constlen * 4 < consts.units {
             return Err(mismatch(
                 "SP_CS_CONST_CONFIG: constants disabled or CONSTLEN below the loaded vec4",
                 consts.units.into(),

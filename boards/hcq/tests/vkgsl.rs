@@ -1,0 +1,115 @@
+//! hcq's own `QCOM` device (the real KGSL path: rustix ioctls through libc, mmap, uapi layouts)
+//! on the virtual `/dev/kgsl-3d0` of `libhcq_vkgsl.so`, through `hcq vkgsl -- ...`: every
+//! shipped bundle with Adreno 630 objects passes its check, a GPU fault is reported as KGSL
+//! reports one, and a missing library is a clear error.
+//!
+//! The library is `$HCQ_VKGSL_LIB` when set, else built here with
+//! `cargo build --release -p hcq-vkgsl` into `target/vkgsl-test` (its own target directory:
+//! the outer `cargo test` holds the lock of the usual one). A build that fails fails the test.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn lib() -> &'static Path {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        if let Some(p) = std::env::var_os("HCQ_VKGSL_LIB") {
+            let p = PathBuf::from(p);
+            assert!(p.is_file(), "HCQ_VKGSL_LIB={} does not exist", p.display());
+            return p;
+        }
+        let dir = root().join("target/vkgsl-test");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let out = Command::new(cargo)
+            .args(["build", "--release", "-p", "hcq-vkgsl"])
+            .env("CARGO_TARGET_DIR", &dir)
+            .current_dir(root())
+            .output()
+            .expect("run cargo build --release -p hcq-vkgsl");
+        assert!(out.status.success(), "building libhcq_vkgsl.so failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        let p = dir.join("release/libhcq_vkgsl.so");
+        assert!(p.is_file(), "{} missing after the build", p.display());
+        p
+    })
+}
+
+/// `hcq vkgsl -- hcq ARGS...` with the library at `$HCQ_VKGSL_LIB`, plus `env`.
+fn under_vkgsl(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let hcq = env!("CARGO_BIN_EXE_hcq");
+    let mut c = Command::new(hcq);
+    c.arg("vkgsl").arg("--").arg(hcq).args(args).env("HCQ_VKGSL_LIB", lib()).current_dir(root());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run hcq vkgsl")
+}
+
+fn a630_examples() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            std::fs::read_to_string(p.join("manifest.json")).is_ok_and(|m| {
+                let m: serde_json::Value = serde_json::from_str(&m).unwrap();
+                let progs = m["programs"].as_array().unwrap();
+                !progs.is_empty() && progs.iter().all(|p| p["objects"].get("adreno_a630").is_some())
+            })
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn every_a630_example_passes_its_check_on_qcom_under_the_virtual_node() {
+    let bundles = a630_examples();
+    assert!(bundles.len() >= 4, "{bundles:?}");
+    for dir in bundles {
+        let d = dir.to_string_lossy();
+        let out = under_vkgsl(&["run", &d, "--device", "QCOM", "--check", "--json", "--iters", "2"], &[]);
+        let (so, se) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{d}: {se}\n{so}");
+        let j: serde_json::Value = serde_json::from_str(so.lines().last().unwrap_or_default()).unwrap();
+        assert_eq!(j["outputs_ok"], true, "{d}");
+        assert_eq!((j["device"].as_str(), j["arch"].as_str()), (Some("QCOM"), Some("adreno_a630")), "{d}");
+        assert!(so.contains("chip 0x06030001"), "the QCOM device opened the virtual A630: {so}");
+    }
+}
+
+#[test]
+fn a_hung_dispatch_is_a_kgsl_fault_said_once_and_the_run_fails() {
+    // One wave-instruction per dispatch: every kernel hits the step limit.
+    let out = under_vkgsl(
+        &["run", "examples/elementwise", "--device", "QCOM", "--iters", "1"],
+        &[("HCQ_VKGSL_MAX_STEPS", "1")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    let faults: Vec<&str> = e.lines().filter(|l| l.starts_with("hcq-vkgsl: GPU fault")).collect();
+    assert_eq!(faults.len(), 1, "one fault line: {e}");
+    assert!(
+        faults[0].contains("IB 0x")
+            && faults[0].contains("word")
+            && faults[0].contains("step")
+            && faults[0].contains("after 0 finished dispatches"),
+        "{e}"
+    );
+    assert!(e.contains("hung") || e.contains("Hung") || e.contains("fault"), "the run reports the hang: {e}");
+}
+
+#[test]
+fn a_missing_library_is_a_clear_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_hcq"))
+        .args(["vkgsl", "--", "true"])
+        .env("HCQ_VKGSL_LIB", "/nonexistent/libhcq_vkgsl.so")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("cargo build --release -p hcq-vkgsl") && e.contains("/nonexistent"), "{e}");
+}
