@@ -75,6 +75,8 @@ pub struct InlineContext {
     kernargs: Arc<dyn MmioBus + Send + Sync>,
     kernarg_base: u64,
     extra: spin::Mutex<Vec<(u64, Arc<dyn MmioBus + Send + Sync>)>>,
+    /// Device address of this device's timeline signal (the one timeline its signals may store).
+    timeline: u64,
 }
 
 impl InlineContext {
@@ -151,7 +153,7 @@ impl SoftTarget for Target<'_> {
         Ok(host_signals::load(addr)? >= value)
     }
     fn signal(&mut self, addr: u64, value: u64) -> Result<()> {
-        host_signals::store(addr, value)
+        host_signals::signal(addr, value, self.ctx.timeline)
     }
     fn timestamp(&mut self, addr: u64) -> Result<()> {
         host_signals::store(addr, self.exec.timestamp_ns())
@@ -301,7 +303,10 @@ impl InlineDevice {
         let kmem: Arc<dyn MmioBus + Send + Sync> = Arc::new(SubRegion::new(parent, koff, config.kernarg_bytes)?);
         let kernarg_base = mem.addr() + koff as u64;
         let kpool = KernargPool::new(kmem.clone(), kernarg_base, config.max_in_flight);
-        let ctx = Arc::new(InlineContext { kernargs: kmem, kernarg_base, extra: spin::Mutex::new(Vec::new()) });
+        let tl_signal = super::HOST_SIGNALS.alloc(0);
+        let timeline = tl_signal.addr();
+        let ctx =
+            Arc::new(InlineContext { kernargs: kmem, kernarg_base, extra: spin::Mutex::new(Vec::new()), timeline });
         let hooks = Arc::new(DriveHooks {
             cps: spin::Mutex::new(Cps {
                 engines: cps,
@@ -313,7 +318,6 @@ impl InlineDevice {
             clock,
         });
         let encoder: Arc<dyn Encoder> = Arc::new(SoftEncoder);
-        let tl_signal = super::HOST_SIGNALS.alloc(0);
         let dyn_hooks: Arc<dyn WaitHooks> = hooks.clone();
         let hcq = Arc::new(Hcq::new(name, tl_signal, encoder, engines, kpool, dyn_hooks)?);
         // spinning cannot make progress when the waiting thread is the device: drive at once
@@ -426,7 +430,7 @@ mod tests {
             let mut s = hcq.lock();
             let ka = s.kernargs(&7u64.to_le_bytes(), 8, 8).unwrap();
             q.exec(1, ka, [1; 3], [1; 3]).unwrap();
-            s.submit(0, &mut q).unwrap()
+            submit!(s, 0, &mut q).unwrap()
         };
         assert_eq!(exec.calls.load(Ordering::Relaxed), 0, "no thread ran it behind our back");
         assert_eq!(hcq.timeline().completed(), Stamp::ZERO);
@@ -451,7 +455,7 @@ mod tests {
             let mut s = hcq.lock();
             let ka = s.kernargs(&i.to_le_bytes(), 8, 8).unwrap();
             q.exec(1, ka, [1; 3], [1; 3]).unwrap();
-            last = s.submit(0, &mut q).unwrap();
+            last = submit!(s, 0, &mut q).unwrap();
         }
         hcq.wait(last).unwrap();
         assert_eq!(exec.calls.load(Ordering::Relaxed), 200);
@@ -472,12 +476,12 @@ mod tests {
         a.signal_at(s.addr(), 1).unwrap();
         let mut b = hcq.queue().unwrap();
         b.wait_at(s.addr(), 1).unwrap();
-        hcq.submit(1, &mut a).unwrap();
-        let vb = hcq.submit(0, &mut b).unwrap();
+        submit!(hcq, 1, &mut a).unwrap();
+        let vb = submit!(hcq, 0, &mut b).unwrap();
         assert_eq!(dev.pump().unwrap(), 3 + 3, "both queues' commands ran in one pump");
         assert_eq!(hcq.timeline().completed(), vb);
         assert_eq!(s.value(), 1);
-        super::super::HOST_SIGNALS.free(s);
+        drop(s);
     }
 
     #[test]
@@ -486,7 +490,7 @@ mod tests {
         let hcq = dev.hcq();
         let mut q = hcq.queue().unwrap();
         q.exec(99, 0, [1; 3], [1; 3]).unwrap();
-        let v = hcq.submit(0, &mut q).unwrap();
+        let v = submit!(hcq, 0, &mut q).unwrap();
         let e = dev.run_until(v).unwrap_err();
         assert!(matches!(e.root(), Error::InvalidArgument { value: 99, .. }), "{e}");
         let e = hcq.synchronize().unwrap_err();

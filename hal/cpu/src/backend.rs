@@ -117,9 +117,14 @@ pub(crate) const FILL_CHUNK: usize = 64 << 10;
 /// Submit a call's queues on engine 0 of `hcq` in order, without waiting; `last` follows the
 /// stamp of every submission made (so a failure part-way still leaves the buffers marked up to
 /// what was submitted). Returns the timeline value that completes the call.
-pub(crate) fn submit_queues(hcq: &Hcq, queues: &mut [HwQueue], last: &mut Stamp) -> Result<u64> {
+///
+/// # Safety
+/// As [`hcq::hcq::Submitter::submit`] for every queue: here, queues a backend built from its
+/// bundle's checked launches over the buffers it owns.
+pub(crate) unsafe fn submit_queues(hcq: &Hcq, queues: &mut [HwQueue], last: &mut Stamp) -> Result<u64> {
     for q in queues {
-        *last = hcq.submit(0, q)?;
+        // SAFETY: the caller's contract.
+        *last = unsafe { hcq.submit(0, q)? };
     }
     Ok(last.get())
 }
@@ -373,7 +378,11 @@ impl CpuBackend {
 
     /// Submit one forward pass without waiting; returns the timeline value that completes it.
     pub fn submit(&mut self) -> Result<u64> {
-        submit_queues(self.dev.soft().hcq(), &mut self.queues, &mut self.last)
+        // The queues hold exec lists and copies recorded from the bundle's launches, whose views
+        // `Hcqb::parse` checked against the buffers; the backend owns those buffers and outlives
+        // its submissions (its `Drop` waits for `last`).
+        // SAFETY: every command names this backend's live buffers inside their bounds.
+        unsafe { submit_queues(self.dev.soft().hcq(), &mut self.queues, &mut self.last) }
     }
 
     /// One forward pass with every kernel called directly on this thread, one after another
@@ -437,7 +446,11 @@ impl Backend for CpuBackend {
     }
 
     fn load_program(&mut self, _index: usize, p: &ProgramRef<'_>, _arch: Arch, object: &[u8]) -> Result<u64> {
-        self.dev.load_kernel(object, p.symbol, p.n_params(), p.core_id_arg.map(|s| s as usize))
+        // The runner calls the kernel only with the launches its bundle records, whose views
+        // `Hcqb::parse` checked against the buffers (the bundle's objects are trusted as the
+        // kernels it describes, as `prepare` checked their architecture and level).
+        // SAFETY: every call passes the kernel views of this backend's buffers, as recorded.
+        unsafe { self.dev.load_kernel(object, p.symbol, p.n_params(), p.core_id_arg.map(|s| s as usize)) }
     }
 
     fn record_kernel(&mut self, program: &u64, l: &Launch<'_, '_>) -> Result<()> {
@@ -476,7 +489,9 @@ impl Backend for CpuBackend {
         let mut last = self.last;
         let r = self.dev.soft().run_inline(0, |s| {
             for q in queues.iter_mut() {
-                last = s.submit(0, q)?;
+                // SAFETY: as in `CpuBackend::submit`: the queues hold exec lists and copies
+                // recorded from the bundle's checked launches over this backend's live buffers.
+                last = unsafe { s.submit(0, q)? };
             }
             Ok(last)
         });

@@ -18,6 +18,15 @@ use hcq_kgsl::sim_dispatch::{ArgSlots, Ir3Dispatch};
 use std::sync::Arc;
 use std::time::Instant;
 
+/// Submit a test queue: `submit!(hcq, engine, &mut q)` for `hcq.submit(engine, &mut q)`.
+macro_rules! submit {
+    ($target:expr, $($arg:expr),+ $(,)?) => {{
+        // SAFETY: these tests submit waits, barriers, signals of slots they own, and execs and
+        // copies over memory they keep alive until the device has passed the returned stamp.
+        unsafe { $target.submit($($arg),+) }
+    }};
+}
+
 fn bundle(name: &str) -> Vec<u8> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
     hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap()
@@ -307,7 +316,7 @@ fn a_hung_submission_through_the_core_engine_is_the_timeout_error() {
     let hcq = m.backend().hcq().unwrap();
     let mut q = hcq.queue().unwrap();
     q.wait_at(mem.gpuaddr(), 1).unwrap();
-    let stamp = hcq.submit(0, &mut q).unwrap();
+    let stamp = submit!(hcq, 0, &mut q).unwrap();
     assert_eq!(stamp.get(), 2);
     let t0 = Instant::now();
     let e = m.backend().wait(stamp).unwrap_err();
