@@ -327,6 +327,48 @@ impl Submitter<'_> {
     ///   protocol hands to it); none writes any device's timeline (command processors refuse
     ///   the soft ones, hardware ones do not);
     /// - waits name signal slots and values that some submission or owner will reach.
+    ///
+    /// Submitting is where arbitrary words reach the device, so it takes `unsafe`: a kernel
+    /// argument block of any 64-bit words, exec'd and submitted from safe code, does not
+    /// compile:
+    ///
+    /// ```compile_fail,E0133
+    /// fn repro(hcq: &hcq::hcq::Hcq) -> hcq::Result<()> {
+    ///     let mut q = hcq.queue()?;
+    ///     let mut s = hcq.lock();
+    ///     let ka = s.kernargs(&0x8u64.to_le_bytes(), 8, 8)?; // a "pointer" to address 0x8
+    ///     q.exec(0, ka, [1; 3], [1; 3])?;
+    ///     s.submit(0, &mut q)?;
+    ///     Ok(())
+    /// }
+    /// ```
+    ///
+    /// ```compile_fail,E0133
+    /// fn repro(hcq: &hcq::hcq::Hcq) -> hcq::Result<()> {
+    ///     let mut q = hcq.queue()?;
+    ///     q.exec(0, 0x8, [1; 3], [1; 3])?;
+    ///     hcq.submit(0, &mut q)?;
+    ///     Ok(())
+    /// }
+    /// ```
+    ///
+    /// The same with the caller's promise compiles (the safe surface is
+    /// [`Program::call`](crate::program::Program::call) and the runner):
+    ///
+    /// ```
+    /// fn submit_barrier(hcq: &hcq::hcq::Hcq) -> hcq::Result<hcq::stamp::Stamp> {
+    ///     let mut q = hcq.queue()?;
+    ///     q.memory_barrier()?;
+    ///     // SAFETY: a barrier accesses no memory and writes no signal.
+    ///     unsafe { hcq.lock().submit(0, &mut q) }
+    /// }
+    /// fn submit_barrier_too(hcq: &hcq::hcq::Hcq) -> hcq::Result<hcq::stamp::Stamp> {
+    ///     let mut q = hcq.queue()?;
+    ///     q.memory_barrier()?;
+    ///     // SAFETY: as above.
+    ///     unsafe { hcq.submit(0, &mut q) }
+    /// }
+    /// ```
     pub unsafe fn submit(&mut self, engine: impl Into<EngineId>, q: &mut HwQueue) -> Result<Stamp> {
         let hcq = self.hcq;
         let engine = engine.into();

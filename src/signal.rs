@@ -543,6 +543,33 @@ impl Signal {
 /// The one owner of a signal slot: it sets the value from the host and gives the slot back
 /// when dropped (to its [`SignalPool`], for a pooled slot). Not `Clone`: read-only
 /// [`Signal`] handles come from [`OwnedSignal::signal`] (or through `Deref`).
+///
+/// A clone of a live slot cannot be freed (and handed out again): there is no `free`, and a
+/// clone is a read-only [`Signal`], not an owner:
+///
+/// ```compile_fail,E0599
+/// let pool = hcq::signal::SignalPool::new();
+/// let s = pool.alloc(0);
+/// pool.free(s.signal().clone());
+/// ```
+///
+/// ```compile_fail,E0308
+/// let pool = hcq::signal::SignalPool::new();
+/// let s = pool.alloc(0);
+/// let second_owner: hcq::signal::OwnedSignal = s.clone();
+/// ```
+///
+/// Dropping the owner gives the slot back:
+///
+/// ```
+/// let pool = hcq::signal::SignalPool::new();
+/// let s = pool.alloc(0);
+/// let addr = s.addr();
+/// let reader: hcq::signal::Signal = s.signal().clone();
+/// drop(s);
+/// assert_eq!(pool.alloc(0).addr(), addr);
+/// let _ = reader.value(); // still memory-safe to read
+/// ```
 #[cfg(feature = "alloc")]
 pub struct OwnedSignal {
     sig: Signal,

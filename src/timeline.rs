@@ -59,6 +59,22 @@ impl Timeline {
     }
 
     /// The timeline signal (a read-only handle: only the engine and the device move it).
+    ///
+    /// Setting it from safe code does not compile:
+    ///
+    /// ```compile_fail,E0624
+    /// fn repro(hcq: &hcq::hcq::Hcq) {
+    ///     hcq.timeline().signal().set(1 << 40); // "everything done": buffers freed early
+    /// }
+    /// ```
+    ///
+    /// Reading it does:
+    ///
+    /// ```
+    /// fn read(hcq: &hcq::hcq::Hcq) -> u64 {
+    ///     hcq.timeline().signal().value()
+    /// }
+    /// ```
     pub fn signal(&self) -> &Signal {
         self.signal.signal()
     }

@@ -719,6 +719,21 @@ impl CpuDevice {
     /// undefined behaviour. (The safe way to load and call a kernel is
     /// [`hcq::device::Device::load_program`] and [`hcq::program::Program::call`], which check
     /// each buffer against the signature.)
+    ///
+    /// Loading machine code takes `unsafe`:
+    ///
+    /// ```compile_fail,E0133
+    /// fn repro(dev: &hcq_cpu::device::CpuDevice, object: &[u8]) -> hcq::Result<u64> {
+    ///     dev.load_kernel(object, "kernel", 1, None)
+    /// }
+    /// ```
+    ///
+    /// ```
+    /// fn load(dev: &hcq_cpu::device::CpuDevice, object: &[u8]) -> hcq::Result<u64> {
+    ///     // SAFETY: (the caller's promise about `object`, as above)
+    ///     unsafe { dev.load_kernel(object, "kernel", 1, None) }
+    /// }
+    /// ```
     pub unsafe fn load_kernel(&self, object: &[u8], symbol: &str, nargs: usize, core_id: Option<usize>) -> Result<u64> {
         check_signature(nargs, core_id)?;
         let obj = LoadedObject::load(object, Arch::host(), symbol, &default_resolver)

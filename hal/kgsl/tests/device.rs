@@ -366,3 +366,21 @@ fn a_copy_launch_runs_as_cp_memcpy_after_the_kernel() {
     assert_eq!(r.output(0).unwrap(), r.output(1).unwrap(), "the copy ran again with the new output");
     assert!(!r.check().unwrap().ok, "a zero input changes the output");
 }
+
+#[test]
+fn the_engine_owns_its_memory_a_clone_keeps_it_and_the_last_holder_frees_it() {
+    let (dev, sim) = sim_device(1 << 20, 0, false);
+    let before = sim.live_blocks();
+    let bytes = bundle("elementwise");
+    let file = Hcqb::parse(&bytes).unwrap();
+    let mut m = Runner::load(QcomBackend::new(dev.clone()).unwrap(), &file).unwrap();
+    m.call().unwrap();
+    m.backend().synchronize().unwrap();
+    let hcq = m.backend().hcq().unwrap().clone();
+    drop(m);
+    // the clone keeps the timeline signal, IB and kernel-argument objects (and nothing else)
+    assert_eq!(sim.live_blocks(), before + 3, "the engine's objects are freed under a live clone");
+    assert_eq!(hcq.timeline().signal().value(), 1, "the timeline still reads its memory");
+    drop(hcq);
+    assert_eq!(sim.live_blocks(), before, "the last holder of the engine leaked its objects");
+}

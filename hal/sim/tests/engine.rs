@@ -9,7 +9,6 @@ use hcq_sim::SimDevice;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Submit a test queue: `submit!(hcq, engine, &mut q)` for `hcq.submit(engine, &mut q)`.
 /// `submit_tracked!(hcq, engine, hazards, accesses, build)` for `hcq.submit_tracked(..)`.
 macro_rules! submit_tracked {
     ($target:expr, $($arg:expr),+ $(,)?) => {{
@@ -19,6 +18,7 @@ macro_rules! submit_tracked {
     }};
 }
 
+/// Submit a test queue: `submit!(hcq, engine, &mut q)` for `hcq.submit(engine, &mut q)`.
 macro_rules! submit {
     ($target:expr, $($arg:expr),+ $(,)?) => {{
         // SAFETY: these tests submit waits, barriers, signals of slots they own, and execs and
@@ -68,6 +68,30 @@ fn queues_of_one_device_run_in_timeline_order() {
     submit!(dev.hcq(), 1, &mut c).unwrap();
     dev.hcq().synchronize().unwrap();
     assert_eq!(dst.read(0, Width::U64).unwrap(), 0xfeed);
+}
+
+#[test]
+fn a_signal_command_aimed_at_another_devices_timeline_faults_the_device_and_moves_nothing() {
+    let a = SimDevice::with_defaults("SIM").unwrap();
+    let b = SimDevice::with_defaults("SIM:1").unwrap();
+    let mut q = a.hcq().queue().unwrap();
+    // "B has finished everything": B would free memory its queued kernels still use
+    q.signal(b.hcq().timeline().signal(), 1 << 40).unwrap();
+    // SAFETY: breaks the contract on purpose (a signal of another device's timeline): the
+    // command processor refusing it is what this test checks; nothing else runs.
+    let v = unsafe { a.hcq().submit(0, &mut q) }.unwrap();
+    let e = a.hcq().wait(v).unwrap_err();
+    assert!(
+        matches!(e.root(), Error::InvalidArgument { what: "a signal command may not target a timeline", .. }),
+        "{e}"
+    );
+    assert_eq!(b.hcq().timeline().completed().get(), 0, "B's timeline moved");
+    // B is unaffected
+    let mut qb = b.hcq().queue().unwrap();
+    qb.memory_barrier().unwrap();
+    let vb = submit!(b.hcq(), 0, &mut qb).unwrap();
+    b.hcq().wait(vb).unwrap();
+    assert_eq!(b.hcq().timeline().completed(), vb);
 }
 
 #[test]
