@@ -24,7 +24,7 @@
 //! to and that launches agree with their programs. They cannot prove that a kernel's machine
 //! code stays inside its arguments; that trust is placed in the exporter.
 
-mod check;
+pub(crate) mod check;
 pub mod crc;
 pub mod hcqb;
 #[cfg(feature = "alloc")]

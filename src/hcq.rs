@@ -23,7 +23,7 @@ use crate::error::{DeviceName, Error, Result};
 use crate::profile::Profiler;
 use crate::queue::{Encoder, HwQueue};
 use crate::ring::KernargPool;
-use crate::signal::{Signal, WaitHooks};
+use crate::signal::{OwnedSignal, WaitHooks};
 use crate::stamp::{EngineId, Stamp};
 use crate::submit::{Shape, Submission};
 use crate::sync::{Lock, LockGuard};
@@ -104,10 +104,11 @@ impl core::fmt::Debug for Hcq {
 
 impl Hcq {
     /// Build the engine state of device `name`. `timeline` is the device's timeline signal (it is
-    /// reset to 0), `engines` must not be empty.
+    /// reset to 0 and from now on moved only by the engine and the device), `engines` must not
+    /// be empty.
     pub fn new(
         name: DeviceName,
-        timeline: Signal,
+        timeline: OwnedSignal,
         encoder: Arc<dyn Encoder>,
         engines: Vec<Engine>,
         kernargs: KernargPool,
@@ -161,7 +162,8 @@ impl Hcq {
         Some(EngineId::new(i as u8))
     }
 
-    /// A new queue for this device, encoded with its backend's encoder.
+    /// A new queue for this device, encoded with its backend's encoder. Building it is safe;
+    /// submitting it is not ([`Submitter::submit`]).
     pub fn queue(&self) -> Result<HwQueue> {
         HwQueue::new(self.encoder.clone(), self.timeline.signal())
     }
@@ -173,8 +175,12 @@ impl Hcq {
 
     /// Submit `q` on engine `engine` (shorthand for `lock().submit(..)`); returns the timeline
     /// value that marks its completion.
-    pub fn submit(&self, engine: impl Into<EngineId>, q: &mut HwQueue) -> Result<Stamp> {
-        self.lock().submit(engine, q)
+    ///
+    /// # Safety
+    /// As [`Submitter::submit`]: the device runs `q`'s commands as they are.
+    pub unsafe fn submit(&self, engine: impl Into<EngineId>, q: &mut HwQueue) -> Result<Stamp> {
+        // SAFETY: the caller's contract is `Submitter::submit`'s.
+        unsafe { self.lock().submit(engine, q) }
     }
 
     /// Build and submit a queue that touches `accesses`, waiting only for what the hazard
@@ -182,7 +188,11 @@ impl Hcq {
     /// readers of every range it writes, on other devices' timelines. Points on this device's own
     /// timeline need no wait (its submissions already run in order). `build` adds the work to a
     /// queue that already holds those waits. Returns the timeline value that completes it.
-    pub fn submit_tracked(
+    ///
+    /// # Safety
+    /// As [`Submitter::submit`], for the commands `build` adds; `accesses` must cover every
+    /// byte range they read or write (the tracker orders only what it is told).
+    pub unsafe fn submit_tracked(
         &self,
         engine: impl Into<EngineId>,
         hazards: &mut Hazards,
@@ -198,16 +208,26 @@ impl Hcq {
             q.wait_at(d.signal, d.value.get())?;
         }
         build(&mut q, &mut s)?;
-        s.submit(engine, &mut q)
+        // SAFETY: the caller's contract covers the commands `build` added; the waits added here
+        // only read other devices' timeline signals.
+        unsafe { s.submit(engine, &mut q) }
     }
 
     /// Continue the timeline from value `last` (a device resumed from an earlier run, a test
     /// that starts near a rollover): the next submission signals `last + 1`.
     ///
-    /// Errors: [`Error::InvalidArgument`] while a submission is in flight or when `last` is
-    /// behind the last value submitted (stamps of memory still tracked would never pass).
+    /// Errors: [`Error::InvalidArgument`] while a submission is in flight, when `last` is
+    /// behind the last value submitted (stamps of memory still tracked would never pass), or
+    /// when it is `u64::MAX` (the next value would wrap to 0, the stamp every timeline has
+    /// reached, and memory marked with it would be freed while the device still uses it).
     pub fn resume_at(&self, last: Stamp) -> Result<()> {
         let _lock = self.submit.lock();
+        if last.get() == u64::MAX {
+            return Err(Error::InvalidArgument {
+                what: "resume the timeline: the next value would wrap to 0",
+                value: last.get(),
+            });
+        }
         let submitted = self.timeline.last_submitted();
         if !self.timeline.passed(submitted) {
             return Err(Error::InvalidArgument {
@@ -290,7 +310,66 @@ impl Submitter<'_> {
     /// let a later submission reuse it; then the barrier and the doorbell or submit call. One
     /// that fails leaves the value taken and records the error as the device's fault (the
     /// words may or may not run).
-    pub fn submit(&mut self, engine: impl Into<EngineId>, q: &mut HwQueue) -> Result<Stamp> {
+    ///
+    /// # Safety
+    /// The device runs the commands of `q` as they are, with nothing checked, so the caller
+    /// promises, for each command:
+    /// - an exec names a program loaded on this device, and its kernel-argument block (from
+    ///   [`Submitter::kernargs`] of this submission) holds what the kernel expects: every
+    ///   pointer in it is the device address of memory on this device at least as large as the
+    ///   kernel accesses through it;
+    /// - every memory range the commands read or write (exec arguments, copy source and
+    ///   destination) stays allocated and unreused until the device passes the returned
+    ///   stamp (a [`Buffer`](crate::buffer::Buffer) marked with it, or one kept alive and
+    ///   synchronized), and no host code accesses it meanwhile except through buffer copies
+    ///   that wait for the stamp;
+    /// - signal and timestamp commands write slots the caller owns (or that a device's
+    ///   protocol hands to it); none writes any device's timeline (command processors refuse
+    ///   the soft ones, hardware ones do not);
+    /// - waits name signal slots and values that some submission or owner will reach.
+    ///
+    /// Submitting is where arbitrary words reach the device, so it takes `unsafe`: a kernel
+    /// argument block of any 64-bit words, exec'd and submitted from safe code, does not
+    /// compile:
+    ///
+    /// ```compile_fail,E0133
+    /// fn repro(hcq: &hcq::hcq::Hcq) -> hcq::Result<()> {
+    ///     let mut q = hcq.queue()?;
+    ///     let mut s = hcq.lock();
+    ///     let ka = s.kernargs(&0x8u64.to_le_bytes(), 8, 8)?; // a "pointer" to address 0x8
+    ///     q.exec(0, ka, [1; 3], [1; 3])?;
+    ///     s.submit(0, &mut q)?;
+    ///     Ok(())
+    /// }
+    /// ```
+    ///
+    /// ```compile_fail,E0133
+    /// fn repro(hcq: &hcq::hcq::Hcq) -> hcq::Result<()> {
+    ///     let mut q = hcq.queue()?;
+    ///     q.exec(0, 0x8, [1; 3], [1; 3])?;
+    ///     hcq.submit(0, &mut q)?;
+    ///     Ok(())
+    /// }
+    /// ```
+    ///
+    /// The same with the caller's promise compiles (the safe surface is
+    /// [`Program::call`](crate::program::Program::call) and the runner):
+    ///
+    /// ```
+    /// fn submit_barrier(hcq: &hcq::hcq::Hcq) -> hcq::Result<hcq::stamp::Stamp> {
+    ///     let mut q = hcq.queue()?;
+    ///     q.memory_barrier()?;
+    ///     // SAFETY: a barrier accesses no memory and writes no signal.
+    ///     unsafe { hcq.lock().submit(0, &mut q) }
+    /// }
+    /// fn submit_barrier_too(hcq: &hcq::hcq::Hcq) -> hcq::Result<hcq::stamp::Stamp> {
+    ///     let mut q = hcq.queue()?;
+    ///     q.memory_barrier()?;
+    ///     // SAFETY: as above.
+    ///     unsafe { hcq.submit(0, &mut q) }
+    /// }
+    /// ```
+    pub unsafe fn submit(&mut self, engine: impl Into<EngineId>, q: &mut HwQueue) -> Result<Stamp> {
         let hcq = self.hcq;
         let engine = engine.into();
         let eng =
@@ -374,6 +453,13 @@ mod tests {
         (hcq, bell)
     }
 
+    /// Submit a queue of barriers, signals of the test's own slots and waits (no exec, no copy).
+    fn submit(hcq: &Hcq, q: &mut HwQueue) -> Result<Stamp> {
+        // SAFETY: the test queues hold barriers only: no memory is accessed, no slot written
+        // but the timeline's by the engine.
+        unsafe { hcq.submit(0, q) }
+    }
+
     fn barrier_queue(hcq: &Hcq) -> HwQueue {
         let mut q = hcq.queue().unwrap();
         q.memory_barrier().unwrap();
@@ -385,17 +471,17 @@ mod tests {
         let (hcq, bell) = rig(256, 50);
         bell.fault_on_kick.store(true, Ordering::Release);
         let mut q = barrier_queue(&hcq);
-        let first = hcq.submit(0, &mut q);
+        let first = submit(&hcq, &mut q);
         // the words in the ring signal this value, whatever `submit` reported
         let Some(Command::Signal { value: signalled, .. }) = q.command(q.len() - 1) else {
             panic!("a queue ends with its timeline signal")
         };
         assert_eq!(first, Ok(Stamp::new(signalled)), "the value was taken before the doorbell");
         assert!(hcq.timeline().fault().is_some(), "the fault is recorded");
-        assert!(matches!(hcq.submit(0, &mut barrier_queue(&hcq)), Err(Error::Unsupported { .. })));
+        assert!(matches!(submit(&hcq, &mut barrier_queue(&hcq)), Err(Error::Unsupported { .. })));
         // after a reset, the next submission gets a value of its own
         hcq.timeline().clear_hung();
-        let second = hcq.submit(0, &mut barrier_queue(&hcq)).unwrap();
+        let second = submit(&hcq, &mut barrier_queue(&hcq)).unwrap();
         assert_ne!(second.get(), signalled, "two submissions in the ring signal the same timeline value");
         assert_eq!(second.get(), signalled + 1);
     }
@@ -461,7 +547,7 @@ mod tests {
                 // the device finished the submission that used this slot last
                 hcq.timeline().signal().set(i - 2);
             }
-            stamps.push(hcq.submit(0, &mut barrier_queue(&hcq)).unwrap().get());
+            stamps.push(submit(&hcq, &mut barrier_queue(&hcq)).unwrap().get());
         }
         assert_eq!(stamps, [1, 2, 3, 4, 5]);
         assert_eq!(order.barriers.load(Ordering::Acquire), 5);
@@ -473,8 +559,8 @@ mod tests {
         // the 6th reuses slot 2 once stamp 3 passed; the 7th needs slot 0, whose stamp 4 never
         // passes
         hcq.timeline().signal().set(3);
-        hcq.submit(0, &mut barrier_queue(&hcq)).unwrap();
-        let e = hcq.submit(0, &mut barrier_queue(&hcq)).unwrap_err();
+        submit(&hcq, &mut barrier_queue(&hcq)).unwrap();
+        let e = submit(&hcq, &mut barrier_queue(&hcq)).unwrap_err();
         assert!(matches!(e, Error::Timeout { awaited: 4, .. }), "{e:?}");
         assert_eq!(hcq.timeline().last_submitted(), Stamp::new(6), "the failed submission took no value");
     }
@@ -483,13 +569,25 @@ mod tests {
     fn a_timeline_resumes_forward_only_and_never_under_work_in_flight() {
         let (hcq, _bell) = rig(256, 20);
         hcq.resume_at(Stamp::new(u64::from(u32::MAX))).unwrap();
-        let s = hcq.submit(0, &mut barrier_queue(&hcq)).unwrap();
+        let s = submit(&hcq, &mut barrier_queue(&hcq)).unwrap();
         assert_eq!(s.get(), 1 << 32);
         assert!(hcq.resume_at(Stamp::new(1 << 33)).is_err(), "in flight");
         hcq.timeline().signal().set(1 << 32);
         assert!(hcq.resume_at(Stamp::new(5)).is_err(), "backwards");
         hcq.resume_at(Stamp::new(1 << 33)).unwrap();
-        assert_eq!(hcq.submit(0, &mut barrier_queue(&hcq)).unwrap().get(), (1 << 33) + 1);
+        assert_eq!(submit(&hcq, &mut barrier_queue(&hcq)).unwrap().get(), (1 << 33) + 1);
+    }
+
+    #[test]
+    fn a_timeline_never_resumes_where_the_next_value_wraps_to_zero() {
+        let (hcq, _bell) = rig(256, 20);
+        let e = hcq.resume_at(Stamp::new(u64::MAX)).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { value: u64::MAX, .. }), "{e:?}");
+        assert_eq!(hcq.timeline().last_submitted(), Stamp::ZERO, "nothing changed");
+        // the largest value that can be resumed from leaves one submission, signalling u64::MAX
+        hcq.resume_at(Stamp::new(u64::MAX - 1)).unwrap();
+        assert_eq!(submit(&hcq, &mut barrier_queue(&hcq)).unwrap().get(), u64::MAX);
+        assert!(!hcq.timeline().passed(Stamp::new(u64::MAX)), "the stamp is not reached before the device ran it");
     }
 
     /// CPU time (user + system, in clock ticks) this thread has used.
@@ -509,10 +607,10 @@ mod tests {
         // 11-word queues in a 16-word ring nobody consumes: the second submission waits for
         // ring space, holding the submit lock, until the 900 ms timeout
         let (hcq, _bell) = rig(16, 900);
-        hcq.submit(0, &mut barrier_queue(&hcq)).unwrap();
+        submit(&hcq, &mut barrier_queue(&hcq)).unwrap();
         let holder = {
             let hcq = hcq.clone();
-            std::thread::spawn(move || hcq.submit(0, &mut barrier_queue(&hcq)))
+            std::thread::spawn(move || submit(&hcq, &mut barrier_queue(&hcq)))
         };
         // until the holder has the lock (it keeps it for the whole 900 ms wait)
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);

@@ -40,6 +40,18 @@ extern crate std;
 #[macro_use]
 mod fmt;
 
+/// Submit a queue in an in-crate test: `submit!(target, engine, &mut q)` for
+/// `target.submit(engine, &mut q)` (an `Hcq` or a `Submitter`).
+#[cfg(all(test, feature = "alloc"))]
+macro_rules! submit {
+    ($target:expr, $($arg:expr),+ $(,)?) => {{
+        // SAFETY: in-crate tests submit barriers, waits, signals of slots the test owns and
+        // execs and copies of test executors that touch only their bounds-checked
+        // kernel-argument blocks and test memory that outlives the wait for the stamp.
+        unsafe { $target.submit($($arg),+) }
+    }};
+}
+
 pub mod allocator;
 pub mod barrier;
 #[cfg(feature = "alloc")]

@@ -153,8 +153,9 @@ pub struct VolatileRegion {
     len: usize,
 }
 
-// SAFETY: the region is only touched through volatile single-element accesses, which are
-// sound from any thread as long as the mapping lives (the constructor's contract).
+// SAFETY: the region is only touched through volatile single-element accesses (`read_bytes`
+// and `write_bytes` included: words and bytes, never a `memcpy`), which are sound from any
+// thread as long as the mapping lives (the constructor's contract).
 unsafe impl Send for VolatileRegion {}
 // SAFETY: as above; `&self` methods do volatile accesses only.
 unsafe impl Sync for VolatileRegion {}
@@ -224,18 +225,51 @@ impl MmioBus for VolatileRegion {
         Ok(())
     }
 
+    /// Volatile stores: 8-byte words where the offset is 8-aligned, single bytes at the edges
+    /// (never a `memcpy`, which may tear, repeat or elide accesses to memory another agent
+    /// changes).
     fn write_bytes(&self, offset: usize, src: &[u8]) -> Result<()> {
         check_range("mmio write_bytes", offset, src.len(), self.len)?;
-        // SAFETY: `[offset, offset + len)` is inside the mapping (checked above, type
-        // invariant); `src` is a Rust slice and cannot overlap memory no reference may exist to.
-        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), self.base.as_ptr().add(offset), src.len()) };
+        let mut i = 0;
+        while let Some(&byte) = src.get(i) {
+            let at = offset + i;
+            if at.is_multiple_of(8)
+                && let Some(w) = src.get(i..i + 8)
+            {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(w);
+                // SAFETY: `[at, at + 8)` is inside the mapping (checked above) and 8-aligned
+                // (the base is 8-aligned: type invariant).
+                unsafe { VolatilePtr::new(self.base.add(at).cast::<u64>()).write(u64::from_ne_bytes(b)) };
+                i += 8;
+            } else {
+                // SAFETY: `at` is inside the mapping (checked above).
+                unsafe { VolatilePtr::new(self.base.add(at)).write(byte) };
+                i += 1;
+            }
+        }
         Ok(())
     }
 
+    /// Volatile loads, as [`VolatileRegion::write_bytes`] stores.
     fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
         check_range("mmio read_bytes", offset, dst.len(), self.len)?;
-        // SAFETY: as in `write_bytes`, with the roles swapped.
-        unsafe { core::ptr::copy_nonoverlapping(self.base.as_ptr().add(offset), dst.as_mut_ptr(), dst.len()) };
+        let mut i = 0;
+        while i < dst.len() {
+            let at = offset + i;
+            if at.is_multiple_of(8)
+                && let Some(w) = dst.get_mut(i..i + 8)
+            {
+                // SAFETY: as in `write_bytes`: in bounds and 8-aligned.
+                let v = unsafe { VolatilePtr::new_read_only(self.base.add(at).cast::<u64>()).read() };
+                w.copy_from_slice(&v.to_ne_bytes());
+                i += 8;
+            } else if let Some(d) = dst.get_mut(i) {
+                // SAFETY: `at` is inside the mapping (checked above).
+                *d = unsafe { VolatilePtr::new_read_only(self.base.add(at)).read() };
+                i += 1;
+            }
+        }
         Ok(())
     }
 }
@@ -545,6 +579,27 @@ mod tests {
         let e = write_bytes_by_words(&bus, "test write", 12, &[0; 8]).unwrap_err();
         assert!(matches!(e, Error::OutOfBounds { what: "test write", .. }), "{e:?}");
         assert!(bus.1.lock().is_empty(), "nothing written");
+    }
+
+    #[test]
+    fn volatile_byte_copies_are_exact_at_any_offset_and_length() {
+        let h = HostRegion::new(64, 8).unwrap();
+        let r = h.region();
+        let src: std::vec::Vec<u8> = (0..40u8).map(|b| b.wrapping_mul(7) ^ 0x5a).collect();
+        for off in 0..9 {
+            for len in [0, 1, 7, 8, 9, 17, 31] {
+                r.write_bytes(0, &[0u8; 64]).unwrap();
+                r.write_bytes(off, &src[..len]).unwrap();
+                let mut all = [0u8; 64];
+                r.read_bytes(0, &mut all).unwrap();
+                assert_eq!(&all[off..off + len], &src[..len], "offset {off}, {len} bytes");
+                assert!(all[..off].iter().chain(&all[off + len..]).all(|&b| b == 0), "bytes outside written");
+                let mut back = std::vec![0u8; len];
+                r.read_bytes(off, &mut back).unwrap();
+                assert_eq!(back, &src[..len]);
+            }
+        }
+        assert!(r.write_bytes(60, &[0; 8]).is_err() && r.read_bytes(57, &mut [0; 8]).is_err());
     }
 
     #[test]

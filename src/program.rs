@@ -164,6 +164,31 @@ impl KernargLayout {
     }
 }
 
+/// Bytes each buffer parameter of `signature` spans, in slot order (the order
+/// [`KernargLayout::pack`] and [`Program::call`] take buffers in): the product of its shape's
+/// dimensions times its dtype's size. A loaded program records these at load, and
+/// [`Program::call`] refuses a buffer smaller than its parameter's footprint.
+///
+/// Errors: [`Error::InvalidArgument`] naming the slot of a buffer parameter without a shape
+/// (what the kernel accesses through it would be unknown, so no call could be checked);
+/// [`Error::Malformed`] when a shape's byte count overflows.
+pub fn buffer_footprints(signature: &[Param]) -> Result<Vec<u64>> {
+    let mut params: Vec<&Param> = signature.iter().filter(|p| p.kind == ParamKind::Buffer).collect();
+    params.sort_by_key(|p| p.slot);
+    params
+        .iter()
+        .map(|p| {
+            if p.shape.is_empty() {
+                return Err(Error::InvalidArgument {
+                    what: "kernel buffer parameter without a shape (its footprint is unknown)",
+                    value: u64::from(p.slot),
+                });
+            }
+            crate::bundle::check::footprint(p.dtype, p.shape.iter().copied())
+        })
+        .collect()
+}
+
 /// Write the low `e.size` bytes of `word` at `e.offset`.
 #[inline(always)]
 fn put(out: &mut [u8], e: &Entry, word: &[u8; 8]) -> Result<()> {
@@ -198,10 +223,12 @@ pub const MAX_CALL_BUFFERS: usize = 64;
 /// A program loaded on a device, ready to launch.
 ///
 /// Loading is where native code enters: a kernel accesses the buffers it is given as its
-/// compiler laid them out, and nothing checks that at run time. What the runtime guarantees
-/// through [`Program::call`] is the rest of the contract: the buffers are on this program's
-/// device, their memory stays allocated and unreused until the device has finished the launch
-/// (the lifetime rule of [`crate::buffer`]), and host copies of them wait for it.
+/// compiler laid them out, and nothing checks that at run time. The signature it was loaded
+/// with states how much it accesses through each buffer (its shape); [`Program::call`] holds
+/// each buffer to that footprint ([`Program::buffer_footprints`]), and guarantees the rest of
+/// the contract: the buffers are on this program's device, their memory stays allocated and
+/// unreused until the device has finished the launch (the lifetime rule of
+/// [`crate::buffer`]), and host copies of them wait for it.
 ///
 /// The program's own code falls under the same rule: a backend whose programs live in device
 /// memory keeps the code in a [`Buffer`] and marks it read at each launch
@@ -213,6 +240,11 @@ pub trait Program: Send + Sync {
 
     /// Whether `device` is the device this program was loaded on.
     fn is_on(&self, device: &dyn Device) -> bool;
+
+    /// Bytes the kernel accesses through each buffer parameter, in slot order, recorded at
+    /// load from the signature ([`buffer_footprints`]): [`Program::call`] refuses a buffer
+    /// smaller than its parameter's footprint, and a different number of buffers.
+    fn buffer_footprints(&self) -> &[u64];
 
     /// Launch over a `global` grid of `local` workgroups with the buffers at device addresses
     /// `bufs` and values `vals` (both in slot order, as [`KernargLayout::pack`] takes them).
@@ -246,7 +278,10 @@ pub trait Program: Send + Sync {
     /// Returns the run time in microseconds when `wait` is set and the device measures it.
     ///
     /// Errors: [`Error::InvalidArgument`] for a buffer on another device or more than
-    /// [`MAX_CALL_BUFFERS`] buffers; allocation errors; the launch's errors.
+    /// [`MAX_CALL_BUFFERS`] buffers; [`Error::Mismatch`] for a buffer count other than the
+    /// signature's; [`Error::OutOfBounds`] (in an [`Error::Context`] naming the program and
+    /// the argument) for a buffer smaller than its parameter's footprint; allocation errors;
+    /// the launch's errors. Nothing is launched or allocated when a check fails.
     fn call(
         &self,
         bufs: &[&Buffer],
@@ -264,6 +299,25 @@ pub trait Program: Send + Sync {
                 value: i as u64,
             });
         }
+        let footprints = self.buffer_footprints();
+        if footprints.len() != bufs.len() {
+            return Err(Error::Mismatch {
+                what: "program call: buffer argument count",
+                expected: footprints.len() as u64,
+                found: bufs.len() as u64,
+            });
+        }
+        if let Some((i, (b, &need))) =
+            bufs.iter().zip(footprints).enumerate().find(|(_, (b, need))| b.nbytes() < **need)
+        {
+            return Err(Error::OutOfBounds {
+                what: "program call: buffer smaller than its kernel parameter",
+                offset: 0,
+                len: need,
+                limit: b.nbytes(),
+            }
+            .context(alloc::format!("program {}: buffer argument {i}", self.name())));
+        }
         let mut addrs = [0u64; MAX_CALL_BUFFERS];
         for (a, b) in addrs.iter_mut().zip(bufs) {
             *a = b.device_addr()?;
@@ -274,8 +328,9 @@ pub trait Program: Send + Sync {
         // (checked above); the buffers are borrowed for the call and marked with the launch's
         // stamp before it returns, so their memory is freed only after the device passes it
         // (`Buffer`'s lifetime rule), and host copies wait for that stamp (the gate held here
-        // keeps them out until it is marked). That each buffer is large enough for the kernel
-        // is the loaded program's contract (see the trait docs).
+        // keeps them out until it is marked). Each buffer spans at least its parameter's
+        // footprint (checked above), which is all the kernel accesses through it (the
+        // signature the program was loaded with; see the trait docs).
         let launch =
             match unsafe { self.call_raw(addrs.get(..bufs.len()).unwrap_or_default(), vals, global, local, wait) } {
                 Ok(launch) => launch,
@@ -398,6 +453,7 @@ mod tests {
     /// inside and waits to be released.
     struct FakeProgram {
         device: *const (),
+        footprints: Vec<u64>,
         stamp: Stamp,
         fail: bool,
         got: std::sync::Mutex<Vec<u64>>,
@@ -415,6 +471,9 @@ mod tests {
         }
         fn is_on(&self, device: &dyn Device) -> bool {
             core::ptr::addr_eq(device as *const dyn Device, self.device)
+        }
+        fn buffer_footprints(&self) -> &[u64] {
+            &self.footprints
         }
         unsafe fn call_raw(&self, bufs: &[u64], _: &[i64], _: [u32; 3], _: [u32; 3], _: bool) -> Result<Launch> {
             self.got.lock().unwrap().extend_from_slice(bufs);
@@ -437,6 +496,7 @@ mod tests {
     fn fake_program(dev: &Arc<crate::device::tests::FakeDevice>, stamp: u64) -> FakeProgram {
         FakeProgram {
             device: Arc::as_ptr(dev).cast(),
+            footprints: vec![8],
             stamp: Stamp::new(stamp),
             fail: false,
             got: std::sync::Mutex::new(Vec::new()),
@@ -453,7 +513,7 @@ mod tests {
         let a = Buffer::new(d.clone(), 16, DType::U8, Default::default()).unwrap();
         let b = Buffer::new(d, 64, DType::U8, Default::default()).unwrap();
         let v = b.view(8, DType::U8, 8).unwrap();
-        let prog = fake_program(&dev, 7);
+        let prog = FakeProgram { footprints: vec![16, 8], ..fake_program(&dev, 7) };
         prog.call(&[&a, &v], &[], [1; 3], [1; 3], false).unwrap();
         assert_eq!(*prog.got.lock().unwrap(), vec![a.device_addr().unwrap(), b.device_addr().unwrap() + 8]);
         assert_eq!((a.last_write(), b.last_write()), (Stamp::new(7), Stamp::new(7)), "a view marks its base");
@@ -465,6 +525,44 @@ mod tests {
         assert_eq!(prog.got.lock().unwrap().len(), 2);
         let e = prog.call(&[&a; MAX_CALL_BUFFERS + 1], &[], [1; 3], [1; 3], false).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { .. }));
+    }
+
+    #[test]
+    fn a_buffer_smaller_than_its_parameter_or_a_wrong_count_is_refused_before_the_launch() {
+        use crate::device::tests::FakeDevice;
+        let dev = FakeDevice::new("FAKE", 1 << 16);
+        let d: Arc<dyn Device> = dev.clone();
+        let small = Buffer::new(d.clone(), 4, DType::U8, Default::default()).unwrap();
+        let big = Buffer::new(d, 4096, DType::U8, Default::default()).unwrap();
+        // a kernel declared `[4096]` bytes for its second buffer
+        let prog = FakeProgram { footprints: vec![4, 4096], ..fake_program(&dev, 7) };
+        let e = prog.call(&[&small, &small], &[], [1; 3], [1; 3], false).unwrap_err();
+        assert!(
+            matches!(e.root(), Error::OutOfBounds { len: 4096, limit: 4, .. }),
+            "the second buffer is 4 bytes for a 4096-byte parameter: {e}"
+        );
+        assert!(alloc::format!("{e}").contains("program fake: buffer argument 1"), "{e}");
+        assert!(prog.got.lock().unwrap().is_empty(), "nothing launched");
+        assert!(!small.is_allocated(), "nothing allocated");
+        let e = prog.call(&[&big], &[], [1; 3], [1; 3], false).unwrap_err();
+        assert!(matches!(e, Error::Mismatch { expected: 2, found: 1, .. }), "{e:?}");
+        prog.call(&[&small, &big], &[], [1; 3], [1; 3], false).unwrap();
+        assert_eq!(prog.got.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn footprints_are_the_shapes_of_the_buffer_parameters_in_slot_order() {
+        let sig = vec![
+            Param { shape: vec![4, 8], ..p(2, DType::F32, ParamKind::Buffer) },
+            p(0, DType::I32, ParamKind::Value),
+            Param { shape: vec![3], ..p(1, DType::I16, ParamKind::Buffer) },
+        ];
+        assert_eq!(buffer_footprints(&sig).unwrap(), [6, 128]);
+        let e = buffer_footprints(&[p(5, DType::F32, ParamKind::Buffer)]).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { value: 5, .. }), "a buffer without a shape: {e:?}");
+        assert!(
+            buffer_footprints(&[Param { shape: vec![u64::MAX, 2], ..p(0, DType::F32, ParamKind::Buffer) }]).is_err()
+        );
     }
 
     #[test]

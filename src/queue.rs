@@ -692,7 +692,7 @@ mod tests {
     use crate::signal::SignalPool;
     use crate::soft::{SoftEncoder, decode};
 
-    fn queue() -> (HwQueue, Signal) {
+    fn queue() -> (HwQueue, crate::signal::OwnedSignal) {
         let pool = SignalPool::new();
         let tl = pool.alloc(0);
         (HwQueue::new(Arc::new(SoftEncoder), &tl).unwrap(), tl)

@@ -167,13 +167,19 @@ pub fn build_queues<T>(
 /// Submit a call's queues on engine 0 of `hcq` in order, without waiting; `last` follows the
 /// stamp of every submission made (so a failure part-way still leaves the buffers marked up to
 /// what was submitted). Returns the timeline value that completes the call.
-pub fn submit_queues(
+///
+/// # Safety
+/// As [`Submitter::submit`](crate::hcq::Submitter::submit) for every queue: here, queues a
+/// backend built from its bundle's checked launches over buffers it owns and keeps alive until
+/// the returned value has passed.
+pub unsafe fn submit_queues(
     hcq: &crate::hcq::Hcq,
     queues: &mut [crate::queue::HwQueue],
     last: &mut crate::stamp::Stamp,
 ) -> Result<u64> {
     for q in queues {
-        *last = hcq.submit(0, q)?;
+        // SAFETY: the caller's contract.
+        *last = unsafe { hcq.submit(0, q)? };
     }
     Ok(last.get())
 }

@@ -20,13 +20,43 @@ use crate::sync::{AtomicU64, Ordering, spin_hint};
 use core::ptr::NonNull;
 
 /// One signal slot as it lies in memory.
+///
+/// Its words are read through [`Slot::value`] and [`Slot::timestamp`]; only an owner
+/// ([`OwnedSignal::set`]), the device's command processor ([`SignalPage::store`] and the
+/// `unsafe` [`Slot::device_words`]) and the engine ([`crate::timeline::Timeline`]) write them.
 #[repr(C, align(16))]
 #[derive(Debug, Default)]
 pub struct Slot {
-    /// The signal's value.
-    pub value: AtomicU64,
-    /// The timestamp (ticks of the device clock) of the last timestamp command.
-    pub timestamp: AtomicU64,
+    value: AtomicU64,
+    timestamp: AtomicU64,
+}
+
+impl Slot {
+    /// The value (Acquire).
+    #[inline]
+    pub fn value(&self) -> u64 {
+        self.value.load(Ordering::Acquire)
+    }
+
+    /// The timestamp (Acquire).
+    #[inline]
+    pub fn timestamp(&self) -> u64 {
+        self.timestamp.load(Ordering::Acquire)
+    }
+
+    /// The value and timestamp words themselves, for code that stands in for the device (a
+    /// model of a command processor, a bus that lands a device's 32-bit writes in the slot).
+    ///
+    /// # Safety
+    /// Whoever stores through the value word acts as the device: a timeline's value (see
+    /// [`SignalPage::is_timeline`]) may only be set to the stamp of a submission whose work has
+    /// finished all its memory accesses, never backwards and never ahead of what was
+    /// submitted, because buffer memory is freed and reused once its stamp is reached; any
+    /// other slot may only be written on behalf of its owner.
+    #[inline]
+    pub unsafe fn device_words(&self) -> (&AtomicU64, &AtomicU64) {
+        (&self.value, &self.timestamp)
+    }
 }
 
 /// Size of one slot in bytes.
@@ -90,9 +120,14 @@ impl Default for WaitPolicy {
 
 /// A page of signal slots.
 ///
+/// With `alloc` the page also records, per slot, whether it has an owner ([`OwnedSignal`])
+/// and whether that owner is a device's timeline: one owner per slot, and no signal command
+/// may move a timeline ([`SignalPage::store`] refuses).
+///
 /// # Invariants
-/// `ptr` points at `len` initialised, 16-aligned [`Slot`]s valid for the life of the page; only
-/// atomic operations touch them.
+/// `ptr` points at `len` initialised, 16-aligned [`Slot`]s valid for the life of the page
+/// (kept mapped by `keep` when a backend hands its memory's owner over); only atomic
+/// operations touch them.
 pub struct SignalPage {
     ptr: NonNull<Slot>,
     len: usize,
@@ -101,18 +136,57 @@ pub struct SignalPage {
     /// freed on drop.
     #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
     owned: bool,
+    /// Per slot: [`FREE`], [`OWNED`] or [`TIMELINE`]. (Not part of the signal protocol: a
+    /// claim is taken and dropped by the one thread that owns the slot, so plain core atomics
+    /// serve under loom too.)
+    #[cfg(feature = "alloc")]
+    state: alloc::boxed::Box<[core::sync::atomic::AtomicU8]>,
+    /// The free list of the [`SignalPool`] this page belongs to: a slot is pushed back when
+    /// its owner drops.
+    #[cfg(feature = "alloc")]
+    home: Option<alloc::sync::Arc<FreeList>>,
+    /// The owner of the memory of a page made by [`SignalPage::from_raw_owning`]; dropped
+    /// after the page.
+    #[cfg(feature = "alloc")]
+    _keep: Option<alloc::boxed::Box<dyn core::any::Any + Send + Sync>>,
 }
 
-// SAFETY: slots are only accessed through atomics; the memory lives as long as the page.
+/// A pool's free slots: (page base address, slot index).
+#[cfg(feature = "alloc")]
+type FreeList = spin::Mutex<alloc::vec::Vec<(u64, usize)>>;
+
+#[cfg(feature = "alloc")]
+const FREE: u8 = 0;
+#[cfg(feature = "alloc")]
+const OWNED: u8 = 1;
+#[cfg(feature = "alloc")]
+const TIMELINE: u8 = 2;
+
+// SAFETY: slots are only accessed through atomics; the memory lives as long as the page; the
+// memory owner it keeps is `Send + Sync`.
 unsafe impl Send for SignalPage {}
 // SAFETY: as above.
 unsafe impl Sync for SignalPage {}
 
+fn not_a_slot(addr: u64) -> Error {
+    Error::InvalidArgument { what: "signal address is not a signal slot", value: addr }
+}
+
 impl SignalPage {
+    #[cfg(feature = "alloc")]
+    fn states(len: usize) -> alloc::boxed::Box<[core::sync::atomic::AtomicU8]> {
+        (0..len).map(|_| core::sync::atomic::AtomicU8::new(FREE)).collect()
+    }
+
     /// A page of `len` zeroed slots in host memory; the device address of a slot is its CPU
     /// address (for devices that share the host's address space: CPU, simulated devices).
     #[cfg(feature = "alloc")]
     pub fn new_host(len: usize) -> Self {
+        Self::new_host_in(len, None)
+    }
+
+    #[cfg(feature = "alloc")]
+    fn new_host_in(len: usize, home: Option<alloc::sync::Arc<FreeList>>) -> Self {
         let len = len.max(1);
         let owned: alloc::boxed::Box<[Slot]> = (0..len).map(|_| Slot::default()).collect();
         // into_raw: the page owns the slots through its pointer alone, so no later move of a
@@ -121,7 +195,7 @@ impl SignalPage {
         let ptr = NonNull::new(raw.cast::<Slot>()).unwrap_or(NonNull::dangling());
         // CAST: host devices see host memory at its CPU address; pointers fit in 64 bits.
         let device_base = ptr.as_ptr() as u64;
-        Self { ptr, len, device_base, owned: true }
+        Self { ptr, len, device_base, owned: true, state: Self::states(len), home, _keep: None }
     }
 
     /// Wrap device-visible memory a backend mapped.
@@ -132,7 +206,36 @@ impl SignalPage {
     /// device at `device_base + 16 * i`. The memory must be initialised (zeroed is fine).
     #[cfg(not(loom))]
     pub unsafe fn from_raw(ptr: NonNull<Slot>, len: usize, device_base: u64) -> Self {
-        Self { ptr, len, device_base, owned: false }
+        Self {
+            ptr,
+            len,
+            device_base,
+            owned: false,
+            #[cfg(feature = "alloc")]
+            state: Self::states(len),
+            #[cfg(feature = "alloc")]
+            home: None,
+            #[cfg(feature = "alloc")]
+            _keep: None,
+        }
+    }
+
+    /// Wrap device-visible memory a backend mapped, taking over `owner`, the object whose life
+    /// keeps the memory mapped (a GPU object): the page drops it after its last use, so every
+    /// [`Signal`] pointing into the memory keeps it alive.
+    ///
+    /// # Safety
+    /// As [`SignalPage::from_raw`], with "for as long as `owner` lives" for "for the life of
+    /// the page": the memory stays mapped, readable and writable until `owner` is dropped, and
+    /// nothing but the page's atomics accesses it from the CPU meanwhile.
+    #[cfg(all(feature = "alloc", not(loom)))]
+    pub unsafe fn from_raw_owning(
+        ptr: NonNull<Slot>,
+        len: usize,
+        device_base: u64,
+        owner: alloc::boxed::Box<dyn core::any::Any + Send + Sync>,
+    ) -> Self {
+        Self { ptr, len, device_base, owned: false, state: Self::states(len), home: None, _keep: Some(owner) }
     }
 
     /// Number of slots.
@@ -160,16 +263,111 @@ impl SignalPage {
         self.device_base + SLOT_BYTES * i as u64
     }
 
-    /// The slot whose value (`+0`) or timestamp (`+8`) lies at device address `addr`, and which
-    /// of the two it is (`false` = value, `true` = timestamp). `None` for any other address.
-    pub fn resolve(&self, addr: u64) -> Option<(&Slot, bool)> {
+    /// The slot index and word (`false` = value, `true` = timestamp) at device address `addr`.
+    fn index_of(&self, addr: u64) -> Option<(usize, bool)> {
         let off = addr.checked_sub(self.device_base)?;
         if off % 8 != 0 {
             return None;
         }
         let i = usize::try_from(off / SLOT_BYTES).ok()?;
-        let slot = self.slot(i)?;
-        Some((slot, off % SLOT_BYTES == 8))
+        (i < self.len).then_some((i, off % SLOT_BYTES == 8))
+    }
+
+    /// The slot whose value (`+0`) or timestamp (`+8`) lies at device address `addr`, and which
+    /// of the two it is (`false` = value, `true` = timestamp). `None` for any other address.
+    pub fn resolve(&self, addr: u64) -> Option<(&Slot, bool)> {
+        let (i, ts) = self.index_of(addr)?;
+        Some((self.slot(i)?, ts))
+    }
+
+    /// Whether slot `i` is a device's timeline (its value moves only with that device's
+    /// completed work).
+    pub fn is_timeline(&self, i: usize) -> bool {
+        #[cfg(feature = "alloc")]
+        return self.state.get(i).is_some_and(|s| s.load(core::sync::atomic::Ordering::Acquire) == TIMELINE);
+        #[cfg(not(feature = "alloc"))]
+        {
+            // without `alloc` there are no timelines
+            let _ = i;
+            false
+        }
+    }
+
+    /// Whether a signal command may write the value word of slot `i`: any slot but a
+    /// timeline's (the one check every command processor makes before a signal store).
+    ///
+    /// Errors: [`Error::InvalidArgument`] naming `addr` for a timeline slot.
+    pub fn check_signal_target(&self, i: usize, addr: u64) -> Result<()> {
+        if self.is_timeline(i) {
+            return Err(Error::InvalidArgument { what: "a signal command may not target a timeline", value: addr });
+        }
+        Ok(())
+    }
+
+    /// Load the word (value or timestamp) at device address `addr`.
+    ///
+    /// Errors: [`Error::InvalidArgument`] when `addr` is not a slot word of this page.
+    pub fn load(&self, addr: u64) -> Result<u64> {
+        let (slot, ts) = self.resolve(addr).ok_or_else(|| not_a_slot(addr))?;
+        Ok(if ts { slot.timestamp() } else { slot.value() })
+    }
+
+    /// Store `value` at device address `addr` as a signal (or timestamp) command of a device
+    /// does (Release): a value word of a timeline is refused ([`SignalPage::check_signal_target`]).
+    ///
+    /// Errors: [`Error::InvalidArgument`] when `addr` is not a slot word of this page or is a
+    /// timeline's value.
+    pub fn store(&self, addr: u64, value: u64) -> Result<()> {
+        let (i, ts) = self.index_of(addr).ok_or_else(|| not_a_slot(addr))?;
+        if !ts {
+            self.check_signal_target(i, addr)?;
+        }
+        // SAFETY: not a timeline's value (checked above); a signal command acts for the
+        // slot's owner, who put the command in its queue.
+        unsafe { self.store_unchecked(i, ts, value) };
+        Ok(())
+    }
+
+    /// # Safety
+    /// As [`Slot::device_words`].
+    unsafe fn store_unchecked(&self, i: usize, ts: bool, value: u64) {
+        if let Some(slot) = self.slot(i) {
+            if ts { slot.timestamp.store(value, Ordering::Release) } else { slot.value.store(value, Ordering::Release) }
+        }
+    }
+
+    /// Take slot `i` for an owner.
+    #[cfg(feature = "alloc")]
+    fn claim(&self, i: usize) -> Result<()> {
+        use core::sync::atomic::Ordering as O;
+        let s = self.state.get(i).ok_or(Error::OutOfBounds {
+            what: "signal slot",
+            offset: i as u64,
+            len: 1,
+            limit: self.len as u64,
+        })?;
+        s.compare_exchange(FREE, OWNED, O::AcqRel, O::Acquire)
+            .map(|_| ())
+            .map_err(|_| Error::InvalidArgument { what: "signal slot already has an owner", value: i as u64 })
+    }
+
+    /// Mark owned slot `i` as a timeline.
+    #[cfg(feature = "alloc")]
+    fn mark_timeline(&self, i: usize) {
+        if let Some(s) = self.state.get(i) {
+            s.store(TIMELINE, core::sync::atomic::Ordering::Release);
+        }
+    }
+
+    /// Give slot `i` up (its owner dropped); back on the pool's free list for a pool page.
+    #[cfg(feature = "alloc")]
+    fn release(&self, i: usize) {
+        if let Some(s) = self.state.get(i) {
+            s.store(FREE, core::sync::atomic::Ordering::Release);
+        }
+        if let Some(free) = &self.home {
+            free.lock().push((self.device_base, i));
+        }
     }
 }
 
@@ -192,7 +390,11 @@ pub type SignalPageRef = alloc::sync::Arc<SignalPage>;
 #[cfg(not(feature = "alloc"))]
 pub type SignalPageRef = &'static SignalPage;
 
-/// A handle to one signal slot.
+/// A handle to one signal slot, to read it, wait on it and name it in queue commands.
+///
+/// Handles are read-only and may be cloned freely; the slot's value is written only by its
+/// one owner ([`OwnedSignal::set`]), by commands on a device, and, for a timeline, by the
+/// engine. A handle whose owner dropped still reads the (now reused) slot, memory-safely.
 #[derive(Clone)]
 pub struct Signal {
     page: SignalPageRef,
@@ -259,9 +461,10 @@ impl Signal {
         self.slot().value.load(Ordering::Acquire)
     }
 
-    /// Set the value from the host.
+    /// Set the value from the host (the owner's [`OwnedSignal::set`], the timeline's engine).
     #[inline]
-    pub fn set(&self, value: u64) {
+    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
+    pub(crate) fn set(&self, value: u64) {
         self.slot().value.store(value, Ordering::Release)
     }
 
@@ -337,12 +540,117 @@ impl Signal {
     }
 }
 
+/// The one owner of a signal slot: it sets the value from the host and gives the slot back
+/// when dropped (to its [`SignalPool`], for a pooled slot). Not `Clone`: read-only
+/// [`Signal`] handles come from [`OwnedSignal::signal`] (or through `Deref`).
+///
+/// A clone of a live slot cannot be freed (and handed out again): there is no `free`, and a
+/// clone is a read-only [`Signal`], not an owner:
+///
+/// ```compile_fail,E0599
+/// let pool = hcq::signal::SignalPool::new();
+/// let s = pool.alloc(0);
+/// pool.free(s.signal().clone());
+/// ```
+///
+/// ```compile_fail,E0308
+/// let pool = hcq::signal::SignalPool::new();
+/// let s = pool.alloc(0);
+/// let second_owner: hcq::signal::OwnedSignal = s.clone();
+/// ```
+///
+/// Dropping the owner gives the slot back:
+///
+/// ```
+/// let pool = hcq::signal::SignalPool::new();
+/// let s = pool.alloc(0);
+/// let addr = s.addr();
+/// let reader: hcq::signal::Signal = s.signal().clone();
+/// drop(s);
+/// assert_eq!(pool.alloc(0).addr(), addr);
+/// let _ = reader.value(); // still memory-safe to read
+/// ```
+#[cfg(feature = "alloc")]
+pub struct OwnedSignal {
+    sig: Signal,
+}
+
+#[cfg(feature = "alloc")]
+impl core::fmt::Debug for OwnedSignal {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_tuple("OwnedSignal").field(&self.sig).finish()
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl OwnedSignal {
+    /// Take slot `index` of `page` (a page of the caller's; 64-bit compare).
+    ///
+    /// Errors: [`Error::OutOfBounds`] when the page has no such slot;
+    /// [`Error::InvalidArgument`] when the slot already has an owner or the page belongs to a
+    /// [`SignalPool`] (its slots come from [`SignalPool::alloc`]).
+    pub fn new(page: SignalPageRef, index: usize) -> Result<Self> {
+        let sig = Signal::new(page, index)?;
+        if sig.page.home.is_some() {
+            return Err(Error::InvalidArgument {
+                what: "signal slot of a SignalPool page (take it with SignalPool::alloc)",
+                value: index as u64,
+            });
+        }
+        sig.page.claim(index)?;
+        Ok(Self { sig })
+    }
+
+    /// Compare 32-bit payloads by wrapping difference (for backends that write 32 bits).
+    pub fn with_32bit_payload(mut self) -> Self {
+        self.sig.bits32 = true;
+        self
+    }
+
+    /// A read-only handle to the slot.
+    #[inline]
+    pub fn signal(&self) -> &Signal {
+        &self.sig
+    }
+
+    /// Set the value from the host.
+    #[inline]
+    pub fn set(&self, value: u64) {
+        self.sig.set(value)
+    }
+
+    /// Make the slot a timeline's (signal commands may no longer store to it).
+    pub(crate) fn mark_timeline(&self) {
+        self.sig.page.mark_timeline(self.sig.index);
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl core::ops::Deref for OwnedSignal {
+    type Target = Signal;
+    #[inline]
+    fn deref(&self) -> &Signal {
+        &self.sig
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl Drop for OwnedSignal {
+    fn drop(&mut self) {
+        self.sig.page.release(self.sig.index);
+    }
+}
+
 /// Hands out signals from host pages (256 per 4 KiB page, as tinygrad does), growing by a page
-/// when empty, and takes them back.
+/// when empty; a slot comes back when its [`OwnedSignal`] drops. Resolving a device address to
+/// its slot ([`SignalPool::load`], [`SignalPool::store`]) is a binary search over the pages
+/// under a reader lock: O(log pages), and concurrent resolutions do not exclude each other.
 #[cfg(feature = "alloc")]
 pub struct SignalPool {
-    pages: spin::Mutex<alloc::vec::Vec<alloc::sync::Arc<SignalPage>>>,
-    free: spin::Mutex<alloc::vec::Vec<(usize, usize)>>,
+    /// The pages, sorted by device base address.
+    pages: spin::RwLock<alloc::vec::Vec<alloc::sync::Arc<SignalPage>>>,
+    /// Free slots, shared with the pages (their owners push slots back on drop).
+    free: spin::Once<alloc::sync::Arc<FreeList>>,
 }
 
 #[cfg(feature = "alloc")]
@@ -359,52 +667,85 @@ impl SignalPool {
 
     /// An empty pool.
     pub const fn new() -> Self {
-        Self { pages: spin::Mutex::new(alloc::vec::Vec::new()), free: spin::Mutex::new(alloc::vec::Vec::new()) }
+        Self { pages: spin::RwLock::new(alloc::vec::Vec::new()), free: spin::Once::new() }
     }
 
-    /// A fresh signal set to `initial`.
-    pub fn alloc(&self, initial: u64) -> Signal {
-        let popped = self.free.lock().pop();
-        let (p, i) = match popped {
-            Some(x) => x,
-            None => {
-                let mut pages = self.pages.lock();
-                let p = pages.len();
-                pages.push(alloc::sync::Arc::new(SignalPage::new_host(Self::SLOTS_PER_PAGE)));
-                let mut free = self.free.lock();
-                free.extend((1..Self::SLOTS_PER_PAGE).rev().map(|i| (p, i)));
-                (p, 0)
+    fn free_list(&self) -> &alloc::sync::Arc<FreeList> {
+        self.free.call_once(|| alloc::sync::Arc::new(spin::Mutex::new(alloc::vec::Vec::new())))
+    }
+
+    /// The page holding device address `addr` (binary search; caller holds the read lock).
+    fn page_at(pages: &[alloc::sync::Arc<SignalPage>], addr: u64) -> Option<&alloc::sync::Arc<SignalPage>> {
+        let i = pages.partition_point(|p| p.device_base <= addr).checked_sub(1)?;
+        pages.get(i).filter(|p| addr - p.device_base < SLOT_BYTES * p.len as u64)
+    }
+
+    /// A fresh signal set to `initial`, owned by the caller; the slot returns to the pool when
+    /// the owner drops.
+    pub fn alloc(&self, initial: u64) -> OwnedSignal {
+        let free = self.free_list();
+        loop {
+            let popped = free.lock().pop();
+            let (page, i) = match popped {
+                Some((base, i)) => {
+                    let pages = self.pages.read();
+                    match Self::page_at(&pages, base) {
+                        Some(p) => (p.clone(), i),
+                        None => continue,
+                    }
+                }
+                None => {
+                    let page = alloc::sync::Arc::new(SignalPage::new_host_in(Self::SLOTS_PER_PAGE, Some(free.clone())));
+                    {
+                        let mut pages = self.pages.write();
+                        let at = pages.partition_point(|p| p.device_base < page.device_base);
+                        pages.insert(at, page.clone());
+                    }
+                    free.lock().extend((1..Self::SLOTS_PER_PAGE).rev().map(|i| (page.device_base, i)));
+                    (page, 0)
+                }
+            };
+            // a stale entry (never expected: slots of pool pages are only taken here) is skipped
+            if page.claim(i).is_err() {
+                continue;
             }
-        };
-        let page = self.pages.lock()[p].clone();
-        let s = Signal { page, index: i, bits32: false };
-        s.set(initial);
-        s.slot().timestamp.store(0, Ordering::Relaxed);
-        s
-    }
-
-    /// Return a signal's slot to the pool (the caller must not use clones of it afterwards for
-    /// new meaning; they stay memory-safe).
-    pub fn free(&self, s: Signal) {
-        let pages = self.pages.lock();
-        if let Some(p) = pages.iter().position(|pg| alloc::sync::Arc::ptr_eq(pg, &s.page)) {
-            self.free.lock().push((p, s.index));
+            let s = OwnedSignal { sig: Signal { page, index: i, bits32: false } };
+            s.set(initial);
+            s.slot().timestamp.store(0, Ordering::Relaxed);
+            return s;
         }
     }
 
-    /// The slot at device address `addr` (value or timestamp), if it belongs to this pool.
-    /// The returned page handle keeps the slot alive.
+    /// Number of pages the pool holds (it grows only when every slot has a live owner).
+    pub fn pages(&self) -> usize {
+        self.pages.read().len()
+    }
+
+    /// The slot at device address `addr` (value or timestamp), if it belongs to this pool:
+    /// its page (the handle keeps the slot alive), index and whether it is the timestamp.
     pub fn resolve(&self, addr: u64) -> Option<(alloc::sync::Arc<SignalPage>, usize, bool)> {
-        let pages = self.pages.lock();
-        for pg in pages.iter() {
-            if let Some(off) = addr.checked_sub(pg.device_base)
-                && off < SLOT_BYTES * pg.len as u64
-                && off % 8 == 0
-            {
-                return Some((pg.clone(), (off / SLOT_BYTES) as usize, off % SLOT_BYTES == 8));
-            }
-        }
-        None
+        let pages = self.pages.read();
+        let page = Self::page_at(&pages, addr)?;
+        let (i, ts) = page.index_of(addr)?;
+        Some((page.clone(), i, ts))
+    }
+
+    /// Load the word at device address `addr` (Acquire), as a device's wait does.
+    ///
+    /// Errors: [`Error::InvalidArgument`] when `addr` is no slot word of this pool.
+    pub fn load(&self, addr: u64) -> Result<u64> {
+        let pages = self.pages.read();
+        Self::page_at(&pages, addr).ok_or_else(|| not_a_slot(addr))?.load(addr)
+    }
+
+    /// Store `value` at device address `addr` as a device's signal or timestamp command does;
+    /// a timeline's value is refused ([`SignalPage::store`]).
+    ///
+    /// Errors: [`Error::InvalidArgument`] when `addr` is no slot word of this pool or is a
+    /// timeline's value.
+    pub fn store(&self, addr: u64, value: u64) -> Result<()> {
+        let pages = self.pages.read();
+        Self::page_at(&pages, addr).ok_or_else(|| not_a_slot(addr))?.store(addr, value)
     }
 }
 
@@ -475,7 +816,7 @@ mod tests {
     fn wait_returns_once_value_is_reached() {
         let pool = SignalPool::new();
         let s = pool.alloc(0);
-        let s2 = s.clone();
+        let s2 = s.signal().clone();
         let on_tick = move |t: u64| {
             if t >= 50_000 {
                 s2.set(3)
@@ -501,7 +842,7 @@ mod tests {
     fn progress_restarts_the_timeout_clock() {
         let pool = SignalPool::new();
         let s = pool.alloc(0);
-        let s2 = s.clone();
+        let s2 = s.signal().clone();
         // the value creeps up by one every 0.5 ms and reaches 6 after 3 ms: longer than the
         // 1 ms timeout in total, but never 1 ms without progress
         let on_tick = move |t: u64| s2.set((t / 500_000).min(6));
@@ -514,7 +855,7 @@ mod tests {
         // the final re-read sees the value: no spurious "not set to X, but X" error
         let pool = SignalPool::new();
         let s = pool.alloc(0);
-        let s2 = s.clone();
+        let s2 = s.signal().clone();
         let on_tick = move |t: u64| {
             if t > 1_000_000 {
                 s2.set(1)
@@ -535,8 +876,58 @@ mod tests {
         assert!(ts);
         assert!(pool.resolve(a.addr() + 4).is_none());
         assert!(pool.resolve(0).is_none());
-        pool.free(a);
+        let a_addr = a.addr();
+        drop(a);
         let c = pool.alloc(5);
         assert_eq!(c.value(), 5);
+        assert_eq!(c.addr(), a_addr, "a dropped owner gave its slot back");
+    }
+
+    #[test]
+    fn a_slot_has_one_owner_and_returns_to_the_pool_when_it_drops() {
+        let pool = SignalPool::new();
+        // an owner per call, and no slot leaks: 10 000 allocations that drop at once take
+        // one page
+        for i in 0..10_000 {
+            let s = pool.alloc(i);
+            assert_eq!(s.value(), i);
+        }
+        assert_eq!(pool.pages(), 1);
+        let live: std::vec::Vec<OwnedSignal> =
+            (0..SignalPool::SLOTS_PER_PAGE as u64 + 1).map(|i| pool.alloc(i)).collect();
+        assert_eq!(pool.pages(), 2);
+        let mut addrs: std::vec::Vec<u64> = live.iter().map(|s| s.addr()).collect();
+        addrs.sort_unstable();
+        addrs.dedup();
+        assert_eq!(addrs.len(), live.len(), "two live owners of one slot");
+        // a page of the caller's: one owner per slot
+        let page = alloc::sync::Arc::new(SignalPage::new_host(2));
+        let first = OwnedSignal::new(page.clone(), 1).unwrap();
+        assert!(matches!(OwnedSignal::new(page.clone(), 1), Err(Error::InvalidArgument { value: 1, .. })));
+        drop(first);
+        OwnedSignal::new(page, 1).unwrap();
+        // a pool's page is the pool's
+        let (pool_page, i, _) = pool.resolve(live[0].addr()).unwrap();
+        assert!(OwnedSignal::new(pool_page, (i + 1) % SignalPool::SLOTS_PER_PAGE).is_err());
+    }
+
+    #[test]
+    fn signal_commands_may_not_store_to_a_timeline() {
+        let pool = SignalPool::new();
+        let tl = crate::timeline::Timeline::new(device_name("T"), pool.alloc(0));
+        let other = pool.alloc(0);
+        let e = pool.store(tl.signal().addr(), 7).unwrap_err();
+        assert_eq!(
+            e,
+            Error::InvalidArgument { what: "a signal command may not target a timeline", value: tl.signal().addr() }
+        );
+        assert_eq!(tl.signal().value(), 0);
+        // its timestamp word and any other slot are fine
+        pool.store(tl.signal().timestamp_addr(), 3).unwrap();
+        pool.store(other.addr(), 9).unwrap();
+        assert_eq!((tl.signal().timestamp(), other.value()), (3, 9));
+        // (the timeline's own command processor signals it through its timeline handle, not
+        // the pool: `soft::engine`)
+        assert!(pool.load(tl.signal().addr() + 4).is_err() && pool.store(8, 1).is_err());
     }
 }

@@ -318,27 +318,15 @@ pub mod host_signals {
     /// queue on one device can wait on another device's timeline.
     pub static HOST_SIGNALS: SignalPool = SignalPool::new();
 
-    fn bad(addr: u64) -> Error {
-        Error::InvalidArgument { what: "signal address is not a signal slot", value: addr }
-    }
-
-    /// Read the value at `addr`.
+    /// Read the value at `addr` (O(log pages), no scan).
     pub fn load(addr: u64) -> Result<u64> {
-        let (page, i, ts) = HOST_SIGNALS.resolve(addr).ok_or_else(|| bad(addr))?;
-        let slot = page.slot(i).ok_or_else(|| bad(addr))?;
-        Ok(if ts { slot.timestamp.load(Ordering::Acquire) } else { slot.value.load(Ordering::Acquire) })
+        HOST_SIGNALS.load(addr)
     }
 
-    /// Store `value` at `addr` (a value or a timestamp word).
+    /// Store `value` at `addr` (a value or a timestamp word) as a signal or timestamp command
+    /// does: a timeline's value is refused ([`SignalPool::store`]).
     pub fn store(addr: u64, value: u64) -> Result<()> {
-        let (page, i, ts) = HOST_SIGNALS.resolve(addr).ok_or_else(|| bad(addr))?;
-        let slot = page.slot(i).ok_or_else(|| bad(addr))?;
-        if ts {
-            slot.timestamp.store(value, Ordering::Release)
-        } else {
-            slot.value.store(value, Ordering::Release)
-        }
-        Ok(())
+        HOST_SIGNALS.store(addr, value)
     }
 }
 
@@ -474,6 +462,6 @@ mod tests {
         assert_eq!(host_signals::load(s.addr()).unwrap(), 42);
         assert!(host_signals::store(8, 1).is_err());
         assert!(host_signals::load(s.addr() + 3).is_err());
-        HOST_SIGNALS.free(s);
+        drop(s);
     }
 }

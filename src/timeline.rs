@@ -10,14 +10,16 @@
 //! the command processor ([`Timeline::record_fault`]) ends waits with that error.
 
 use crate::error::{DeviceName, Error, Result};
-use crate::signal::{Signal, WaitHooks, WaitPolicy};
+use crate::signal::{OwnedSignal, Signal, WaitHooks, WaitPolicy};
 use crate::stamp::Stamp;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
 /// A device's timeline.
 pub struct Timeline {
     device: DeviceName,
-    signal: Signal,
+    /// The one owner of the slot: no signal command may store to it (the device's own command
+    /// processor excepted), and nothing outside the engine sets it.
+    signal: OwnedSignal,
     /// The value the next submission will signal.
     next: AtomicU64,
     hung: AtomicBool,
@@ -36,10 +38,11 @@ impl core::fmt::Debug for Timeline {
 }
 
 impl Timeline {
-    /// A timeline for `device` over `signal`, which is reset to 0; the first submission
-    /// signals 1.
-    pub fn new(device: DeviceName, signal: Signal) -> Self {
+    /// A timeline for `device` over `signal`, which is reset to 0 and marked a timeline's
+    /// (signal commands may no longer store to it); the first submission signals 1.
+    pub fn new(device: DeviceName, signal: OwnedSignal) -> Self {
         signal.set(0);
+        signal.mark_timeline();
         Self {
             device,
             signal,
@@ -55,9 +58,38 @@ impl Timeline {
         &self.device
     }
 
-    /// The timeline signal.
+    /// The timeline signal (a read-only handle: only the engine and the device move it).
+    ///
+    /// Setting it from safe code does not compile:
+    ///
+    /// ```compile_fail,E0624
+    /// fn repro(hcq: &hcq::hcq::Hcq) {
+    ///     hcq.timeline().signal().set(1 << 40); // "everything done": buffers freed early
+    /// }
+    /// ```
+    ///
+    /// Reading it does:
+    ///
+    /// ```
+    /// fn read(hcq: &hcq::hcq::Hcq) -> u64 {
+    ///     hcq.timeline().signal().value()
+    /// }
+    /// ```
     pub fn signal(&self) -> &Signal {
-        &self.signal
+        self.signal.signal()
+    }
+
+    /// Store `value` in the timeline signal as the device does when a submission completes:
+    /// for code that is this timeline's device (a command processor's closing signal, a
+    /// model of a device in a test).
+    ///
+    /// # Safety
+    /// Every submission up to `value` has finished all its memory accesses (buffer memory
+    /// whose stamp is reached is freed and reused at once), `value` was submitted (at most
+    /// [`Timeline::last_submitted`]), and the value never moves backwards.
+    #[inline]
+    pub unsafe fn device_complete(&self, value: u64) {
+        self.signal.set(value)
     }
 
     /// Set the wait policy (timeouts) used by this timeline's waits.
@@ -105,7 +137,8 @@ impl Timeline {
     /// (callers hold the submit lock; [`crate::hcq::Hcq::resume_at`] checks).
     pub(crate) fn resume_at(&self, last: Stamp) {
         self.signal.set(last.get());
-        self.next.store(last.get().wrapping_add(1), Ordering::Release);
+        // `Hcq::resume_at` refuses `u64::MAX` (its successor would wrap to 0, "always reached")
+        self.next.store(last.get().saturating_add(1), Ordering::Release);
     }
 
     /// Fail if the device is hung or faulted.

@@ -69,10 +69,19 @@ use hcq::hcq::{Engine, Hcq};
 use hcq::mmio::{MmioBus, Width};
 use hcq::queue::{Command, Encoder, Field};
 use hcq::ring::{CommandRing, Doorbell, KernargPool};
-use hcq::signal::{Signal, SignalPage, WaitHooks};
+use hcq::signal::{OwnedSignal, SignalPage, WaitHooks};
 use hcq::soft::{SoftCp, SoftEncoder, SoftTarget, Step};
 use hcq::stamp::Stamp;
 use hcq::timeline::Timeline;
+
+/// `submit!(s, engine, &mut q)` for `submit!(s, engine, &mut q)`.
+macro_rules! submit {
+    ($target:expr, $($arg:expr),+ $(,)?) => {{
+        // SAFETY: the model's queues run programs STORE and INCREMENT, which write only the
+        // model's `out` words, with argument blocks from the submitter's kernel-argument pool.
+        unsafe { $target.submit($($arg),+) }
+    }};
+}
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -215,16 +224,19 @@ impl SoftTarget for &Cp {
     fn wait_reached(&mut self, addr: u64, value: u64) -> Result<bool> {
         let (slot, ts) = self.page.resolve(addr).ok_or(Error::InvalidArgument { what: "signal", value: addr })?;
         assert!(!ts, "waits are on signal values");
-        Ok(slot.value.load(Ordering::Acquire) >= value)
+        Ok(slot.value() >= value)
     }
     fn signal(&mut self, addr: u64, value: u64) -> Result<()> {
         let (slot, _) = self.page.resolve(addr).ok_or(Error::InvalidArgument { what: "signal", value: addr })?;
-        slot.value.store(value, Ordering::Release);
+        // SAFETY: this is the device's command processor: it stores the value of a signal
+        // command of the queue it runs in order (the timeline's closing signal).
+        unsafe { slot.device_words() }.0.store(value, Ordering::Release);
         Ok(())
     }
     fn timestamp(&mut self, addr: u64) -> Result<()> {
         let (slot, _) = self.page.resolve(addr).ok_or(Error::InvalidArgument { what: "signal", value: addr })?;
-        slot.timestamp.store(1, Ordering::Release);
+        // SAFETY: as above; a timestamp word.
+        unsafe { slot.device_words() }.1.store(1, Ordering::Release);
         Ok(())
     }
     fn exec(&mut self, program: u64, kernargs: u64, _: [u32; 3], _: [u32; 3]) -> Result<()> {
@@ -278,7 +290,7 @@ const KERNARG_BASE: u64 = 0x10_0000;
 
 fn rig(engines: usize, ring_words: usize, kernarg_bytes: usize) -> Rig {
     let page = Arc::new(SignalPage::new_host(2));
-    let tl = Signal::new(page.clone(), 0).unwrap();
+    let tl = OwnedSignal::new(page.clone(), 0).unwrap();
     let kmem = LoomMem::new(kernarg_bytes / 4);
     let out = LoomMem::new(4);
     let mut engs = Vec::new();
@@ -333,7 +345,7 @@ fn submissions_wrap_the_ring_and_kernarg_pool_without_overwriting_in_flight_work
             let ka = s.kernargs(&args(i, 100 + i), 16, 16).unwrap();
             let mut q = r.hcq.queue().unwrap();
             q.exec(STORE, ka, [1; 3], [1; 3]).unwrap();
-            assert_eq!(s.submit(0, &mut q).unwrap().get(), u64::from(i) + 1);
+            assert_eq!(submit!(s, 0, &mut q).unwrap().get(), u64::from(i) + 1);
             assert_eq!(q.words().len() as u64, ONE_EXEC_WORDS);
         }
         // property 3: once the waiter sees value 1, the device's write before it is visible
@@ -359,7 +371,7 @@ fn replaying_a_patched_queue_never_overwrites_in_flight_work() {
             let mut s = r.hcq.lock();
             let ka = s.kernargs(&args(i, 7 * i + 1), 16, 16).unwrap();
             q.patch(1, Field::Kernargs, ka).unwrap();
-            s.submit(0, &mut q).unwrap();
+            submit!(s, 0, &mut q).unwrap();
         }
         r.hcq.synchronize().unwrap();
         assert_eq!([r.out.load(0), r.out.load(1), r.out.load(2)], [1, 8, 15]);
@@ -382,14 +394,14 @@ fn two_engines_of_a_device_run_in_timeline_order() {
             let ka = s.kernargs(&args(0, 41), 16, 16).unwrap();
             let mut q = r.hcq.queue().unwrap();
             q.exec(STORE, ka, [1; 3], [1; 3]).unwrap();
-            s.submit(0, &mut q).unwrap();
+            submit!(s, 0, &mut q).unwrap();
         }
         {
             let mut s = r.hcq.lock();
             let ka = s.kernargs(&args(0, 1), 16, 16).unwrap();
             let mut q = r.hcq.queue().unwrap();
             q.exec(INCREMENT, ka, [1; 3], [1; 3]).unwrap();
-            s.submit(1, &mut q).unwrap();
+            submit!(s, 1, &mut q).unwrap();
         }
         let cp0 = spawn_cp(&r, 0, 1);
         cp0.join().unwrap();

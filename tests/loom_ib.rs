@@ -21,7 +21,7 @@
 use hcq::barrier::{Barrier, DeviceBarrier};
 use hcq::error::{Error, Result, device_name};
 use hcq::mmio::{MmioBus, Width};
-use hcq::signal::{Signal, SignalPage, WaitHooks};
+use hcq::signal::{OwnedSignal, SignalPage, WaitHooks};
 use hcq::stamp::Stamp;
 use hcq::submit::{IbPool, IbSubmit, Submission};
 use hcq::timeline::Timeline;
@@ -111,7 +111,7 @@ fn two_ibs_through_one_slot(barrier: fn() -> Barrier) {
         let mem = Arc::new(LoomMem { words: (0..WORDS).map(|_| UnsafeCell::new(0)).collect() });
         let told = Arc::new(AtomicU64::new(0));
         let page = Arc::new(SignalPage::new_host(1));
-        let tl = Arc::new(Timeline::new(device_name("L"), Signal::new(page, 0).unwrap()));
+        let tl = Arc::new(Timeline::new(device_name("L"), OwnedSignal::new(page, 0).unwrap()));
         let device = {
             let (mem, told, tl) = (mem.clone(), told.clone(), tl.clone());
             loom::thread::spawn(move || {
@@ -122,7 +122,9 @@ fn two_ibs_through_one_slot(barrier: fn() -> Barrier) {
                     for i in 0..WORDS {
                         assert_eq!(mem.read(4 * i, Width::U32).unwrap(), stamp, "the IB of stamp {stamp}");
                     }
-                    tl.signal().set(stamp);
+                    // SAFETY: this thread is the device: it checked the IB of `stamp` (its
+                    // only work) before completing it, in order.
+                    unsafe { tl.device_complete(stamp) };
                 }
             })
         };

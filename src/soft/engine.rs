@@ -261,8 +261,8 @@ pub(crate) struct Carved {
     pub kmem: Arc<dyn MmioBus + Send + Sync>,
     /// Device address of the pool.
     pub kernarg_base: u64,
-    /// The timeline signal (from [`HOST_SIGNALS`](super::HOST_SIGNALS)).
-    pub timeline: Signal,
+    /// The timeline signal (from [`HOST_SIGNALS`](super::HOST_SIGNALS)), for [`Hcq::new`].
+    pub timeline: crate::signal::OwnedSignal,
     /// The device memory the rings and the kernel-argument pool are carved from.
     pub mem: Arc<HostRegion>,
 }

@@ -280,7 +280,7 @@ mod tests {
             let mut s = hcq.lock();
             let ka = s.kernargs(&7u64.to_le_bytes(), 8, 8).unwrap();
             q.exec(1, ka, [1; 3], [1; 3]).unwrap();
-            s.submit(0, &mut q).unwrap()
+            submit!(s, 0, &mut q).unwrap()
         };
         assert_eq!(exec.calls.load(Ordering::Relaxed), 0, "no thread ran it behind our back");
         assert_eq!(hcq.timeline().completed(), Stamp::ZERO);
@@ -305,7 +305,7 @@ mod tests {
             let mut s = hcq.lock();
             let ka = s.kernargs(&i.to_le_bytes(), 8, 8).unwrap();
             q.exec(1, ka, [1; 3], [1; 3]).unwrap();
-            last = s.submit(0, &mut q).unwrap();
+            last = submit!(s, 0, &mut q).unwrap();
         }
         hcq.wait(last).unwrap();
         assert_eq!(exec.calls.load(Ordering::Relaxed), 200);
@@ -326,12 +326,12 @@ mod tests {
         a.signal_at(s.addr(), 1).unwrap();
         let mut b = hcq.queue().unwrap();
         b.wait_at(s.addr(), 1).unwrap();
-        hcq.submit(1, &mut a).unwrap();
-        let vb = hcq.submit(0, &mut b).unwrap();
+        submit!(hcq, 1, &mut a).unwrap();
+        let vb = submit!(hcq, 0, &mut b).unwrap();
         assert_eq!(dev.pump().unwrap(), 3 + 3, "both queues' commands ran in one pump");
         assert_eq!(hcq.timeline().completed(), vb);
         assert_eq!(s.value(), 1);
-        super::super::HOST_SIGNALS.free(s);
+        drop(s);
     }
 
     #[test]
@@ -340,7 +340,7 @@ mod tests {
         let hcq = dev.hcq();
         let mut q = hcq.queue().unwrap();
         q.exec(99, 0, [1; 3], [1; 3]).unwrap();
-        let v = hcq.submit(0, &mut q).unwrap();
+        let v = submit!(hcq, 0, &mut q).unwrap();
         let e = dev.run_until(v).unwrap_err();
         assert!(matches!(e.root(), Error::InvalidArgument { value: 99, .. }), "{e}");
         let e = hcq.synchronize().unwrap_err();

@@ -639,7 +639,7 @@ mod tests {
         let hcq = dev.hcq();
         let mut q = hcq.queue().unwrap();
         q.exec(1, 0, [1; 3], [1; 3]).unwrap();
-        let v = hcq.submit(0, &mut q).unwrap();
+        let v = submit!(hcq, 0, &mut q).unwrap();
         hcq.synchronize().unwrap();
         assert_eq!(hcq.timeline().completed(), v);
         // the CP publishes its read pointer after each command, so just after the final signal
@@ -679,7 +679,7 @@ mod tests {
         let hcq = dev.hcq();
         let mut q = exec_queue(hcq, 3);
         for _ in 0..10 {
-            dev.run_inline(0, |s| s.submit(0, &mut q)).unwrap();
+            dev.run_inline(0, |s| submit!(s, 0, &mut q)).unwrap();
             assert_eq!(hcq.timeline().completed(), hcq.timeline().last_submitted());
         }
         let me = std::thread::current().id();
@@ -701,18 +701,18 @@ mod tests {
         let mut blocked = hcq.queue().unwrap();
         blocked.wait(&gate, 1).unwrap();
         blocked.exec(1, 0, [1; 3], [1; 3]).unwrap();
-        hcq.submit(0, &mut blocked).unwrap();
+        submit!(hcq, 0, &mut blocked).unwrap();
         let g = gate.clone();
         let opener = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
             g.set(1);
         });
         let mut q = exec_queue(hcq, 2);
-        dev.run_inline(0, |s| s.submit(0, &mut q)).unwrap();
+        dev.run_inline(0, |s| submit!(s, 0, &mut q)).unwrap();
         opener.join().unwrap();
         assert_eq!(hcq.timeline().completed(), hcq.timeline().last_submitted());
         assert_eq!(exec.threads.lock().unwrap().len(), 3, "the blocked queue's exec and both of ours ran, in order");
-        super::super::HOST_SIGNALS.free(gate);
+        drop(gate);
     }
 
     #[test]
@@ -730,9 +730,9 @@ mod tests {
                     let mut q = exec_queue(hcq, 2);
                     for _ in 0..200 {
                         if i % 2 == 0 {
-                            dev.run_inline(0, |s| s.submit(0, &mut q)).unwrap();
+                            dev.run_inline(0, |s| submit!(s, 0, &mut q)).unwrap();
                         } else {
-                            let v = hcq.submit(0, &mut q).unwrap();
+                            let v = submit!(hcq, 0, &mut q).unwrap();
                             hcq.wait(v).unwrap();
                         }
                     }
@@ -767,7 +767,7 @@ mod tests {
                 let mut q = exec_queue(dev.hcq(), 1);
                 let mut n = 0u64;
                 while !stop.load(Ordering::Acquire) {
-                    dev.hcq().submit(0, &mut q).unwrap();
+                    submit!(dev.hcq(), 0, &mut q).unwrap();
                     n += 1;
                 }
                 n
@@ -775,7 +775,7 @@ mod tests {
         };
         let mut q = exec_queue(dev.hcq(), 1);
         for _ in 0..500 {
-            dev.run_inline(0, |s| s.submit(0, &mut q)).unwrap();
+            dev.run_inline(0, |s| submit!(s, 0, &mut q)).unwrap();
         }
         stop.store(true, Ordering::Release);
         let flooded = flooder.join().unwrap();
@@ -805,7 +805,7 @@ mod tests {
         assert!(hcq.timeline().policy().timeout_ns >= 30_000_000_000);
         let mut q = hcq.queue().unwrap();
         q.exec(7, 0, [1; 3], [1; 3]).unwrap();
-        let v = hcq.submit(0, &mut q).unwrap();
+        let v = submit!(hcq, 0, &mut q).unwrap();
         let t0 = Instant::now();
         let waiters: Vec<_> = (0..3)
             .map(|_| {
@@ -826,7 +826,7 @@ mod tests {
         // and the device refuses new work with the same fault
         let mut q = hcq.queue().unwrap();
         q.exec(1, 0, [1; 3], [1; 3]).unwrap();
-        assert!(matches!(hcq.submit(0, &mut q).unwrap_err().root(), Error::DeviceUnavailable { .. }));
+        assert!(matches!(submit!(hcq, 0, &mut q).unwrap_err().root(), Error::DeviceUnavailable { .. }));
     }
 
     #[test]
@@ -835,7 +835,7 @@ mod tests {
         let hcq = dev.hcq();
         let mut q = hcq.queue().unwrap();
         q.signal_at(0x10, 1).unwrap();
-        hcq.submit(0, &mut q).unwrap();
+        submit!(hcq, 0, &mut q).unwrap();
         let e = hcq.synchronize().unwrap_err();
         assert!(matches!(e.root(), Error::InvalidArgument { value: 0x10, .. }), "{e}");
     }

@@ -11,7 +11,7 @@ use divan::Bencher;
 use hcq::Error;
 use hcq::error::device_name;
 use hcq::mmio::{HostRegion, MmioBus, Width};
-use hcq::signal::{Signal, SignalPage, StdHooks};
+use hcq::signal::{OwnedSignal, SignalPage, StdHooks};
 use hcq::timeline::Timeline;
 use hcq_adreno::a6xx::events;
 use hcq_adreno::a6xx::regs::CP_RB_WPTR;
@@ -37,7 +37,10 @@ impl SignalBus {
             len: 4,
             limit: 0,
         })?;
-        Ok((if ts { &slot.timestamp } else { &slot.value }, if offset & 4 != 0 { 32 } else { 0 }))
+        // This bus is the device's write path into the slot (the CP's 32-bit signal writes).
+        // SAFETY: the CP model stores the timeline value of each IB it ran to its end.
+        let (value, timestamp) = unsafe { slot.device_words() };
+        Ok((if ts { timestamp } else { value }, if offset & 4 != 0 { 32 } else { 0 }))
     }
 }
 
@@ -90,7 +93,7 @@ fn ring_submit_with_sim_cp(b: Bencher) {
     .unwrap();
     let cfg = RingConfig { ring_gpu: ring_mem.addr(), rptr_gpu: shadow.addr(), max_in_flight: 1024 };
     let mut ring = A6xxRing::new(regs.clone(), ring_mem, shadow, 0, cfg, DsbSt).unwrap();
-    let tl = Timeline::new(device_name("QCOM:RING"), Signal::new(page, 0).unwrap());
+    let tl = Timeline::new(device_name("QCOM:RING"), OwnedSignal::new(page, 0).unwrap());
     let sig = tl.signal().addr();
     let out = data.addr();
     let mut words: Vec<u32> = Vec::with_capacity(32);

@@ -10,11 +10,20 @@ use hcq::error::device_name;
 use hcq::mmio::{HostRegion, MmioBus, Width};
 use hcq::queue::{Command, Field, HwQueue};
 use hcq::ring::{CommandRing, Doorbell, KernargPool};
-use hcq::signal::{Signal, SignalPool, StdHooks};
+use hcq::signal::{OwnedSignal, SignalPool, StdHooks};
 use hcq_adreno::{A6xxEncoder, Pm4Queue};
 use hcq_sim_adreno::cp::{Cp, Outcome, SparseMemory};
 use proptest::prelude::*;
 use std::sync::Arc;
+
+/// Submit a test queue: `submit!(hcq, engine, &mut q)` for `hcq.submit(engine, &mut q)`.
+macro_rules! submit {
+    ($target:expr, $($arg:expr),+ $(,)?) => {{
+        // SAFETY: these tests submit waits, barriers, signals of slots they own, and execs and
+        // copies over memory they keep alive until the device has passed the returned stamp.
+        unsafe { $target.submit($($arg),+) }
+    }};
+}
 
 /// A command drawn from small ranges (every address aligned as the encoder wants it).
 fn command(programs: [u64; 2]) -> impl Strategy<Value = Command> {
@@ -75,8 +84,8 @@ struct Rig {
     enc: Arc<A6xxEncoder>,
     programs: [u64; 2],
     _pool: SignalPool,
-    tl: Signal,
-    stamps: Vec<Signal>,
+    tl: OwnedSignal,
+    stamps: Vec<OwnedSignal>,
 }
 
 fn rig() -> Rig {
@@ -268,7 +277,7 @@ fn submitting_through_the_core_patches_the_timeline_into_the_a6xx_words() {
     for n in 1..=3u64 {
         let mut q = hcq.queue().unwrap();
         q.exec(r.programs[1], CONSTS + 16 * n, [2, 1, 1], [64, 1, 1]).unwrap();
-        let stamp = hcq.submit(0, &mut q).unwrap();
+        let stamp = submit!(hcq, 0, &mut q).unwrap();
         assert_eq!(stamp.get(), n);
         assert_eq!(q.command(0), Some(Command::Wait { addr: tl, value: n - 1 }));
         assert_eq!(q.command(q.len() - 1), Some(Command::Signal { addr: tl, value: n }));

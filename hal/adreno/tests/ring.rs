@@ -8,7 +8,7 @@ use hcq::Error;
 use hcq::error::device_name;
 use hcq::mmio::{HostRegion, MmioBus, Width};
 use hcq::queue::Command;
-use hcq::signal::{Signal, SignalPage, WaitHooks, WaitPolicy, host_clock_ns};
+use hcq::signal::{OwnedSignal, SignalPage, WaitHooks, WaitPolicy, host_clock_ns};
 use hcq::stamp::Stamp;
 use hcq::timeline::Timeline;
 use hcq_adreno::a6xx::regs::{CP_RB_BASE, CP_RB_CNTL, CP_RB_RPTR, CP_RB_RPTR_ADDR, CP_RB_WPTR};
@@ -33,7 +33,10 @@ impl SignalBus {
             len: 4,
             limit: 16 * self.0.len() as u64,
         })?;
-        Ok((if ts { &slot.timestamp } else { &slot.value }, if offset & 4 != 0 { 32 } else { 0 }))
+        // This bus is the device's write path into the slot (the CP's 32-bit signal writes).
+        // SAFETY: the CP model stores the timeline value of each IB it ran to its end.
+        let (value, timestamp) = unsafe { slot.device_words() };
+        Ok((if ts { timestamp } else { value }, if offset & 4 != 0 { 32 } else { 0 }))
     }
 }
 
@@ -168,7 +171,7 @@ fn rig_with(ring_words: usize) -> Rig {
     let cfg = RingConfig { ring_gpu, rptr_gpu: shadow.addr() + 8, max_in_flight: 16 };
     let ring =
         A6xxRing::new(regs.clone(), ring_mem, shadow.clone(), 8, cfg, CountingBarrier(barriers.clone())).unwrap();
-    let tl = Timeline::new(device_name("QCOM:RING"), Signal::new(page, 0).unwrap());
+    let tl = Timeline::new(device_name("QCOM:RING"), OwnedSignal::new(page, 0).unwrap());
     tl.set_policy(WaitPolicy::with_timeout_ms(2_000));
     Rig { regs, hooks: Hooks(gpu.clone()), gpu, ring, shadow, data, tl, barriers, ring_gpu }
 }

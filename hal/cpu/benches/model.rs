@@ -166,7 +166,8 @@ fn fill_kernel(cores: usize) -> (Arc<CpuDevice>, Arc<dyn Program>, hcq::buffer::
         name: name.map(Into::into),
         slot: i,
         dtype: DType::I32,
-        shape: vec![],
+        // the output buffer below
+        shape: vec![(FILL_TIDS as usize * FILL_PER_TID) as u64],
         kind,
     };
     let image = ProgramImage {

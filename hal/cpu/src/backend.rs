@@ -354,7 +354,11 @@ impl CpuBackend {
 
     /// Submit one forward pass without waiting; returns the timeline value that completes it.
     pub fn submit(&mut self) -> Result<u64> {
-        hcq::runner::submit_queues(self.dev.soft().hcq(), &mut self.queues, &mut self.last)
+        // The queues hold exec lists and copies recorded from the bundle's launches, whose views
+        // `Hcqb::parse` checked against the buffers; the backend owns those buffers and outlives
+        // its submissions (its `Drop` waits for `last`).
+        // SAFETY: every command names this backend's live buffers inside their bounds.
+        unsafe { hcq::runner::submit_queues(self.dev.soft().hcq(), &mut self.queues, &mut self.last) }
     }
 
     /// One forward pass with every kernel called directly on this thread, one after another
@@ -497,7 +501,11 @@ impl Backend for CpuBackend {
     }
 
     fn load_program(&mut self, _index: usize, p: &ProgramRef<'_>, _arch: Arch, object: &[u8]) -> Result<u64> {
-        self.dev.load_kernel(object, p.symbol, p.n_params(), p.core_id_arg.map(|s| s as usize))
+        // The runner calls the kernel only with the launches its bundle records, whose views
+        // `Hcqb::parse` checked against the buffers (the bundle's objects are trusted as the
+        // kernels it describes, as `prepare` checked their architecture and level).
+        // SAFETY: every call passes the kernel views of this backend's buffers, as recorded.
+        unsafe { self.dev.load_kernel(object, p.symbol, p.n_params(), p.core_id_arg.map(|s| s as usize)) }
     }
 
     fn record_kernel(&mut self, program: &u64, l: &Launch<'_, '_>) -> Result<()> {
@@ -530,7 +538,9 @@ impl Backend for CpuBackend {
         let mut last = self.last;
         let r = self.dev.soft().run_inline(0, |s| {
             for q in queues.iter_mut() {
-                last = s.submit(0, q)?;
+                // SAFETY: as in `CpuBackend::submit`: the queues hold exec lists and copies
+                // recorded from the bundle's checked launches over this backend's live buffers.
+                last = unsafe { s.submit(0, q)? };
             }
             Ok(last)
         });

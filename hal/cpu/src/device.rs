@@ -421,7 +421,32 @@ impl CpuDevice {
     /// Load an ELF relocatable object for this host and make `symbol` a kernel taking `nargs`
     /// 64-bit arguments, `core_id` naming the slot that takes the core id. Returns the program
     /// handle exec commands use.
-    pub fn load_kernel(&self, object: &[u8], symbol: &str, nargs: usize, core_id: Option<usize>) -> Result<u64> {
+    ///
+    /// # Safety
+    /// `object` is native code that runs on this process's threads with nothing checked: the
+    /// caller promises that `symbol` is a function of the CPU kernel ABI (`nargs` 64-bit
+    /// arguments, the core id in slot `core_id`) that, called with the arguments of any exec
+    /// the caller submits, accesses only the memory those arguments name (each exec's
+    /// contract is then [`hcq::hcq::Submitter::submit`]'s), and does nothing else that is
+    /// undefined behaviour. (The safe way to load and call a kernel is
+    /// [`hcq::device::Device::load_program`] and [`hcq::program::Program::call`], which check
+    /// each buffer against the signature.)
+    ///
+    /// Loading machine code takes `unsafe`:
+    ///
+    /// ```compile_fail,E0133
+    /// fn repro(dev: &hcq_cpu::device::CpuDevice, object: &[u8]) -> hcq::Result<u64> {
+    ///     dev.load_kernel(object, "kernel", 1, None)
+    /// }
+    /// ```
+    ///
+    /// ```
+    /// fn load(dev: &hcq_cpu::device::CpuDevice, object: &[u8]) -> hcq::Result<u64> {
+    ///     // SAFETY: (the caller's promise about `object`, as above)
+    ///     unsafe { dev.load_kernel(object, "kernel", 1, None) }
+    /// }
+    /// ```
+    pub unsafe fn load_kernel(&self, object: &[u8], symbol: &str, nargs: usize, core_id: Option<usize>) -> Result<u64> {
         check_signature(nargs, core_id)?;
         let obj = LoadedObject::load(object, Arch::host(), symbol, &default_resolver)
             .with_context(|| std::format!("loading kernel {symbol}"))?;
@@ -562,6 +587,7 @@ struct CpuProgram {
     name: String,
     nbufs: usize,
     nvals: usize,
+    footprints: Vec<u64>,
 }
 
 impl Program for CpuProgram {
@@ -571,6 +597,10 @@ impl Program for CpuProgram {
 
     fn is_on(&self, device: &dyn Device) -> bool {
         device.as_any().downcast_ref::<CpuDevice>().is_some_and(|d| std::ptr::eq(d, self.dev.as_ptr()))
+    }
+
+    fn buffer_footprints(&self) -> &[u64] {
+        &self.footprints
     }
 
     unsafe fn call_raw(
@@ -604,7 +634,10 @@ impl Program for CpuProgram {
         let mut submit = |s: &mut Submitter<'_>| {
             let ka = s.kernargs(&raw[..n], n.max(8) as u64, 8)?;
             q.exec(self.handle, ka, global, local)?;
-            let v = s.submit(0, &mut q)?;
+            // SAFETY: the exec runs this program's kernel (loaded with the signature whose
+            // argument count was checked above) on a block packed from the caller's arguments;
+            // the memory they name is the caller's contract (`call_raw`).
+            let v = unsafe { s.submit(0, &mut q)? };
             submitted.set(v);
             Ok(v)
         };
@@ -630,8 +663,14 @@ impl Device for CpuDevice {
         let nbufs = image.signature.iter().filter(|p| p.kind == ParamKind::Buffer).count();
         let nvals = image.signature.len() - nbufs;
         let core_id = image.signature.iter().position(|p| p.name.as_deref() == Some("core_id"));
-        let handle = self.load_kernel(&image.binary, &image.entry, nbufs + nvals, core_id)?;
-        Ok(Arc::new(CpuProgram { dev: self.me.clone(), handle, name: image.name.clone(), nbufs, nvals }))
+        let footprints = hcq::program::buffer_footprints(&image.signature)?;
+        // The image's signature is what the program is called through: `Program::call` holds
+        // every buffer to its footprint and takes the memory from live buffers.
+        // SAFETY: loading machine code from a program image is this trait's contract (see
+        // `hcq::program::Program`): the image's kernel accesses through each buffer at most the
+        // footprint its signature states, and calls go through `Program::call`'s checks.
+        let handle = unsafe { self.load_kernel(&image.binary, &image.entry, nbufs + nvals, core_id)? };
+        Ok(Arc::new(CpuProgram { dev: self.me.clone(), handle, name: image.name.clone(), nbufs, nvals, footprints }))
     }
     fn synchronize(&self) -> Result<()> {
         self.soft.hcq().synchronize()

@@ -13,6 +13,15 @@ use hcq::device::Device;
 use hcq_cpu::device::CpuDevice;
 use std::time::{Duration, Instant};
 
+/// Submit a test queue: `submit!(hcq, engine, &mut q)` for `hcq.submit(engine, &mut q)`.
+macro_rules! submit {
+    ($target:expr, $($arg:expr),+ $(,)?) => {{
+        // SAFETY: these tests submit waits, barriers, signals of slots they own, and execs and
+        // copies over memory they keep alive until the device has passed the returned stamp.
+        unsafe { $target.submit($($arg),+) }
+    }};
+}
+
 /// Large enough that the host allocator maps it on its own (glibc's mmap threshold is at most
 /// 32 MiB), so a free unmaps it at once, and that the copy takes tens of milliseconds.
 const BYTES: u64 = 256 << 20;
@@ -57,7 +66,7 @@ fn free_during_copy(dev: &CpuDevice) -> bool {
     let copy = hcq.engine_id("copy").expect("the CPU device has a copy engine");
     let mut q = hcq.queue().unwrap();
     q.copy(dst_addr, src_addr, BYTES).unwrap();
-    let stamp = hcq.submit(copy, &mut q).unwrap();
+    let stamp = submit!(hcq, copy, &mut q).unwrap();
 
     // Wait until the copy has visibly started (a byte an eighth from either end changed: not
     // the ends themselves, which a large `memcpy` stores last), so the free below lands while

@@ -9,6 +9,24 @@ use hcq::program::{Param, ParamKind, ProgramImage};
 use hcq_cpu::device::{CpuDevice, cpu_kind};
 use std::sync::Arc;
 
+/// Submit a test queue: `submit!(hcq, engine, &mut q)` for `hcq.submit(engine, &mut q)`.
+/// Load a kernel in a test: `load!(dev, object, symbol, nargs, core_id)`.
+macro_rules! load {
+    ($dev:expr, $($arg:expr),+ $(,)?) => {{
+        // SAFETY: the test objects are the repository's clang-built kernels (or garbage the
+        // loader refuses); they are called only with buffers that cover what they access.
+        unsafe { $dev.load_kernel($($arg),+) }
+    }};
+}
+
+macro_rules! submit {
+    ($target:expr, $($arg:expr),+ $(,)?) => {{
+        // SAFETY: these tests submit waits, barriers, signals of slots they own, and execs and
+        // copies over memory they keep alive until the device has passed the returned stamp.
+        unsafe { $target.submit($($arg),+) }
+    }};
+}
+
 fn obj(dir: &str, stem: &str) -> Vec<u8> {
     let suffix = if cfg!(target_arch = "aarch64") { ".aarch64.o" } else { ".o" };
     // the sample bundles live in the repo's examples/; test-only objects in tests/data/
@@ -20,7 +38,8 @@ fn f32s(b: &[u8]) -> Vec<f32> {
     b.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
 }
 
-fn image(name: &str, binary: Vec<u8>, sig: &[(Option<&str>, DType, ParamKind)]) -> ProgramImage {
+/// A program image whose buffer parameters each span `elems` elements.
+fn image(name: &str, binary: Vec<u8>, elems: u64, sig: &[(Option<&str>, DType, ParamKind)]) -> ProgramImage {
     ProgramImage {
         name: name.into(),
         target: "CPU".into(),
@@ -29,7 +48,10 @@ fn image(name: &str, binary: Vec<u8>, sig: &[(Option<&str>, DType, ParamKind)]) 
         signature: sig
             .iter()
             .enumerate()
-            .map(|(i, (n, d, k))| Param { name: n.map(Into::into), slot: i as u32, dtype: *d, shape: vec![], kind: *k })
+            .map(|(i, (n, d, k))| {
+                let shape = if *k == ParamKind::Buffer { vec![elems] } else { vec![] };
+                Param { name: n.map(Into::into), slot: i as u32, dtype: *d, shape, kind: *k }
+            })
             .collect(),
     }
 }
@@ -45,6 +67,7 @@ fn chain100_runs_through_the_queue_and_matches_tinygrad_bit_for_bit() {
         .load_program(&image(
             "E_4_4",
             obj("chain100", "prog_000_E_4_4"),
+            16,
             &[(None, DType::F32, ParamKind::Buffer), (None, DType::F32, ParamKind::Buffer)],
         ))
         .unwrap();
@@ -72,6 +95,7 @@ fn core_id_launches_run_every_tid_exactly_once() {
         .load_program(&image(
             "fill",
             obj("coreid", "fill"),
+            37_000,
             &[
                 (None, DType::I32, ParamKind::Buffer),
                 (Some("n"), DType::I32, ParamKind::Value),
@@ -106,7 +130,7 @@ fn copies_stay_inside_device_memory() {
     let hcq = dev.soft().hcq();
     let mut q = hcq.queue().unwrap();
     q.copy(b.device_addr().unwrap(), a.device_addr().unwrap(), 64).unwrap();
-    hcq.submit(1, &mut q).unwrap();
+    submit!(hcq, 1, &mut q).unwrap();
     hcq.synchronize().unwrap();
     let mut out = [0u8; 64];
     b.copy_out(&mut out).unwrap();
@@ -114,7 +138,7 @@ fn copies_stay_inside_device_memory() {
     // a copy out of bounds of the allocation faults the device with a clear error
     let mut q = hcq.queue().unwrap();
     q.copy(b.device_addr().unwrap(), a.device_addr().unwrap(), 1 << 20).unwrap();
-    hcq.submit(1, &mut q).unwrap();
+    submit!(hcq, 1, &mut q).unwrap();
     let e = hcq.synchronize().unwrap_err();
     assert!(matches!(e.root(), Error::OutOfBounds { what: "CPU copy: not device memory", .. }), "{e}");
 }
@@ -122,20 +146,30 @@ fn copies_stay_inside_device_memory() {
 #[test]
 fn bad_objects_and_argument_counts_are_errors() {
     let dev = CpuDevice::new("CPU", 1).unwrap();
-    assert!(dev.load_kernel(b"not an elf", "x", 1, None).is_err());
+    assert!(load!(dev, b"not an elf", "x", 1, None).is_err());
     let o = obj("chain100", "prog_000_E_4_4");
-    assert!(dev.load_kernel(&o, "no_such_symbol", 2, None).is_err());
-    assert!(matches!(dev.load_kernel(&o, "E_4_4", 64, None), Err(Error::Unsupported { .. })));
-    assert!(matches!(dev.load_kernel(&o, "E_4_4", 2, Some(2)), Err(Error::OutOfBounds { .. })));
+    assert!(load!(dev, &o, "no_such_symbol", 2, None).is_err());
+    assert!(matches!(load!(dev, &o, "E_4_4", 64, None), Err(Error::Unsupported { .. })));
+    assert!(matches!(load!(dev, &o, "E_4_4", 2, Some(2)), Err(Error::OutOfBounds { .. })));
     let p = dev
         .load_program(&image(
             "E_4_4",
             o,
+            16,
             &[(None, DType::F32, ParamKind::Buffer), (None, DType::F32, ParamKind::Buffer)],
         ))
         .unwrap();
     let one = Buffer::new(dev.clone(), 4, DType::F32, Default::default()).unwrap();
     assert!(matches!(p.call(&[&one], &[], [1; 3], [1; 3], true), Err(Error::Mismatch { .. })));
+    // 4 floats for parameters declared 16: refused before the kernel runs (it would read and
+    // write 64 bytes through each)
+    let e = p.call(&[&one, &one], &[], [1; 3], [1; 3], true).unwrap_err();
+    assert!(matches!(e.root(), Error::OutOfBounds { len: 64, limit: 16, .. }), "{e}");
+    // a buffer parameter without a shape cannot be checked: refused at load
+    let mut unshaped =
+        image("E_4_4", obj("chain100", "prog_000_E_4_4"), 16, &[(None, DType::F32, ParamKind::Buffer); 2]);
+    unshaped.signature[1].shape.clear();
+    assert!(matches!(dev.load_program(&unshaped), Err(Error::InvalidArgument { value: 1, .. })));
 }
 
 #[test]
@@ -146,6 +180,7 @@ fn core_id_launches_repeat_correctly_on_a_one_core_device() {
         .load_program(&image(
             "fill",
             obj("coreid", "fill"),
+            64,
             &[
                 (None, DType::I32, ParamKind::Buffer),
                 (Some("n"), DType::I32, ParamKind::Value),
@@ -167,8 +202,8 @@ fn core_id_launches_repeat_correctly_on_a_one_core_device() {
 fn exec_lists_are_checked_once_at_load_and_run_in_order() {
     use hcq_cpu::device::ExecLaunch;
     let dev = CpuDevice::new("CPU", 2).unwrap();
-    let add = dev.load_kernel(&obj("chain100", "prog_000_E_4_4"), "E_4_4", 2, None).unwrap();
-    let fill = dev.load_kernel(&obj("coreid", "fill"), "fill", 3, Some(2)).unwrap();
+    let add = load!(dev, &obj("chain100", "prog_000_E_4_4"), "E_4_4", 2, None).unwrap();
+    let fill = load!(dev, &obj("coreid", "fill"), "fill", 3, Some(2)).unwrap();
     let dyn_dev: Arc<dyn Device> = dev.clone();
     let buf = |n| Buffer::new(dyn_dev.clone(), n, DType::F32, Default::default()).unwrap();
     let (a, b, c) = (buf(16), buf(16), buf(4 * 8));
@@ -187,7 +222,7 @@ fn exec_lists_are_checked_once_at_load_and_run_in_order() {
     let hcq = dev.soft().hcq();
     let mut q = hcq.queue().unwrap();
     q.exec(list, 0, [1; 3], [1; 3]).unwrap();
-    dev.soft().run_inline(0, |s| s.submit(0, &mut q)).unwrap();
+    dev.soft().run_inline(0, |s| submit!(s, 0, &mut q)).unwrap();
     let mut out = vec![0u8; 64];
     b.copy_out(&mut out).unwrap();
     assert!(f32s(&out).iter().all(|&x| x == 3.0), "three adds ran in order: {:?}", f32s(&out));
@@ -219,6 +254,6 @@ fn exec_lists_are_checked_once_at_load_and_run_in_order() {
     assert!(dev.unload_exec_list(add).is_err(), "a kernel handle is no exec list");
     let mut q = hcq.queue().unwrap();
     q.exec(list, 0, [1; 3], [1; 3]).unwrap();
-    let e = dev.soft().run_inline(0, |s| s.submit(0, &mut q)).unwrap_err();
+    let e = dev.soft().run_inline(0, |s| submit!(s, 0, &mut q)).unwrap_err();
     assert!(matches!(e.root(), Error::InvalidArgument { what: "CPU exec: unknown exec-list handle", .. }), "{e}");
 }

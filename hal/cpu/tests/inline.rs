@@ -16,6 +16,15 @@ use hcq_cpu::model::compare;
 use std::sync::Arc;
 use std::thread::ThreadId;
 
+/// Submit a test queue: `submit!(hcq, engine, &mut q)` for `hcq.submit(engine, &mut q)`.
+macro_rules! submit {
+    ($target:expr, $($arg:expr),+ $(,)?) => {{
+        // SAFETY: these tests submit waits, barriers, signals of slots they own, and execs and
+        // copies over memory they keep alive until the device has passed the returned stamp.
+        unsafe { $target.submit($($arg),+) }
+    }};
+}
+
 /// Loaded kernels; records which thread ran them.
 struct Kernels {
     objs: Vec<(LoadedObject, usize, Option<usize>)>,
@@ -106,7 +115,7 @@ fn run_example(name: &str) -> (usize, usize) {
             }
         }
     }
-    let v = s.submit(0, &mut q).unwrap();
+    let v = submit!(s, 0, &mut q).unwrap();
     drop(s);
     assert_eq!(
         hcq.timeline().completed(),

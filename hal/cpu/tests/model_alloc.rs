@@ -15,6 +15,15 @@
 //!
 //! Set `HCQ_ALLOC_TRACE=1` to print a backtrace for the first few allocations inside a counting
 //! window (to find where a regression allocates).
+/// Submit a test queue: `submit!(hcq, engine, &mut q)` for `hcq.submit(engine, &mut q)`.
+macro_rules! submit {
+    ($target:expr, $($arg:expr),+ $(,)?) => {{
+        // SAFETY: these tests submit waits, barriers, signals of slots they own, and execs and
+        // copies over memory they keep alive until the device has passed the returned stamp.
+        unsafe { $target.submit($($arg),+) }
+    }};
+}
+
 #[cfg(all(
     any(target_os = "linux", target_os = "macos"),
     any(target_arch = "x86_64", target_arch = "aarch64"),
@@ -22,6 +31,7 @@
 ))]
 fn main() {
     supported::steady_state_model_calls_allocate_nothing_on_any_thread();
+
     println!("model_alloc: steady-state model calls allocate nothing on any thread: ok");
 }
 
@@ -137,7 +147,7 @@ mod supported {
         let hcq = dev.soft().hcq();
         for engine in [0, 1] {
             let mut q = hcq.queue().unwrap();
-            let v = hcq.submit(engine, &mut q).unwrap();
+            let v = submit!(hcq, engine, &mut q).unwrap();
             hcq.wait(v).unwrap();
         }
         let suffix = if cfg!(target_arch = "aarch64") { ".aarch64.o" } else { ".o" };
@@ -146,7 +156,8 @@ mod supported {
             name: name.map(Into::into),
             slot,
             dtype: DType::I32,
-            shape: vec![],
+            // the output buffer below: 4 ints per tid
+            shape: vec![dev.cores() as u64 * 4],
             kind,
         };
         let prog = dev

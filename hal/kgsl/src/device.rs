@@ -43,7 +43,7 @@ use hcq::profile::{Event, EventKind};
 use hcq::queue::HwQueue;
 use hcq::ring::KernargPool;
 use hcq::runner::{Backend, Launch};
-use hcq::signal::{Signal, SignalPage, Slot, WaitHooks, WaitPolicy};
+use hcq::signal::{OwnedSignal, SignalPage, Slot, WaitHooks, WaitPolicy};
 use hcq::stamp::Stamp;
 use hcq::submit::{IbPool, IbSubmit};
 use hcq::{Error, Result};
@@ -257,16 +257,56 @@ fn write_words(obj: &GpuObject, off: u64, data: &[u8]) -> Result<()> {
     hcq::mmio::write_bytes_by_words(obj.bus(), "QCOM buffer write", off, data)
 }
 
+/// When a GPU object dropped now may go back to KGSL: after the context's last submission.
+fn free_after(ctx: &Context) -> FreeAfter {
+    if ctx.has_submitted() {
+        FreeAfter::Timestamp { context: ctx.id(), timestamp: ctx.last_submitted() }
+    } else {
+        FreeAfter::NeverSubmitted
+    }
+}
+
+/// A GPU object owned by what points into it (the engine's IB and kernel-argument pools, the
+/// timeline's signal page): when its last holder drops, it goes back to KGSL after the
+/// context's last submission at that moment, so neither the CPU nor a submission still in
+/// flight uses freed memory, and no object outlives its last holder.
+struct Retiring {
+    kgsl: Arc<Kgsl>,
+    ctx: Arc<Context>,
+    obj: Option<GpuObject>,
+}
+
+impl Retiring {
+    fn new(kgsl: &Arc<Kgsl>, ctx: &Arc<Context>, obj: GpuObject) -> Self {
+        Self { kgsl: kgsl.clone(), ctx: ctx.clone(), obj: Some(obj) }
+    }
+
+    fn obj(&self) -> &GpuObject {
+        // PANIC: never: `obj` is taken only in `drop`.
+        self.obj.as_ref().expect("a retiring object is present until it drops")
+    }
+}
+
+impl Drop for Retiring {
+    fn drop(&mut self) {
+        if let Some(o) = self.obj.take()
+            && let Err(e) = self.kgsl.free(o, free_after(&self.ctx))
+        {
+            log::warn!("QCOM: freeing a GPU object: {e}");
+        }
+    }
+}
+
 /// The first `len` bytes of a KGSL GPU object as a core MMIO bus (volatile accesses through its
 /// CPU mapping): the memory of the engine's IB pool and of the kernel-argument pool.
 struct ObjBus {
-    obj: Arc<GpuObject>,
+    obj: Arc<Retiring>,
     len: usize,
 }
 
 impl ObjBus {
-    fn new(obj: Arc<GpuObject>, len: usize) -> Result<Self> {
-        hcq::mmio::check_range("QCOM object window", 0, len, obj.bus().size())?;
+    fn new(obj: Arc<Retiring>, len: usize) -> Result<Self> {
+        hcq::mmio::check_range("QCOM object window", 0, len, obj.obj().bus().size())?;
         Ok(Self { obj, len })
     }
 }
@@ -277,19 +317,19 @@ impl MmioBus for ObjBus {
     }
     fn read(&self, offset: usize, width: Width) -> Result<u64> {
         hcq::mmio::check_range("QCOM object read", offset, width.bytes(), self.len)?;
-        self.obj.bus().read(offset, width)
+        self.obj.obj().bus().read(offset, width)
     }
     fn write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
         hcq::mmio::check_range("QCOM object write", offset, width.bytes(), self.len)?;
-        self.obj.bus().write(offset, width, value)
+        self.obj.obj().bus().write(offset, width, value)
     }
     fn write_bytes(&self, offset: usize, src: &[u8]) -> Result<()> {
         hcq::mmio::check_range("QCOM object write", offset, src.len(), self.len)?;
-        hcq::mmio::write_bytes_by_words(self.obj.bus(), "QCOM buffer write", offset, src)
+        hcq::mmio::write_bytes_by_words(self.obj.obj().bus(), "QCOM buffer write", offset, src)
     }
     fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
         hcq::mmio::check_range("QCOM object read", offset, dst.len(), self.len)?;
-        self.obj.bus().read_bytes(offset, dst)
+        self.obj.obj().bus().read_bytes(offset, dst)
     }
 }
 
@@ -351,7 +391,8 @@ pub struct QcomBackend {
     // signal lies in `signal`'s mapping.
     queue: Option<HwQueue>,
     hcq: Option<Arc<Hcq>>,
-    timeline: Option<Signal>,
+    /// The timeline signal until the engine takes it (its page owns the signal object).
+    timeline: Option<OwnedSignal>,
     dev: Arc<QcomDevice>,
     buffers: Vec<GpuObject>,
     /// Each program's shader image, uploaded once.
@@ -365,8 +406,8 @@ pub struct QcomBackend {
     scratch: Option<GpuObject>,
     pvt: Option<GpuObject>,
     signal: Option<GpuObject>,
-    ib: Option<Arc<GpuObject>>,
-    kernarg_mem: Option<Arc<GpuObject>>,
+    ib: Option<Arc<Retiring>>,
+    kernarg_mem: Option<Arc<Retiring>>,
     consts: Vec<GpuObject>,
     /// Next free byte of the last constant object.
     const_off: u64,
@@ -629,7 +670,10 @@ impl QcomBackend {
         let (Some(h), Some(q)) = (self.hcq.as_ref(), self.queue.as_mut()) else {
             return Err(Error::InvalidArgument { what: "QCOM: call before the load finished", value: 0 });
         };
-        h.submit(0, q).map_err(|e| with_fault(&self.dev.kgsl, e))
+        // The captured queue was built from the bundle's checked launches over this backend's
+        // objects, which live until the backend drops (after the context's last submission).
+        // SAFETY: every command names this backend's live objects inside their bounds.
+        unsafe { h.submit(0, q) }.map_err(|e| with_fault(&self.dev.kgsl, e))
     }
 
     /// Wait (sleeping in KGSL `WAITTIMESTAMP`) until the timeline reaches `stamp`.
@@ -687,12 +731,15 @@ impl QcomBackend {
             kgsl.backend().note_program(*code, &args);
             *code = enc.add_program(p, *code)?;
         }
-        let sig = self.signal.as_ref().ok_or(Error::InvalidArgument { what: "QCOM: no signal object", value: 0 })?;
-        // The page lives in `self.timeline`, `self.hcq` and `self.queue` only (no Signal is handed
-        // out), all dropped before the object is unmapped (`Drop`); the CPU then uses its atomics only.
-        // SAFETY: a zeroed, page-aligned mapping of SIGNAL_SLOTS × 16 bytes, seen by the GPU at `gpuaddr`.
-        let page = unsafe { SignalPage::from_raw(sig.bus().base().cast::<Slot>(), SIGNAL_SLOTS, sig.gpuaddr()) };
-        let timeline = Signal::new(Arc::new(page), 0)?;
+        let sig = self.signal.take().ok_or(Error::InvalidArgument { what: "QCOM: no signal object", value: 0 })?;
+        let (base, gpuaddr) = (sig.bus().base().cast::<Slot>(), sig.gpuaddr());
+        let owner = Box::new(Retiring::new(kgsl, &self.dev.ctx, sig));
+        // The page owns the object: every Signal and engine pointing into it keeps it mapped,
+        // and it goes back to KGSL after the last of them (and the last submission) is done.
+        // SAFETY: a zeroed, page-aligned mapping of SIGNAL_SLOTS × 16 bytes, seen by the GPU at
+        // `gpuaddr`, mapped until `owner` drops; the CPU uses its atomics only.
+        let page = unsafe { SignalPage::from_raw_owning(base, SIGNAL_SLOTS, gpuaddr, owner) };
+        let timeline = OwnedSignal::new(Arc::new(page), 0)?;
         self.queue = Some(HwQueue::new(enc.clone(), &timeline)?);
         self.timeline = Some(timeline);
         self.scratch = Some(scratch.keep());
@@ -850,18 +897,19 @@ impl Backend for QcomBackend {
         let enc = self.encoder()?;
         // PANIC: `encoder()` succeeded above, and it creates the queue and the timeline signal.
         let q = self.queue.as_mut().expect("created by encoder()");
-        let timeline = self.timeline.clone().expect("created by encoder()");
+        let timeline = self.timeline.take().expect("created by encoder()");
         q.finish()?;
         let kgsl = &self.dev.kgsl;
         // One IB slot holds the whole captured queue.
         let slot_bytes = (4 * q.words().len()).next_multiple_of(256);
         let pool_bytes = slot_bytes * self.ib_slots;
-        let ib = Fresh::new(kgsl, Arc::new(kgsl.alloc(pool_bytes as u64, MemFlags::USE_CPU_MAP)?));
-        let kernarg_mem = Fresh::new(kgsl, Arc::new(kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?));
+        let ctx = &self.dev.ctx;
+        let ib = Arc::new(Retiring::new(kgsl, ctx, kgsl.alloc(pool_bytes as u64, MemFlags::USE_CPU_MAP)?));
+        let kernarg_mem = Arc::new(Retiring::new(kgsl, ctx, kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?));
         let hook = GpuCommandHook { kgsl: kgsl.clone(), ctx: self.dev.ctx.clone() };
         let pool = IbPool::new(
-            Arc::new(ObjBus::new(ib.get().clone(), pool_bytes)?),
-            ib.get().gpuaddr(),
+            Arc::new(ObjBus::new(ib.clone(), pool_bytes)?),
+            ib.obj().gpuaddr(),
             slot_bytes,
             Barrier::DeviceWrite,
             Box::new(hook),
@@ -869,7 +917,7 @@ impl Backend for QcomBackend {
         // The runner's constant blocks live in the constant objects above (captured once); this
         // pool serves `Submitter::kernargs` for work built at run time.
         let kernargs =
-            KernargPool::new(Arc::new(ObjBus::new(kernarg_mem.get().clone(), 4096)?), kernarg_mem.get().gpuaddr(), 16);
+            KernargPool::new(Arc::new(ObjBus::new(kernarg_mem.clone(), 4096)?), kernarg_mem.obj().gpuaddr(), 16);
         let hooks = QcomHooks { inner: TimestampHooks::new(kgsl.clone(), self.dev.ctx.clone()), kgsl: kgsl.clone() };
         let hcq = Hcq::new(
             device_name(&self.dev.name),
@@ -883,8 +931,8 @@ impl Backend for QcomBackend {
         if self.start != 0 {
             hcq.resume_at(Stamp::new(self.start))?;
         }
-        self.ib = Some(ib.keep());
-        self.kernarg_mem = Some(kernarg_mem.keep());
+        self.ib = Some(ib);
+        self.kernarg_mem = Some(kernarg_mem);
         self.hcq = Some(Arc::new(hcq));
         Ok(())
     }
@@ -926,22 +974,19 @@ impl Backend for QcomBackend {
 
 impl Drop for QcomBackend {
     fn drop(&mut self) {
-        // The timeline signal's page goes before the object it lies in is unmapped.
+        // The engine's objects (timeline signal page, IB and kernel-argument pools) are owned by
+        // what points into them: they go back to KGSL when the last holder drops, this backend
+        // or a clone of its engine ([`QcomBackend::hcq`]).
         self.queue = None;
         self.hcq = None;
         self.timeline = None;
-        // Every object goes back to KGSL only after the context's last submission retired.
-        let ctx = &self.dev.ctx;
-        let after = if ctx.has_submitted() {
-            FreeAfter::Timestamp { context: ctx.id(), timestamp: ctx.last_submitted() }
-        } else {
-            FreeAfter::NeverSubmitted
-        };
-        // The engine (the only other holder of the pools' objects) is gone.
-        let shared = self.ib.take().into_iter().chain(self.kernarg_mem.take()).filter_map(|o| Arc::try_unwrap(o).ok());
+        self.ib = None;
+        self.kernarg_mem = None;
+        // Every other object goes back to KGSL only after the context's last submission retired.
+        let after = free_after(&self.dev.ctx);
         let objs =
             self.buffers.drain(..).chain(self.code.drain(..)).chain(self.consts.drain(..)).chain(self.stamps.drain(..));
-        let objs = objs.chain(self.scratch.take()).chain(self.pvt.take()).chain(self.signal.take()).chain(shared);
+        let objs = objs.chain(self.scratch.take()).chain(self.pvt.take()).chain(self.signal.take());
         for o in objs {
             if let Err(e) = self.dev.kgsl.free(o, after) {
                 log::warn!("QCOM: freeing a GPU object: {e}");

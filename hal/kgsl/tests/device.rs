@@ -18,6 +18,15 @@ use hcq_sim_adreno::kgsl::SimKgsl;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// Submit a test queue: `submit!(hcq, engine, &mut q)` for `hcq.submit(engine, &mut q)`.
+macro_rules! submit {
+    ($target:expr, $($arg:expr),+ $(,)?) => {{
+        // SAFETY: these tests submit waits, barriers, signals of slots they own, and execs and
+        // copies over memory they keep alive until the device has passed the returned stamp.
+        unsafe { $target.submit($($arg),+) }
+    }};
+}
+
 fn bundle(name: &str) -> Vec<u8> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
     hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap()
@@ -310,7 +319,7 @@ fn a_hung_submission_through_the_core_engine_is_the_timeout_error() {
     let hcq = m.backend().hcq().unwrap();
     let mut q = hcq.queue().unwrap();
     q.wait_at(mem.gpuaddr(), 1).unwrap();
-    let stamp = hcq.submit(0, &mut q).unwrap();
+    let stamp = submit!(hcq, 0, &mut q).unwrap();
     assert_eq!(stamp.get(), 2);
     let t0 = Instant::now();
     let e = m.backend().wait(stamp).unwrap_err();
@@ -473,4 +482,22 @@ fn a_load_that_fails_at_any_allocation_frees_every_object_it_made() {
             }
         }
     }
+}
+
+#[test]
+fn the_engine_owns_its_memory_a_clone_keeps_it_and_the_last_holder_frees_it() {
+    let (dev, sim) = sim_device(1 << 20, 0, false);
+    let before = sim.live_blocks();
+    let bytes = bundle("elementwise");
+    let file = Hcqb::parse(&bytes).unwrap();
+    let mut m = Runner::load(QcomBackend::new(dev.clone()).unwrap(), &file).unwrap();
+    m.call().unwrap();
+    m.backend().synchronize().unwrap();
+    let hcq = m.backend().hcq().unwrap().clone();
+    drop(m);
+    // the clone keeps the timeline signal, IB and kernel-argument objects (and nothing else)
+    assert_eq!(sim.live_blocks(), before + 3, "the engine's objects are freed under a live clone");
+    assert_eq!(hcq.timeline().signal().value(), 1, "the timeline still reads its memory");
+    drop(hcq);
+    assert_eq!(sim.live_blocks(), before, "the last holder of the engine leaked its objects");
 }

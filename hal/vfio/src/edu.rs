@@ -435,7 +435,7 @@ impl DmaSignal {
     pub fn mapped(mapping: Arc<DmaMapping>) -> Result<Self> {
         let base = mapping.buffer().addr();
         let iova = mapping.iova();
-        let signal = Self::signal_at(base, iova)?;
+        let signal = Self::signal_at(base, iova, Box::new(mapping.clone()))?;
         Ok(Self { signal, mapping: Some(mapping), _buf: None })
     }
 
@@ -443,17 +443,18 @@ impl DmaSignal {
     /// `claimed_iova`: a device write there faults in the IOMMU and never lands (the negative
     /// test's victim).
     pub fn unmapped(buf: Arc<DmaBuffer>, claimed_iova: u64) -> Result<Self> {
-        let signal = Self::signal_at(buf.addr(), claimed_iova)?;
+        let signal = Self::signal_at(buf.addr(), claimed_iova, Box::new(buf.clone()))?;
         Ok(Self { signal, mapping: None, _buf: Some(buf) })
     }
 
-    fn signal_at(base: usize, device_addr: u64) -> Result<Signal> {
+    fn signal_at(base: usize, device_addr: u64, owner: Box<dyn std::any::Any + Send + Sync>) -> Result<Signal> {
         let ptr = std::ptr::NonNull::new(base as *mut hcq::signal::Slot)
             .ok_or(Error::InvalidArgument { what: "DMA signal at null", value: 0 })?;
         // SAFETY: `base` is the start of a page-aligned DmaBuffer of at least one page (16-byte
-        // aligned, 16 bytes valid, zeroed) that the DmaSignal keeps alive through its Arc as long
-        // as the page lives; the host touches it only through the signal's atomics.
-        let page = unsafe { SignalPage::from_raw(ptr, 1, device_addr) };
+        // aligned, 16 bytes valid, zeroed) that `owner` (its Arc, or its mapping's) keeps alive
+        // as long as the page, which owns it, lives (every Signal clone holds the page); the
+        // host touches it only through the signal's atomics.
+        let page = unsafe { SignalPage::from_raw_owning(ptr, 1, device_addr, owner) };
         Signal::new(Arc::new(page), 0)
     }
 
@@ -511,7 +512,11 @@ impl EduInner {
             Direction::ToDevice => q.copy(dev_addr, staging_iova, bytes)?,
             Direction::ToHost => q.copy(staging_iova, dev_addr, bytes)?,
         };
-        let v = hcq.submit(0, &mut q)?;
+        // SAFETY: the copy moves `bytes` between the card's own buffer (a range the caller checked
+        // against an allocation) and the staging page, a DMA mapping this device owns for its
+        // whole life; the IOMMU confines the card's DMA to mapped pages, so no host memory but
+        // the staging page is touched.
+        let v = unsafe { hcq.submit(0, &mut q)? };
         hcq.wait(v)
     }
 }

@@ -123,14 +123,14 @@ mod tests {
         // max_sleep far longer than the test: only the interrupt can wake the sleeper in time
         let hooks = IrqHooks::new(efd.clone(), Duration::from_secs(20));
         let policy = WaitPolicy { spin_ns: 0, yield_ns: 0, timeout_ns: 10_000_000_000 };
-        let s2 = s.clone();
+        let waiter = s.signal().clone();
         let t = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(30));
-            s2.set(1);
+            s.set(1); // the owner
             efd.notify().unwrap(); // the "interrupt"
         });
         let t0 = Instant::now();
-        s.wait(1, &policy, &hooks, &device_name("IRQ")).unwrap();
+        waiter.wait(1, &policy, &hooks, &device_name("IRQ")).unwrap();
         let took = t0.elapsed();
         t.join().unwrap();
         assert!(took < Duration::from_secs(5), "woken by the eventfd, not the 20 s sleep bound: {took:?}");

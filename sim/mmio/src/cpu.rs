@@ -150,7 +150,10 @@ impl SimBackend {
 
     /// Submit one forward pass without waiting; returns the timeline value that completes it.
     pub fn submit(&mut self) -> Result<u64> {
-        hcq::runner::submit_queues(self.dev.sim().hcq(), &mut self.queues, &mut self.last)
+        // The queues run host functions registered here, which check every argument against
+        // the one recorded at load (views `Hcqb::parse` checked against the backend's buffers).
+        // SAFETY: every command names this backend's live buffers inside their bounds.
+        unsafe { hcq::runner::submit_queues(self.dev.sim().hcq(), &mut self.queues, &mut self.last) }
     }
 
     /// Register recorded launch `i` (its block at `kernargs` in the region) as a host function

@@ -318,6 +318,7 @@ struct SimProgram {
     name: String,
     handle: u64,
     layout: hcq::program::KernargLayout,
+    footprints: Vec<u64>,
     dev: std::sync::Weak<SimInner>,
 }
 
@@ -337,6 +338,10 @@ impl hcq::program::Program for SimProgram {
         device.as_any().downcast_ref::<SimHandle>().is_some_and(|h| std::ptr::eq(Arc::as_ptr(&h.0), self.dev.as_ptr()))
     }
 
+    fn buffer_footprints(&self) -> &[u64] {
+        &self.footprints
+    }
+
     unsafe fn call_raw(
         &self,
         bufs: &[u64],
@@ -353,24 +358,29 @@ impl hcq::program::Program for SimProgram {
         let mut args = [0u8; 4096];
         let n = self.layout.pack(bufs, vals, &mut args)?;
         let mut q = hcq.queue()?;
-        let start = hcq::soft::HOST_SIGNALS.alloc(0);
-        let end = hcq::soft::HOST_SIGNALS.alloc(0);
+        // the run time is measured only for a call that waits (the slots are given back when
+        // they drop, on every path)
+        let times =
+            if wait { Some((hcq::soft::HOST_SIGNALS.alloc(0), hcq::soft::HOST_SIGNALS.alloc(0))) } else { None };
         let v = {
             let mut s = hcq.lock();
             let ka = s.kernargs(&args[..n], n.max(8) as u64, 16)?;
-            q.timestamp(&start)?.exec(self.handle, ka, global, local)?.timestamp(&end)?;
-            s.submit(0, &mut q)?
+            match &times {
+                Some((start, end)) => q.timestamp(start)?.exec(self.handle, ka, global, local)?.timestamp(end)?,
+                None => q.exec(self.handle, ka, global, local)?,
+            };
+            // SAFETY: the exec names this program's host function with a block packed by its
+            // layout from the caller's addresses (the caller's contract, `call_raw`, covers the
+            // memory they name); the timestamps go to slots owned here.
+            unsafe { s.submit(0, &mut q)? }
         };
-        let out = if wait {
-            hcq.wait(v)?;
-            Some(end.timestamp().saturating_sub(start.timestamp()) as f64 / 1e3)
-        } else {
-            None
+        let out = match &times {
+            Some((start, end)) => {
+                hcq.wait(v)?;
+                Some(end.timestamp().saturating_sub(start.timestamp()) as f64 / 1e3)
+            }
+            None => None,
         };
-        if wait {
-            hcq::soft::HOST_SIGNALS.free(start);
-            hcq::soft::HOST_SIGNALS.free(end);
-        }
         Ok(hcq::program::Launch { stamp: Some(v), time_us: out })
     }
 }
@@ -427,7 +437,8 @@ impl hcq::device::Device for SimHandle {
                 found: layout.total_size() as u64,
             });
         }
-        Ok(Arc::new(SimProgram { name: image.name.clone(), handle, layout, dev: Arc::downgrade(&self.0) }))
+        let footprints = hcq::program::buffer_footprints(&image.signature)?;
+        Ok(Arc::new(SimProgram { name: image.name.clone(), handle, layout, footprints, dev: Arc::downgrade(&self.0) }))
     }
     fn synchronize(&self) -> Result<()> {
         self.0.dev.hcq().synchronize()

@@ -17,7 +17,7 @@ use crate::SimDevice;
 use hcq::error::{Error, Result};
 use hcq::mmio::{HostRegion, MmioBus};
 use hcq::profile::{Event, EventKind, chrome};
-use hcq::signal::Signal;
+use hcq::signal::OwnedSignal;
 use hcq::soft::HOST_SIGNALS;
 use hcq::soft::runner::soft_clock_ns;
 use std::sync::Arc;
@@ -139,7 +139,7 @@ pub fn profile_run(dev: &SimDevice, rounds: u32, elems: usize) -> Result<Profile
     let names = PROGRAMS.map(|n| prof.intern(n));
 
     // two timestamp signals per exec, and the timeline value of each round
-    let mut marks: Vec<(usize, Signal, Signal, u64)> = Vec::with_capacity(rounds as usize * PROGRAMS.len());
+    let mut marks: Vec<(usize, OwnedSignal, OwnedSignal, u64)> = Vec::with_capacity(rounds as usize * PROGRAMS.len());
     let result = (|| -> Result<()> {
         for r in 0..rounds {
             let mut s = hcq.lock();
@@ -153,7 +153,10 @@ pub fn profile_run(dev: &SimDevice, rounds: u32, elems: usize) -> Result<Profile
                 q.timestamp(&before)?.exec(prog, ka, [1; 3], [1; 3])?.timestamp(&after)?;
                 marks.push((p, before, after, value));
             }
-            s.submit(0, &mut q)?;
+            // SAFETY: the execs run the host functions registered above, which read their 4-byte
+            // argument blocks and write `data` and `out` (kept alive by the functions
+            // themselves); the timestamps go to slots owned here, kept until the end.
+            unsafe { s.submit(0, &mut q)? };
         }
         hcq.synchronize()
     })();
@@ -170,10 +173,8 @@ pub fn profile_run(dev: &SimDevice, rounds: u32, elems: usize) -> Result<Profile
         }
     }
     let program_events = marks.len();
-    for (_, before, after, _) in marks {
-        HOST_SIGNALS.free(before);
-        HOST_SIGNALS.free(after);
-    }
+    // the slots go back to the pool
+    drop(marks);
     result?;
     let mut sum = [0u8; 8];
     out.read_bytes(0, &mut sum)?;

@@ -20,6 +20,15 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+/// Submit a test queue: `submit!(hcq, engine, &mut q)` for `hcq.submit(engine, &mut q)`.
+macro_rules! submit {
+    ($target:expr, $($arg:expr),+ $(,)?) => {{
+        // SAFETY: these tests submit waits, barriers, signals of slots they own, and execs and
+        // copies over memory they keep alive until the device has passed the returned stamp.
+        unsafe { $target.submit($($arg),+) }
+    }};
+}
+
 struct Counting;
 
 static COUNTING: AtomicBool = AtomicBool::new(false);
@@ -117,7 +126,7 @@ fn steady_submits(cfg: &SoftConfig, rounds: u64, pause: Option<std::time::Durati
     let mut expect = 0;
     let mut round = |i: u64| {
         patch_args(hcq, &mut q, 1, i).unwrap();
-        hcq.submit(0, &mut q).unwrap();
+        submit!(hcq, 0, &mut q).unwrap();
         hcq.synchronize().unwrap();
         expect += i;
         if let Some(p) = pause {
@@ -171,7 +180,7 @@ fn replaying_a_captured_100_command_queue_with_patches_allocates_nothing() {
             patch_args(hcq, &mut q, c as usize, r * 1000 + c).unwrap();
             expect += r * 1000 + c;
         }
-        hcq.submit(0, &mut q).unwrap();
+        submit!(hcq, 0, &mut q).unwrap();
         hcq.synchronize().unwrap();
     };
     for r in 0..20 {
@@ -199,7 +208,7 @@ fn deferred_frees_of_memory_in_flight_allocate_nothing_in_steady_state() {
     // released, the blocks retired to the cache and handed out again next round
     let mut round = || {
         h.sim().faults().stop_reading(true);
-        let v = hcq.submit(0, &mut q).unwrap();
+        let v = submit!(hcq, 0, &mut q).unwrap();
         for _ in 0..64 {
             let m = alloc.alloc(4096, &spec).unwrap();
             assert!(alloc.free_after(m, &spec, v).is_ok());

@@ -15,6 +15,15 @@ use hcq_sim::{AccessKind, SimHandle};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Submit a test queue: `submit!(hcq, engine, &mut q)` for `hcq.submit(engine, &mut q)`.
+macro_rules! submit {
+    ($target:expr, $($arg:expr),+ $(,)?) => {{
+        // SAFETY: these tests submit waits, barriers, signals of slots they own, and execs and
+        // copies over memory they keep alive until the device has passed the returned stamp.
+        unsafe { $target.submit($($arg),+) }
+    }};
+}
+
 fn bundle(name: &str) -> Vec<u8> {
     let dir = format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"));
     hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap()
@@ -132,7 +141,7 @@ fn a_dropped_models_kernels_refuse_to_run_instead_of_touching_freed_memory() {
         let mut s = hcq.lock();
         let ka = s.kernargs(&[0u8; 512], 512, 16).unwrap();
         q.exec(0, ka, [1; 3], [1; 3]).unwrap();
-        s.submit(0, &mut q).unwrap()
+        submit!(s, 0, &mut q).unwrap()
     };
     let e = hcq.wait(v).unwrap_err();
     assert!(format!("{e}").contains("model was dropped"), "{e}");

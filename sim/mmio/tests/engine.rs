@@ -9,6 +9,24 @@ use hcq_sim::SimDevice;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// `submit_tracked!(hcq, engine, hazards, accesses, build)` for `hcq.submit_tracked(..)`.
+macro_rules! submit_tracked {
+    ($target:expr, $($arg:expr),+ $(,)?) => {{
+        // SAFETY: the tracked submissions of these tests run host functions over the test's
+        // live buffers, and their accesses name every range they touch.
+        unsafe { $target.submit_tracked($($arg),+) }
+    }};
+}
+
+/// Submit a test queue: `submit!(hcq, engine, &mut q)` for `hcq.submit(engine, &mut q)`.
+macro_rules! submit {
+    ($target:expr, $($arg:expr),+ $(,)?) => {{
+        // SAFETY: these tests submit waits, barriers, signals of slots they own, and execs and
+        // copies over memory they keep alive until the device has passed the returned stamp.
+        unsafe { $target.submit($($arg),+) }
+    }};
+}
+
 fn two_engines(name: &str) -> SimDevice {
     let cfg = SoftConfig { engines: vec!["compute", "copy"], ..SoftConfig::default() };
     SimDevice::new(name, &cfg).unwrap()
@@ -44,12 +62,36 @@ fn queues_of_one_device_run_in_timeline_order() {
     let ka = kernargs(&dev, 0, 0xfeed);
     let mut q = dev.hcq().queue().unwrap();
     q.exec(prog, ka, [1; 3], [1; 3]).unwrap();
-    dev.hcq().submit(0, &mut q).unwrap();
+    submit!(dev.hcq(), 0, &mut q).unwrap();
     let mut c = dev.hcq().queue().unwrap();
     c.copy(dst.addr(), src.addr(), 8).unwrap();
-    dev.hcq().submit(1, &mut c).unwrap();
+    submit!(dev.hcq(), 1, &mut c).unwrap();
     dev.hcq().synchronize().unwrap();
     assert_eq!(dst.read(0, Width::U64).unwrap(), 0xfeed);
+}
+
+#[test]
+fn a_signal_command_aimed_at_another_devices_timeline_faults_the_device_and_moves_nothing() {
+    let a = SimDevice::with_defaults("SIM").unwrap();
+    let b = SimDevice::with_defaults("SIM:1").unwrap();
+    let mut q = a.hcq().queue().unwrap();
+    // "B has finished everything": B would free memory its queued kernels still use
+    q.signal(b.hcq().timeline().signal(), 1 << 40).unwrap();
+    // SAFETY: breaks the contract on purpose (a signal of another device's timeline): the
+    // command processor refusing it is what this test checks; nothing else runs.
+    let v = unsafe { a.hcq().submit(0, &mut q) }.unwrap();
+    let e = a.hcq().wait(v).unwrap_err();
+    assert!(
+        matches!(e.root(), Error::InvalidArgument { what: "a signal command may not target a timeline", .. }),
+        "{e}"
+    );
+    assert_eq!(b.hcq().timeline().completed().get(), 0, "B's timeline moved");
+    // B is unaffected
+    let mut qb = b.hcq().queue().unwrap();
+    qb.memory_barrier().unwrap();
+    let vb = submit!(b.hcq(), 0, &mut qb).unwrap();
+    b.hcq().wait(vb).unwrap();
+    assert_eq!(b.hcq().timeline().completed(), vb);
 }
 
 #[test]
@@ -66,11 +108,11 @@ fn a_queue_can_wait_on_another_devices_timeline() {
     let ka = kernargs(&a, 8, 77);
     let mut qa = a.hcq().queue().unwrap();
     qa.exec(prog, ka, [1; 3], [1; 3]).unwrap();
-    let va = a.hcq().submit(0, &mut qa).unwrap();
+    let va = submit!(a.hcq(), 0, &mut qa).unwrap();
     let mut qb = b.hcq().queue().unwrap();
     qb.wait(a.hcq().timeline().signal(), va.get()).unwrap();
     qb.copy(b_dst.addr(), b_src.addr() + 8, 8).unwrap();
-    b.hcq().submit(1, &mut qb).unwrap();
+    submit!(b.hcq(), 1, &mut qb).unwrap();
     b.hcq().synchronize().unwrap();
     assert_eq!(b_dst.read(0, Width::U64).unwrap(), 77);
 }
@@ -82,14 +124,14 @@ fn replay_with_patched_values_gives_the_new_results() {
     let prog = store_program(&dev, out.clone());
     let mut q = dev.hcq().queue().unwrap();
     q.exec(prog, kernargs(&dev, 0, 1), [1; 3], [1; 3]).unwrap();
-    dev.hcq().submit(0, &mut q).unwrap();
+    submit!(dev.hcq(), 0, &mut q).unwrap();
     dev.hcq().synchronize().unwrap();
     assert_eq!(out.read(0, Width::U64).unwrap(), 1);
     for i in 2..50u64 {
         // new kernel arguments (another slot, another value): patch only the kernarg address
         let ka = kernargs(&dev, (i % 8) * 8, i * 10);
         q.patch(1, Field::Kernargs, ka).unwrap();
-        dev.hcq().submit(0, &mut q).unwrap();
+        submit!(dev.hcq(), 0, &mut q).unwrap();
         dev.hcq().synchronize().unwrap();
         assert_eq!(out.read(((i % 8) * 8) as usize, Width::U64).unwrap(), i * 10);
     }
@@ -106,7 +148,7 @@ fn a_stalled_device_is_waited_for() {
     for _ in 0..6 {
         let mut q = dev.hcq().queue().unwrap();
         q.exec(prog, 0, [1; 3], [1; 3]).unwrap();
-        dev.hcq().submit(0, &mut q).unwrap();
+        submit!(dev.hcq(), 0, &mut q).unwrap();
     }
     let t = Instant::now();
     dev.hcq().synchronize().unwrap();
@@ -116,7 +158,7 @@ fn a_stalled_device_is_waited_for() {
     dev.faults().stall_at(3 * 6 + 1, Duration::from_millis(100));
     let mut q = dev.hcq().queue().unwrap();
     q.exec(prog, 0, [1; 3], [1; 3]).unwrap();
-    dev.hcq().submit(0, &mut q).unwrap();
+    submit!(dev.hcq(), 0, &mut q).unwrap();
     dev.hcq().synchronize().unwrap();
     assert!(!dev.hcq().timeline().is_hung());
 }
@@ -138,7 +180,7 @@ fn a_hung_device_times_out_within_ten_percent_and_reports_hung() {
     dev.faults().hang_at(1); // the exec after the timeline wait never runs
     let mut q = dev.hcq().queue().unwrap();
     q.exec(prog, 0, [1; 3], [1; 3]).unwrap();
-    let v = dev.hcq().submit(0, &mut q).unwrap();
+    let v = submit!(dev.hcq(), 0, &mut q).unwrap();
     // Calibration: a plain sleep of the same length, in the same window, on another thread. On
     // a shared 2-core machine both wake-ups are delayed alike; the wait may take 10% more than
     // the timeout plus that measured delay (and the one measured just before), no more.
@@ -160,7 +202,7 @@ fn a_hung_device_times_out_within_ten_percent_and_reports_hung() {
     }
     assert!(dev.hcq().timeline().is_hung());
     let mut q2 = dev.hcq().queue().unwrap();
-    assert!(matches!(dev.hcq().submit(0, &mut q2), Err(Error::DeviceHung { .. })));
+    assert!(matches!(submit!(dev.hcq(), 0, &mut q2), Err(Error::DeviceHung { .. })));
 }
 
 #[test]
@@ -170,7 +212,7 @@ fn a_command_processor_that_stops_reading_is_a_hang_not_corruption() {
     dev.faults().stop_reading(true);
     let mut q = dev.hcq().queue().unwrap();
     q.memory_barrier().unwrap();
-    dev.hcq().submit(0, &mut q).unwrap();
+    submit!(dev.hcq(), 0, &mut q).unwrap();
     assert!(matches!(dev.hcq().synchronize(), Err(Error::Timeout { .. })));
 }
 
@@ -181,7 +223,7 @@ fn the_doorbell_write_is_visible_in_the_mock_mmio_log() {
     let mut q = dev.hcq().queue().unwrap();
     q.memory_barrier().unwrap();
     let words = q.words().len();
-    dev.hcq().submit(0, &mut q).unwrap();
+    submit!(dev.hcq(), 0, &mut q).unwrap();
     dev.hcq().synchronize().unwrap();
     let log = dev.mmio().take_log();
     let bell: Vec<_> = log.iter().filter(|a| a.offset == 0 && a.kind == hcq_sim::AccessKind::Write).collect();
@@ -230,7 +272,7 @@ fn ring_wrap_under_a_slow_consumer_never_overwrites_unconsumed_commands() {
             q.exec(prog, ka, [1; 3], [1; 3]).unwrap();
             expect += 1;
         }
-        dev.hcq().submit(0, &mut q).unwrap();
+        submit!(dev.hcq(), 0, &mut q).unwrap();
     }
     dev.hcq().synchronize().unwrap();
     let seen = seen.lock().unwrap();
@@ -308,34 +350,32 @@ fn hazard_tracking_adds_exactly_the_cross_device_waits_needed() {
     a.faults().set_latency(Duration::from_millis(30));
     // A writes shared[8..16] (slowly)
     let ka = kernargs(&a, 8, 4242);
-    let va = a
-        .hcq()
-        .submit_tracked(0, &mut hz, &[Access::write(key, 8, 16)], |q, _| q.exec(prog_a, ka, [1; 3], [1; 3]).map(|_| ()))
-        .unwrap();
+    let va = submit_tracked!(a.hcq(), 0, &mut hz, &[Access::write(key, 8, 16)], |q, _| q
+        .exec(prog_a, ka, [1; 3], [1; 3])
+        .map(|_| ()))
+    .unwrap();
     // B reads shared[8..16] into out: must wait for A's write (RAW across devices)
     let mut seen_waits = Vec::new();
-    b.hcq()
-        .submit_tracked(1, &mut hz, &[Access::read(key, 8, 16), Access::write(out.addr(), 0, 8)], |q, _| {
-            for i in 0..q.len() {
-                if let Some(Command::Wait { addr, value }) = q.command(i) {
-                    seen_waits.push((addr, value));
-                }
+    submit_tracked!(b.hcq(), 1, &mut hz, &[Access::read(key, 8, 16), Access::write(out.addr(), 0, 8)], |q, _| {
+        for i in 0..q.len() {
+            if let Some(Command::Wait { addr, value }) = q.command(i) {
+                seen_waits.push((addr, value));
             }
-            q.copy(out.addr(), shared.addr() + 8, 8).map(|_| ())
-        })
-        .unwrap();
+        }
+        q.copy(out.addr(), shared.addr() + 8, 8).map(|_| ())
+    })
+    .unwrap();
     b.hcq().synchronize().unwrap();
     assert_eq!(out.read(0, Width::U64).unwrap(), 4242, "B saw A's write");
     let a_tl = a.hcq().timeline().signal().addr();
     assert!(seen_waits.contains(&(a_tl, va.get())), "a wait on A's timeline was added: {seen_waits:?}");
     // B touching a disjoint range needs no wait on A: only its own timeline wait remains
     let mut waits = 0;
-    b.hcq()
-        .submit_tracked(1, &mut hz, &[Access::write(key, 32, 40)], |q, _| {
-            waits = (0..q.len()).filter(|&i| matches!(q.command(i), Some(Command::Wait { .. }))).count();
-            q.memory_barrier().map(|_| ())
-        })
-        .unwrap();
+    submit_tracked!(b.hcq(), 1, &mut hz, &[Access::write(key, 32, 40)], |q, _| {
+        waits = (0..q.len()).filter(|&i| matches!(q.command(i), Some(Command::Wait { .. }))).count();
+        q.memory_barrier().map(|_| ())
+    })
+    .unwrap();
     assert_eq!(waits, 1, "only the device's own timeline wait");
     b.hcq().synchronize().unwrap();
 }
