@@ -86,8 +86,8 @@ pub(crate) fn open(name: &str, opts: Options) -> Result<Device> {
         let d = format!("{name} ({})", hcq::device::Device::properties(&*dev).notes);
         (Backed::Sim(dev), d)
     } else if name == "QCOM" || name == "QCOM:SIM" {
-        let dev = if name == "QCOM" { QcomDevice::open(false) } else { hcq_sim_adreno::open(false) }
-            .with_context(ctx)?;
+        let dev =
+            if name == "QCOM" { QcomDevice::open(false) } else { hcq_sim_adreno::open(false) }.with_context(ctx)?;
         let d = format!("{name} ({})", hcq::device::Device::properties(&*dev).notes);
         (Backed::Qcom(dev), d)
     } else {

@@ -211,8 +211,9 @@ pub fn open_with(name: &str, opts: Options) -> Result<Device> {
         );
         (Backed::Sim(dev), d)
     } else if is_qcom {
-        let dev = if name == "QCOM" { QcomDevice::open(opts.capture_rd) } else { hcq_sim_adreno::open(opts.capture_rd) }
-            .with_context(ctx)?;
+        let dev =
+            if name == "QCOM" { QcomDevice::open(opts.capture_rd) } else { hcq_sim_adreno::open(opts.capture_rd) }
+                .with_context(ctx)?;
         let d = format!("{name} ({})", hcq::device::Device::properties(&*dev).notes);
         (Backed::Qcom(dev), d)
     } else {

@@ -451,8 +451,9 @@ fn a_load_that_fails_at_any_allocation_frees_every_object_it_made() {
     for profile in [false, true] {
         for ok in 0.. {
             let slots = ArgSlots::default();
-            let sim =
-                Arc::new(SimKgsl::new(Box::new(Ir3Dispatch::new().with_arg_slots(slots.clone()))).with_arg_slots(slots));
+            let sim = Arc::new(
+                SimKgsl::new(Box::new(Ir3Dispatch::new().with_arg_slots(slots.clone()))).with_arg_slots(slots),
+            );
             let io = Arc::new(FailingAlloc { sim: sim.clone(), ok: usize::MAX.into() });
             let dev = QcomDevice::with_backend("QCOM:SIM", io.clone(), false).unwrap();
             let live = sim.live_blocks();

@@ -14,7 +14,13 @@ use hcq::bundle::{Arch, inspect};
 use libfuzzer_sys::fuzz_target;
 
 fn walk(file: &Hcqb<'_>) {
-    black_box((file.version(), file.source_version(), file.model_name(), file.tinygrad_version(), file.expected_from()));
+    black_box((
+        file.version(),
+        file.source_version(),
+        file.model_name(),
+        file.tinygrad_version(),
+        file.expected_from(),
+    ));
     for arch in Arch::ALL {
         black_box(file.arch_level(arch));
     }

@@ -34,9 +34,9 @@ use alloc::format;
 use alloc::vec;
 use alloc::vec::Vec;
 use hcq::{Error, Result};
+use hcq_adreno::a6xx::packets::{LoadState6Indirect, load_state6 as ls6};
 use hcq_adreno::a6xx::{events, regs};
 use hcq_adreno::pm4::op;
-use hcq_adreno::a6xx::packets::{LoadState6Indirect, load_state6 as ls6};
 use hcq_adreno::pm4::raw::{
     EventWrite, ExecCs, IndirectBuffer, MemCpy, RegToMem, Type4Header, Type7Header, WaitRegMem, event_write as ev,
     reg_to_mem as r2m, wait_reg_mem as wrm,
