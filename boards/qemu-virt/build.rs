@@ -61,6 +61,9 @@ fn main() {
     if target.ends_with("-none") {
         println!("cargo:rustc-link-arg-bins=-T{}", manifest.join("link.x").display());
         println!("cargo:rustc-link-arg-bins=-Tdefmt.x");
+        // Fold identical functions (monomorphised copies the compiler could not merge): the
+        // image budget. No code of the image compares function addresses.
+        println!("cargo:rustc-link-arg-bins=--icf=all");
     }
     println!("cargo:rerun-if-changed=link.x");
     println!("cargo:rerun-if-env-changed=HCQ_BOARD_BUNDLES");
