@@ -3,7 +3,7 @@
 # against the same test files on DEV=CPU in the same run: prints the counts and wall times of both
 # and fails when a test that passes on CPU does not pass on the virtual device.
 #
-#   bash tools/tinygrad_on_vkgsl.sh [TEST_FILE ...]     (default: test_tiny.py test_jit.py)
+#   bash tools/tinygrad_on_vkgsl.sh [TEST_FILE ...]     (paths under test/; default: test_tiny.py backend/test_jit.py)
 #
 # The test files are tinygrad's own (../shared/reference/tinygrad/test, copied to target/tg-run so
 # that `test.helpers` imports; never copied into the repository). Environment: TG_VENV (a venv with
@@ -29,7 +29,7 @@ LIB="${HCQ_VKGSL_LIB:-$ROOT/target/release/libhcq_vkgsl.so}"
 RUN="$ROOT/target/tg-run"
 rm -rf "$RUN" && mkdir -p "$RUN" && cp -r "$SRC" "$RUN/test"
 files=("$@")
-[ ${#files[@]} -gt 0 ] || files=(test_tiny.py test_jit.py)
+[ ${#files[@]} -gt 0 ] || files=(test_tiny.py backend/test_jit.py)
 status=0
 for f in "${files[@]}"; do
   for dev in CPU QCOM; do
