@@ -443,59 +443,31 @@ const CONSTS_PER_OBJECT: usize = 256;
 
 /// A GPU object that goes back to KGSL (never submitted) if dropped before [`Fresh::keep`]:
 /// what a load allocated before one of its steps failed is freed, not left to the file close.
-struct Fresh<'a, T: FreshObject> {
+/// (The engine's shared pools are [`Retiring`] objects, which free themselves.)
+struct Fresh<'a> {
     kgsl: &'a Kgsl,
-    obj: Option<T>,
+    obj: Option<GpuObject>,
 }
 
-/// A GPU object, owned alone or shared ([`Fresh`]).
-trait FreshObject: Sized {
-    fn object(&self) -> &GpuObject;
-    /// The object, once no other holder is left.
-    fn into_object(self) -> Option<GpuObject>;
-}
-
-impl FreshObject for GpuObject {
-    fn object(&self) -> &GpuObject {
-        self
-    }
-    fn into_object(self) -> Option<GpuObject> {
-        Some(self)
-    }
-}
-
-impl FreshObject for Arc<GpuObject> {
-    fn object(&self) -> &GpuObject {
-        self
-    }
-    fn into_object(self) -> Option<GpuObject> {
-        Arc::try_unwrap(self).ok()
-    }
-}
-
-impl<'a, T: FreshObject> Fresh<'a, T> {
-    fn new(kgsl: &'a Kgsl, obj: T) -> Self {
+impl<'a> Fresh<'a> {
+    fn new(kgsl: &'a Kgsl, obj: GpuObject) -> Self {
         Self { kgsl, obj: Some(obj) }
     }
-    fn get(&self) -> &T {
+    fn get(&self) -> &GpuObject {
         // PANIC: `obj` is taken only by `keep` (which consumes self) and `drop`.
         self.obj.as_ref().expect("held until keep or drop")
     }
-    fn keep(mut self) -> T {
+    fn keep(mut self) -> GpuObject {
         // PANIC: as in `get`.
         self.obj.take().expect("held until keep or drop")
     }
 }
 
-impl<T: FreshObject> Drop for Fresh<'_, T> {
+impl Drop for Fresh<'_> {
     fn drop(&mut self) {
         let Some(o) = self.obj.take() else { return };
-        let addr = o.object().gpuaddr();
-        // An `Arc` still held elsewhere was handed to something that outlived the error: that
-        // holder frees it (nothing does today: the pools that take clones die with the error).
-        if let Some(o) = o.into_object()
-            && let Err(e) = self.kgsl.free(o, FreeAfter::NeverSubmitted)
-        {
+        let addr = o.gpuaddr();
+        if let Err(e) = self.kgsl.free(o, FreeAfter::NeverSubmitted) {
             log::warn!("QCOM: freeing GPU object at {addr:#x} after a failed load step: {e}");
         }
     }
