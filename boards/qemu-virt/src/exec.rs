@@ -43,7 +43,7 @@ fn resolve(name: &str) -> Option<u64> {
 }
 
 /// A heap block holding relocated code. Freed on drop: the owner keeps it until the device
-/// is idle (the runner drops kernels only after the last wait).
+/// is idle (the board backend drops the device, and with it the kernels, after its last call).
 pub struct Image {
     ptr: NonNull<u8>,
     layout: Layout,
@@ -230,7 +230,7 @@ impl Executor for Kernels {
             }
             // SAFETY: `k` was loaded from a bundle whose launches were validated against the
             // program's signature (`nargs` arguments, at most 63; the slots after them are 0);
-            // the arguments were built by the runner from live buffers of that bundle, which
+            // the arguments were recorded by the board backend from live buffers of that bundle, which
             // stay allocated until the device is idle.
             unsafe { call_kernel(k.image.entry(), &args) };
         }
