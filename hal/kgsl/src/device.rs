@@ -88,9 +88,11 @@ impl QcomDevice {
     /// submission is also recorded as a freedreno `.rd` capture ([`QcomDevice::rd_capture`]).
     /// `QCOM:SIM` is opened by the simulator's crate (`hcq_sim_adreno::open`).
     pub fn open(capture: bool) -> Result<Arc<QcomDevice>> {
+        use rustix::io::Errno;
         match crate::backend::RustixKgsl::open(crate::DEFAULT_NODE) {
             Ok(io) => Self::with_backend("QCOM", Arc::new(io), capture),
             Err(e) => {
+                let missing = matches!(e, Errno::NOENT | Errno::NODEV | Errno::NXIO);
                 let kgsl = crate::open_error(e);
                 if !matches!(kgsl, Error::DeviceUnavailable { .. }) {
                     return Err(kgsl);
@@ -98,10 +100,16 @@ impl QcomDevice {
                 match Msm::open() {
                     Ok(m) if capture => Err(capture_unsupported()).map_err(|e| e.context(m.node().to_string())),
                     Ok(m) => Ok(Self::with_kernel("QCOM", Arc::new(m))?),
-                    Err(msm) if matches!(msm.root(), Error::DeviceUnavailable { .. }) => {
-                        Err(kgsl.context(format!("and MSM DRM: {msm}")))
+                    Err(msm) if missing && matches!(msm.root(), Error::DeviceUnavailable { .. }) => {
+                        Err(Error::DeviceUnavailable {
+                            device: device_name("QCOM"),
+                            reason: "neither the KGSL node (/dev/kgsl-3d0) nor an MSM DRM render node \
+                                     (/dev/dri/renderD128..renderD191, or $HCQ_MSM_NODE) answers: no Adreno GPU, \
+                                     or its kernel driver is not loaded",
+                        })
                     }
-                    Err(msm) => Err(msm),
+                    // KGSL refused (permission): say that, with what MSM said.
+                    Err(msm) => Err(kgsl.context(format!("MSM DRM: {msm}"))),
                 }
             }
         }
