@@ -417,7 +417,7 @@ impl MmioBus for ObjBus {
 /// one.
 fn with_fault(kgsl: &dyn GpuKernel, e: Error) -> Error {
     match kgsl.fault_report() {
-        Some(f) if matches!(e, Error::DeviceHung { .. }) => e.context(f),
+        Some(f) if matches!(e.root(), Error::DeviceHung { .. }) => e.context(f),
         _ => e,
     }
 }

@@ -376,8 +376,12 @@ impl GpuKernel for Msm {
         }
         // The kernel retires a faulting submission (its recovery): a fence that passed says
         // nothing about a fault, the queue's fault count does.
-        if self.faults(ctx)? != 0 {
-            return Err(self.hung());
+        let faults = self.faults(ctx)?;
+        if faults != 0 {
+            return Err(self.hung().context(format!(
+                "the kernel counted {faults} GPU fault(s) on MSM submit queue {} and recovered the GPU (see dmesg)",
+                ctx.id
+            )));
         }
         Ok(())
     }
