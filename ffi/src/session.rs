@@ -85,9 +85,8 @@ pub(crate) fn open(name: &str, opts: Options) -> Result<Device> {
         dev.sim().hcq().profiler().set_enabled(opts.profile);
         let d = format!("{name} ({})", hcq::device::Device::properties(&*dev).notes);
         (Backed::Sim(dev), d)
-    } else if name == "QCOM" || name == "QCOM:SIM" {
-        let dev =
-            if name == "QCOM" { QcomDevice::open(false) } else { hcq_sim_adreno::open(false) }.with_context(ctx)?;
+    } else if let Some(dev) = hcq_runtime::open_qcom(&name, false) {
+        let dev = dev.with_context(ctx)?;
         let d = format!("{name} ({})", hcq::device::Device::properties(&*dev).notes);
         (Backed::Qcom(dev), d)
     } else {

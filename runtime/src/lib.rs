@@ -27,8 +27,9 @@
 //! Names follow tinygrad's: case-insensitive, a trailing `:0` dropped. Bundles run on
 //! `CPU` (the host's cores through the soft command processor, `hcq_cpu::backend`), `SIM` and
 //! `SIM:1` (the host's CPU objects on simulated command processors, `hcq_sim::cpu`), `QCOM` (an
-//! Adreno 630 through `/dev/kgsl-3d0`) and `QCOM:SIM` (the same driver path against a simulated
-//! KGSL and GPU, `hcq_kgsl`). [`open_default`] opens the device `$DEV` names (`DEV=QCOM`,
+//! Adreno 630 through `/dev/kgsl-3d0`, else through the mainline MSM DRM driver's render node;
+//! `KGSL+QCOM` and `MSM+QCOM` name the kernel interface) and `QCOM:SIM` (the same driver path
+//! against a simulated KGSL and GPU, `hcq_kgsl`; `MSM+QCOM:SIM` through the MSM path). [`open_default`] opens the device `$DEV` names (`DEV=QCOM`,
 //! `DEV=QCOM:SIM`), else `CPU`. Any other name is looked up in the [`registry`] so that an
 //! unknown or absent device says why; [`devices`] reports every kind (`hcq devices`).
 //!
@@ -76,8 +77,29 @@ pub fn registry() -> Registry {
     r.register(hcq_cpu::device::cpu_kind());
     r.register(hcq_sim::sim_kind());
     r.register(hcq_kgsl::device::qcom_kind());
+    r.register(hcq_kgsl::device::kgsl_qcom_kind());
+    r.register(hcq_kgsl::device::msm_qcom_kind());
     r.register(hcq_sim_adreno::qcom_sim_kind());
+    r.register(hcq_sim_adreno::kgsl_qcom_sim_kind());
+    r.register(hcq_sim_adreno::msm_qcom_sim_kind());
     r
+}
+
+/// The QCOM device names, as tinygrad spells a device with its interface (`IFACE+DEVICE`):
+/// `QCOM` (whichever kernel node exists: KGSL, else MSM DRM), `KGSL+QCOM`, `MSM+QCOM`, and their
+/// simulated devices (`QCOM:SIM` = `KGSL+QCOM:SIM`, `MSM+QCOM:SIM`).
+pub const QCOM_NAMES: [&str; 6] = ["QCOM", "QCOM:SIM", "KGSL+QCOM", "MSM+QCOM", "KGSL+QCOM:SIM", "MSM+QCOM:SIM"];
+
+/// Open the QCOM device `name` (canonical, one of [`QCOM_NAMES`]); `None` for another name.
+pub fn open_qcom(name: &str, capture: bool) -> Option<Result<Arc<QcomDevice>>> {
+    Some(match name {
+        "QCOM" => QcomDevice::open(capture),
+        "KGSL+QCOM" => QcomDevice::open_kgsl(capture),
+        "MSM+QCOM" => QcomDevice::open_msm(capture),
+        "QCOM:SIM" | "KGSL+QCOM:SIM" => hcq_sim_adreno::open(capture),
+        "MSM+QCOM:SIM" => hcq_sim_adreno::open_msm(capture),
+        _ => return None,
+    })
 }
 
 /// Try every registered kind and report which open and why the others do not (PASS/FAIL lines
@@ -87,24 +109,33 @@ pub fn devices() -> Vec<DeviceReport> {
 }
 
 /// The canonical form of a device name as [`open`] uses it: [`hcq::device::canonicalize`]
-/// (`"cpu:0"` → `"CPU"`), with the `QCOM:SIM` variant named whole in any case.
+/// (`"cpu:0"` → `"CPU"`), with the QCOM names ([`QCOM_NAMES`]: `QCOM:SIM`, `msm+qcom`, ...)
+/// named whole in any case.
 pub fn canonical_name(name: &str) -> String {
     let canon = hcq::device::canonicalize(name.trim());
-    if canon.eq_ignore_ascii_case("QCOM:SIM") { "QCOM:SIM".into() } else { canon }
+    match QCOM_NAMES.iter().find(|n| n.eq_ignore_ascii_case(&canon)) {
+        Some(n) => (*n).into(),
+        None => canon,
+    }
 }
 
 /// The device a `DEV` value names ([`hcq::device::parse_dev`]: `"PCI+AMD:LLVM"` → `"AMD"`),
-/// with `QCOM:SIM` kept whole (it is a device here, not `QCOM` with a renderer); `None` when it
+/// with the QCOM names kept whole (`QCOM:SIM` is a device here, not `QCOM` with a renderer;
+/// `MSM+QCOM` names the kernel interface, [`QCOM_NAMES`]); `None` when it
 /// names none.
 pub fn dev_name(value: &str) -> Option<String> {
     let target = value.split(';').next().unwrap_or("").trim();
-    let device = target.split_once('+').map_or(target, |(_, d)| d);
+    let (iface, device) = target.split_once('+').map_or(("", target), |(i, d)| (i.trim(), d));
     let mut parts = device.split(':').map(str::trim);
-    if let (Some(k), Some(v)) = (parts.next(), parts.next())
+    if let Some(k) = parts.next()
         && k.eq_ignore_ascii_case("QCOM")
-        && v.eq_ignore_ascii_case("SIM")
     {
-        return Some("QCOM:SIM".into());
+        // the kernel interface is part of the name here (`MSM+QCOM`, `KGSL+QCOM`)
+        let sim = parts.next().is_some_and(|v| v.eq_ignore_ascii_case("SIM"));
+        let name = format!("{iface}{}QCOM{}", if iface.is_empty() { "" } else { "+" }, if sim { ":SIM" } else { "" });
+        if let Some(n) = QCOM_NAMES.iter().find(|n| n.eq_ignore_ascii_case(&name)) {
+            return Some((*n).into());
+        }
     }
     hcq::device::parse_dev(value)
 }
@@ -174,7 +205,7 @@ pub fn open_default() -> Result<Device> {
 pub fn open_with(name: &str, opts: Options) -> Result<Device> {
     let name = if name.trim().is_empty() { default_name() } else { canonical_name(name) };
     let ctx = || format!("device {name}");
-    let is_qcom = name == "QCOM" || name == "QCOM:SIM";
+    let is_qcom = QCOM_NAMES.contains(&name.as_str());
     let is_sim = name == "SIM"
         || name
             .strip_prefix("SIM:")
@@ -211,9 +242,8 @@ pub fn open_with(name: &str, opts: Options) -> Result<Device> {
         );
         (Backed::Sim(dev), d)
     } else if is_qcom {
-        let dev =
-            if name == "QCOM" { QcomDevice::open(opts.capture_rd) } else { hcq_sim_adreno::open(opts.capture_rd) }
-                .with_context(ctx)?;
+        // PANIC: `is_qcom` says the name is one of QCOM_NAMES, which open_qcom opens.
+        let dev = open_qcom(&name, opts.capture_rd).expect("a QCOM name").with_context(ctx)?;
         let d = format!("{name} ({})", hcq::device::Device::properties(&*dev).notes);
         (Backed::Qcom(dev), d)
     } else {

@@ -17,6 +17,13 @@ fn names_are_canonical_and_dev_follows_tinygrads_syntax() {
     assert_eq!(hcq_runtime::dev_name("QCOM").as_deref(), Some("QCOM"));
     assert_eq!(hcq_runtime::dev_name("PCI+AMD:LLVM;CPU").as_deref(), Some("AMD"));
     assert_eq!(hcq_runtime::dev_name(""), None);
+    // The kernel interface is part of a QCOM name, in tinygrad's `IFACE+DEVICE` syntax.
+    assert_eq!(hcq_runtime::canonical_name("msm+qcom"), "MSM+QCOM");
+    assert_eq!(hcq_runtime::canonical_name("Kgsl+Qcom:Sim"), "KGSL+QCOM:SIM");
+    assert_eq!(hcq_runtime::dev_name("MSM+QCOM").as_deref(), Some("MSM+QCOM"));
+    assert_eq!(hcq_runtime::dev_name("msm+qcom:sim").as_deref(), Some("MSM+QCOM:SIM"));
+    assert_eq!(hcq_runtime::dev_name("KGSL+QCOM;CPU").as_deref(), Some("KGSL+QCOM"));
+    assert_eq!(hcq_runtime::dev_name("PCI+QCOM").as_deref(), Some("QCOM"), "an interface QCOM has not: the device");
     let dev = hcq_runtime::open("cpu:0").unwrap();
     assert_eq!(dev.name(), "CPU");
     assert!(dev.description().starts_with("CPU ("), "{}", dev.description());
@@ -82,6 +89,39 @@ fn sim_runs_and_follows_its_inputs() {
 #[test]
 fn qcom_sim_runs_and_follows_its_inputs() {
     inputs_drive_the_outputs("QCOM:SIM");
+}
+
+#[test]
+fn msm_qcom_sim_runs_and_follows_its_inputs() {
+    inputs_drive_the_outputs("MSM+QCOM:SIM");
+    let dev = hcq_runtime::open("msm+qcom:sim").unwrap();
+    assert_eq!(dev.name(), "MSM+QCOM:SIM");
+    assert!(dev.description().contains("MSM DRM"), "{}", dev.description());
+    let e = hcq_runtime::open_with("MSM+QCOM:SIM", Options { capture_rd: true, ..Options::default() }).unwrap_err();
+    assert!(e.to_string().contains("KGSL+QCOM"), "an .rd capture is KGSL-only and says so: {e}");
+}
+
+#[test]
+fn the_devices_list_has_both_kernel_interfaces_with_their_reasons() {
+    let reports = hcq_runtime::devices();
+    let names: Vec<&str> = reports.iter().map(|r| r.name.as_str()).collect();
+    for n in hcq_runtime::QCOM_NAMES {
+        assert!(names.contains(&n), "{n} in {names:?}");
+    }
+    let get = |n: &str| reports.iter().find(|r| r.name == n).unwrap();
+    assert!(get("MSM+QCOM:SIM").result.is_ok() && get("KGSL+QCOM:SIM").result.is_ok());
+    if !Path::new("/dev/kgsl-3d0").exists() {
+        let e = get("KGSL+QCOM").result.as_ref().unwrap_err().to_string();
+        assert!(e.contains("/dev/kgsl-3d0"), "{e}");
+    }
+    if std::env::var_os("HCQ_MSM_NODE").is_none() && !Path::new("/sys/module/msm").exists() {
+        let e = get("MSM+QCOM").result.as_ref().unwrap_err().to_string();
+        assert!(e.contains("render node") && e.contains("renderD128"), "{e}");
+        if !Path::new("/dev/kgsl-3d0").exists() {
+            let e = get("QCOM").result.as_ref().unwrap_err().to_string();
+            assert!(e.contains("KGSL") && e.contains("MSM"), "QCOM says why neither opens: {e}");
+        }
+    }
 }
 
 #[test]

@@ -194,7 +194,9 @@ pub fn smoke(kgsl: &Kgsl, timeout_ms: u32) -> Result<Smoke> {
         ib.bus().write(4 * i, Width::U32, (*w).into())?;
     }
     let result = (|| {
-        let ts = kgsl.submit(&ctx, ib.gpuaddr(), 4 * words.len() as u64)?;
+        // SAFETY: the IB writes only `out` (its value and the fence 16 bytes in), a live object
+        // of this context freed below only after the timestamp that used it.
+        let ts = unsafe { kgsl.submit(&ctx, ib.gpuaddr(), 4 * words.len() as u64) }?;
         kgsl.wait(&ctx, ts, timeout_ms)?;
         // CAST: 32-bit reads.
         let written = out.bus().read(0, Width::U32)? as u32;

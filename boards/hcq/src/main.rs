@@ -4,9 +4,10 @@
 //! hcq devices                      enumerate devices (PASS/FAIL with reasons)
 //! hcq inspect BUNDLE [--disasm]    header, programs, buffers, launches, sizes (+ a630 listings)
 //! hcq pack DIR -o FILE             a v1 bundle directory into one .hcqb file
-//! hcq run BUNDLE [--device CPU|SIM|QCOM|QCOM:SIM] [--iters N] [--check] [--profile trace.json] [--json]
+//! hcq run BUNDLE [--device CPU|SIM|[KGSL+|MSM+]QCOM[:SIM]] [--iters N] [--check] [--profile trace.json] [--json]
 //!                  [--allow-native] [--dump-rd FILE] [--timeout-ms MS]
-//! hcq vkgsl -- CMD ARGS...         run CMD with the virtual /dev/kgsl-3d0 (libhcq_vkgsl.so) preloaded
+//! hcq vkgsl -- CMD ARGS...         run CMD with the virtual /dev/kgsl-3d0 and MSM render node
+//!                                  (/dev/dri/renderD128, libhcq_vkgsl.so) preloaded
 //! ```
 //!
 //! BUNDLE is a v1 directory (with `manifest.json`) or a `.hcqb` file. Devices are opened and
@@ -228,7 +229,7 @@ struct Ran {
 /// other line a device writes once the calls are done (`--dump-rd`'s `rd ... bytes written`).
 fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
     let name = o.device.as_deref().map_or_else(hcq_runtime::default_name, hcq_runtime::canonical_name);
-    if o.dump_rd.is_some() && !name.starts_with("QCOM") {
+    if o.dump_rd.is_some() && !name.contains("QCOM") {
         return Err(Error::Unsupported {
             what: "--dump-rd records Adreno submissions: use --device QCOM or QCOM:SIM",
             value: 0,

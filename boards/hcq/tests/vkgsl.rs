@@ -1,7 +1,9 @@
 //! hcq's own `QCOM` device (the real KGSL path: rustix ioctls through libc, mmap, uapi layouts)
 //! on the virtual `/dev/kgsl-3d0` of `libhcq_vkgsl.so`, through `hcq vkgsl -- ...`: every
 //! shipped bundle with Adreno 630 objects passes its check, a GPU fault is reported as KGSL
-//! reports one, and a missing library is a clear error.
+//! reports one, and a missing library is a clear error. The same for `MSM+QCOM` (the real MSM
+//! DRM path: DRM and MSM ioctls, GEM mmap offsets, the uapi layouts) on the library's virtual
+//! render node `/dev/dri/renderD128`, with the same outputs as on KGSL.
 //!
 //! The library is `$HCQ_VKGSL_LIB` when set, else built here with
 //! `cargo build --release -p hcq-vkgsl` into `target/vkgsl-test` (its own target directory:
@@ -79,6 +81,50 @@ fn every_a630_example_passes_its_check_on_qcom_under_the_virtual_node() {
         assert_eq!((j["device"].as_str(), j["arch"].as_str()), (Some("QCOM"), Some("adreno_a630")), "{d}");
         assert!(so.contains("chip 0x06030001"), "the QCOM device opened the virtual A630: {so}");
     }
+}
+
+#[test]
+fn every_a630_example_gives_the_kgsl_outputs_on_msm_qcom_under_the_virtual_render_node() {
+    let bundles = a630_examples();
+    assert!(bundles.len() >= 4, "{bundles:?}");
+    for b in bundles {
+        let d = b.to_string_lossy();
+        let mut outs = Vec::new();
+        for dev in ["MSM+QCOM", "KGSL+QCOM"] {
+            // `--check` compares the outputs with the bundle's expected bytes; the JSON line
+            // says which device ran and how far the outputs are from the expected ones (the
+            // byte-for-byte comparison of the two interfaces is hal/kgsl/tests/msm.rs's)
+            let out = under_vkgsl(&["run", &d, "--device", dev, "--check", "--json", "--iters", "2"], &[]);
+            let (so, se) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert!(out.status.success(), "{d} on {dev}: {se}\n{so}");
+            let j: serde_json::Value = serde_json::from_str(so.lines().last().unwrap_or_default()).unwrap();
+            assert_eq!((j["outputs_ok"].as_bool(), j["device"].as_str()), (Some(true), Some(dev)), "{d}");
+            outs.push(j["max_abs_diff"].clone());
+            if dev == "MSM+QCOM" {
+                // the node's DRM_IOCTL_VERSION and GET_PARAM answers, through the real MSM path
+                assert!(
+                    so.contains("(MSM DRM chip 0x06030001") && so.contains("MSM DRM 1.12.0"),
+                    "the MSM path opened the virtual render node: {so}"
+                );
+            }
+        }
+        assert_eq!(outs[0], outs[1], "{d}: the same distance from the expected outputs on both interfaces");
+    }
+}
+
+#[test]
+fn a_hung_dispatch_on_the_msm_node_is_device_hung_with_the_fault() {
+    let out = under_vkgsl(
+        &["run", "examples/elementwise", "--device", "MSM+QCOM", "--iters", "1"],
+        &[("HCQ_VKGSL_MAX_STEPS", "1")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    let faults: Vec<&str> =
+        e.lines().filter(|l| l.starts_with("hcq-vkgsl: GPU fault on the MSM render node")).collect();
+    assert_eq!(faults.len(), 1, "one fault line: {e}");
+    assert!(faults[0].contains("IB 0x") && faults[0].contains("step"), "{e}");
+    assert!(e.contains("MSM+QCOM is hung"), "the run reports the hang: {e}");
 }
 
 #[test]

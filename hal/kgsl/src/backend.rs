@@ -140,14 +140,15 @@ pub struct RustixKgsl {
     fd: OwnedFd,
 }
 
-/// One ioctl with a dynamic request number over a `#[repr(C)]` argument.
-struct Raw<'a, T> {
-    request: u32,
-    arg: &'a mut T,
+/// One ioctl with a dynamic request number over a `#[repr(C)]` argument (the MSM backend's
+/// too).
+pub(crate) struct Raw<'a, T> {
+    pub(crate) request: u32,
+    pub(crate) arg: &'a mut T,
 }
 
 // SAFETY: `as_ptr` points at a live, exclusively borrowed `T` whose size is the size encoded in
-// `request` (checked in `RustixKgsl::call`); the kernel reads and writes only that struct (and
+// `request` (checked in `RustixKgsl::call` and `RustixMsm::call`); the kernel reads and writes only that struct (and
 // user pointers the caller put in it, which point at live buffers for the call's duration).
 unsafe impl<T> rustix::ioctl::Ioctl for Raw<'_, T> {
     type Output = ();

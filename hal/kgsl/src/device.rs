@@ -1,7 +1,8 @@
-//! The `QCOM` device: an Adreno 630 behind KGSL, over any [`KgslIoctl`] backend — the kernel
-//! node (`QCOM`) or the simulated KGSL whose dispatches run on the ir3 interpreter
-//! (`QCOM:SIM`, opened by the `hcq-sim-adreno` crate) — and its bundle runner backend ([`QcomBackend`], driven by
-//! `hcq::runner::Runner`).
+//! The `QCOM` device: an Adreno 630 behind a kernel interface ([`GpuKernel`]): KGSL over any
+//! [`KgslIoctl`] backend — the kernel node (`KGSL+QCOM`) or the simulated KGSL whose dispatches
+//! run on the ir3 interpreter (`QCOM:SIM`, opened by the `hcq-sim-adreno` crate) — or the
+//! mainline MSM DRM driver (`MSM+QCOM`, `MSM+QCOM:SIM`); `QCOM` is whichever node exists. And
+//! its bundle runner backend ([`QcomBackend`], driven by `hcq::runner::Runner`).
 //!
 //! A load picks the bundle's `adreno_a630` objects; before anything is allocated the core checks
 //! every size against the limits the device states ([`QcomDevice`]'s `Device::limits`: the
@@ -29,7 +30,9 @@
 use crate::backend::KgslIoctl;
 use crate::capture::Capturing;
 
-use crate::flags::{ContextFlags, MemFlags};
+use crate::flags::MemFlags;
+use crate::kernel::{Access, BufferList, GpuKernel};
+use crate::msm::{Msm, MsmIoctl};
 use crate::{Context, FreeAfter, GpuObject, Kgsl, TimestampHooks};
 use hcq::allocator::{Allocator, BufferSpec, DeviceMemory, LruAllocator};
 use hcq::barrier::Barrier;
@@ -63,7 +66,8 @@ pub const SIM_MAX_GROUPS: u64 = 1 << 16;
 /// An opened QCOM device (see the module docs).
 pub struct QcomDevice {
     name: String,
-    kgsl: Arc<Kgsl>,
+    /// The kernel interface (KGSL or MSM; the field keeps its first name).
+    kgsl: Arc<dyn GpuKernel>,
     ctx: Arc<Context>,
     capture: Option<Arc<Capturing<Arc<dyn KgslIoctl>>>>,
     alloc: LruAllocator,
@@ -79,27 +83,85 @@ impl core::fmt::Debug for QcomDevice {
 }
 
 impl QcomDevice {
-    /// Open `QCOM`, the kernel node; with `capture`, every submission is also recorded as a
-    /// freedreno `.rd` capture ([`QcomDevice::rd_capture`]). `QCOM:SIM` is opened by the
-    /// simulator's crate (`hcq_sim_adreno::open`).
+    /// Open `QCOM`: the KGSL node when there is one, else the first MSM DRM render node (a
+    /// missing pair is `DeviceUnavailable` saying both). With `capture` (KGSL only), every
+    /// submission is also recorded as a freedreno `.rd` capture ([`QcomDevice::rd_capture`]).
+    /// `QCOM:SIM` is opened by the simulator's crate (`hcq_sim_adreno::open`).
     pub fn open(capture: bool) -> Result<Arc<QcomDevice>> {
+        use rustix::io::Errno;
+        match crate::backend::RustixKgsl::open(crate::DEFAULT_NODE) {
+            Ok(io) => Self::with_backend("QCOM", Arc::new(io), capture),
+            Err(e) => {
+                let missing = matches!(e, Errno::NOENT | Errno::NODEV | Errno::NXIO);
+                let kgsl = crate::open_error(e);
+                if !matches!(kgsl, Error::DeviceUnavailable { .. }) {
+                    return Err(kgsl);
+                }
+                match Msm::open() {
+                    Ok(m) if capture => Err(capture_unsupported()).map_err(|e| e.context(m.node().to_string())),
+                    Ok(m) => Ok(Self::with_kernel("QCOM", Arc::new(m))?),
+                    Err(msm) if missing && matches!(msm.root(), Error::DeviceUnavailable { .. }) => {
+                        Err(Error::DeviceUnavailable {
+                            device: device_name("QCOM"),
+                            reason: "neither the KGSL node (/dev/kgsl-3d0) nor an MSM DRM render node \
+                                     (/dev/dri/renderD128..renderD191, or $HCQ_MSM_NODE) answers: no Adreno GPU, \
+                                     or its kernel driver is not loaded",
+                        })
+                    }
+                    // KGSL refused (permission): say that, with what MSM said.
+                    Err(msm) => Err(kgsl.context(format!("MSM DRM: {msm}"))),
+                }
+            }
+        }
+    }
+
+    /// Open `KGSL+QCOM`: the KGSL node only.
+    pub fn open_kgsl(capture: bool) -> Result<Arc<QcomDevice>> {
         let io = crate::backend::RustixKgsl::open(crate::DEFAULT_NODE).map_err(crate::open_error)?;
-        Self::with_backend("QCOM", Arc::new(io), capture)
+        Self::with_backend("KGSL+QCOM", Arc::new(io), capture)
+    }
+
+    /// Open `MSM+QCOM`: the first MSM DRM render node ([`crate::msm::node_candidates`]).
+    pub fn open_msm(capture: bool) -> Result<Arc<QcomDevice>> {
+        if capture {
+            return Err(capture_unsupported());
+        }
+        Self::with_kernel("MSM+QCOM", Arc::new(Msm::open()?))
+    }
+
+    /// A device named `name` over the MSM backend `io` (a simulated MSM, a fake).
+    pub fn with_msm_backend(name: &str, io: Arc<dyn MsmIoctl>, capture: bool) -> Result<Arc<QcomDevice>> {
+        if capture {
+            return Err(capture_unsupported());
+        }
+        Self::with_kernel(name, Arc::new(Msm::with_backend(io)?))
+    }
+
+    /// A device named `name` over an opened kernel interface (no `.rd` capture).
+    pub fn with_kernel(name: &str, kernel: Arc<dyn GpuKernel>) -> Result<Arc<QcomDevice>> {
+        Self::assemble(name, kernel, None)
     }
 
     /// A device over `io` (a simulated KGSL, a fake, a wrapped backend). The backend's
     /// [`KgslIoctl::fault_report`] becomes the context of a fault, and every program the device
     /// uploads is announced to it ([`KgslIoctl::note_program`]).
     pub fn with_backend(name: &str, io: Arc<dyn KgslIoctl>, capture: bool) -> Result<Arc<QcomDevice>> {
-        let simulated = io.is_simulator();
         let (io, capture) = if capture {
             let c = Arc::new(Capturing::new(io, "hcq run"));
             (c.clone() as Arc<dyn KgslIoctl>, Some(c))
         } else {
             (io, None)
         };
-        let kgsl = Arc::new(Kgsl::with_backend(io)?);
-        let ctx = Arc::new(kgsl.create_context(ContextFlags::compute())?);
+        Self::assemble(name, Arc::new(Kgsl::with_backend(io)?), capture)
+    }
+
+    fn assemble(
+        name: &str,
+        kgsl: Arc<dyn GpuKernel>,
+        capture: Option<Arc<Capturing<Arc<dyn KgslIoctl>>>>,
+    ) -> Result<Arc<QcomDevice>> {
+        let simulated = kgsl.is_simulator();
+        let ctx = Arc::new(kgsl.create_context()?);
         let backend = KgslAllocator { kgsl: kgsl.clone(), ctx: ctx.clone(), objs: Mutex::new(HashMap::new()) };
         Ok(Arc::new(QcomDevice {
             name: name.into(),
@@ -112,8 +174,8 @@ impl QcomDevice {
         }))
     }
 
-    /// The KGSL device.
-    pub fn kgsl(&self) -> &Arc<Kgsl> {
+    /// The kernel interface (KGSL or MSM).
+    pub fn kgsl(&self) -> &Arc<dyn GpuKernel> {
         &self.kgsl
     }
 
@@ -138,14 +200,32 @@ impl QcomDevice {
         }
     }
 
-    /// Submit the IB of `bytes` at `ib` and wait for it (`timeout_ms`): a timeout is
-    /// `Error::Timeout`, a fault `Error::DeviceHung` with the simulated CP's report as context.
-    pub fn submit_and_wait(&self, ib: u64, bytes: u64, timeout_ms: u32) -> Result<u32> {
-        let r = self
-            .kgsl
-            .submit(&self.ctx, ib, bytes)
+    /// Submit the IB of `bytes` at `ib`, referencing `buffers`, and wait for it
+    /// (`timeout_ms`): a timeout is `Error::Timeout`, a fault `Error::DeviceHung` with the
+    /// simulated CP's report as context.
+    ///
+    /// # Safety
+    /// As [`GpuKernel::submit`]: the IB and everything it references are valid GPU memory of
+    /// this device, in `buffers`, and stay so until the submission retires (this call waits for
+    /// it; after a timeout the caller keeps them until [`Device::synchronize`] passes). Calling
+    /// it outside `unsafe` does not compile:
+    ///
+    /// ```compile_fail,E0133
+    /// fn run(dev: &hcq_kgsl::device::QcomDevice, list: &mut hcq_kgsl::kernel::BufferList) {
+    ///     let _ = dev.submit_and_wait(0x1000, 4, list, 10);
+    /// }
+    /// ```
+    pub unsafe fn submit_and_wait(
+        &self,
+        ib: u64,
+        bytes: u64,
+        buffers: &mut BufferList,
+        timeout_ms: u32,
+    ) -> Result<u32> {
+        // SAFETY: the caller's contract is this one's.
+        let r = unsafe { self.kgsl.submit(&self.ctx, ib, bytes, buffers) }
             .and_then(|ts| self.kgsl.wait(&self.ctx, ts, timeout_ms).map(|()| ts));
-        r.map_err(|e| with_fault(&self.kgsl, e))
+        r.map_err(|e| with_fault(&*self.kgsl, e))
     }
 }
 
@@ -171,7 +251,6 @@ impl Device for QcomDevice {
     }
     fn properties(&self) -> DeviceProperties {
         let info = self.kgsl.info();
-        let (maj, min) = self.kgsl.version();
         DeviceProperties {
             kind: "adreno".into(),
             arch: "a630".into(),
@@ -179,10 +258,11 @@ impl Device for QcomDevice {
             memory_bytes: 0,
             timestamp_hz: 19_200_000,
             notes: format!(
-                "{} chip {:#010x}, GMEM {} KiB, KGSL {maj}.{min}",
-                self.kgsl.backend().describe(),
+                "{} chip {:#010x}, GMEM {} KiB, {}",
+                self.kgsl.describe(),
                 info.chip_id,
-                info.gmem_bytes >> 10
+                info.gmem_bytes >> 10,
+                self.kgsl.driver()
             ),
         }
     }
@@ -204,7 +284,7 @@ impl Device for QcomDevice {
 /// Device memory of the QCOM device: KGSL GPU objects, copied with word-sized volatile
 /// accesses, freed only once the context retired the last submission made before the free.
 struct KgslAllocator {
-    kgsl: Arc<Kgsl>,
+    kgsl: Arc<dyn GpuKernel>,
     ctx: Arc<Context>,
     objs: Mutex<HashMap<u64, GpuObject>>,
 }
@@ -271,13 +351,13 @@ fn free_after(ctx: &Context) -> FreeAfter {
 /// context's last submission at that moment, so neither the CPU nor a submission still in
 /// flight uses freed memory, and no object outlives its last holder.
 struct Retiring {
-    kgsl: Arc<Kgsl>,
+    kgsl: Arc<dyn GpuKernel>,
     ctx: Arc<Context>,
     obj: Option<GpuObject>,
 }
 
 impl Retiring {
-    fn new(kgsl: &Arc<Kgsl>, ctx: &Arc<Context>, obj: GpuObject) -> Self {
+    fn new(kgsl: &Arc<dyn GpuKernel>, ctx: &Arc<Context>, obj: GpuObject) -> Self {
         Self { kgsl: kgsl.clone(), ctx: ctx.clone(), obj: Some(obj) }
     }
 
@@ -335,23 +415,33 @@ impl MmioBus for ObjBus {
 
 /// A device error with the backend's fault report (a simulated CP's) as context, when there is
 /// one.
-fn with_fault(kgsl: &Kgsl, e: Error) -> Error {
-    match kgsl.backend().fault_report() {
-        Some(f) if matches!(e, Error::DeviceHung { .. }) => e.context(f),
+fn with_fault(kgsl: &dyn GpuKernel, e: Error) -> Error {
+    match kgsl.fault_report() {
+        Some(f) if matches!(e.root(), Error::DeviceHung { .. }) => e.context(f),
         _ => e,
     }
 }
 
-/// The IB engine's submit hook: `IOCTL_KGSL_GPU_COMMAND` with the IB (the kernel's ring write
-/// and its barriers follow; the engine issued the device write barrier before this call).
+/// The IB engine's submit hook: `IOCTL_KGSL_GPU_COMMAND` (or MSM `GEM_SUBMIT`) with the IB
+/// (the kernel's ring write and its barriers follow; the engine issued the device write barrier
+/// before this call), referencing every object of the backend (its buffer list, built once at
+/// the load).
 struct GpuCommandHook {
-    kgsl: Arc<Kgsl>,
+    kgsl: Arc<dyn GpuKernel>,
     ctx: Arc<Context>,
+    buffers: BufferList,
 }
 
 impl IbSubmit for GpuCommandHook {
     fn submit_ib(&mut self, addr: u64, bytes: u64, _stamp: Stamp) -> Result<()> {
-        self.kgsl.submit(&self.ctx, addr, bytes).map(|_| ()).map_err(|e| with_fault(&self.kgsl, e))
+        // SAFETY: the engine calls this hook only from `Hcq::submit`, whose caller
+        // (`QcomBackend::submit_call`) vouched that the queue names this backend's live
+        // objects; `addr` is the engine's IB slot it just wrote, in the IB pool object. Every
+        // object of the backend is in `buffers` and goes back to the kernel only after the
+        // context's last submission (`Retiring`, `free_after`), and a slot is rewritten only
+        // once the call that used it passed its stamp.
+        let r = unsafe { self.kgsl.submit(&self.ctx, addr, bytes, &mut self.buffers) };
+        r.map(|_| ()).map_err(|e| with_fault(&*self.kgsl, e))
     }
 }
 
@@ -361,7 +451,7 @@ impl IbSubmit for GpuCommandHook {
 #[derive(Debug)]
 struct QcomHooks {
     inner: TimestampHooks,
-    kgsl: Arc<Kgsl>,
+    kgsl: Arc<dyn GpuKernel>,
 }
 
 impl WaitHooks for QcomHooks {
@@ -375,7 +465,7 @@ impl WaitHooks for QcomHooks {
         self.inner.sleep(idle_ns)
     }
     fn fault(&self) -> Option<Error> {
-        self.inner.fault().map(|e| with_fault(&self.kgsl, e))
+        self.inner.fault().map(|e| with_fault(&*self.kgsl, e))
     }
 }
 
@@ -425,6 +515,9 @@ pub struct QcomBackend {
     /// Per profiled launch: event kind, name (interned once the engine exists), argument.
     profiled: Vec<(EventKind, String, u64)>,
     profiled_ids: Vec<(EventKind, u32, u64)>,
+    /// Objects listed for the submissions' buffer list before `finish` (the timeline signal's,
+    /// whose page owns it from `encoder()` on).
+    listed: BufferList,
 }
 
 impl core::fmt::Debug for QcomBackend {
@@ -445,12 +538,12 @@ const CONSTS_PER_OBJECT: usize = 256;
 /// what a load allocated before one of its steps failed is freed, not left to the file close.
 /// (The engine's shared pools are [`Retiring`] objects, which free themselves.)
 struct Fresh<'a> {
-    kgsl: &'a Kgsl,
+    kgsl: &'a dyn GpuKernel,
     obj: Option<GpuObject>,
 }
 
 impl<'a> Fresh<'a> {
-    fn new(kgsl: &'a Kgsl, obj: GpuObject) -> Self {
+    fn new(kgsl: &'a dyn GpuKernel, obj: GpuObject) -> Self {
         Self { kgsl, obj: Some(obj) }
     }
     fn get(&self) -> &GpuObject {
@@ -504,6 +597,7 @@ impl QcomBackend {
             stamps: Vec::new(),
             profiled: Vec::new(),
             profiled_ids: Vec::new(),
+            listed: BufferList::new(),
         })
     }
 
@@ -700,10 +794,11 @@ impl QcomBackend {
                     _ => None,
                 })
                 .collect();
-            kgsl.backend().note_program(*code, &args);
+            kgsl.note_program(*code, &args);
             *code = enc.add_program(p, *code)?;
         }
         let sig = self.signal.take().ok_or(Error::InvalidArgument { what: "QCOM: no signal object", value: 0 })?;
+        self.listed.push(&sig, Access::ReadWrite);
         let (base, gpuaddr) = (sig.bus().base().cast::<Slot>(), sig.gpuaddr());
         let owner = Box::new(Retiring::new(kgsl, &self.dev.ctx, sig));
         // The page owns the object: every Signal and engine pointing into it keeps it mapped,
@@ -878,7 +973,14 @@ impl Backend for QcomBackend {
         let ctx = &self.dev.ctx;
         let ib = Arc::new(Retiring::new(kgsl, ctx, kgsl.alloc(pool_bytes as u64, MemFlags::USE_CPU_MAP)?));
         let kernarg_mem = Arc::new(Retiring::new(kgsl, ctx, kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?));
-        let hook = GpuCommandHook { kgsl: kgsl.clone(), ctx: self.dev.ctx.clone() };
+        // Every object a call references, listed once (MSM sends it with each submission).
+        let mut buffers = std::mem::take(&mut self.listed);
+        let rw = self.buffers.iter().chain(&self.stamps).chain(&self.scratch).chain(&self.pvt);
+        rw.for_each(|o| buffers.push(o, Access::ReadWrite));
+        for o in self.code.iter().chain(&self.consts).chain([ib.obj(), kernarg_mem.obj()]) {
+            buffers.push(o, Access::Read);
+        }
+        let hook = GpuCommandHook { kgsl: kgsl.clone(), ctx: self.dev.ctx.clone(), buffers };
         let pool = IbPool::new(
             Arc::new(ObjBus::new(ib.clone(), pool_bytes)?),
             ib.obj().gpuaddr(),
@@ -1051,7 +1153,13 @@ fn check_launch(prog: &Program, k: &hcq::bundle::hcqb::KernelRef<'_>) -> Result<
     Ok(())
 }
 
-/// The registry entry for `QCOM` (the KGSL node; a missing node is a clear error).
+/// `.rd` captures record KGSL submissions only.
+fn capture_unsupported() -> Error {
+    Error::Unsupported { what: "an .rd capture on MSM DRM (it records KGSL submissions): use KGSL+QCOM", value: 0 }
+}
+
+/// The registry entry for `QCOM` (the KGSL node, else an MSM render node; a missing node is a
+/// clear error).
 pub fn qcom_kind() -> hcq::device::DeviceKind {
     fn count() -> Result<u32> {
         Ok(1)
@@ -1060,4 +1168,26 @@ pub fn qcom_kind() -> hcq::device::DeviceKind {
         Ok(QcomDevice::open(false)?)
     }
     hcq::device::DeviceKind { name: "QCOM", count, open }
+}
+
+/// The registry entry for `KGSL+QCOM` (the KGSL node only).
+pub fn kgsl_qcom_kind() -> hcq::device::DeviceKind {
+    fn count() -> Result<u32> {
+        Ok(1)
+    }
+    fn open(_: u32) -> Result<Arc<dyn Device>> {
+        Ok(QcomDevice::open_kgsl(false)?)
+    }
+    hcq::device::DeviceKind { name: "KGSL+QCOM", count, open }
+}
+
+/// The registry entry for `MSM+QCOM` (an MSM DRM render node only).
+pub fn msm_qcom_kind() -> hcq::device::DeviceKind {
+    fn count() -> Result<u32> {
+        Ok(1)
+    }
+    fn open(_: u32) -> Result<Arc<dyn Device>> {
+        Ok(QcomDevice::open_msm(false)?)
+    }
+    hcq::device::DeviceKind { name: "MSM+QCOM", count, open }
 }

@@ -13,6 +13,8 @@
 //!   user-memory mappings, IB submission, timestamp waits, and [`TimestampHooks`], the
 //!   core signal wait's sleep hook.
 //! - [`capture::Capturing`]: any backend, recording every submission in a freedreno `.rd` capture.
+//! - [`kernel::GpuKernel`]: the kernel interface the QCOM device runs on, implemented by [`Kgsl`]
+//!   and by [`msm::Msm`], the mainline MSM DRM driver (`/dev/dri/renderD*`).
 //!
 //! The simulated KGSL (`QCOM:SIM`: the simulated Adreno CP and shader core) is the
 //! `hcq-sim-adreno` crate under `sim/adreno`; it implements [`backend::KgslIoctl`].
@@ -21,6 +23,8 @@ pub mod backend;
 pub mod capture;
 pub mod device;
 pub mod flags;
+pub mod kernel;
+pub mod msm;
 pub mod uapi;
 
 use backend::{KgslIoctl, Mapping, RustixKgsl};
@@ -31,7 +35,7 @@ use hcq::{Error, Result};
 use rustix::io::Errno;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use uapi::*;
 use zerocopy::FromZeros;
 
@@ -105,9 +109,14 @@ pub struct Context {
     /// Concurrent submits return from the ioctl in any order, so this only moves forward
     /// (wrap-aware): a free at `last_submitted` is never earlier than an IB that was submitted.
     last: AtomicU64,
+    /// The latest fence known to have passed (MSM, which has no "read retired" ioctl).
+    retired: AtomicU32,
 }
 
 impl Context {
+    pub(crate) fn new(id: u32) -> Self {
+        Context { id, last: AtomicU64::new(0), retired: AtomicU32::new(0) }
+    }
     /// KGSL's context id.
     pub fn id(&self) -> u32 {
         self.id
@@ -124,7 +133,7 @@ impl Context {
     }
     /// Note that `ts` was submitted: the latest stays the later of the two (32-bit
     /// wrap-aware, as KGSL's own `timestamp_cmp`).
-    fn note_submitted(&self, ts: u32) {
+    pub(crate) fn note_submitted(&self, ts: u32) {
         let new = 1 << 32 | u64::from(ts);
         let _ = self.last.fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
             // CAST: the low half is the timestamp.
@@ -147,9 +156,29 @@ pub enum FreeAfter {
     },
 }
 
+/// Who unmaps a [`GpuObject`]'s CPU mapping: the backend that made it.
+#[derive(Clone)]
+pub(crate) enum MapOwner {
+    Kgsl(Arc<dyn KgslIoctl>),
+    Msm(Arc<dyn msm::backend::MsmIoctl>),
+}
+
+impl MapOwner {
+    /// # Safety
+    /// `m` came from this owner's `mmap` and nothing references the range any more.
+    unsafe fn munmap(&self, m: &Mapping) {
+        match self {
+            // SAFETY: the caller's contract.
+            MapOwner::Kgsl(io) => unsafe { io.munmap(m) },
+            // SAFETY: the caller's contract.
+            MapOwner::Msm(io) => unsafe { io.munmap(m) },
+        }
+    }
+}
+
 /// A GPU memory object, mapped into this process.
 pub struct GpuObject {
-    io: Arc<dyn KgslIoctl>,
+    io: MapOwner,
     id: u32,
     gpuaddr: u64,
     size: u64,
@@ -168,7 +197,7 @@ impl core::fmt::Debug for GpuObject {
 }
 
 impl GpuObject {
-    /// KGSL object id.
+    /// KGSL object id (a GEM handle on MSM).
     pub fn id(&self) -> u32 {
         self.id
     }
@@ -268,7 +297,7 @@ impl Kgsl {
     pub fn create_context(&self, flags: ContextFlags) -> Result<Context> {
         let mut a = DrawctxtCreate { flags: flags.bits(), drawctxt_id: 0 };
         self.io.drawctxt_create(&mut a).map_err(|e| os("KGSL DRAWCTXT_CREATE", e))?;
-        Ok(Context { id: a.drawctxt_id, last: AtomicU64::new(0) })
+        Ok(Context::new(a.drawctxt_id))
     }
 
     /// Destroy a context (KGSL waits for its submissions to retire first).
@@ -321,7 +350,7 @@ impl Kgsl {
             }
         };
         let gpuaddr = if flags.contains(MemFlags::USE_CPU_MAP) { map.ptr.as_ptr() as u64 } else { info.gpuaddr };
-        Ok(GpuObject { io: self.io.clone(), id: a.id, gpuaddr, size, map, region })
+        Ok(GpuObject { io: MapOwner::Kgsl(self.io.clone()), id: a.id, gpuaddr, size, map, region })
     }
 
     /// Release `obj`: at once when it was never submitted, else when its last timestamp retires.
@@ -368,7 +397,19 @@ impl Kgsl {
     /// Submit the IB of `bytes` at `ib` on `ctx`; returns its timestamp. The caller has made
     /// the IB and its data visible to the GPU (the ioctl is the ordering point: the kernel's
     /// barriers precede the ring write).
-    pub fn submit(&self, ctx: &Context, ib: u64, bytes: u64) -> Result<u32> {
+    ///
+    /// # Safety
+    /// The GPU executes the IB: it and everything it references must be valid GPU memory of
+    /// this device for what its commands do, and stay allocated and unchanged where the GPU
+    /// reads them until the timestamp retires (see [`kernel::GpuKernel::submit`]). Calling it
+    /// outside `unsafe` does not compile:
+    ///
+    /// ```compile_fail,E0133
+    /// fn run(k: &hcq_kgsl::Kgsl, ctx: &hcq_kgsl::Context) {
+    ///     let _ = k.submit(ctx, 0x1000, 4);
+    /// }
+    /// ```
+    pub unsafe fn submit(&self, ctx: &Context, ib: u64, bytes: u64) -> Result<u32> {
         if bytes == 0 || !bytes.is_multiple_of(4) || !ib.is_multiple_of(4) {
             return Err(Error::InvalidArgument {
                 what: "KGSL submit: IB address and size must be non-zero dword multiples",
@@ -413,6 +454,68 @@ impl Kgsl {
     }
 }
 
+impl kernel::GpuKernel for Kgsl {
+    fn interface(&self) -> kernel::Interface {
+        kernel::Interface::Kgsl
+    }
+    fn info(&self) -> DeviceInfo {
+        self.info
+    }
+    fn driver(&self) -> String {
+        let (maj, min) = self.version();
+        format!("KGSL {maj}.{min}")
+    }
+    fn describe(&self) -> &'static str {
+        self.io.describe()
+    }
+    fn is_simulator(&self) -> bool {
+        self.io.is_simulator()
+    }
+    fn create_context(&self) -> Result<Context> {
+        Kgsl::create_context(self, ContextFlags::compute())
+    }
+    fn destroy_context(&self, ctx: Context) -> Result<()> {
+        Kgsl::destroy_context(self, ctx)
+    }
+    fn alloc(&self, size: u64, flags: MemFlags) -> Result<GpuObject> {
+        Kgsl::alloc(self, size, flags)
+    }
+    fn free(&self, obj: GpuObject, after: FreeAfter) -> Result<()> {
+        Kgsl::free(self, obj, after)
+    }
+    unsafe fn map_user(&self, ptr: *mut u8, len: usize) -> Result<UserMapping> {
+        // SAFETY: the caller's contract is this one's.
+        unsafe { Kgsl::map_user(self, ptr, len) }
+    }
+    fn import_dmabuf(&self, _fd: std::os::fd::BorrowedFd<'_>) -> Result<kernel::Imported> {
+        Err(Error::Unsupported {
+            what: "dma-buf import on KGSL (MAP_USER_MEM of KGSL_USER_MEM_TYPE_DMABUF) is not implemented; \
+                   map host memory with map_user",
+            value: 0,
+        })
+    }
+    fn release_import(&self, _imp: kernel::Imported) -> Result<()> {
+        Err(Error::InvalidArgument { what: "KGSL: no dma-buf import to release", value: 0 })
+    }
+    unsafe fn submit(&self, ctx: &Context, ib: u64, bytes: u64, _buffers: &mut kernel::BufferList) -> Result<u32> {
+        // SAFETY: the caller's contract is this one's (KGSL needs no buffer list: every object
+        // of the file stays mapped until it is freed after its timestamp).
+        unsafe { Kgsl::submit(self, ctx, ib, bytes) }
+    }
+    fn retired(&self, ctx: &Context) -> Result<u32> {
+        Kgsl::retired(self, ctx)
+    }
+    fn wait(&self, ctx: &Context, fence: u32, timeout_ms: u32) -> Result<()> {
+        Kgsl::wait(self, ctx, fence, timeout_ms)
+    }
+    fn fault_report(&self) -> Option<String> {
+        self.io.fault_report()
+    }
+    fn note_program(&self, shader_addr: u64, arg_slots: &[(u32, u32)]) {
+        self.io.note_program(shader_addr, arg_slots)
+    }
+}
+
 /// Shortest and longest host sleep of [`TimestampHooks`] when nothing is in flight.
 const IDLE_SLEEP_MIN_NS: u64 = 100_000;
 const IDLE_SLEEP_MAX_NS: u64 = 1_000_000;
@@ -422,14 +525,14 @@ const IDLE_SLEEP_MAX_NS: u64 = 1_000_000;
 /// fault seen there ends the wait at once.
 #[derive(Debug)]
 pub struct TimestampHooks {
-    kgsl: Arc<Kgsl>,
+    kgsl: Arc<dyn kernel::GpuKernel>,
     ctx: Arc<Context>,
     fault: Mutex<Option<Error>>,
 }
 
 impl TimestampHooks {
-    /// Hooks waiting on `ctx`.
-    pub fn new(kgsl: Arc<Kgsl>, ctx: Arc<Context>) -> Self {
+    /// Hooks waiting on `ctx` of `kgsl` (either kernel interface).
+    pub fn new(kgsl: Arc<dyn kernel::GpuKernel>, ctx: Arc<Context>) -> Self {
         Self { kgsl, ctx, fault: Mutex::new(None) }
     }
 }
@@ -479,14 +582,14 @@ mod tests {
 
     #[test]
     fn the_latest_timestamp_is_a_wrap_aware_maximum() {
-        let ctx = Context { id: 1, last: AtomicU64::new(0) };
+        let ctx = Context::new(1);
         assert!(!ctx.has_submitted());
         ctx.note_submitted(u32::MAX - 1);
         ctx.note_submitted(1); // after the rollover
         ctx.note_submitted(u32::MAX); // a submit before the rollover returning late
         assert_eq!(ctx.last_submitted(), 1);
         assert!(ctx.has_submitted());
-        let ctx = Context { id: 1, last: AtomicU64::new(0) };
+        let ctx = Context::new(1);
         ctx.note_submitted(0); // 0 is a valid timestamp
         assert!(ctx.has_submitted());
         assert_eq!(ctx.last_submitted(), 0);

@@ -13,6 +13,7 @@ use hcq::runner::{Backend, Launch, Runner};
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue};
 use hcq_kgsl::device::{QcomBackend, QcomDevice};
 use hcq_kgsl::flags::MemFlags;
+use hcq_kgsl::kernel::{Access, BufferList};
 use hcq_sim_adreno::dispatch::{ArgSlots, Ir3Dispatch};
 use hcq_sim_adreno::kgsl::SimKgsl;
 use std::sync::Arc;
@@ -122,7 +123,14 @@ impl Raw {
         for (i, w) in words.iter().enumerate() {
             self.ib.bus().write(4 * i, Width::U32, (*w).into()).unwrap();
         }
-        dev.submit_and_wait(self.ib.gpuaddr(), 4 * words.len() as u64, timeout_ms)
+        let mut list = BufferList::new();
+        for o in [&self.ib, &self.mem, &self._scratch] {
+            list.push(o, Access::ReadWrite);
+        }
+        // SAFETY: the words are commands over this harness's objects (the IB, its memory word
+        // and the scratch), all in the list; dropping a GpuObject unmaps only its CPU side, so
+        // the GPU memory stays allocated until the device closes, after any submission.
+        unsafe { dev.submit_and_wait(self.ib.gpuaddr(), 4 * words.len() as u64, &mut list, timeout_ms) }
     }
 }
 

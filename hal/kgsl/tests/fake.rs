@@ -169,12 +169,14 @@ fn contexts_objects_and_submissions() {
     assert_eq!(calls[0], format!("create {:#x}", ContextFlags::compute().bits()));
     assert_eq!(calls[1], format!("alloc 4096 {:#x}", (MemFlags::USE_CPU_MAP.bits() | 12 << 16)), "MEMALIGN(12)");
     assert_eq!(calls[2], format!("alloc 4096 {:#x}", 12 << 16));
-    let ts = k.submit(&ctx, obj.gpuaddr(), 64).unwrap();
+    // SAFETY: the fake KGSL runs no GPU: nothing executes the IB.
+    let ts = unsafe { k.submit(&ctx, obj.gpuaddr(), 64) }.unwrap();
     assert_eq!(ctx.last_submitted(), ts);
     let (cmd, objs) = fake.last_cmd.lock().unwrap().clone().unwrap();
     assert_eq!(cmd.context_id, 7);
     assert_eq!((objs[0].gpuaddr, objs[0].size, objs[0].flags), (obj.gpuaddr(), 64, 1));
-    assert!(k.submit(&ctx, obj.gpuaddr(), 6).is_err(), "not a dword multiple");
+    // SAFETY: the fake KGSL runs no GPU: nothing executes the IB.
+    assert!(unsafe { k.submit(&ctx, obj.gpuaddr(), 6) }.is_err(), "not a dword multiple");
     // Freeing after a submission hands the timestamp to the kernel (FREE_ON_EVENT).
     let id = obj.id();
     k.free(obj, FreeAfter::Timestamp { context: 7, timestamp: ts }).unwrap();
@@ -249,10 +251,12 @@ fn the_last_submitted_timestamp_never_moves_backwards() {
     let ib = obj.gpuaddr();
     let first = {
         let (k, ctx) = (k.clone(), ctx.clone());
-        std::thread::spawn(move || k.submit(&ctx, ib, 64).unwrap())
+        // SAFETY: the fake KGSL runs no GPU: nothing executes the IB.
+        std::thread::spawn(move || unsafe { k.submit(&ctx, ib, 64) }.unwrap())
     };
     let t1 = took.recv().unwrap();
-    let t2 = k.submit(&ctx, ib, 64).unwrap();
+    // SAFETY: the fake KGSL runs no GPU: nothing executes the IB.
+    let t2 = unsafe { k.submit(&ctx, ib, 64) }.unwrap();
     assert_eq!(t2, t1 + 1);
     assert_eq!(ctx.last_submitted(), t2);
     go.send(()).unwrap();

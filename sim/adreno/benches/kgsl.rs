@@ -60,7 +60,8 @@ fn sim_submit_1000_dispatches(b: Bencher) {
     }
     let bytes = 4 * q.words().len() as u64;
     b.bench_local(|| {
-        let ts = k.submit(&ctx, ib.gpuaddr(), bytes).unwrap();
+        // SAFETY: the IB's dispatches name this bench's live objects (code, constants, private memory, scratch), all alive past the wait.
+        let ts = unsafe { k.submit(&ctx, ib.gpuaddr(), bytes) }.unwrap();
         k.wait(&ctx, ts, 10_000).unwrap();
     });
 }

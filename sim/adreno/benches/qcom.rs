@@ -43,20 +43,37 @@ fn qcom_sim_call_elementwise(b: Bencher) {
 /// dispatches, the timeline wait).
 #[divan::bench(sample_count = 50)]
 fn qcom_sim_call_chain100_no_shader(b: Bencher) {
-    use hcq_sim_adreno::cp::{ComputeState, Dispatch, GpuMemory};
-    use hcq_sim_adreno::kgsl::SimKgsl;
-    use std::sync::Arc;
-    struct Nop;
-    impl Dispatch for Nop {
-        fn dispatch(&mut self, _s: &ComputeState<'_>, _mem: &mut dyn GpuMemory) -> hcq::Result<()> {
-            Ok(())
-        }
+    let sim = std::sync::Arc::new(hcq_sim_adreno::kgsl::SimKgsl::new(Box::new(Nop)));
+    bench_no_shader(b, QcomDevice::with_backend("QCOM:SIM", sim, false).unwrap());
+}
+
+/// The same call through the MSM DRM interface (`MSM+QCOM:SIM`: `GEM_SUBMIT` with the call's
+/// buffer list, built once at the load; `WAIT_FENCE` and the queue's fault count) on the same
+/// simulated GPU: its host cost against `qcom_sim_call_chain100_no_shader` in the same run is
+/// the MSM path's overhead over KGSL's.
+#[divan::bench(sample_count = 50)]
+fn msm_sim_call_chain100_no_shader(b: Bencher) {
+    let sim = hcq_sim_adreno::SimMsm::new(hcq_sim_adreno::kgsl::SimKgsl::new(Box::new(Nop)));
+    bench_no_shader(b, QcomDevice::with_msm_backend("MSM+QCOM:SIM", std::sync::Arc::new(sim), false).unwrap());
+}
+
+/// A shader core that does nothing (the host path alone).
+struct Nop;
+
+impl hcq_sim_adreno::cp::Dispatch for Nop {
+    fn dispatch(
+        &mut self,
+        _s: &hcq_sim_adreno::cp::ComputeState<'_>,
+        _mem: &mut dyn hcq_sim_adreno::cp::GpuMemory,
+    ) -> hcq::Result<()> {
+        Ok(())
     }
+}
+
+fn bench_no_shader(b: Bencher, dev: std::sync::Arc<QcomDevice>) {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chain100");
     let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap();
     let file = Hcqb::parse(&bytes).unwrap();
-    let sim = Arc::new(SimKgsl::new(Box::new(Nop)));
-    let dev = QcomDevice::with_backend("QCOM:SIM", sim, false).unwrap();
     let mut m = Runner::load(QcomBackend::new(dev).unwrap(), &file).unwrap();
     m.call().unwrap();
     b.counter(ItemsCount::new(m.kernels_per_call())).bench_local(|| m.call().unwrap());

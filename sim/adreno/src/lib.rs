@@ -7,20 +7,26 @@
 //!   shader core;
 //! - [`kgsl`]: [`SimKgsl`], a simulated KGSL: `hcq_kgsl::backend::KgslIoctl` over host memory
 //!   whose submissions run on the CP;
+//! - [`msm`]: [`SimMsm`], the simulated MSM DRM driver over the same simulated GPU
+//!   (`hcq_kgsl::msm::MsmIoctl`, the `MSM+QCOM:SIM` device);
 //! - [`dispatch`]: [`Ir3Dispatch`], the shader core: each `CP_EXEC_CS` runs on `hcq-ir3`'s
 //!   interpreter, its argument addresses checked against the allocations ([`ArgSlots`]).
 //!
 //! [`open`] makes the `QCOM:SIM` device (`hcq_kgsl::device::QcomDevice` over a [`SimKgsl`]
-//! with the ir3 core) and [`qcom_sim_kind`] is its registry entry.
+//! with the ir3 core) and [`qcom_sim_kind`] is its registry entry; [`open_msm`] makes
+//! `MSM+QCOM:SIM` (the same device over a [`SimMsm`]), with [`msm_qcom_sim_kind`] and
+//! [`kgsl_qcom_sim_kind`] (`KGSL+QCOM:SIM`, `QCOM:SIM` by its interface's name).
 
 extern crate alloc;
 
 pub mod cp;
 pub mod dispatch;
 pub mod kgsl;
+pub mod msm;
 
 pub use dispatch::{ArgSlots, Ir3Dispatch};
 pub use kgsl::{SIM_CHIP_ID, SimKgsl};
+pub use msm::SimMsm;
 
 use hcq::Result;
 use hcq::device::Device;
@@ -39,6 +45,43 @@ pub fn open_with(dispatch: Ir3Dispatch, capture: bool) -> Result<Arc<QcomDevice>
     let slots = ArgSlots::default();
     let sim = SimKgsl::new(Box::new(dispatch.with_arg_slots(slots.clone()))).with_arg_slots(slots);
     QcomDevice::with_backend("QCOM:SIM", Arc::new(sim), capture)
+}
+
+/// Open `MSM+QCOM:SIM`: the QCOM device through its MSM DRM path, over a simulated MSM driver
+/// on the same simulated GPU as `QCOM:SIM` (`.rd` captures are KGSL-only: `capture` is refused).
+pub fn open_msm(capture: bool) -> Result<Arc<QcomDevice>> {
+    open_msm_with(Ir3Dispatch::new(), capture)
+}
+
+/// `MSM+QCOM:SIM` with `dispatch` as its shader core.
+pub fn open_msm_with(dispatch: Ir3Dispatch, capture: bool) -> Result<Arc<QcomDevice>> {
+    let slots = ArgSlots::default();
+    let sim = SimKgsl::new(Box::new(dispatch.with_arg_slots(slots.clone()))).with_arg_slots(slots);
+    QcomDevice::with_msm_backend("MSM+QCOM:SIM", Arc::new(SimMsm::new(sim)), capture)
+}
+
+/// The registry entry for `MSM+QCOM:SIM`.
+pub fn msm_qcom_sim_kind() -> hcq::device::DeviceKind {
+    fn count() -> Result<u32> {
+        Ok(1)
+    }
+    fn open(_: u32) -> Result<Arc<dyn Device>> {
+        Ok(crate::open_msm(false)?)
+    }
+    hcq::device::DeviceKind { name: "MSM+QCOM:SIM", count, open }
+}
+
+/// The registry entry for `KGSL+QCOM:SIM` (`QCOM:SIM` named by its interface).
+pub fn kgsl_qcom_sim_kind() -> hcq::device::DeviceKind {
+    fn count() -> Result<u32> {
+        Ok(1)
+    }
+    fn open(_: u32) -> Result<Arc<dyn Device>> {
+        let slots = ArgSlots::default();
+        let sim = SimKgsl::new(Box::new(Ir3Dispatch::new().with_arg_slots(slots.clone()))).with_arg_slots(slots);
+        Ok(QcomDevice::with_backend("KGSL+QCOM:SIM", Arc::new(sim), false)?)
+    }
+    hcq::device::DeviceKind { name: "KGSL+QCOM:SIM", count, open }
 }
 
 /// The registry entry for `QCOM:SIM` (the simulated KGSL running shaders on the ir3 interpreter).

@@ -82,7 +82,8 @@ impl Rig {
         for (i, w) in q.words().iter().enumerate() {
             self.ib.bus().write(4 * i, Width::U32, (*w).into()).unwrap();
         }
-        self.k.submit(&self.ctx, self.ib.gpuaddr(), 4 * q.words().len() as u64).unwrap()
+        // SAFETY: the simulated KGSL runs the IB on its CP over its own bounds-checked memory: an address outside every allocation is a GPU fault, never a host access.
+        unsafe { self.k.submit(&self.ctx, self.ib.gpuaddr(), 4 * q.words().len() as u64) }.unwrap()
     }
 
     fn queue(&self) -> Pm4Queue {
@@ -142,7 +143,8 @@ fn an_argument_outside_every_allocation_is_a_fault_seen_at_once() {
     let f = r.sim.fault().unwrap();
     assert!(f.contains("outside every allocation") && f.contains(&format!("IB {:#x} word", r.ib.gpuaddr())), "{f}");
     assert_eq!(r.signal(0), 0, "nothing after the fault ran");
-    assert!(r.k.submit(&r.ctx, r.ib.gpuaddr(), 4).is_err(), "a hung device refuses work");
+    // SAFETY: the simulated KGSL runs the IB on its CP over its own bounds-checked memory: an address outside every allocation is a GPU fault, never a host access.
+    assert!(unsafe { r.k.submit(&r.ctx, r.ib.gpuaddr(), 4) }.is_err(), "a hung device refuses work");
 }
 
 #[test]
@@ -156,7 +158,8 @@ fn a_corrupt_ib_word_is_reported_with_its_offset() {
     for (i, w) in words.iter().enumerate() {
         r.ib.bus().write(4 * i, Width::U32, (*w).into()).unwrap();
     }
-    let ts = r.k.submit(&r.ctx, r.ib.gpuaddr(), 4 * words.len() as u64).unwrap();
+    // SAFETY: the simulated KGSL runs the IB on its CP over its own bounds-checked memory: an address outside every allocation is a GPU fault, never a host access.
+    let ts = unsafe { r.k.submit(&r.ctx, r.ib.gpuaddr(), 4 * words.len() as u64) }.unwrap();
     assert!(matches!(r.k.wait(&r.ctx, ts, 1000).unwrap_err(), Error::DeviceHung { .. }));
     assert!(r.sim.fault().unwrap().contains("word 9"), "{:?}", r.sim.fault());
 }
@@ -196,7 +199,8 @@ fn submissions_are_captured_in_rd_format() {
         ib.bus().write(4 * i, Width::U32, (*w).into()).unwrap();
     }
     for _ in 0..2 {
-        let ts = k.submit(&ctx, ib.gpuaddr(), 4 * q.words().len() as u64).unwrap();
+        // SAFETY: the simulated KGSL runs the IB on its CP over its own bounds-checked memory: an address outside every allocation is a GPU fault, never a host access.
+        let ts = unsafe { k.submit(&ctx, ib.gpuaddr(), 4 * q.words().len() as u64) }.unwrap();
         k.wait(&ctx, ts, 1000).unwrap();
     }
     let rd = hcq_adreno::rd::read(&cap.bytes()).unwrap();
@@ -240,7 +244,8 @@ fn a_stalled_cp_queues_ibs_and_runs_them_in_order_when_it_resumes() {
         for (i, w) in q.words().iter().enumerate() {
             ib.bus().write(4 * i, Width::U32, (*w).into()).unwrap();
         }
-        stamps.push(r.k.submit(&r.ctx, ib.gpuaddr(), 4 * q.words().len() as u64).unwrap());
+        // SAFETY: the simulated KGSL runs the IB on its CP over its own bounds-checked memory: an address outside every allocation is a GPU fault, never a host access.
+        stamps.push(unsafe { r.k.submit(&r.ctx, ib.gpuaddr(), 4 * q.words().len() as u64) }.unwrap());
     }
     assert_eq!(r.sim.max_pending(), 2);
     assert_eq!(r.signal(0), 0);
@@ -324,8 +329,10 @@ fn the_sleep_hook_waits_for_the_oldest_submission_in_flight() {
         .write(0, Width::U32, hcq_adreno::pm4::type7_header(hcq_adreno::pm4::op::CP_NOP, 0).unwrap().into())
         .unwrap();
     sim.pause(true);
-    let t1 = k.submit(&ctx, ib.gpuaddr(), 4).unwrap();
-    let t2 = k.submit(&ctx, ib.gpuaddr(), 4).unwrap();
+    // SAFETY: the simulated KGSL runs the IB on its CP over its own bounds-checked memory: an address outside every allocation is a GPU fault, never a host access.
+    let t1 = unsafe { k.submit(&ctx, ib.gpuaddr(), 4) }.unwrap();
+    // SAFETY: the simulated KGSL runs the IB on its CP over its own bounds-checked memory: an address outside every allocation is a GPU fault, never a host access.
+    let t2 = unsafe { k.submit(&ctx, ib.gpuaddr(), 4) }.unwrap();
     assert!(t2 != t1);
     let hooks = hcq_kgsl::TimestampHooks::new(k.clone(), ctx.clone());
     hooks.sleep(0);
@@ -374,7 +381,8 @@ fn the_sleep_hook_does_not_return_at_once_when_nothing_is_in_flight() {
     ib.bus()
         .write(0, Width::U32, hcq_adreno::pm4::type7_header(hcq_adreno::pm4::op::CP_NOP, 0).unwrap().into())
         .unwrap();
-    let ts = k.submit(&ctx, ib.gpuaddr(), 4).unwrap();
+    // SAFETY: the simulated KGSL runs the IB on its CP over its own bounds-checked memory: an address outside every allocation is a GPU fault, never a host access.
+    let ts = unsafe { k.submit(&ctx, ib.gpuaddr(), 4) }.unwrap();
     k.wait(&ctx, ts, 1000).unwrap();
     let hooks = hcq_kgsl::TimestampHooks::new(k.clone(), ctx.clone());
     let t = Instant::now();

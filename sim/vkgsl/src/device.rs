@@ -96,7 +96,7 @@ fn last_errno() -> Errno {
 }
 
 /// Wave-instructions a dispatch may run (`HCQ_VKGSL_MAX_STEPS`, else the simulator's default).
-fn max_steps() -> u64 {
+pub(crate) fn max_steps() -> u64 {
     std::env::var("HCQ_VKGSL_MAX_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(DEFAULT_MAX_STEPS)
 }
 

@@ -1,5 +1,7 @@
 //! The C boundary: `open`/`openat` (and `open64`, `openat64`, glibc's fortified `__open_2`
-//! family) of `/dev/kgsl-3d0` make a device, `ioctl` and `close` on its descriptors reach it,
+//! family) of `/dev/kgsl-3d0` make a KGSL device, of the MSM render node
+//! (`/dev/dri/renderD128`, or `$HCQ_VKGSL_RENDER_NODE`) an MSM one; `ioctl` and `close` on
+//! their descriptors reach them,
 //! and every other call goes to the next definition (libc's) untouched, found with
 //! `dlsym(RTLD_NEXT)`. Nothing here unwinds into C: each entry runs its Rust part under
 //! `catch_unwind` and turns a panic into `EIO`.
@@ -8,6 +10,7 @@
 //! (tinygrad calls libc's `mmap` through its own handle, which no preload could catch).
 
 use crate::device::VDev;
+use crate::render::VMsm;
 use libc::{c_char, c_int, c_uint, c_ulong, c_void};
 use std::ffi::CStr;
 use std::os::fd::BorrowedFd;
@@ -18,13 +21,51 @@ use std::sync::{Arc, Mutex};
 /// The device node this library answers for.
 pub const NODE: &CStr = c"/dev/kgsl-3d0";
 
+/// An open device: what its descriptor's ioctls reach.
+pub trait Node: Send + Sync {
+    /// One ioctl with the client's argument pointer.
+    fn ioctl(&self, request: u32, arg: u64) -> Result<(), rustix::io::Errno>;
+}
+
+impl Node for VDev {
+    fn ioctl(&self, request: u32, arg: u64) -> Result<(), rustix::io::Errno> {
+        VDev::ioctl(self, request, arg)
+    }
+}
+
+impl Node for VMsm {
+    fn ioctl(&self, request: u32, arg: u64) -> Result<(), rustix::io::Errno> {
+        VMsm::ioctl(self, request, arg)
+    }
+}
+
+/// Which device a path opens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Kgsl,
+    Msm,
+}
+
+/// The MSM render node's path (`$HCQ_VKGSL_RENDER_NODE`, else `/dev/dri/renderD128`).
+fn render_node() -> &'static [u8] {
+    static P: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    P.get_or_init(|| {
+        use std::os::unix::ffi::OsStrExt;
+        std::env::var_os(crate::render::RENDER_NODE_ENV)
+            .filter(|p| !p.is_empty())
+            .map_or_else(|| crate::render::DEFAULT_RENDER_NODE.as_bytes().to_vec(), |p| p.as_bytes().to_vec())
+    })
+}
+
 /// Open devices by descriptor, with the process that opened them.
 ///
 /// A child made with `vfork` (CPython's `subprocess` uses it) runs in its parent's memory
 /// until it execs, so its `close` of inherited descriptors must not touch this table; a
 /// `fork` child has a copy of it but not the device's threads of control. So a device belongs
 /// to the process id that opened it, and any other process's calls pass through to libc.
-static DEVICES: Mutex<Vec<(c_int, libc::pid_t, Arc<VDev>)>> = Mutex::new(Vec::new());
+static DEVICES: Mutex<Vec<Open>> = Mutex::new(Vec::new());
+/// One open device: its descriptor, the process that opened it, the device.
+type Open = (c_int, libc::pid_t, Arc<dyn Node>);
 /// How many are open (a lock-free "none" for every other process's ioctls and closes).
 static OPEN: AtomicUsize = AtomicUsize::new(0);
 
@@ -66,17 +107,24 @@ macro_rules! real {
     }};
 }
 
-fn is_node(path: *const c_char) -> bool {
+fn node_kind(path: *const c_char) -> Option<Kind> {
     if path.is_null() {
-        return false;
+        return None;
     }
     // SAFETY: open's contract: a non-null path is a NUL-terminated string.
     let p = unsafe { CStr::from_ptr(path) };
-    p == NODE
+    if p == NODE {
+        Some(Kind::Kgsl)
+    } else if p.to_bytes() == render_node() {
+        Some(Kind::Msm)
+    } else {
+        None
+    }
 }
 
-/// Open a device: a memfd (close-on-exec when the caller asked for it) behind a new [`VDev`].
-fn open_device(flags: c_int) -> c_int {
+/// Open a device: a memfd (close-on-exec when the caller asked for it) behind a new [`VDev`]
+/// or [`VMsm`].
+fn open_device(flags: c_int, kind: Kind) -> c_int {
     let r = catch_unwind(|| {
         let mfd = if flags & libc::O_CLOEXEC != 0 { libc::MFD_CLOEXEC } else { 0 };
         // SAFETY: memfd_create with a NUL-terminated name; returns a new descriptor or -1.
@@ -85,13 +133,17 @@ fn open_device(flags: c_int) -> c_int {
             return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
         }
         // SAFETY: `fd` was just created and stays open for this borrow.
-        let dev = VDev::new(unsafe { BorrowedFd::borrow_raw(fd) });
+        let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+        let dev: Result<Arc<dyn Node>, rustix::io::Errno> = match kind {
+            Kind::Kgsl => VDev::new(borrowed).map(|d| Arc::new(d) as Arc<dyn Node>),
+            Kind::Msm => VMsm::new(borrowed).map(|d| Arc::new(d) as Arc<dyn Node>),
+        };
         match dev {
             Ok(d) => {
                 if let Ok(mut devs) = DEVICES.lock() {
-                    trace(format_args!("open /dev/kgsl-3d0 -> memfd {fd}"));
+                    trace(format_args!("open {kind:?} node -> memfd {fd}"));
                     // SAFETY: getpid has no preconditions.
-                    devs.push((fd, unsafe { libc::getpid() }, Arc::new(d)));
+                    devs.push((fd, unsafe { libc::getpid() }, d));
                     OPEN.fetch_add(1, Ordering::AcqRel);
                     return Ok(fd);
                 }
@@ -119,7 +171,7 @@ fn open_device(flags: c_int) -> c_int {
     }
 }
 
-fn device(fd: c_int) -> Option<Arc<VDev>> {
+fn device(fd: c_int) -> Option<Arc<dyn Node>> {
     if OPEN.load(Ordering::Acquire) == 0 {
         return None;
     }
@@ -149,8 +201,8 @@ fn enosys() -> c_int {
 /// libc's contract for `open`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
-    if is_node(path) {
-        return open_device(flags);
+    if let Some(kind) = node_kind(path) {
+        return open_device(flags, kind);
     }
     match real!(REAL_OPEN, c"open", OpenFn) {
         // SAFETY: forwarded with the caller's arguments to libc's open.
@@ -165,8 +217,8 @@ pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: c_uint) -
 /// libc's contract for `open64`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
-    if is_node(path) {
-        return open_device(flags);
+    if let Some(kind) = node_kind(path) {
+        return open_device(flags, kind);
     }
     match real!(REAL_OPEN64, c"open64", OpenFn) {
         // SAFETY: forwarded with the caller's arguments to libc's open64.
@@ -181,8 +233,8 @@ pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: c_uint)
 /// libc's contract for `openat`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn openat(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
-    if is_node(path) {
-        return open_device(flags);
+    if let Some(kind) = node_kind(path) {
+        return open_device(flags, kind);
     }
     match real!(REAL_OPENAT, c"openat", OpenatFn) {
         // SAFETY: forwarded with the caller's arguments to libc's openat.
@@ -197,8 +249,8 @@ pub unsafe extern "C" fn openat(dirfd: c_int, path: *const c_char, flags: c_int,
 /// libc's contract for `openat64`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn openat64(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
-    if is_node(path) {
-        return open_device(flags);
+    if let Some(kind) = node_kind(path) {
+        return open_device(flags, kind);
     }
     match real!(REAL_OPENAT64, c"openat64", OpenatFn) {
         // SAFETY: forwarded with the caller's arguments to libc's openat64.
@@ -213,8 +265,8 @@ pub unsafe extern "C" fn openat64(dirfd: c_int, path: *const c_char, flags: c_in
 /// glibc's contract for `__open_2`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __open_2(path: *const c_char, flags: c_int) -> c_int {
-    if is_node(path) {
-        return open_device(flags);
+    if let Some(kind) = node_kind(path) {
+        return open_device(flags, kind);
     }
     match real!(REAL_OPEN_2, c"__open_2", Open2Fn) {
         // SAFETY: forwarded with the caller's arguments to glibc's __open_2.
@@ -229,8 +281,8 @@ pub unsafe extern "C" fn __open_2(path: *const c_char, flags: c_int) -> c_int {
 /// glibc's contract for `__open64_2`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __open64_2(path: *const c_char, flags: c_int) -> c_int {
-    if is_node(path) {
-        return open_device(flags);
+    if let Some(kind) = node_kind(path) {
+        return open_device(flags, kind);
     }
     match real!(REAL_OPEN64_2, c"__open64_2", Open2Fn) {
         // SAFETY: forwarded with the caller's arguments to glibc's __open64_2.
@@ -245,8 +297,8 @@ pub unsafe extern "C" fn __open64_2(path: *const c_char, flags: c_int) -> c_int 
 /// glibc's contract for `__openat_2`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __openat_2(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
-    if is_node(path) {
-        return open_device(flags);
+    if let Some(kind) = node_kind(path) {
+        return open_device(flags, kind);
     }
     match real!(REAL_OPENAT_2, c"__openat_2", Openat2Fn) {
         // SAFETY: forwarded with the caller's arguments to glibc's __openat_2.
@@ -261,8 +313,8 @@ pub unsafe extern "C" fn __openat_2(dirfd: c_int, path: *const c_char, flags: c_
 /// glibc's contract for `__openat64_2`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __openat64_2(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
-    if is_node(path) {
-        return open_device(flags);
+    if let Some(kind) = node_kind(path) {
+        return open_device(flags, kind);
     }
     match real!(REAL_OPENAT64_2, c"__openat64_2", Openat2Fn) {
         // SAFETY: forwarded with the caller's arguments to glibc's __openat64_2.

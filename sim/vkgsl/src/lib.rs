@@ -8,6 +8,11 @@
 //! at offset `id << 12` ([`memfd`]), so the client's own `mmap` maps them, and the device
 //! learns where (the GPU address of a `USE_CPU_MAP` object) from `/proc/self/maps` ([`maps`]).
 //!
+//! It also presents the mainline kernel's MSM DRM render node (`/dev/dri/renderD128`, or
+//! `$HCQ_VKGSL_RENDER_NODE`): [`render::VMsm`] answers the DRM and MSM ioctls with the
+//! simulated MSM driver (`SimMsm`) over the same simulated GPU; GEM objects live in that
+//! node's memfd at their mmap offset (`id << 12`), at the IOVA where the device maps them.
+//!
 //! `unsafe` lives in [`interpose`] (the C boundary), [`user`] (copies of ioctl arguments) and
 //! [`memfd`] (the device's own mappings).
 
@@ -16,4 +21,5 @@ pub mod device;
 pub mod interpose;
 pub mod maps;
 pub mod memfd;
+pub mod render;
 pub mod user;
