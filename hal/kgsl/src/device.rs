@@ -712,7 +712,15 @@ impl QcomBackend {
         // `gpuaddr`, mapped until `owner` drops; the CPU uses its atomics only.
         let page = unsafe { SignalPage::from_raw_owning(base, SIGNAL_SLOTS, gpuaddr, owner) };
         let timeline = OwnedSignal::new(Arc::new(page), 0)?;
-        self.queue = Some(HwQueue::new(enc.clone(), &timeline)?);
+        let mut queue = HwQueue::new(enc.clone(), &timeline)?;
+        // Decision (issue 18 §2): a call starts, after its timeline wait, with a cache flush and
+        // invalidate (the barrier), as tinygrad's HCQProgram.__call__ does
+        // (`wait(...).memory_barrier().exec(...)`): what the host wrote between calls (inputs,
+        // a rebound buffer) is not hidden behind lines the texture cache or UCHE kept from the
+        // last call. Mesa agrees: turnip invalidates every cache at the start of a command
+        // buffer (tu_cmd_buffer_begin: pending_flush_bits = TU_CMD_FLAG_ALL_INVALIDATE).
+        queue.memory_barrier()?;
+        self.queue = Some(queue);
         self.timeline = Some(timeline);
         self.scratch = Some(scratch.keep());
         self.pvt = Some(pvt.keep());
@@ -1047,6 +1055,32 @@ fn check_launch(prog: &Program, k: &hcq::bundle::hcqb::KernelRef<'_>) -> Result<
     for v in gpu.vals() {
         i32::try_from(v)
             .map_err(|_| Error::InvalidArgument { what: "adreno integer argument (32-bit)", value: v as u64 })?;
+    }
+    // An image's view holds its rows at the program's pitch (IMAGE-SCHEMA: nbytes = height ×
+    // pitch) and starts 64-byte aligned in its page-aligned KGSL object (the texture base).
+    for &(arg, need) in &prog.images {
+        let v = k.arg(arg as usize).ok_or(Error::OutOfBounds {
+            what: "launch argument of an image (descriptors.images[].arg)",
+            offset: arg.into(),
+            len: 1,
+            limit: k.n_args() as u64,
+        })?;
+        if v.nbytes < need {
+            return Err(Error::OutOfSpace {
+                what: "image argument: the view is smaller than height x pitch",
+                requested: need,
+                capacity: v.nbytes,
+            })
+            .map_err(|e| e.context(format!("argument {arg} (buffer {})", v.buffer)));
+        }
+        if !v.offset.is_multiple_of(64) {
+            return Err(Error::Misaligned {
+                what: "image argument view offset (texture base)",
+                value: v.offset,
+                align: 64,
+            })
+            .map_err(|e| e.context(format!("argument {arg} (buffer {})", v.buffer)));
+        }
     }
     Ok(())
 }
