@@ -708,3 +708,44 @@ impl RunModel for Model {
         each!(&self.runner, r => r.check())
     }
 }
+
+#[cfg(test)]
+mod bind_input_tests {
+    /// `Model::bind_input` on `CPU` and `QCOM:SIM`: the kernels read the caller's memory (a
+    /// change there, without `set_input`, changes the output), and binding back restores the
+    /// model's own input.
+    #[test]
+    fn a_bound_input_is_read_from_the_callers_memory_on_cpu_and_qcom_sim() {
+        let bundle = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/elementwise");
+        for dev in ["CPU", "QCOM:SIM"] {
+            let mut m = super::open(dev).unwrap().load(bundle).unwrap();
+            m.run().unwrap();
+            let before = m.output("output0").unwrap();
+            let n = m.inputs()[0].nbytes as usize;
+            // page-aligned memory inside a larger allocation (the QCOM mapping is page-rounded)
+            let mut buf = vec![0u8; n + 8192];
+            let at = (buf.as_ptr() as usize).next_multiple_of(4096) - buf.as_ptr() as usize;
+            for (i, b) in buf[at..at + n].chunks_exact_mut(4).enumerate() {
+                b.copy_from_slice(&(i as f32).to_le_bytes());
+            }
+            let ptr = buf[at..].as_mut_ptr();
+            // SAFETY: `buf` outlives the calls; it is bound back (waiting for them) before it drops.
+            unsafe { m.bind_input("input0", ptr, n) }.unwrap();
+            m.run().unwrap();
+            let bound = m.output("output0").unwrap();
+            assert_ne!(bound, before, "{dev}");
+            buf[at..at + 4].copy_from_slice(&1000f32.to_le_bytes());
+            m.run().unwrap();
+            assert_ne!(m.output("output0").unwrap(), bound, "{dev}: the change is seen without a copy");
+            // SAFETY: the wrong size and a misaligned pointer are refused before anything is bound.
+            assert!(unsafe { m.bind_input("input0", ptr, n - 4) }.is_err(), "{dev}");
+            assert!(unsafe { m.bind_input("input0", ptr.wrapping_add(4), n) }.is_err(), "{dev}");
+            // SAFETY: null binds back to the model's memory.
+            unsafe { m.bind_input("input0", std::ptr::null_mut(), 0) }.unwrap();
+            m.run().unwrap();
+            assert_eq!(m.output("output0").unwrap(), before, "{dev}");
+            assert!(m.check().unwrap().ok, "{dev}");
+            drop(buf);
+        }
+    }
+}

@@ -120,3 +120,86 @@ fn an_image_view_smaller_than_height_times_pitch_is_refused_at_load() {
     let t = e.to_string();
     assert!(t.contains("smaller than height x pitch") && t.contains("launch 0"), "{t}");
 }
+
+/// Page-aligned caller memory of `n` bytes (inside a larger allocation, so the page-rounded
+/// mapping stays inside memory this test owns).
+struct Caller {
+    buf: Vec<u8>,
+    at: usize,
+    n: usize,
+}
+
+impl Caller {
+    fn new(data: &[u8]) -> Caller {
+        let n = data.len();
+        let mut buf = vec![0u8; n.next_multiple_of(4096) + 4096];
+        let at = (buf.as_ptr() as usize).next_multiple_of(4096) - buf.as_ptr() as usize;
+        buf[at..at + n].copy_from_slice(data);
+        Caller { buf, at, n }
+    }
+    fn ptr(&mut self) -> *mut u8 {
+        self.buf[self.at..].as_mut_ptr()
+    }
+    fn bytes(&mut self) -> &mut [u8] {
+        &mut self.buf[self.at..self.at + self.n]
+    }
+}
+
+#[test]
+fn a_bound_input_is_read_from_the_callers_memory_without_a_copy() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/elementwise");
+    let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap();
+    let file = Hcqb::parse(&bytes).unwrap();
+    let input = file.inputs().next().unwrap().view;
+    let initial =
+        file.initial_data(input.buffer as usize).unwrap()[input.offset as usize..][..input.nbytes as usize].to_vec();
+    let dev = hcq_sim_adreno::open(false).unwrap();
+    let mut m = Runner::load(QcomBackend::new(dev).unwrap(), &file).unwrap();
+    m.call().unwrap();
+    let before = m.output(0).unwrap();
+    assert!(m.check().unwrap().ok);
+
+    let own = m.backend().buffer_addr(input.buffer as usize).unwrap() + input.offset;
+    let mut caller = Caller::new(&initial);
+    // SAFETY: `caller` outlives every call below and is unbound (waiting for them) before it drops.
+    unsafe { m.backend_mut().bind_host(own, input.nbytes, caller.ptr()) }.unwrap();
+    m.call().unwrap();
+    assert_eq!(m.output(0).unwrap(), before, "the caller's copy of the input gives the same output");
+    // The kernels read the caller's bytes: changing them (no set_input, no copy) changes the
+    // output, and the model's own input memory is untouched.
+    for (i, b) in caller.bytes().chunks_exact_mut(4).enumerate() {
+        b.copy_from_slice(&(i as f32).to_le_bytes());
+    }
+    m.call().unwrap();
+    let bound = m.output(0).unwrap();
+    assert_ne!(bound, before);
+    let mut own_now = vec![0u8; initial.len()];
+    hcq::runner::Backend::read(m.backend(), input.buffer as usize, input.offset, &mut own_now).unwrap();
+    assert_eq!(own_now, initial, "the bound input was not copied into the model's memory");
+    // Bound back: the model's own memory again.
+    // SAFETY: a null pointer binds the range back to the model's memory.
+    unsafe { m.backend_mut().bind_host(own, input.nbytes, std::ptr::null_mut()) }.unwrap();
+    m.call().unwrap();
+    assert_eq!(m.output(0).unwrap(), before);
+    assert!(m.check().unwrap().ok);
+    drop(caller);
+    // A bind before the load finished, or over a copy launch, is refused (see bind_host).
+}
+
+#[test]
+fn binding_caller_memory_is_refused_where_an_argument_reaches_across_it() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/elementwise");
+    let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap();
+    let file = Hcqb::parse(&bytes).unwrap();
+    let input = file.inputs().next().unwrap().view;
+    let dev = hcq_sim_adreno::open(false).unwrap();
+    let mut m = Runner::load(QcomBackend::new(dev).unwrap(), &file).unwrap();
+    let own = m.backend().buffer_addr(input.buffer as usize).unwrap() + input.offset;
+    let mut caller = Caller::new(&vec![0u8; input.nbytes as usize]);
+    // half the input: the kernel's argument (the whole input) reaches across the range's edge
+    // SAFETY: refused before anything is mapped.
+    let e = unsafe { m.backend_mut().bind_host(own, input.nbytes / 2, caller.ptr()) }.unwrap_err();
+    assert!(e.to_string().contains("reaches across the range's edge"), "{e}");
+    m.call().unwrap();
+    assert!(m.check().unwrap().ok, "nothing changed");
+}
