@@ -739,6 +739,7 @@ mod bind_input_tests {
             assert_ne!(m.output("output0").unwrap(), bound, "{dev}: the change is seen without a copy");
             // SAFETY: the wrong size and a misaligned pointer are refused before anything is bound.
             assert!(unsafe { m.bind_input("input0", ptr, n - 4) }.is_err(), "{dev}");
+            // SAFETY: as above: refused (misaligned) before anything is bound.
             assert!(unsafe { m.bind_input("input0", ptr.wrapping_add(4), n) }.is_err(), "{dev}");
             // SAFETY: null binds back to the model's memory.
             unsafe { m.bind_input("input0", std::ptr::null_mut(), 0) }.unwrap();
