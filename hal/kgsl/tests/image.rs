@@ -203,3 +203,32 @@ fn binding_caller_memory_is_refused_where_an_argument_reaches_across_it() {
     m.call().unwrap();
     assert!(m.check().unwrap().ok, "nothing changed");
 }
+
+/// Every `image-*` entry of the GPU hostile corpus (`tests/data/bundles-gpu-bad`, made by its
+/// generate.py from the captured image matmul) is refused at load on `QCOM:SIM`, before
+/// anything runs, for the reason its `expect` file names (not for the simulator's missing image
+/// instructions, which the metadata checks come before).
+#[test]
+fn every_hostile_image_entry_is_refused_at_load_naming_its_field() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/bundles-gpu-bad");
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("image-"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 20, "{names:?}");
+    for d in names {
+        let want = std::fs::read_to_string(d.join("expect")).unwrap();
+        let err = (|| -> hcq::Result<()> {
+            let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&d)?)?;
+            let file = Hcqb::parse(&bytes)?;
+            let dev = hcq_sim_adreno::open(false)?;
+            Runner::load(QcomBackend::new(dev)?, &file).map(|_| ())
+        })()
+        .unwrap_err();
+        let t = err.to_string();
+        assert!(t.contains(want.trim()), "{}: {t}", d.display());
+        assert!(!t.contains("interpreter does not run"), "{}: {t}", d.display());
+    }
+}

@@ -216,10 +216,6 @@ pub(crate) fn check(
             if sig.dtype.as_deref() != Some(im.format.as_str()) {
                 return Err(bad("adreno descriptors.images[].format", 0, "differs from the signature's dtype"));
             }
-            let want_shape = serde_json::json!([im.height, im.width, 4]);
-            if sig.shape.as_ref() != Some(&want_shape) {
-                return Err(bad("adreno signature shape of an image", 0, "not [height, width, 4] of its images entry"));
-            }
             if im.width == 0
                 || im.height == 0
                 || !fits(tex_const::WIDTH, im.width)
@@ -229,6 +225,10 @@ pub(crate) fn check(
                     what: "adreno descriptors.images[] width/height: 0, or beyond TEX_CONST_1's 15-bit fields",
                     value: u64::from(im.width) << 32 | u64::from(im.height),
                 });
+            }
+            let want_shape = serde_json::json!([im.height, im.width, 4]);
+            if sig.shape.as_ref() != Some(&want_shape) {
+                return Err(bad("adreno signature shape of an image", 0, "not [height, width, 4] of its images entry"));
             }
             let row = u64::from(im.width) * 4 * u64::from(itemsize);
             if u64::from(im.pitch) < row {
