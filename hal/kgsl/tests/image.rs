@@ -183,7 +183,6 @@ fn a_bound_input_is_read_from_the_callers_memory_without_a_copy() {
     assert_eq!(m.output(0).unwrap(), before);
     assert!(m.check().unwrap().ok);
     drop(caller);
-    // A bind before the load finished, or over a copy launch, is refused (see bind_host).
 }
 
 #[test]
