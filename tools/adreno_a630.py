@@ -199,10 +199,11 @@ class AdrenoExporter:
                  "local_size_offset": None if q.wgsz == INVALID_REGID else q.wgsz * 4,
                  "max_const_offset_vec4": cs.allocs.max_const_offset_vec4, "allocs": allocs},
       "descriptors": {"tex_cnt": q.tex_cnt, "ibo_cnt": q.ibo_cnt, "samp_cnt": q.samp_cnt, "tex_off": q.tex_off, "ibo_off": q.ibo_off,
-                      "samp_off": q.samp_off, "tex_to_image": list(q.tex_to_image[:q.tex_cnt]), "samplers": list(q.samplers),
-                      "images": [], "sampler_words": [list(q.samplers[4 * i:4 * i + 4]) for i in range(q.samp_cnt)]},
+                      "samp_off": q.samp_off, "tex_to_image": list(q.tex_to_image[:q.tex_cnt]), "samplers": list(q.samplers)},
       "regs": None,
     }
+    if q.tex_cnt or q.ibo_cnt or q.samp_cnt:  # IMAGE-SCHEMA.md (plain kernels keep the manifest they always had)
+      entry["descriptors"] |= {"images": [], "sampler_words": [list(q.samplers[4 * i:4 * i + 4]) for i in range(q.samp_cnt)]}
     return entry
 
   def entry_from_dispatch(self, q, elf, words, block, bufs, vals, lsz, where) -> tuple[dict, bytes]:
@@ -276,7 +277,7 @@ class AdrenoExporter:
     consts["vals"] = [{"name": s["name"], "offset": q.buf_off + off, "size": dt.itemsize, "dtype": self.np_dtype(dt)}
                       for s, (off, dt) in zip(sig[n_buf:], TinyELF.iter_sig(vsig, len(plain) * 8))]
     d = entry["descriptors"]
-    d["images"] = self.images(q, sig[:n_buf], tinygrad_block, where)
+    if "images" in d: d["images"] = self.images(q, sig[:n_buf], tinygrad_block, where)
     # the metadata must rebuild tinygrad's block exactly
     block = bytearray(q.kernargs_alloc_size)
     def put(off, size, value, what):
@@ -287,14 +288,14 @@ class AdrenoExporter:
     for v, val in zip(consts["vals"], vals): put(v["offset"], v["size"], val, f"value {v['name']}")
     if consts["local_size_offset"] is not None:
       for i, l in enumerate(lsz): put(consts["local_size_offset"] + 4 * i, 4, l, "the local size")
-    for im in d["images"]:
+    for im in d.get("images", []):
       for kind, base in (("texture", d["tex_off"]), ("ibo", d["ibo_off"])):
         if im[kind] is None: continue
         ws = list(im[f"{'tex' if kind == 'texture' else 'ibo'}_words"])
         a = addrs[im["slot"]]
         ws[4], ws[5] = a & 0xffffffff, a >> 32  # as tinygrad's data64_le
         for j, w in enumerate(ws): put(base + 0x40 * im[kind] + 4 * j, 4, w, f"{kind} descriptor of slot {im['slot']}")
-    for i, sw in enumerate(d["sampler_words"]):
+    for i, sw in enumerate(d.get("sampler_words", [])):
       for j, w in enumerate(sw): put(d["samp_off"] + 16 * i + 4 * j, 4, w, f"sampler {i}")
     if bytes(block) != tinygrad_block:
       diff = next(i for i in range(len(block)) if block[i] != tinygrad_block[i])
