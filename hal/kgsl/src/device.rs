@@ -556,10 +556,10 @@ impl QcomBackend {
     /// `[ptr, ptr + len)` must stay allocated and valid for every read and write the kernels
     /// make through it, each time a call runs, until the range is bound elsewhere (or back) or
     /// the backend drops — both wait for the calls that use it — and no one else may write it
-    /// while a call runs. It must not be memory the GPU caches would hide: the mapping is
-    /// cached, and its lines are cleaned only here (the caller writes its data before binding,
-    /// or between calls through memory the CPU keeps coherent, as on the a630's I/O-coherent
-    /// SoC).
+    /// while a call runs. The CPU cache lines of the range are cleaned only here (as tinygrad
+    /// cleans them only when it maps): data the caller writes later reaches the GPU only where
+    /// the CPU cache is coherent with it, or when the caller cleans those lines itself before
+    /// the call.
     pub unsafe fn bind_host(&mut self, own: u64, len: u64, ptr: *mut u8) -> Result<()> {
         if self.hcq.is_none() {
             return Err(Error::InvalidArgument { what: "QCOM bind: before the load finished", value: 0 });

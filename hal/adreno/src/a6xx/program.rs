@@ -53,8 +53,9 @@ pub const REGID_NONE: u32 = 0xfc;
 /// `Hcqb::check_limits` compares every program's metadata and every launch's grid with them
 /// before anything is allocated). Sources, `shared/reference/adreno/a6xx.xml` unless named:
 /// - constant RAM: 256 vec4 = 4 KiB, the largest `a6xx_const_ram_mode` (CONSTLEN_256; Mesa
-///   `ir3_compiler.c` max_const_compute = 256, notes `adreno-ir3-isa.md` §3); the constant block
-///   of a launch holds nothing else (textures/IBOs are not supported);
+///   `ir3_compiler.c` max_const_compute = 256, notes `adreno-ir3-isa.md` §3); a launch's
+///   texture, IBO and sampler descriptors lie in its kernarg block too (tinygrad: from 2 KiB),
+///   inside these 4 KiB;
 /// - code: 1023 units of 128 bytes (`CP_LOAD_STATE6` NUM_UNIT, [`MAX_CODE_UNITS`]);
 /// - private memory per fiber: MEMSIZEPERITEM, 8 bits in units of 512 B
 ///   (`a6xx_sp_xs_pvt_mem_param`): 255 × 512 bytes;
