@@ -240,3 +240,55 @@ fn a_changed_descriptor_or_image_field_is_refused_naming_it() {
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
+
+/// The captured program with `pvtmem` bytes of private memory per fiber and every value
+/// tinygrad derives from it (QCOMProgram: per item ceil(pvtmem / 512), total per item × 256,
+/// stack offset round_up(next_pow2(round_up(pvtmem, 512)) × 2048, 4096), stack 4 × offset),
+/// the registers as tinygrad writes them.
+fn with_pvtmem(meta: &Value, pvtmem: u32) -> Value {
+    let per_item = pvtmem.div_ceil(512);
+    let total = per_item * 256;
+    let offset = (u64::from(pvtmem.next_multiple_of(512).next_power_of_two()) * 2048).next_multiple_of(4096);
+    let mut m = meta.clone();
+    m["pvtmem"] = pvtmem.into();
+    m["pvtmem_size_per_item"] = per_item.into();
+    m["pvtmem_size_total"] = total.into();
+    m["hw_stack_offset"] = offset.into();
+    m["stack_bytes"] = (4 * offset).into();
+    m["regs"]["SP_CS_PVT_MEM_PARAM"]["value"] = per_item.into();
+    m["regs"]["SP_CS_PVT_MEM_SIZE"]["value"] = total.into();
+    m["regs"]["SP_CS_PVT_MEM_STACK_OFFSET"]["value"] = offset.into();
+    m
+}
+
+#[test]
+fn a_program_with_private_memory_gets_its_registers_and_stack() {
+    let c = capture();
+    let m = with_pvtmem(&c.meta, 1000);
+    let prog = Program::from_json(&c.blob, m.to_string().as_bytes()).unwrap();
+    assert_eq!((prog.pvtmem, prog.stack_bytes), (1000, 4 * 2 * 1024 * 1024));
+    let w = hcq_words(&c, &prog);
+    let d = replay(&w, &objects(&c, &prog, SCRATCH + BORDER_COLOR_OFFSET));
+    assert_eq!(d.regs[&regs::SP_CS_PVT_MEM_PARAM::REG], 2, "MEMSIZEPERITEM: 2 x 512 bytes");
+    assert_eq!(d.regs[&regs::SP_CS_PVT_MEM_SIZE::REG], 512, "TOTALPVTMEMSIZE: 512 x 4 KiB per SP");
+    assert_eq!(d.regs[&regs::SP_CS_PVT_MEM_STACK_OFFSET::REG], (2 << 20) >> 11, "the stack 2 MiB in, in 2 KiB units");
+    assert!(
+        d.loads.iter().any(|(r, at)| *r == regs::SP_CS_PVT_MEM_BASE::REG && at == "reg stack+0x0"),
+        "{:?}",
+        d.loads
+    );
+    // An encoder whose private memory is smaller than the program's stack refuses it.
+    let a = &c.dispatch["addrs"];
+    let enc = A6xxEncoder::new(EncoderConfig {
+        scratch: SCRATCH,
+        pvt_mem: a["stack"].as_u64().unwrap(),
+        pvt_mem_bytes: prog.stack_bytes - 4096,
+    })
+    .unwrap();
+    assert!(enc.add_program(&prog, a["code"].as_u64().unwrap()).unwrap_err().to_string().contains("private/stack"));
+    // The derived values must agree with pvtmem.
+    let mut bad = m.clone();
+    bad["regs"]["SP_CS_PVT_MEM_SIZE"]["value"] = (512 / 4096).into();
+    let e = Program::from_json(&c.blob, bad.to_string().as_bytes()).unwrap_err().to_string();
+    assert!(e.contains("TOTALPVTMEMSIZE"), "{e}");
+}

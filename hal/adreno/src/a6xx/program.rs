@@ -802,6 +802,10 @@ impl Program {
                 .map_or(0u64, |r| r.fields.iter().fold(0, |m, f| m | ((1u64 << (f.hi - f.lo + 1)) - 1) << f.lo));
             let e = match DISPATCH_REGS.iter().find(|&&(n, _)| n == name.as_str()) {
                 Some(&(_, reg)) if reg == v.reg && u64::from(v.value) & !fields == 0 => continue,
+                // tinygrad's SP_CS_PVT_MEM_STACK_OFFSET is the byte offset written unmasked (2 MiB
+                // for 1 KiB of spills: bits past the 19-bit field); it is compared with
+                // hw_stack_offset below, and the encoder writes the XML encoding instead.
+                Some(&(n, reg)) if reg == v.reg && n == regs::SP_CS_PVT_MEM_STACK_OFFSET::NAME => continue,
                 Some(&(_, reg)) if reg == v.reg => Error::Malformed {
                     what: "adreno metadata regs: value sets bits outside the register's fields",
                     at: v.value.into(),
@@ -860,8 +864,13 @@ impl Program {
                 pvt_mem_param.memsizeperitem().into(),
             ),
             (
-                "adreno regs SP_CS_PVT_MEM_SIZE.TOTALPVTMEMSIZE vs pvtmem_size_total / 4096",
-                u64::from(m.pvtmem_size_total / 4096),
+                // pvtmem_size_total is in the field's units (4 KiB, shr="12"): tinygrad writes it
+                // as is, and it equals Mesa's per-SP size >> 12 (turnip tu6_emit_xs:
+                // TOTALPVTMEMSIZE(per_sp_size), per_sp_size = per-fiber bytes × 128 × 16 fibers
+                // on a630), so it is compared as is (it was compared / 4096 before: 0 for every
+                // pvtmem-free kernel, and a refusal of every tinygrad kernel that spills).
+                "adreno regs SP_CS_PVT_MEM_SIZE.TOTALPVTMEMSIZE vs pvtmem_size_total (4 KiB units)",
+                u64::from(m.pvtmem_size_total),
                 pvt_mem_size.totalpvtmemsize().into(),
             ),
             (
