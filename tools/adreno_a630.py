@@ -277,7 +277,9 @@ class AdrenoExporter:
     consts["vals"] = [{"name": s["name"], "offset": q.buf_off + off, "size": dt.itemsize, "dtype": self.np_dtype(dt)}
                       for s, (off, dt) in zip(sig[n_buf:], TinyELF.iter_sig(vsig, len(plain) * 8))]
     d = entry["descriptors"]
-    if "images" in d: d["images"] = self.images(q, sig[:n_buf], tinygrad_block, where)
+    if "images" in d:
+      d["images"] = self.images(q, sig[:n_buf], tinygrad_block, where)
+      for im in d["images"]: im["arg"] = args_of[im["slot"]]  # which launch argument it is (as consts.args[].arg)
     # the metadata must rebuild tinygrad's block exactly
     block = bytearray(q.kernargs_alloc_size)
     def put(off, size, value, what):
