@@ -87,11 +87,11 @@ class StandInDevice:
 
 
 class AdrenoExporter:
-  def __init__(self):
+  def __init__(self, check_versions=True):
     try: version = importlib.metadata.version("tinymesa")
     except importlib.metadata.PackageNotFoundError:
       raise AdrenoError(f"--adreno needs the tinymesa package (pip install tinymesa=={TINYMESA_VERSION})") from None
-    if version != TINYMESA_VERSION:
+    if check_versions and version != TINYMESA_VERSION:
       raise AdrenoError(f"tinymesa {version} is installed; --adreno reproduces the bundles' shaders with tinymesa {TINYMESA_VERSION}")
     self.tinymesa_version = version
     from tinygrad.helpers import Target, ansistrip
@@ -158,7 +158,6 @@ class AdrenoExporter:
     """Compile one kernel; returns {entry, blob, asm, info, qprg, n_buf}: `entry` is the manifest's `adreno` object (its `regs`,
     `consts.load_vec4`, `consts.args` and `consts.vals` are filled at the program's first launch), `blob` the .a630.bin bytes,
     `asm` the disassembly, `info` the GPU ProgramInfo and `qprg` tinygrad's QCOMProgram on the stand-in device."""
-    mesa = self.mesa
     prg = self.compile(sink, where)
     info, elf = prg.arg, prg.to_elf()
     lib = elf.lib
@@ -167,26 +166,32 @@ class AdrenoExporter:
     try: q = self.qcom.QCOMProgram(self.dev, elf)
     except Exception as e: raise AdrenoError(f"{where}: tinygrad's QCOMProgram refused the IR3 blob: {type(e).__name__}: {e}") from None
     if not q.NIR: raise AdrenoError(f"{where}: the stand-in device did not select the IR3 path")
-    if q.tex_cnt or q.ibo_cnt or q.samp_cnt:
-      raise AdrenoError(f"{where}: the GPU kernel uses {q.tex_cnt} textures, {q.ibo_cnt} IBOs, {q.samp_cnt} samplers; only plain buffers "
-                        "are exported (images are not supported yet)")
-    n_buf = len(info.globals)
+    entry = self.entry(q, elf, lib, v, cs, image, layout, info.function_name, self.ansistrip(info.name), len(info.globals), where)
+    entry["disasm_file"] = f"{stem}.a630.asm"
+    asm = self.disassembly(image, self.renderer.compiler.dev_id.gpu_id)
+    return {"entry": entry, "blob": blob, "asm": asm, "info": info, "qprg": q, "n_buf": len(info.globals)}
+
+  def entry(self, q, elf, lib, v, cs, image, layout, function_name, display_name, n_buf, where) -> dict:
+    """The `adreno` object of tinygrad's QCOMProgram `q` (regs, load_vec4, args and vals are filled from a dispatch)."""
+    mesa = self.mesa
     signature = [{"name": name, "slot": slot, "dtype": None, "shape": list(shape), "_dt": dt} for name, slot, dt, shape in elf.signature]
-    if [s["slot"] for s in signature] != list(range(len(signature))) or len(signature) != n_buf + len(info.vars):
+    if [s["slot"] for s in signature] != list(range(len(signature))) or len(signature) < n_buf:
       raise AdrenoError(f"{where}: GPU signature slots {[s['slot'] for s in signature]} are not 0..n-1 with {n_buf} buffers")
     if any(s["name"] == "core_id" for s in signature): raise AdrenoError(f"{where}: the GPU kernel has a core_id argument")
+    for s in signature[:n_buf]:
+      if is_image(s["shape"]): s["image"] = True
     allocs = {}
     for kind, name in sorted(mesa.enum_ir3_const_alloc_type.items()):
       if kind >= mesa.IR3_CONST_ALLOC_MAX: continue
       a = cs.allocs.consts[kind]
       if a.size_vec4: allocs[name.removeprefix("IR3_CONST_ALLOC_").lower()] = {"offset_vec4": a.offset_vec4, "size_vec4": a.size_vec4}
     entry = {
-      "arch": "a630", "target": self.target, "function_name": info.function_name, "display_name": self.ansistrip(info.name),
+      "arch": "a630", "target": self.target, "function_name": function_name, "display_name": display_name,
       "signature": signature, "vars": [s["name"] for s in signature[n_buf:]],
       "blob": layout, "image_size": q.image_size, "instr_size_128": -(-q.image_size // 128), "prg_offset": q.prg_offset,
       "instrs_count": v.info.instrs_count, "threadsize": THREADSIZE, "fregs": q.fregs, "hregs": q.hregs, "branchstack": q.brnchstck,
       "pvtmem": q.pvtmem, "shmem": q.shmem, "pvtmem_size_per_item": q.pvtmem_size_per_item, "pvtmem_size_total": q.pvtmem_size_total,
-      "hw_stack_offset": q.hw_stack_offset, "stack_bytes": self.dev.stack_request, "shared_size": q.shared_size,
+      "hw_stack_offset": q.hw_stack_offset, "stack_bytes": 4 * q.hw_stack_offset, "shared_size": q.shared_size,
       "max_threads": q.max_threads, "wgid": q.wgid, "wgid_reg": regid_name(q.wgid), "lid": q.lid, "lid_reg": regid_name(q.lid),
       "wgsz": q.wgsz,
       "consts": {"kernarg_alloc_size": q.kernargs_alloc_size, "load_vec4": None, "buf_off": q.buf_off, "args": [], "vals": [],
@@ -195,10 +200,23 @@ class AdrenoExporter:
                  "max_const_offset_vec4": cs.allocs.max_const_offset_vec4, "allocs": allocs},
       "descriptors": {"tex_cnt": q.tex_cnt, "ibo_cnt": q.ibo_cnt, "samp_cnt": q.samp_cnt, "tex_off": q.tex_off, "ibo_off": q.ibo_off,
                       "samp_off": q.samp_off, "tex_to_image": list(q.tex_to_image[:q.tex_cnt]), "samplers": list(q.samplers)},
-      "regs": None, "disasm_file": f"{stem}.a630.asm",
+      "regs": None,
     }
-    asm = self.disassembly(image, self.renderer.compiler.dev_id.gpu_id)
-    return {"entry": entry, "blob": blob, "asm": asm, "info": info, "qprg": q, "n_buf": n_buf}
+    if q.tex_cnt or q.ibo_cnt or q.samp_cnt:  # IMAGE-SCHEMA.md (plain kernels keep the manifest they always had)
+      entry["descriptors"] |= {"images": [], "sampler_words": [list(q.samplers[4 * i:4 * i + 4]) for i in range(q.samp_cnt)]}
+    return entry
+
+  def entry_from_dispatch(self, q, elf, words, block, bufs, vals, lsz, where) -> tuple[dict, bytes]:
+    """The `adreno` object and the blob of QCOMProgram `q` (made from TinyELF `elf`) from one dispatch tinygrad encoded on a real
+    (or virtual) QCOM device: `words` what QCOMComputeQueue.exec appended, `block` the kernarg block QCOMArgsState wrote for the
+    buffers at device addresses `bufs` and the integer values `vals`."""
+    lib = elf.lib
+    blob, layout = self.blob(lib, where)
+    v, cs, imm, image = self.IR3Compiler.unpack_lib(lib)
+    entry = self.entry(q, elf, lib, v, cs, image, layout, q.name, q.name, len(bufs), where)
+    self.fill_dispatch(q, entry, list(range(len(bufs))), bufs, vals, lsz, words, block, where)
+    finish_signature(entry, lambda dt: dt.name if hasattr(dt, "name") else str(dt))
+    return entry, blob
 
   # ---------- one launch ----------
 
@@ -228,8 +246,7 @@ class AdrenoExporter:
 
   def first_launch(self, gp, args_of, vals, gsz, lsz, where):
     q, entry = gp["qprg"], gp["entry"]
-    consts, n_buf = entry["consts"], gp["n_buf"]
-    sig = entry["signature"]
+    n_buf = gp["n_buf"]
     # stand-in buffers with recognisable addresses; tinygrad fills the kernarg block and encodes one dispatch
     bufs = [self.dev.allocator.alloc(64) for _ in range(n_buf)]
     kernargs = self.dev.allocator.alloc(max(q.kernargs_alloc_size, 4096))
@@ -239,31 +256,73 @@ class AdrenoExporter:
       queue.exec(q, state, tuple(gsz), tuple(lsz))
     except Exception as e: raise AdrenoError(f"{where}: tinygrad's QCOM dispatch encoding failed: {type(e).__name__}: {e}") from None
     tinygrad_block = bytes(kernargs.cpu_view().view(size=q.kernargs_alloc_size)[:])
-    regs, load_vec4 = self.decode(list(queue._q), where)
+    self.fill_dispatch(q, entry, args_of, [b.va_addr for b in bufs], vals, lsz, list(queue._q), tinygrad_block, where)
+
+  def fill_dispatch(self, q, entry, args_of, addrs, vals, lsz, words, tinygrad_block, where):
+    """`regs`, `load_vec4`, the kernarg layout and the image descriptors of `entry` from one dispatch tinygrad encoded (`words`)
+    and the kernarg block it wrote (`tinygrad_block`) for buffers at `addrs`; checks that the metadata rebuilds that block."""
+    consts, n_buf, sig = entry["consts"], len(addrs), entry["signature"]
+    regs, load_vec4 = self.decode(words, where)
     entry["regs"] = {name: {"reg": self.reg_ids[name], "value": regs[self.reg_ids[name]]} for name in REGS if self.reg_ids[name] in regs}
     missing = [name for name in REGS if name not in entry["regs"]]
     if missing: raise AdrenoError(f"{where}: tinygrad's dispatch did not write {missing}")
     consts["load_vec4"] = load_vec4
-    # kernarg layout: buffer addresses (GPU signature order) then the integer values, as QCOMArgsState places them
+    # kernarg layout: the plain buffers' addresses (GPU signature order, images left out as QCOMArgsState does) then the integer
+    # values; images are descriptors at tex_off/ibo_off (IMAGE-SCHEMA.md)
     from tinygrad.device import TinyELF
-    consts["args"] = [{"arg": args_of[k], "slot": s["slot"], "offset": q.buf_off + 8 * k, "size": 8, "kind": "u64 buffer address"}
-                      for k, s in enumerate(sig[:n_buf])]
+    plain = [s for s in sig[:n_buf] if not s.get("image")]
+    consts["args"] = [{"arg": args_of[s["slot"]], "slot": s["slot"], "offset": q.buf_off + 8 * k, "size": 8, "kind": "u64 buffer address"}
+                      for k, s in enumerate(plain)]
     vsig = [(s["name"], s["slot"], s["_dt"], tuple(s["shape"])) for s in sig[n_buf:]]
     consts["vals"] = [{"name": s["name"], "offset": q.buf_off + off, "size": dt.itemsize, "dtype": self.np_dtype(dt)}
-                      for s, (off, dt) in zip(sig[n_buf:], TinyELF.iter_sig(vsig, n_buf * 8))]
+                      for s, (off, dt) in zip(sig[n_buf:], TinyELF.iter_sig(vsig, len(plain) * 8))]
+    d = entry["descriptors"]
+    if "images" in d:
+      d["images"] = self.images(q, sig[:n_buf], tinygrad_block, where)
+      for im in d["images"]: im["arg"] = args_of[im["slot"]]  # which launch argument it is (as consts.args[].arg)
     # the metadata must rebuild tinygrad's block exactly
     block = bytearray(q.kernargs_alloc_size)
     def put(off, size, value, what):
       if off < 0 or off + size > len(block): raise AdrenoError(f"{where}: {what} at [{off}, {off + size}) lies outside the kernarg block")
       block[off:off + size] = (value & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
     for im in consts["immediates"]: put(im["offset"], im["size"], im["value"], "an immediate")
-    for a in consts["args"]: put(a["offset"], 8, bufs[a["slot"]].va_addr, f"argument {a['slot']}")
+    for a in consts["args"]: put(a["offset"], 8, addrs[a["slot"]], f"argument {a['slot']}")
     for v, val in zip(consts["vals"], vals): put(v["offset"], v["size"], val, f"value {v['name']}")
     if consts["local_size_offset"] is not None:
       for i, l in enumerate(lsz): put(consts["local_size_offset"] + 4 * i, 4, l, "the local size")
+    for im in d.get("images", []):
+      for kind, base in (("texture", d["tex_off"]), ("ibo", d["ibo_off"])):
+        if im[kind] is None: continue
+        ws = list(im[f"{'tex' if kind == 'texture' else 'ibo'}_words"])
+        a = addrs[im["slot"]]
+        ws[4], ws[5] = a & 0xffffffff, a >> 32  # as tinygrad's data64_le
+        for j, w in enumerate(ws): put(base + 0x40 * im[kind] + 4 * j, 4, w, f"{kind} descriptor of slot {im['slot']}")
+    for i, sw in enumerate(d.get("sampler_words", [])):
+      for j, w in enumerate(sw): put(d["samp_off"] + 16 * i + 4 * j, 4, w, f"sampler {i}")
     if bytes(block) != tinygrad_block:
       diff = next(i for i in range(len(block)) if block[i] != tinygrad_block[i])
       raise AdrenoError(f"{where}: the kernarg layout does not reproduce tinygrad's block (first difference at byte {diff})")
+
+  def images(self, q, bufsig, block, where) -> list[dict]:
+    """`descriptors.images` (IMAGE-SCHEMA.md): which texture / IBO each image parameter is (QCOMArgsState's assignment: the first
+    ibo_cnt images are the IBOs, texture i is image ibo_cnt + tex_to_image[i]) and its descriptor words as tinygrad wrote them,
+    the address dwords 4 and 5 zeroed."""
+    imgs = [s for s in bufsig if s.get("image")]
+    out = []
+    for k, s in enumerate(imgs):
+      h, w, _ = s["shape"]
+      itemsize = s["_dt"].itemsize
+      if itemsize not in (2, 4): raise AdrenoError(f"{where}: image parameter {s['slot']} has {itemsize}-byte elements")
+      tex = [i for i in range(q.tex_cnt) if q.ibo_cnt + q.tex_to_image[i] == k]
+      def words(off):
+        ws = [int.from_bytes(block[off + 4 * j:off + 4 * j + 4], "little") for j in range(16)]
+        ws[4] = ws[5] = 0
+        return ws
+      out.append({"slot": s["slot"], "texture": tex[0] if tex else None, "ibo": k if k < q.ibo_cnt else None, "width": w, "height": h,
+                  "format": "float16" if itemsize == 2 else "float32", "pitch": w * 4 * itemsize,
+                  "tex_words": words(q.tex_off + 0x40 * tex[0]) if tex else None,
+                  "ibo_words": words(q.ibo_off + 0x40 * k) if k < q.ibo_cnt else None})
+    return out
 
   @staticmethod
   def np_dtype(dt) -> str:
@@ -292,9 +351,16 @@ class AdrenoExporter:
     return regs, load_vec4
 
 
+def is_image(shape) -> bool:
+  """tinygrad's is_image_shape: an image parameter is (height, width, 4)."""
+  return shape is not None and len(shape) == 3 and shape[-1] == 4
+
+
 def finish_signature(entry: dict, dtype_name) -> None:
-  """Replace the tinygrad dtypes kept for the layout pass by their manifest names."""
-  for s in entry["signature"]: s["dtype"] = dtype_name(s.pop("_dt"))
+  """Replace the tinygrad dtypes kept for the layout pass by their manifest names (an image's by its element type)."""
+  for s in entry["signature"]:
+    dt = s.pop("_dt")
+    s["dtype"] = ("float16" if dt.itemsize == 2 else "float32") if s.get("image") else dtype_name(dt)
 
 
 __all__ = ["AdrenoError", "AdrenoExporter", "finish_signature"]

@@ -368,7 +368,10 @@ impl Device {
                 Loaded::Qcom(Box::new(r))
             }
         };
-        Ok(Model { runner, inputs, outputs, device: self.name.clone(), pending: None })
+        let in_views: Vec<hcq::bundle::ArgView> = file.inputs().map(|t| t.view).collect();
+        let bind_refused = in_views.iter().map(|v| bind_refusal(&file, v)).collect();
+        let bound = vec![None; in_views.len()];
+        Ok(Model { runner, inputs, outputs, device: self.name.clone(), pending: None, in_views, bind_refused, bound })
     }
 
     /// QCOM devices opened with [`Options::capture_rd`]: the freedreno `.rd` capture of every
@@ -416,6 +419,36 @@ pub struct Model {
     device: String,
     /// The timeline value of a call [`Model::submit`]ted and not waited for yet.
     pending: Option<u64>,
+    /// Per input: its view, why it cannot be bound to caller memory (if so), and the caller
+    /// memory it is bound to ([`Model::bind_input`]).
+    in_views: Vec<hcq::bundle::ArgView>,
+    bind_refused: Vec<Option<&'static str>>,
+    bound: Vec<Option<u64>>,
+}
+
+/// Why input `view` of `file` cannot be bound to caller memory: a kernel argument that reaches
+/// across its edge, a copy launch or an output that touches it.
+fn bind_refusal(file: &Hcqb<'_>, view: &hcq::bundle::ArgView) -> Option<&'static str> {
+    use hcq::bundle::hcqb::LaunchRef;
+    let (start, end) = (view.offset, view.offset.saturating_add(view.nbytes));
+    let overlaps = |v: &hcq::bundle::ArgView| {
+        v.buffer == view.buffer && v.offset < end && start < v.offset.saturating_add(v.nbytes)
+    };
+    let inside = |v: &hcq::bundle::ArgView| {
+        v.buffer == view.buffer && v.offset >= start && v.offset.saturating_add(v.nbytes) <= end
+    };
+    for l in file.launches() {
+        match l {
+            LaunchRef::Kernel(k) if k.args().any(|a| overlaps(&a) && !inside(&a)) => {
+                return Some("a kernel argument reaches across the input's edge");
+            }
+            LaunchRef::Copy { dst, src } if overlaps(&dst) || overlaps(&src) => {
+                return Some("a copy launch touches the input (the copy engine copies device memory only)");
+            }
+            _ => {}
+        }
+    }
+    file.outputs().any(|o| overlaps(&o.view)).then_some("an output shares memory with the input")
 }
 
 fn lookup(what: &'static str, list: &[Tensor], name: &str) -> Result<usize> {
@@ -478,6 +511,71 @@ impl Model {
     pub fn set_input_at(&mut self, i: usize, data: &[u8]) -> Result<()> {
         self.settle()?;
         each!(&self.runner, r => r.set_input(i, data))
+    }
+
+    /// Bind input `name` to the caller's `len` bytes at `ptr`, zero-copy: every later call
+    /// reads the input there (the caller writes it between calls, not while one runs); a null
+    /// `ptr` binds it back to the model's own memory. On `CPU` the kernels take the pointer; on
+    /// `QCOM`/`QCOM:SIM` the memory is mapped for the GPU (KGSL `MAP_USER_MEM`,
+    /// [`QcomBackend::bind_host`]) and the launches' constant blocks point at it. Waits for a
+    /// submitted call first. Refused for other devices, for a size other than the input's, a
+    /// pointer not 64-byte aligned (an image's texture base), and inputs whose memory a copy
+    /// launch, an output or a kernel argument reaching across its edge also uses.
+    ///
+    /// # Safety
+    /// `[ptr, ptr + len)` must stay allocated and valid for the reads (and writes) the kernels
+    /// make, each time a call runs, until the input is bound elsewhere or back, or the model is
+    /// dropped — both wait for the calls that use it — and no one else may write it while a
+    /// call runs.
+    pub unsafe fn bind_input(&mut self, name: &str, ptr: *mut u8, len: usize) -> Result<()> {
+        let i = lookup("model input name", &self.inputs, name)?;
+        let v = self.in_views[i];
+        let ctx = || format!("bind_input {name}");
+        if let Some(why) = self.bind_refused[i] {
+            return Err(Error::Unsupported { what: why, value: i as u64 }).with_context(ctx);
+        }
+        if !ptr.is_null() {
+            if len as u64 != v.nbytes {
+                return Err(Error::Mismatch {
+                    what: "bound memory size vs input size",
+                    expected: v.nbytes,
+                    found: len as u64,
+                })
+                .with_context(ctx);
+            }
+            if !(ptr as u64).is_multiple_of(64) {
+                return Err(Error::Misaligned { what: "bound memory address", value: ptr as u64, align: 64 })
+                    .with_context(ctx);
+            }
+        }
+        self.settle()?;
+        match &mut self.runner {
+            Loaded::Cpu(r) => {
+                let own = r.backend().buffer_addrs()[v.buffer as usize] + v.offset;
+                let to = if ptr.is_null() { own } else { ptr as u64 };
+                let from = self.bound[i].unwrap_or(own);
+                if from != to {
+                    // SAFETY: the caller's contract covers `to`; `own` is the model's buffer; the
+                    // input's views are inside it or disjoint from it (`bind_refusal`).
+                    unsafe { r.backend_mut().rebind(from, v.nbytes, to) }.with_context(ctx)?;
+                }
+                self.bound[i] = (to != own).then_some(to);
+            }
+            Loaded::Qcom(r) => {
+                let own = r.backend().buffer_addr(v.buffer as usize).unwrap_or(0) + v.offset;
+                // SAFETY: the caller's contract is bind_host's.
+                unsafe { r.backend_mut().bind_host(own, v.nbytes, ptr) }.with_context(ctx)?;
+                self.bound[i] = (!ptr.is_null()).then_some(ptr as u64);
+            }
+            Loaded::Sim(_) => {
+                return Err(Error::Unsupported {
+                    what: "bind_input on SIM (its devices copy between simulated memories)",
+                    value: 0,
+                })
+                .with_context(ctx);
+            }
+        }
+        Ok(())
     }
 
     /// One forward pass: submit and wait.
@@ -638,5 +736,47 @@ impl RunModel for Model {
     }
     fn check(&self) -> Result<CheckReport> {
         each!(&self.runner, r => r.check())
+    }
+}
+
+#[cfg(test)]
+mod bind_input_tests {
+    /// `Model::bind_input` on `CPU` and `QCOM:SIM`: the kernels read the caller's memory (a
+    /// change there, without `set_input`, changes the output), and binding back restores the
+    /// model's own input.
+    #[test]
+    fn a_bound_input_is_read_from_the_callers_memory_on_cpu_and_qcom_sim() {
+        let bundle = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/elementwise");
+        for dev in ["CPU", "QCOM:SIM"] {
+            let mut m = super::open(dev).unwrap().load(bundle).unwrap();
+            m.run().unwrap();
+            let before = m.output("output0").unwrap();
+            let n = m.inputs()[0].nbytes as usize;
+            // page-aligned memory inside a larger allocation (the QCOM mapping is page-rounded)
+            let mut buf = vec![0u8; n + 8192];
+            let at = (buf.as_ptr() as usize).next_multiple_of(4096) - buf.as_ptr() as usize;
+            for (i, b) in buf[at..at + n].chunks_exact_mut(4).enumerate() {
+                b.copy_from_slice(&(i as f32).to_le_bytes());
+            }
+            let ptr = buf[at..].as_mut_ptr();
+            // SAFETY: `buf` outlives the calls; it is bound back (waiting for them) before it drops.
+            unsafe { m.bind_input("input0", ptr, n) }.unwrap();
+            m.run().unwrap();
+            let bound = m.output("output0").unwrap();
+            assert_ne!(bound, before, "{dev}");
+            buf[at..at + 4].copy_from_slice(&1000f32.to_le_bytes());
+            m.run().unwrap();
+            assert_ne!(m.output("output0").unwrap(), bound, "{dev}: the change is seen without a copy");
+            // SAFETY: the wrong size and a misaligned pointer are refused before anything is bound.
+            assert!(unsafe { m.bind_input("input0", ptr, n - 4) }.is_err(), "{dev}");
+            // SAFETY: as above: refused (misaligned) before anything is bound.
+            assert!(unsafe { m.bind_input("input0", ptr.wrapping_add(4), n) }.is_err(), "{dev}");
+            // SAFETY: null binds back to the model's memory.
+            unsafe { m.bind_input("input0", std::ptr::null_mut(), 0) }.unwrap();
+            m.run().unwrap();
+            assert_eq!(m.output("output0").unwrap(), before, "{dev}");
+            assert!(m.check().unwrap().ok, "{dev}");
+            drop(buf);
+        }
     }
 }

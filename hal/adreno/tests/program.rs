@@ -4,7 +4,6 @@
 mod common;
 
 use common::*;
-use hcq::Error;
 use hcq_adreno::Program;
 use hcq_adreno::program::Slot;
 use serde_json::{Value, json};
@@ -50,12 +49,20 @@ fn local_sizes_beyond_max_threads_are_refused() {
 }
 
 #[test]
-fn textures_and_ibos_are_not_supported_yet() {
+fn descriptor_counts_without_images_or_room_are_refused() {
+    // (Before images were supported every count was refused as "not supported yet".)
     for k in ["tex_cnt", "ibo_cnt", "samp_cnt"] {
         let mut m = meta();
         m["descriptors"][k] = json!(1);
-        let e = load(&m).unwrap_err();
-        assert!(matches!(e, Error::Unsupported { .. }) && e.to_string().contains("not supported yet"), "{k}: {e}");
+        let t = err_text(&m);
+        assert!(t.contains("outside the kernarg block"), "{k}: {t}");
+        // with room for the descriptor, the missing image (or sampler words) is named
+        m["consts"]["kernarg_alloc_size"] = json!(4096);
+        m["descriptors"]["tex_off"] = json!(2048);
+        m["descriptors"]["ibo_off"] = json!(2112);
+        m["descriptors"]["samp_off"] = json!(2176);
+        let t = err_text(&m);
+        assert!(t.contains("textures / IBOs named by images[]") || t.contains("sampler_words"), "{k}: {t}");
     }
 }
 
@@ -95,7 +102,8 @@ fn malformed_metadata_is_refused_with_its_reason() {
         ("load_vec4 beyond the const RAM", Box::new(|m| m["consts"]["load_vec4"] = json!(512)), "CONSTANTRAMMODE"),
         ("max_threads 0", Box::new(|m| m["max_threads"] = json!(0)), "max_threads"),
         ("not a630", Box::new(|m| m["arch"] = json!("a740")), "a630"),
-        ("private memory", Box::new(|m| m["pvtmem"] = json!(512)), "not supported yet"),
+        ("private memory without its layout", Box::new(|m| m["pvtmem"] = json!(512)), "pvtmem_size_per_item"),
+        ("absurd private memory", Box::new(|m| m["pvtmem"] = json!(1u32 << 20)), "MEMSIZEPERITEM"),
         ("wrong type", Box::new(|m| m["fregs"] = json!("ten")), "json"),
         ("shared memory too big", Box::new(|m| m["shmem"] = json!(65536)), "32 KiB"),
     ];
@@ -136,7 +144,7 @@ fn self_contradicting_metadata_is_refused_naming_the_field() {
         ("huge slot", Box::new(|m| m["consts"]["args"][0]["slot"] = json!(u32::MAX)), "consts.args[].slot"),
         ("arg outside the buffers", Box::new(|m| m["consts"]["args"][0]["arg"] = json!(7)), "consts.args[].arg"),
         ("arg twice", Box::new(|m| m["consts"]["args"][2]["arg"] = json!(0)), "consts.args[].arg"),
-        ("slot offset", Box::new(|m| m["consts"]["buf_off"] = json!(8)), "buf_off + 8 x slot"),
+        ("slot offset", Box::new(|m| m["consts"]["buf_off"] = json!(8)), "buf_off + 8 x (the slot's rank"),
         ("an address slot too few", Box::new(|m| drop(m["consts"]["args"].as_array_mut().unwrap().pop())), "counts"),
         ("signature slot", Box::new(|m| m["signature"][1]["slot"] = json!(5)), "signature slot"),
         ("vars beyond the signature", Box::new(|m| m["vars"] = json!([1, 2, 3, 4])), "vars count"),

@@ -120,7 +120,7 @@ impl Db {
             return None;
         }
         let mut files = vec![];
-        for f in ["adreno_pm4.xml", "a6xx.xml", "adreno_common.xml", "a6xx_enums.xml"] {
+        for f in ["adreno_pm4.xml", "a6xx.xml", "adreno_common.xml", "a6xx_enums.xml", "a6xx_descriptors.xml"] {
             let p = dir.join(f);
             let src = std::fs::read_to_string(&p).unwrap_or_else(|e| {
                 panic!(
@@ -241,6 +241,8 @@ fn every_opcode_and_event_matches_the_xml() {
     assert_eq!(e("a6xx_state_src", "SS6_DIRECT"), ls::SS6_DIRECT as u64);
     assert_eq!(e("a6xx_state_src", "SS6_INDIRECT"), ls::SS6_INDIRECT as u64);
     assert_eq!(e("a6xx_state_block", "SB6_CS_SHADER"), ls::SB6_CS_SHADER as u64);
+    assert_eq!(e("a6xx_state_block", "SB6_CS_TEX"), ls::SB6_CS_TEX as u64);
+    assert_eq!(e("a6xx_state_type", "ST6_UAV"), ls::ST6_UAV as u64);
     assert_eq!(e("cp_cond_function", "WRITE_LT"), w::WRITE_LT as u64);
     assert_eq!(e("cp_cond_function", "WRITE_EQ"), w::WRITE_EQ as u64);
     assert_eq!(e("cp_cond_function", "WRITE_GE"), w::WRITE_GE as u64);
@@ -315,6 +317,45 @@ fn every_packet_field_matches_the_xml() {
     let r = db.reg("CP_SET_MARKER", "0", "A6XX").unwrap();
     let (lo, hi, _) = db.field(r, "MODE", "SET_RENDER_MODE").unwrap();
     assert_eq!((lo, hi - lo + 1), (sm::MODE_SHIFT, sm::MODE_BITS));
+}
+
+#[test]
+fn every_descriptor_field_matches_the_xml() {
+    use hcq_adreno::a6xx::descriptors::{tex_const as t, tex_samp as s};
+    let Some(db) = Db::load() else { return };
+    let f = |dom: &str, dword: &str, field: &str| {
+        let r = db.reg(dom, dword, "A6XX").unwrap_or_else(|| panic!("{dom}.{dword} missing"));
+        let (lo, hi, _) = db.field(r, field, "A6XX").unwrap_or_else(|| panic!("{dom}.{dword}.{field} missing"));
+        (lo, hi - lo + 1)
+    };
+    for (dword, name, ours) in [
+        ("0", "SWIZ_X", t::SWIZ_X),
+        ("0", "SWIZ_Y", t::SWIZ_Y),
+        ("0", "SWIZ_Z", t::SWIZ_Z),
+        ("0", "SWIZ_W", t::SWIZ_W),
+        ("0", "FMT", t::FMT),
+        ("1", "WIDTH", t::WIDTH),
+        ("1", "HEIGHT", t::HEIGHT),
+        ("2", "PITCHALIGN", t::PITCHALIGN),
+        ("2", "PITCH", t::PITCH),
+        ("2", "TYPE", t::TYPE),
+        ("6", "PLANE_PITCH", t::PLANE_PITCH),
+    ] {
+        assert_eq!(f("A6XX_TEX_CONST", dword, name), ours, "A6XX_TEX_CONST_{dword}.{name}");
+    }
+    for (dword, name, ours) in [
+        ("0", "WRAP_S", s::WRAP_S),
+        ("0", "WRAP_T", s::WRAP_T),
+        ("0", "WRAP_R", s::WRAP_R),
+        ("1", "CUBEMAPSEAMLESSFILTOFF", s::CUBEMAPSEAMLESSFILTOFF),
+        ("1", "UNNORM_COORDS", s::UNNORM_COORDS),
+    ] {
+        assert_eq!(f("A6XX_TEX_SAMP", dword, name), ours, "A6XX_TEX_SAMP_{dword}.{name}");
+    }
+    let e = |en: &str, name: &str| db.enum_value(en, name, "A6XX").unwrap_or_else(|| panic!("{en}.{name}"));
+    assert_eq!(e("a6xx_format", "FMT6_16_16_16_16_FLOAT"), u64::from(t::FMT6_16_16_16_16_FLOAT));
+    assert_eq!(e("a6xx_format", "FMT6_32_32_32_32_FLOAT"), u64::from(t::FMT6_32_32_32_32_FLOAT));
+    assert_eq!(e("a6xx_tex_type", "A6XX_TEX_2D"), u64::from(t::A6XX_TEX_2D));
 }
 
 #[test]

@@ -518,6 +518,35 @@ pub struct QcomBackend {
     /// Objects listed for the submissions' buffer list before `finish` (the timeline signal's,
     /// whose page owns it from `encoder()` on).
     listed: BufferList,
+    /// Every kernel launch's constant block as recorded (to rewrite it when a buffer is
+    /// rebound), and every copy launch (dst, src, bytes).
+    recorded: Vec<RecordedLaunch>,
+    copies: Vec<(u64, u64, u64)>,
+    /// Ranges of device memory the calls use caller memory for ([`QcomBackend::bind_host`]).
+    binds: Vec<HostBind>,
+}
+
+/// A kernel launch's constant block: where it lies and what it was filled from.
+#[derive(Debug)]
+struct RecordedLaunch {
+    consts: usize,
+    off: u64,
+    program: usize,
+    /// Argument device addresses (as the calls see them now) and view sizes.
+    args: Vec<u64>,
+    sizes: Vec<u64>,
+    vals: Vec<i32>,
+    local: [u32; 3],
+}
+
+/// Device memory `[own, own + len)` replaced in the calls by the GPU address `to` (the
+/// mapping of caller memory, when hcq made one).
+#[derive(Debug)]
+struct HostBind {
+    own: u64,
+    len: u64,
+    to: u64,
+    map: Option<crate::UserMapping>,
 }
 
 impl core::fmt::Debug for QcomBackend {
@@ -598,7 +627,121 @@ impl QcomBackend {
             profiled: Vec::new(),
             profiled_ids: Vec::new(),
             listed: BufferList::new(),
+            recorded: Vec::new(),
+            copies: Vec::new(),
+            binds: Vec::new(),
         })
+    }
+
+    /// Make the calls read and write the caller's memory at `ptr` (`len` bytes) in place of the
+    /// device memory `[own, own + len)` (a model input bound zero-copy); a null `ptr` binds the
+    /// range back to its own memory. The host range is mapped for the GPU as tinygrad's
+    /// `QCOMDevice._gpu_map` does: its data cache lines are cleaned to memory (aarch64), the
+    /// page-aligned range goes to KGSL `MAP_USER_MEM`, and the GPU address is the mapping's plus
+    /// `ptr & 0xfff`; where KGSL answers `EFAULT` the pointer is taken to be a GPU address
+    /// already (memory of another GPU object). Waits for the calls in flight first, then
+    /// rewrites the constant block of every launch whose arguments lie in the range (this
+    /// allocates: binding is not the hot path); a previous mapping of the range is unmapped
+    /// after the calls that used it. Refused, with nothing changed, when a copy launch touches
+    /// the range (its `CP_MEMCPY` addresses are fixed), a kernel argument reaches across its
+    /// edge, or an image argument would not be 64-byte aligned.
+    ///
+    /// # Safety
+    /// `[ptr, ptr + len)` must stay allocated and valid for every read and write the kernels
+    /// make through it, each time a call runs, until the range is bound elsewhere (or back) or
+    /// the backend drops — both wait for the calls that use it — and no one else may write it
+    /// while a call runs. The CPU cache lines of the range are cleaned only here (as tinygrad
+    /// cleans them only when it maps): data the caller writes later reaches the GPU only where
+    /// the CPU cache is coherent with it, or when the caller cleans those lines itself before
+    /// the call.
+    pub unsafe fn bind_host(&mut self, own: u64, len: u64, ptr: *mut u8) -> Result<()> {
+        if self.hcq.is_none() {
+            return Err(Error::InvalidArgument { what: "QCOM bind: before the load finished", value: 0 });
+        }
+        let idx = self.binds.iter().position(|b| b.own == own && b.len == len);
+        let cur = idx.map_or(own, |i| self.binds[i].to);
+        let inside = |a: u64, n: u64| a >= cur && a.saturating_add(n) <= cur + len;
+        let overlaps = |a: u64, n: u64| a < cur + len && cur < a.saturating_add(n.max(1));
+        for &(d, sr, n) in &self.copies {
+            if overlaps(d, n) || overlaps(sr, n) {
+                return Err(Error::Unsupported {
+                    what: "QCOM bind: a copy launch touches the range (CP_MEMCPY copies device memory only)",
+                    value: own,
+                });
+            }
+        }
+        for r in &self.recorded {
+            if r.args.iter().zip(&r.sizes).any(|(&a, &n)| overlaps(a, n) && !inside(a, n)) {
+                return Err(Error::Unsupported {
+                    what: "QCOM bind: a kernel argument reaches across the range's edge",
+                    value: own,
+                });
+            }
+        }
+        self.synchronize()?;
+        let (to, map) = if ptr.is_null() {
+            (own, None)
+        } else {
+            // SAFETY: the caller's contract: the range is valid until it is bound elsewhere.
+            unsafe { self.map_host(ptr, len)? }
+        };
+        // The new blocks first (nothing changes if one is refused), then written in place.
+        let mut blocks = Vec::new();
+        for (i, r) in self.recorded.iter().enumerate() {
+            if !r.args.iter().zip(&r.sizes).any(|(&a, &n)| inside(a, n)) {
+                continue;
+            }
+            let args: Vec<u64> =
+                r.args.iter().zip(&r.sizes).map(|(&a, &n)| if inside(a, n) { a - cur + to } else { a }).collect();
+            let prog = &self.programs[r.program].0;
+            let mut block = vec![0u8; prog.const_block_bytes as usize];
+            if let Err(e) = prog.fill_consts(&mut block, &args, &r.vals, r.local) {
+                if let Some(m) = map {
+                    let _ = self.dev.kgsl.unmap_user(m, &self.dev.ctx, self.dev.ctx.last_submitted(), self.timeout_ms);
+                }
+                return Err(e.context(format!("QCOM bind: launch {i}")));
+            }
+            blocks.push((i, args, block));
+        }
+        for (i, args, block) in blocks {
+            let r = &mut self.recorded[i];
+            write_words(&self.consts[r.consts], r.off, &block)?;
+            r.args = args;
+        }
+        let old = match idx {
+            Some(i) => self.binds.remove(i).map,
+            None => None,
+        };
+        if to != own {
+            self.binds.push(HostBind { own, len, to, map });
+        }
+        if let Some(m) = old {
+            // Unused by any call from here on (the calls in flight were waited for above).
+            self.dev.kgsl.unmap_user(m, &self.dev.ctx, self.dev.ctx.last_submitted(), self.timeout_ms)?;
+        }
+        Ok(())
+    }
+
+    /// Map `len` bytes of host memory at `ptr` for the GPU (tinygrad's `_gpu_map`); returns
+    /// the GPU address of `ptr` and the mapping (none when KGSL says `EFAULT`: `ptr` is then a
+    /// GPU address already).
+    ///
+    /// # Safety
+    /// As [`QcomBackend::bind_host`].
+    unsafe fn map_host(&self, ptr: *mut u8, len: u64) -> Result<(u64, Option<crate::UserMapping>)> {
+        let p = ptr as u64;
+        let base = p & !0xfff;
+        let span = (len + (p & 0xfff)).next_multiple_of(4096);
+        let span_usize =
+            usize::try_from(span).map_err(|_| Error::InvalidArgument { what: "QCOM bind size", value: len })?;
+        clean_dcache(p, len);
+        // SAFETY: the caller keeps `[ptr, ptr + len)` valid until it is unbound; the rest of
+        // the pages around it are never addressed by the calls (their arguments lie inside).
+        match unsafe { self.dev.kgsl.map_user(base as *mut u8, span_usize) } {
+            Ok(m) => Ok((m.gpuaddr + (p - base), Some(m))),
+            Err(Error::Os { errno: 14, .. }) => Ok((p, None)),
+            Err(e) => Err(e.context("QCOM bind: mapping caller memory (MAP_USER_MEM)")),
+        }
     }
 
     /// Profile every launch (before the load): each dispatch and copy is bracketed by two
@@ -807,7 +950,15 @@ impl QcomBackend {
         // `gpuaddr`, mapped until `owner` drops; the CPU uses its atomics only.
         let page = unsafe { SignalPage::from_raw_owning(base, SIGNAL_SLOTS, gpuaddr, owner) };
         let timeline = OwnedSignal::new(Arc::new(page), 0)?;
-        self.queue = Some(HwQueue::new(enc.clone(), &timeline)?);
+        let mut queue = HwQueue::new(enc.clone(), &timeline)?;
+        // Decision (issue 18 §2): a call starts, after its timeline wait, with a cache flush and
+        // invalidate (the barrier), as tinygrad's HCQProgram.__call__ does
+        // (`wait(...).memory_barrier().exec(...)`): what the host wrote between calls (inputs,
+        // a rebound buffer) is not hidden behind lines the texture cache or UCHE kept from the
+        // last call. Mesa agrees: turnip invalidates every cache at the start of a command
+        // buffer (tu_cmd_buffer_begin: pending_flush_bits = TU_CMD_FLAG_ALL_INVALIDATE).
+        queue.memory_barrier()?;
+        self.queue = Some(queue);
         self.timeline = Some(timeline);
         self.scratch = Some(scratch.keep());
         self.pvt = Some(pvt.keep());
@@ -849,7 +1000,7 @@ impl Backend for QcomBackend {
                     what: "bundle has no object for this architecture",
                     value: arch.code().into(),
                 })
-                .and_then(|o| validate_program(&p, o, sim))
+                .and_then(|o| validate_program(&p, o, false))
                 .with_context(|| format!("program {i} ({})", p.name))?;
             progs.push(prog);
         }
@@ -862,6 +1013,13 @@ impl Backend for QcomBackend {
                 limit: progs.len() as u64,
             });
             prog.and_then(|p| check_launch(p, &k)).with_context(|| format!("launch {i} ({})", k.name))?;
+        }
+        // Last, what only the simulator lacks: the metadata and the launches are the bundle's
+        // own errors, reported first.
+        if sim {
+            for (i, (prog, p)) in progs.iter().zip(bundle.programs()).enumerate() {
+                sim_instructions(prog).with_context(|| format!("program {i} ({})", p.name))?;
+            }
         }
         self.prepared = progs.into_iter().map(Some).collect();
         Ok(())
@@ -916,6 +1074,15 @@ impl Backend for QcomBackend {
         self.const_off += slot_bytes;
         write_words(obj, off, &self.block)?;
         let kernargs = obj.gpuaddr() + off;
+        self.recorded.push(RecordedLaunch {
+            consts: self.consts.len() - 1,
+            off,
+            program: *program,
+            args: l.args.to_vec(),
+            sizes: l.kernel.args().map(|a| a.nbytes).collect(),
+            vals: vals.clone(),
+            local: gpu.local_size,
+        });
         // PANIC: `encoder()` succeeded above, and it creates the queue with the encoder.
         let stamps = if self.profile {
             let name = l.kernel.name.to_string();
@@ -949,6 +1116,7 @@ impl Backend for QcomBackend {
             q.timestamp_at(t0)?;
         }
         q.copy(dst, src, bytes)?;
+        self.copies.push((dst, src, bytes));
         if let Some((_, t1)) = stamps {
             q.timestamp_at(t1)?;
         }
@@ -1056,6 +1224,15 @@ impl Drop for QcomBackend {
         self.timeline = None;
         self.ib = None;
         self.kernarg_mem = None;
+        // Caller memory is unmapped after the calls that use it.
+        for b in self.binds.drain(..) {
+            if let Some(m) = b.map
+                && let Err(e) =
+                    self.dev.kgsl.unmap_user(m, &self.dev.ctx, self.dev.ctx.last_submitted(), self.timeout_ms)
+            {
+                log::warn!("QCOM: unmapping caller memory at {:#x}: {e}", b.to);
+            }
+        }
         // Every other object goes back to KGSL only after the context's last submission retired.
         let after = free_after(&self.dev.ctx);
         let objs =
@@ -1095,6 +1272,9 @@ pub fn validate_program(p: &ProgramRef<'_>, object: &[u8], sim: bool) -> Result<
         Error::Malformed { what: "adreno shader code", at: prog.entry.into(), reason: "not a6xx ir3 instructions" }
             .context(e.to_string())
     })?;
+    if sim {
+        sim_instructions(&prog)?;
+    }
     let mut ends = false;
     for (i, ins) in instrs.iter().enumerate() {
         if let Some(t) = ins.branch_target(i)
@@ -1110,13 +1290,6 @@ pub fn validate_program(p: &ProgramRef<'_>, object: &[u8], sim: bool) -> Result<
         }
         match ins.body {
             Body::Cat0(c) if c.op == Cat0Op::End => ends = true,
-            Body::Unsupported(name) if sim => {
-                return Err(Error::Unsupported {
-                    what: "adreno shader instruction the QCOM:SIM interpreter does not run (instruction index)",
-                    value: i as u64,
-                })
-                .map_err(|e| e.context(format!("instruction {i}: {name}")));
-            }
             _ => {}
         }
     }
@@ -1128,6 +1301,27 @@ pub fn validate_program(p: &ProgramRef<'_>, object: &[u8], sim: bool) -> Result<
         });
     }
     Ok(prog)
+}
+
+/// On `QCOM:SIM`: every instruction of `prog` (decoded by [`validate_program`]) is one the ir3
+/// interpreter runs.
+fn sim_instructions(prog: &Program) -> Result<()> {
+    use hcq_ir3::isa::Body;
+    // CAST: the entry lies inside the image (checked by `from_json`).
+    let instrs = hcq_ir3::decode_image(&prog.image[prog.entry as usize..]).map_err(|e| {
+        Error::Malformed { what: "adreno shader code", at: prog.entry.into(), reason: "not a6xx ir3 instructions" }
+            .context(e.to_string())
+    })?;
+    for (i, ins) in instrs.iter().enumerate() {
+        if let Body::Unsupported(name) = ins.body {
+            return Err(Error::Unsupported {
+                what: "adreno shader instruction the QCOM:SIM interpreter does not run (instruction index)",
+                value: i as u64,
+            })
+            .map_err(|e| e.context(format!("instruction {i}: {name}")));
+        }
+    }
+    Ok(())
 }
 
 /// A kernel launch against its validated program: an Adreno dispatch whose work-group size the
@@ -1149,6 +1343,32 @@ fn check_launch(prog: &Program, k: &hcq::bundle::hcqb::KernelRef<'_>) -> Result<
     for v in gpu.vals() {
         i32::try_from(v)
             .map_err(|_| Error::InvalidArgument { what: "adreno integer argument (32-bit)", value: v as u64 })?;
+    }
+    // An image's view holds its rows at the program's pitch (IMAGE-SCHEMA: nbytes = height ×
+    // pitch) and starts 64-byte aligned in its page-aligned KGSL object (the texture base).
+    for &(arg, need) in &prog.images {
+        let v = k.arg(arg as usize).ok_or(Error::OutOfBounds {
+            what: "launch argument of an image (descriptors.images[].arg)",
+            offset: arg.into(),
+            len: 1,
+            limit: k.n_args() as u64,
+        })?;
+        if v.nbytes < need {
+            return Err(Error::OutOfSpace {
+                what: "image argument: the view is smaller than height x pitch",
+                requested: need,
+                capacity: v.nbytes,
+            })
+            .map_err(|e| e.context(format!("argument {arg} (buffer {})", v.buffer)));
+        }
+        if !v.offset.is_multiple_of(64) {
+            return Err(Error::Misaligned {
+                what: "image argument view offset (texture base)",
+                value: v.offset,
+                align: 64,
+            })
+            .map_err(|e| e.context(format!("argument {arg} (buffer {})", v.buffer)));
+        }
     }
     Ok(())
 }
@@ -1190,4 +1410,25 @@ pub fn msm_qcom_kind() -> hcq::device::DeviceKind {
         Ok(QcomDevice::open_msm(false)?)
     }
     hcq::device::DeviceKind { name: "MSM+QCOM", count, open }
+}
+
+/// Clean the data cache lines of `[addr, addr + len)` to memory before the GPU reads it
+/// through a user mapping (tinygrad's `dcache_flush`: `dc cvac` per 64-byte line, `dsb sy`).
+/// Elsewhere the host's caches are coherent with the device (the simulator) and nothing is
+/// needed.
+fn clean_dcache(addr: u64, len: u64) {
+    #[cfg(target_arch = "aarch64")]
+    {
+        let mut line = addr & !63;
+        while line < addr.saturating_add(len) {
+            // SAFETY: `dc cvac` only writes dirty lines back; the range is the caller's memory
+            // (bind_host's contract), so the address is mapped.
+            unsafe { core::arch::asm!("dc cvac, {0}", in(reg) line, options(nostack, preserves_flags)) };
+            line += 64;
+        }
+        // SAFETY: a barrier; no memory is touched.
+        unsafe { core::arch::asm!("dsb sy", options(nostack, preserves_flags)) };
+    }
+    #[cfg(not(target_arch = "aarch64"))]
+    let _ = (addr, len);
 }

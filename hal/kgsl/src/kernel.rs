@@ -179,6 +179,9 @@ pub trait GpuKernel: Send + Sync + core::fmt::Debug {
     /// `[ptr, ptr + len)` must stay allocated until it is unmapped, and must not be freed
     /// while a submission that uses it is in flight.
     unsafe fn map_user(&self, ptr: *mut u8, len: usize) -> Result<UserMapping>;
+    /// Unmap host memory mapped by [`GpuKernel::map_user`] once `ctx` retired `after` (waits for
+    /// it first, `timeout_ms` at most).
+    fn unmap_user(&self, m: UserMapping, ctx: &Context, after: u32, timeout_ms: u32) -> Result<()>;
     /// Import the dma-buf `fd` (MSM `PRIME_FD_TO_HANDLE` + `GEM_INFO(GET_IOVA)`; not on KGSL
     /// here).
     fn import_dmabuf(&self, fd: std::os::fd::BorrowedFd<'_>) -> Result<Imported>;
@@ -241,6 +244,9 @@ impl<T: GpuKernel + ?Sized> GpuKernel for std::sync::Arc<T> {
     unsafe fn map_user(&self, ptr: *mut u8, len: usize) -> Result<UserMapping> {
         // SAFETY: forwarded: the caller's contract is the inner interface's.
         unsafe { (**self).map_user(ptr, len) }
+    }
+    fn unmap_user(&self, m: UserMapping, ctx: &Context, after: u32, timeout_ms: u32) -> Result<()> {
+        (**self).unmap_user(m, ctx, after, timeout_ms)
     }
     fn import_dmabuf(&self, fd: std::os::fd::BorrowedFd<'_>) -> Result<Imported> {
         (**self).import_dmabuf(fd)

@@ -487,6 +487,9 @@ impl kernel::GpuKernel for Kgsl {
         // SAFETY: the caller's contract is this one's.
         unsafe { Kgsl::map_user(self, ptr, len) }
     }
+    fn unmap_user(&self, m: UserMapping, ctx: &Context, after: u32, timeout_ms: u32) -> Result<()> {
+        Kgsl::unmap_user(self, m, ctx, after, timeout_ms)
+    }
     fn import_dmabuf(&self, _fd: std::os::fd::BorrowedFd<'_>) -> Result<kernel::Imported> {
         Err(Error::Unsupported {
             what: "dma-buf import on KGSL (MAP_USER_MEM of KGSL_USER_MEM_TYPE_DMABUF) is not implemented; \

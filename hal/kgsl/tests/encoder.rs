@@ -57,3 +57,46 @@ fn core_patches_of_every_field_equal_a_fresh_a6xx_encoding() {
     }
     assert_eq!(q.command(last), Some(Command::Signal { addr: 0x70_0000, value: 0x2_7fff_ffff }));
 }
+
+/// The image matmul tinygrad dispatched (tests/data/tinygrad_image): patching its exec's
+/// constant-block address moves every descriptor load and base with it (the `Kernargs`
+/// `Offset(off)` marks), through the core queue and through the PM4 queue, as a fresh encoding.
+#[test]
+fn an_image_execs_descriptor_addresses_follow_a_patched_constant_block() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tinygrad_image");
+    let prog = Program::from_json(
+        &std::fs::read(dir.join("r_4_8_16_4_4.a630.bin")).unwrap(),
+        &std::fs::read(dir.join("r_4_8_16_4_4.adreno.json")).unwrap(),
+    )
+    .unwrap();
+    let enc = Arc::new(
+        A6xxEncoder::new(EncoderConfig { scratch: 0x10_0000, pvt_mem: 0x20_0000, pvt_mem_bytes: 1 << 16 }).unwrap(),
+    );
+    let h = enc.add_program(&prog, 0x30_0000).unwrap();
+    let pool = SignalPool::new();
+    let tl = pool.alloc(0);
+    let mut q = HwQueue::new(enc.clone(), &tl).unwrap();
+    q.exec(h, 0x40_0000, [8, 1, 1], [4, 1, 1]).unwrap();
+    q.finish().unwrap();
+    let count = |w: &[u32], a: u64| w.windows(2).filter(|p| p[0] == a as u32 && p[1] == (a >> 32) as u32).count();
+    // samplers, textures, IBOs: a load and a base each, at 0x8c0, 0x800, 0x880
+    for off in [0x800, 0x880, 0x8c0] {
+        assert_eq!(count(q.words(), 0x40_0000 + off), 2, "{off:#x}");
+    }
+    q.patch(1, Field::Kernargs, 0x1_2345_6000).unwrap();
+    let mut fresh = Pm4Queue::new(enc.clone());
+    for i in 0..q.len() {
+        fresh.push(q.command(i).unwrap()).unwrap();
+    }
+    assert_eq!(q.words(), fresh.words());
+    for off in [0x800, 0x880, 0x8c0] {
+        assert_eq!(count(q.words(), 0x40_0000 + off), 0, "{off:#x}");
+        assert_eq!(count(q.words(), 0x1_2345_6000 + off), 2, "{off:#x}");
+    }
+    let mut pm4 = Pm4Queue::new(enc.clone());
+    pm4.push(Command::Exec { program: h, kernargs: 0x40_0000, global: [8, 1, 1], local: [4, 1, 1] }).unwrap();
+    pm4.patch(0, Field::Kernargs, 0x1_2345_6000).unwrap();
+    let mut fresh = Pm4Queue::new(enc);
+    fresh.push(Command::Exec { program: h, kernargs: 0x1_2345_6000, global: [8, 1, 1], local: [4, 1, 1] }).unwrap();
+    assert_eq!(pm4.words(), fresh.words());
+}

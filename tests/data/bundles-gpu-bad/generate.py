@@ -12,6 +12,12 @@ the extremes a file can claim, truncated / garbage / all-zero shaders, absurd gr
 must be refused by `hcq run --device QCOM:SIM` with exit 2 and one line, under a 2 GB address
 space limit, in seconds (boards/hcq/tests/cli.rs, every_gpu_corpus_entry_is_refused...).
 Deterministic: a rerun rewrites identical files.
+
+The `image-*` entries start from a second base: tinygrad's image matmul `r_4_8_16_4_4` as
+hal/kgsl/tests/data/tinygrad_image/capture.py recorded it (two float16 textures with samplers, one
+float32 IBO; IMAGE-SCHEMA.md), its three images as scratch buffers of height x pitch bytes. Each
+makes one image field hostile; its `expect` file holds the words the refusal must contain
+(hal/kgsl/tests/image.rs checks that each is refused at load for that reason, naming program 0).
 """
 import hashlib
 import json
@@ -80,6 +86,58 @@ def base():
     return m, blob
 
 
+IMAGE_DIR = os.path.join(ROOT, "hal", "kgsl", "tests", "data", "tinygrad_image")
+IMAGE_PROG = "r_4_8_16_4_4"
+
+
+def image_base():
+    a = json.load(open(os.path.join(IMAGE_DIR, IMAGE_PROG + ".adreno.json")))
+    blob = open(os.path.join(IMAGE_DIR, IMAGE_PROG + ".a630.bin"), "rb").read()
+    imgs = sorted(a["descriptors"]["images"], key=lambda i: i["slot"])
+    bufs, args = [], []
+    for im in imgs:
+        n = im["height"] * im["pitch"]
+        bufs.append({"id": im["slot"], "nbytes": n, "dtype": im["format"], "role": "scratch"})
+        args.append({"buffer": im["slot"], "offset": 0, "nbytes": n, "dtype": im["format"]})
+    p = {"id": 0, "name": IMAGE_PROG, "symbol": IMAGE_PROG, "signature": a["signature"], "n_buffer_args": len(imgs), "vars": [],
+         "core_id_arg": None, "adreno": a,
+         "objects": {"adreno_a630": {"file": BLOB, "sha256": hashlib.sha256(blob).hexdigest(), "nbytes": len(blob)}}}
+    launch = {"kind": "kernel", "program": 0, "name": IMAGE_PROG, "global_size": [1, 1, 1], "local_size": [1, 1, 1], "args": args,
+              "vals": [], "core_id_arg": None, "outs": [], "ins": [], "gpu_global_size": [8, 1, 1], "gpu_local_size": [4, 1, 1],
+              "gpu_vals": []}
+    m = {"format": "tg-cpu-bundle", "version": 1, "model": "image-matmul-cut", "tinygrad_version": "0.14.0", "expected_from": "adreno_a630",
+         "buffers": bufs, "inputs": [], "outputs": [], "programs": [p], "launches": [launch]}
+    return m, blob
+
+
+# (name, edits of programs[0].adreno as (key path, value), the words its refusal must contain)
+IMAGE_CASES = [
+    ("image-width-0", [(("descriptors", "images", 1, "width"), 0)], "width/height: 0"),
+    ("image-height-2p15", [(("descriptors", "images", 1, "height"), 2**15)], "15-bit fields"),
+    ("image-pitch-below-row", [(("descriptors", "images", 2, "pitch"), 4544)], "pitch below width x 4 x itemsize"),
+    ("image-pitch-unaligned", [(("descriptors", "images", 2, "pitch"), 4616)], "a multiple of 64"),
+    ("image-format-unknown", [(("descriptors", "images", 0, "format"), "int8")], "unknown image format"),
+    ("image-format-vs-signature", [(("descriptors", "images", 0, "format"), "float16")], "signature's dtype"),
+    ("image-slot-out-of-range", [(("descriptors", "images", 2, "slot"), 9)], "images[].slot"),
+    ("image-slot-twice", [(("descriptors", "images", 2, "slot"), 1)], "images[].slot"),
+    ("image-texture-index-out-of-range", [(("descriptors", "images", 2, "texture"), 5)], "texture/IBO index"),
+    ("image-17-textures", [(("descriptors", "tex_cnt"), 17)], "more textures than"),
+    ("image-33-samplers", [(("descriptors", "samp_cnt"), 33)], "more samplers than 16"),
+    ("image-tex-off-outside", [(("descriptors", "tex_off"), 4032)], "outside the kernarg block"),
+    ("image-samp-off-outside", [(("descriptors", "samp_off"), 2288)], "outside the kernarg block"),
+    ("image-ibo-off-u32max", [(("descriptors", "ibo_off"), 2**32 - 16)], "outside the kernarg block"),
+    ("image-desc-over-constants", [(("descriptors", "tex_off"), 0)], "overlap"),
+    ("image-tex-word-changed", [(("descriptors", "images", 1, "tex_words", 0), 0)], "texture dword 0"),
+    ("image-ibo-words-missing", [(("descriptors", "images", 0, "ibo_words"), None)], "without descriptor words"),
+    ("image-sampler-changed", [(("descriptors", "sampler_words", 0, 1), 0)], "sampler_words"),
+    ("image-sampler-count", [(("descriptors", "sampler_words"), [])], "sampler_words count"),
+    ("image-config-ntex", [(("regs", "SP_CS_CONFIG", "value"), 0x440300)], "NTEX/NSAMP/NUAV"),
+    ("image-not-in-signature", [(("signature", 0, "image"), False)], "counts vs the signature"),
+    ("image-pvtmem-absurd", [(("pvtmem",), 2**30)], "private memory per thread"),
+    ("image-pvtmem-u32max", [(("pvtmem",), 2**32 - 1)], "pvtmem"),
+]
+
+
 def leaves(node, path=()):
     """Every number of the adreno object the runtime reads, as a key path."""
     skip = {"zeroed_host_pointers", "allocs", "tex_off", "ibo_off", "samp_off", "tex_to_image", "samplers", "shape"}
@@ -100,7 +158,7 @@ def put(node, path, value):
     node[path[-1]] = value
 
 
-def write(name, m, blob):
+def write(name, m, blob, expect=None):
     d = os.path.join(HERE, name)
     os.makedirs(d, exist_ok=True)
     p = m["programs"][0]
@@ -111,6 +169,9 @@ def write(name, m, blob):
         f.write("\n")
     with open(os.path.join(d, BLOB), "wb") as f:
         f.write(blob)
+    if expect is not None:
+        with open(os.path.join(d, "expect"), "w") as f:
+            f.write(expect + "\n")
 
 
 def main():
@@ -182,7 +243,13 @@ def main():
             else:
                 put(m["programs"][0]["adreno"], path, v)
         write(name, m, blob0 if blob is None else blob)
-    print(f"{len(cases) + 1} entries in {HERE}")
+    mi, blobi = image_base()
+    for name, edits, expect in IMAGE_CASES:
+        m = json.loads(json.dumps(mi))
+        for path, v in edits:
+            put(m["programs"][0]["adreno"], path, v)
+        write(name, m, blobi, expect)
+    print(f"{len(cases) + len(IMAGE_CASES) + 1} entries in {HERE}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 //!
 //! | command | packets |
 //! |---|---|
-//! | exec | `CP_SET_MARKER(RM6_COMPUTE)`, `SP_UPDATE_CNTL`, `SP_MODE_CNTL`, `TPL1_MODE_CNTL`, `SP_CS_USIZE`, `CP_WAIT_FOR_IDLE`, one TYPE4 burst `SP_CS_NDRANGE_0..SP_CS_KERNEL_GROUP_Z` (0xb990, 12), one burst `SP_CS_CNTL_0..SP_CS_PVT_MEM_STACK_OFFSET` (0xa9b0, 14), one burst `SP_REG_PROG_ID_0..SP_CS_CONST_CONFIG` (0xb983, 5), `CP_LOAD_STATE6_FRAG` constants and shader (indirect, `SB6_CS_SHADER`), `CP_EXEC_CS` |
+//! | exec | `CP_SET_MARKER(RM6_COMPUTE)`, `SP_UPDATE_CNTL` (0x60, then 0), `SP_MODE_CNTL`, `SP_PERFCTR_SHADER_MASK`, `TPL1_MODE_CNTL`, `TPL1_DBG_ECO_CNTL` (0), `SP_CS_USIZE`, `CP_WAIT_FOR_IDLE`, one TYPE4 burst `SP_CS_NDRANGE_0..SP_CS_KERNEL_GROUP_Z` (0xb990, 12), one burst `SP_CS_CNTL_0..SP_CS_PVT_MEM_STACK_OFFSET` (0xa9b0, 14), one burst `SP_REG_PROG_ID_0..SP_CS_CONST_CONFIG` (0xb983, 5), `CP_LOAD_STATE6_FRAG` constants and shader (indirect, `SB6_CS_SHADER`); with samplers `CP_LOAD_STATE6_FRAG(ST6_SHADER, SB6_CS_TEX)` + `SP_CS_SAMPLER_BASE` + `TPL1_CS_BORDER_COLOR_BASE`, with textures `CP_LOAD_STATE6_FRAG(ST6_CONSTANTS, SB6_CS_TEX)` + `SP_CS_TEXMEMOBJ_BASE`, with IBOs `CP_LOAD_STATE6_FRAG(ST6_UAV, SB6_CS_SHADER)` + `SP_CS_UAV_BASE` (all from the constant block, marked `Kernargs` `Offset(off)`); `CP_EXEC_CS` |
 //! | signal | `CP_WAIT_FOR_IDLE`, then two `CP_EVENT_WRITE(CACHE_FLUSH_TS)`: the low word of the value to `addr`, then the high word to `addr + 4` |
 //! | wait | two `CP_WAIT_REG_MEM` on the low word (see [`A6xxEncoder`]) |
 //! | timestamp | `CP_WAIT_FOR_IDLE`, `CP_REG_TO_MEM(CP_ALWAYS_ON_COUNTER, 2 dwords, 64B)` |
@@ -31,7 +31,10 @@ use spin::RwLock;
 /// Device memory the encoder's packets point at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EncoderConfig {
-    /// 16 bytes of device memory for the barrier's cache-flush event to write into.
+    /// 256 bytes of zeroed device memory: the barrier's cache-flush event writes into the
+    /// first 16, and bytes [`BORDER_COLOR_OFFSET`]`..+128` are the (zero) border-colour entry
+    /// that `TPL1_CS_BORDER_COLOR_BASE` points at for programs with samplers (tinygrad's
+    /// zeroed `border_color_buf`); nothing else writes them.
     pub scratch: u64,
     /// Private/stack memory shared by all dispatches (`SP_CS_PVT_MEM_BASE`).
     pub pvt_mem: u64,
@@ -53,8 +56,16 @@ struct ExecLayout {
 struct ExecTemplate {
     words: Vec<u32>,
     at: ExecLayout,
+    /// After `at.kernargs`, in order: 64-bit words that hold the constant block's address plus
+    /// a byte offset (the descriptor loads and bases).
+    kern_off: Vec<(usize, u32)>,
     max_threads: u32,
 }
+
+/// Where the border-colour entry lies in the scratch memory (128-byte aligned:
+/// `TPL1_CS_BORDER_COLOR_BASE` `align="128"`, a6xx.xml; one `a6xx` border-colour entry is 128
+/// bytes).
+pub const BORDER_COLOR_OFFSET: u64 = 128;
 
 /// `SP_UPDATE_CNTL`: clear pending compute shader and UAV loads (tinygrad writes 0x60).
 const UPDATE_CNTL: u32 = 1 << regs::SP_UPDATE_CNTL::CS_STATE_SHIFT | 1 << regs::SP_UPDATE_CNTL::CS_UAV_SHIFT;
@@ -158,8 +169,14 @@ impl A6xxEncoder {
             });
         }
         let r = &prog.regs;
-        let mut w = Vec::with_capacity(64);
+        let dsc = prog.descriptors;
+        let border = self.cfg.scratch + BORDER_COLOR_OFFSET;
+        if dsc.samp_cnt > 0 {
+            Self::check_addr("adreno border colour (encoder scratch + 128)", border, 128)?;
+        }
+        let mut w = Vec::with_capacity(128);
         let mut at = ExecLayout::default();
+        let mut kern_off = Vec::new();
         let reg1 = |w: &mut Vec<u32>, reg: u32, v: u32| -> Result<()> {
             w.push(type4_header(reg, 1)?);
             w.push(v);
@@ -167,9 +184,19 @@ impl A6xxEncoder {
         };
         w.push(type7_header(op::CP_SET_MARKER, 1)?);
         w.push(set_marker::RM6_COMPUTE << set_marker::MODE_SHIFT);
+        // tinygrad: SP_UPDATE_CNTL = CS_STATE | CS_UAV, then 0.
         reg1(&mut w, regs::SP_UPDATE_CNTL::REG, UPDATE_CNTL)?;
+        reg1(&mut w, regs::SP_UPDATE_CNTL::REG, 0)?;
         reg1(&mut w, regs::SP_MODE_CNTL::REG, r.mode_cntl.raw())?;
+        reg1(&mut w, regs::SP_PERFCTR_SHADER_MASK::REG, regs::SP_PERFCTR_SHADER_MASK::default().set_cs(true).raw())?;
         reg1(&mut w, regs::TPL1_MODE_CNTL::REG, r.tpl1_mode_cntl.raw())?;
+        // Decision (issue 18 §2): TPL1_DBG_ECO_CNTL = 0 before every dispatch, as tinygrad's
+        // QCOMComputeQueue.exec writes it (hardware-proven on a630 with these image kernels).
+        // Mesa writes a per-chip "magic" value once at init instead (freedreno_devices.py,
+        // a6xx gen1 incl. a630: 0x00108000; turnip tu6_init_hw), for all its pipelines; the bits
+        // are undocumented (a6xx.xml names only LINEAR_MIPMAP_FALLBACK_IN_BLOCKS, bit 25, which
+        // neither sets), so nothing shows tinygrad's 0 wrong for compute, and we follow tinygrad.
+        reg1(&mut w, regs::TPL1_DBG_ECO_CNTL::REG, 0)?;
         reg1(&mut w, regs::SP_CS_USIZE::REG, USIZE)?;
         w.push(type7_header(op::CP_WAIT_FOR_IDLE, 0)?);
         // SP_CS_NDRANGE_0 .. SP_CS_KERNEL_GROUP_Z: 12 consecutive registers.
@@ -215,6 +242,36 @@ impl A6xxEncoder {
         w.push(type7_header(op::CP_LOAD_STATE6_FRAG, 3)?);
         w.push(ls6::dword0(0, ls6::ST6_SHADER, ls6::SS6_INDIRECT, ls6::SB6_CS_SHADER, prog.code_units));
         w.extend_from_slice(&[code_addr as u32, (code_addr >> 32) as u32]);
+        // Samplers, textures, IBOs: each loaded indirect from its descriptors in the constant
+        // block, and its base register pointed there, in tinygrad's order and packets
+        // (QCOMComputeQueue.exec; ../shared/notes/tinygrad-runtime.md §3.4 step 8).
+        let mut kern = |w: &mut Vec<u32>, off: u32| {
+            kern_off.push((w.len(), off));
+            w.extend_from_slice(&[0, 0]);
+        };
+        if dsc.samp_cnt > 0 {
+            w.push(type7_header(op::CP_LOAD_STATE6_FRAG, 3)?);
+            w.push(ls6::dword0(0, ls6::ST6_SHADER, ls6::SS6_INDIRECT, ls6::SB6_CS_TEX, dsc.samp_cnt));
+            kern(&mut w, dsc.samp_off);
+            w.push(type4_header(regs::SP_CS_SAMPLER_BASE::REG, 2)?);
+            kern(&mut w, dsc.samp_off);
+            w.push(type4_header(regs::TPL1_CS_BORDER_COLOR_BASE::REG, 2)?);
+            w.extend_from_slice(&[border as u32, (border >> 32) as u32]);
+        }
+        if dsc.tex_cnt > 0 {
+            w.push(type7_header(op::CP_LOAD_STATE6_FRAG, 3)?);
+            w.push(ls6::dword0(0, ls6::ST6_CONSTANTS, ls6::SS6_INDIRECT, ls6::SB6_CS_TEX, dsc.tex_cnt));
+            kern(&mut w, dsc.tex_off);
+            w.push(type4_header(regs::SP_CS_TEXMEMOBJ_BASE::REG, 2)?);
+            kern(&mut w, dsc.tex_off);
+        }
+        if dsc.ibo_cnt > 0 {
+            w.push(type7_header(op::CP_LOAD_STATE6_FRAG, 3)?);
+            w.push(ls6::dword0(0, ls6::ST6_UAV, ls6::SS6_INDIRECT, ls6::SB6_CS_SHADER, dsc.ibo_cnt));
+            kern(&mut w, dsc.ibo_off);
+            w.push(type4_header(regs::SP_CS_UAV_BASE::REG, 2)?);
+            kern(&mut w, dsc.ibo_off);
+        }
         w.push(type7_header(op::CP_EXEC_CS, 4)?);
         w.push(0);
         for d in 0..3 {
@@ -222,7 +279,7 @@ impl A6xxEncoder {
             w.push(0);
         }
         let mut table = self.programs.write();
-        table.push(ExecTemplate { words: w, at, max_threads: prog.max_threads });
+        table.push(ExecTemplate { words: w, at, kern_off, max_threads: prog.max_threads });
         Ok((table.len() - 1) as u64)
     }
 
@@ -426,7 +483,13 @@ fn emit_exec(t: &ExecTemplate, kernargs: u64, global: [u32; 3], local: [u32; 3],
     }
     s.words(&w[at.groups[2] + 1..at.kernargs]);
     s.mark64(Field::Kernargs, Form::Plain, kernargs);
-    s.words(&w[at.kernargs + 2..at.exec_groups[0]]);
+    let mut from = at.kernargs + 2;
+    for &(pos, off) in &t.kern_off {
+        s.words(&w[from..pos]);
+        s.mark64(Field::Kernargs, Form::Offset(off.into()), kernargs + u64::from(off));
+        from = pos + 2;
+    }
+    s.words(&w[from..at.exec_groups[0]]);
     for d in 0..3u8 {
         s.mark32(Field::Global(d), Form::Plain, global[usize::from(d)]);
     }

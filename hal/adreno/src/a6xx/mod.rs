@@ -3,6 +3,7 @@
 //! A later generation (a7xx moves the compute registers and replaces `CP_EVENT_WRITE`, see
 //! `docs/adreno.md` (i)) gets its own sibling module; nothing here is shared by accident.
 
+pub mod descriptors;
 pub mod encoder;
 pub mod events;
 pub mod packets;

@@ -33,10 +33,14 @@ pub mod load_state6 {
     pub const ST6_SHADER: u32 = 0;
     /// `a6xx_state_type::ST6_CONSTANTS`.
     pub const ST6_CONSTANTS: u32 = 1;
+    /// `a6xx_state_type::ST6_UAV` (IBO descriptors).
+    pub const ST6_UAV: u32 = 3;
     /// `a6xx_state_src::SS6_DIRECT`.
     pub const SS6_DIRECT: u32 = 0;
     /// `a6xx_state_src::SS6_INDIRECT`.
     pub const SS6_INDIRECT: u32 = 2;
+    /// `a6xx_state_block::SB6_CS_TEX` (compute textures and samplers).
+    pub const SB6_CS_TEX: u32 = 0x5;
     /// `a6xx_state_block::SB6_CS_SHADER`.
     pub const SB6_CS_SHADER: u32 = 0xd;
 

@@ -5,8 +5,9 @@
 //! image lies inside the blob and fits the packet fields, the register footprints fit their
 //! fields and agree with the metadata's own `SP_CS_CNTL_0`, every constant (argument address,
 //! integer value, immediate, local size) lies inside the block the GPU loads and no two
-//! overlap, and the local size respects `max_threads`. Textures, samplers and IBOs are refused
-//! ("not supported yet").
+//! overlap, and the local size respects `max_threads`. Textures, samplers and IBOs are checked
+//! by [`crate::a6xx::descriptors`]: the descriptors are rebuilt from the image metadata and must
+//! equal the words the metadata carries.
 //!
 //! Nothing the metadata says is taken on trust where it could contradict itself or the blob:
 //! the four blob parts lie inside the blob, the immediates equal the blob's, every register
@@ -52,8 +53,9 @@ pub const REGID_NONE: u32 = 0xfc;
 /// `Hcqb::check_limits` compares every program's metadata and every launch's grid with them
 /// before anything is allocated). Sources, `shared/reference/adreno/a6xx.xml` unless named:
 /// - constant RAM: 256 vec4 = 4 KiB, the largest `a6xx_const_ram_mode` (CONSTLEN_256; Mesa
-///   `ir3_compiler.c` max_const_compute = 256, notes `adreno-ir3-isa.md` §3); the constant block
-///   of a launch holds nothing else (textures/IBOs are not supported);
+///   `ir3_compiler.c` max_const_compute = 256, notes `adreno-ir3-isa.md` §3); a launch's
+///   texture, IBO and sampler descriptors lie in its kernarg block too (tinygrad: from 2 KiB),
+///   inside these 4 KiB;
 /// - code: 1023 units of 128 bytes (`CP_LOAD_STATE6` NUM_UNIT, [`MAX_CODE_UNITS`]);
 /// - private memory per fiber: MEMSIZEPERITEM, 8 bits in units of 512 B
 ///   (`a6xx_sp_xs_pvt_mem_param`): 255 × 512 bytes;
@@ -136,6 +138,33 @@ pub struct BlobMeta {
 #[allow(missing_docs)]
 pub struct SigMeta {
     pub slot: u32,
+    /// An image parameter (IMAGE-SCHEMA: `"image": true`, `shape` `[height, width, 4]`).
+    #[serde(default)]
+    pub image: bool,
+    /// The element type (`float16`/`float32` for an image).
+    #[serde(default)]
+    pub dtype: Option<String>,
+    #[serde(default)]
+    pub shape: Option<serde_json::Value>,
+}
+
+/// One entry of `adreno.descriptors.images` (IMAGE-SCHEMA).
+#[derive(Clone, Debug, Deserialize)]
+#[allow(missing_docs)]
+pub struct ImageMeta {
+    /// The image parameter's signature slot.
+    pub slot: u32,
+    /// The launch argument it is (as `consts.args[].arg`); the slot when absent.
+    #[serde(default)]
+    pub arg: Option<u32>,
+    pub texture: Option<u32>,
+    pub ibo: Option<u32>,
+    pub width: u32,
+    pub height: u32,
+    pub format: String,
+    pub pitch: u32,
+    pub tex_words: Option<[u32; 16]>,
+    pub ibo_words: Option<[u32; 16]>,
 }
 
 /// `adreno.consts`.
@@ -189,6 +218,16 @@ pub struct DescriptorsMeta {
     pub tex_cnt: u32,
     pub ibo_cnt: u32,
     pub samp_cnt: u32,
+    #[serde(default)]
+    pub tex_off: u32,
+    #[serde(default)]
+    pub ibo_off: u32,
+    #[serde(default)]
+    pub samp_off: u32,
+    #[serde(default)]
+    pub images: Vec<ImageMeta>,
+    #[serde(default)]
+    pub sampler_words: Vec<[u32; 4]>,
 }
 
 /// One entry of `adreno.regs`.
@@ -247,6 +286,38 @@ pub enum Slot {
     },
     /// The three u32 of the local size.
     LocalSize,
+    /// A texture or IBO descriptor (16 dwords) of image launch argument `arg`: `words` with
+    /// the argument's device address in dwords 4 (low) and 5 (high), as tinygrad's
+    /// `QCOMArgsState` writes them.
+    Image {
+        /// Index into the launch's arguments.
+        arg: u32,
+        /// The descriptor, address dwords 0.
+        words: [u32; 16],
+    },
+    /// A sampler descriptor (4 dwords).
+    Sampler {
+        /// The descriptor.
+        words: [u32; 4],
+    },
+}
+
+/// The texture, IBO and sampler state of a program: counts and where in the constant block
+/// their descriptors lie (byte offsets; `CP_LOAD_STATE6` loads them from there).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Descriptors {
+    /// Textures (`SB6_CS_TEX` constants, 16 dwords each), at `tex_off`.
+    pub tex_cnt: u32,
+    /// IBOs (`ST6_UAV` in `SB6_CS_SHADER`, 16 dwords each), at `ibo_off`.
+    pub ibo_cnt: u32,
+    /// Samplers (`ST6_SHADER` in `SB6_CS_TEX`, 4 dwords each), at `samp_off`.
+    pub samp_cnt: u32,
+    /// Byte offset of the texture descriptors.
+    pub tex_off: u32,
+    /// Byte offset of the IBO descriptors.
+    pub ibo_off: u32,
+    /// Byte offset of the samplers.
+    pub samp_off: u32,
 }
 
 /// A validated a630 program.
@@ -279,6 +350,11 @@ pub struct Program {
     pub n_args: u32,
     /// Number of integer arguments.
     pub n_vals: u32,
+    /// Textures, IBOs and samplers.
+    pub descriptors: Descriptors,
+    /// The image arguments: launch argument, and the bytes its buffer must hold (height ×
+    /// pitch).
+    pub images: Vec<(u32, u64)>,
 }
 
 /// The registers `adreno.regs` may name (`examples/FORMAT.md`), at their a6xx database offsets.
@@ -334,21 +410,24 @@ impl Program {
     /// (`shr="2"`, a6xx.xml `a6xx_xs_const_config`) and `SP_CS_PVT_MEM_STACK_OFFSET.OFFSET` in
     /// units of 2 KiB (`shr="11"`, `a6xx_sp_xs_pvt_mem_stack_offset`). tinygrad writes 0x100
     /// (CONSTLEN 0) and the byte offset; tinygrad PR #18048 calls both bugs.
+    ///
+    /// Decisions (issue 18 §2; the default is tinygrad's hardware-proven stream, but Mesa's
+    /// turnip, also hardware-proven on a630, shows otherwise for both): turnip's `tu6_emit_xs`
+    /// writes `SP_xS_CONST_CONFIG(.constlen = xs->constlen, .enabled = true)` through the packer,
+    /// which shifts CONSTLEN right by 2 (0x140 for 256 vec4, what we write; tinygrad's 0x100 is
+    /// `constlen=256` overflowing the 8-bit field into ENABLED), and
+    /// `A6XX_SP_xS_PVT_MEM_HW_STACK_OFFSET_OFFSET(pvtmem->per_sp_size)`, again shifted right by
+    /// 11 (0x2 for tinygrad's 4 KiB offset, what we write; tinygrad's raw 0x1000 would mean
+    /// 8 MiB, past its 16 KiB stack buffer).
     pub fn from_parts(blob: &[u8], m: &Meta) -> Result<Program> {
         if m.arch != "a630" {
             return Err(bad("adreno metadata arch", 0, "only a630 (a6xx gen1) programs are supported"));
         }
-        let d = &m.descriptors;
-        if d.tex_cnt != 0 || d.ibo_cnt != 0 || d.samp_cnt != 0 {
-            return Err(Error::Unsupported {
-                what: "adreno program uses textures/samplers/IBOs: not supported yet (count)",
-                value: u64::from(d.tex_cnt) + u64::from(d.ibo_cnt) + u64::from(d.samp_cnt),
-            });
-        }
-        if m.pvtmem != 0 {
-            return Err(Error::Unsupported {
-                what: "adreno program uses private (spill) memory: not supported yet (bytes per thread)",
+        if m.pvtmem > A630_LIMITS.private_bytes_per_thread {
+            return Err(Error::LimitExceeded {
+                what: "adreno metadata pvtmem (private bytes per fiber) vs SP_CS_PVT_MEM_PARAM.MEMSIZEPERITEM (255 x 512)",
                 value: m.pvtmem.into(),
+                limit: A630_LIMITS.private_bytes_per_thread.into(),
             });
         }
         // The blob's parts, each inside it, in order and not overlapping.
@@ -567,10 +646,17 @@ impl Program {
             expected: m.signature.len() as u64,
             found: m.vars.len() as u64,
         })?;
-        if c.args.len() != n_buffers || c.vals.len() != m.vars.len() {
+        // Image parameters have descriptors, not address slots (tinygrad's QCOMArgsState
+        // writes only the plain buffers' addresses, in signature order, from buf_off).
+        let is_image: Vec<bool> = m.signature.iter().take(n_buffers).map(|p| p.image).collect();
+        if m.signature.iter().skip(n_buffers).any(|p| p.image) {
+            return Err(bad("adreno signature", 0, "an integer parameter (vars) marked as an image"));
+        }
+        let n_images = is_image.iter().filter(|&&i| i).count();
+        if c.args.len() != n_buffers - n_images || c.vals.len() != m.vars.len() {
             return Err(Error::Mismatch {
-                what: "adreno consts.args / consts.vals counts vs the signature's buffers / vars",
-                expected: (n_buffers as u64) << 32 | m.vars.len() as u64,
+                what: "adreno consts.args / consts.vals counts vs the signature's plain (non-image) buffers / vars",
+                expected: ((n_buffers - n_images) as u64) << 32 | m.vars.len() as u64,
                 found: (c.args.len() as u64) << 32 | c.vals.len() as u64,
             });
         }
@@ -596,9 +682,9 @@ impl Program {
                     limit: n_args.into(),
                 });
             }
-            if a.slot >= n_args || seen_slot >> a.slot & 1 != 0 {
+            if a.slot >= n_args || seen_slot >> a.slot & 1 != 0 || is_image[a.slot as usize] {
                 return Err(Error::OutOfBounds {
-                    what: "adreno consts.args[].slot: a constant slot outside the signature's buffers, or twice",
+                    what: "adreno consts.args[].slot: a constant slot outside the signature's plain buffers, or twice",
                     offset: a.slot.into(),
                     len: 1,
                     limit: n_args.into(),
@@ -606,10 +692,11 @@ impl Program {
             }
             seen_arg |= 1 << a.arg;
             seen_slot |= 1 << a.slot;
-            let want = u64::from(c.buf_off) + 8 * u64::from(a.slot);
+            let rank = is_image[..a.slot as usize].iter().filter(|&&i| !i).count() as u64;
+            let want = u64::from(c.buf_off) + 8 * rank;
             if u64::from(a.offset) != want {
                 return Err(Error::Mismatch {
-                    what: "adreno consts.args[].offset vs buf_off + 8 x slot",
+                    what: "adreno consts.args[].offset vs buf_off + 8 x (the slot's rank among the plain buffers)",
                     expected: want,
                     found: a.offset.into(),
                 });
@@ -677,15 +764,24 @@ impl Program {
             }
             slots.push((o, 12, Slot::LocalSize));
         }
+        for &(o, n, _) in &slots {
+            if o.checked_add(n).is_none_or(|e| e > c.load_vec4 * 16) {
+                return Err(Error::OutOfBounds {
+                    what: "adreno constant slot (outside the loaded constant block)",
+                    offset: o.into(),
+                    len: n.into(),
+                    limit: u64::from(c.load_vec4) * 16,
+                });
+            }
+        }
+        let (descriptors, images) =
+            crate::a6xx::descriptors::check(m, &is_image, seen_arg, n_args, c.kernarg_alloc_size, &mut slots)?;
         slots.sort_by_key(|s| s.0);
         let mut prev_end = 0u32;
         for &(o, n, _) in &slots {
-            let end = o.checked_add(n).filter(|e| *e <= c.load_vec4 * 16).ok_or(Error::OutOfBounds {
-                what: "adreno constant slot (outside the loaded constant block)",
-                offset: o.into(),
-                len: n.into(),
-                limit: u64::from(c.load_vec4) * 16,
-            })?;
+            // Inside the block: constants were checked against the loaded part above, descriptors
+            // against the kernarg block by `descriptors::check`.
+            let end = o + n;
             if o < prev_end {
                 return Err(bad("adreno constant slots", o.into(), "two slots overlap"));
             }
@@ -706,6 +802,10 @@ impl Program {
                 .map_or(0u64, |r| r.fields.iter().fold(0, |m, f| m | ((1u64 << (f.hi - f.lo + 1)) - 1) << f.lo));
             let e = match DISPATCH_REGS.iter().find(|&&(n, _)| n == name.as_str()) {
                 Some(&(_, reg)) if reg == v.reg && u64::from(v.value) & !fields == 0 => continue,
+                // tinygrad's SP_CS_PVT_MEM_STACK_OFFSET is the byte offset written unmasked (2 MiB
+                // for 1 KiB of spills: bits past the 19-bit field); it is compared with
+                // hw_stack_offset below, and the encoder writes the XML encoding instead.
+                Some(&(n, reg)) if reg == v.reg && n == regs::SP_CS_PVT_MEM_STACK_OFFSET::NAME => continue,
                 Some(&(_, reg)) if reg == v.reg => Error::Malformed {
                     what: "adreno metadata regs: value sets bits outside the register's fields",
                     at: v.value.into(),
@@ -764,8 +864,13 @@ impl Program {
                 pvt_mem_param.memsizeperitem().into(),
             ),
             (
-                "adreno regs SP_CS_PVT_MEM_SIZE.TOTALPVTMEMSIZE vs pvtmem_size_total / 4096",
-                u64::from(m.pvtmem_size_total / 4096),
+                // pvtmem_size_total is in the field's units (4 KiB, shr="12"): tinygrad writes it
+                // as is, and it equals Mesa's per-SP size >> 12 (turnip tu6_emit_xs:
+                // TOTALPVTMEMSIZE(per_sp_size), per_sp_size = per-fiber bytes × 128 × 16 fibers
+                // on a630), so it is compared as is (it was compared / 4096 before: 0 for every
+                // pvtmem-free kernel, and a refusal of every tinygrad kernel that spills).
+                "adreno regs SP_CS_PVT_MEM_SIZE.TOTALPVTMEMSIZE vs pvtmem_size_total (4 KiB units)",
+                u64::from(m.pvtmem_size_total),
                 pvt_mem_size.totalpvtmemsize().into(),
             ),
             (
@@ -811,11 +916,19 @@ impl Program {
             const_config,
             stack_offset,
         };
-        if !regs.config.enabled() || regs.config.ntex() != 0 || regs.config.nsamp() != 0 || regs.config.nuav() != 0 {
+        if !regs.config.enabled()
+            || u32::from(regs.config.ntex()) != descriptors.tex_cnt
+            || u32::from(regs.config.nsamp()) != descriptors.samp_cnt
+            || u32::from(regs.config.nuav()) != descriptors.ibo_cnt
+            || regs.config.bindless_tex()
+            || regs.config.bindless_samp()
+            || regs.config.bindless_uav()
+            || regs.config.bindless_ubo()
+        {
             return Err(bad(
                 "adreno metadata SP_CS_CONFIG",
                 regs.config.raw().into(),
-                "not ENABLED, or names textures/UAVs",
+                "not ENABLED, bindless, or NTEX/NSAMP/NUAV differ from descriptors.tex_cnt/samp_cnt/ibo_cnt",
             ));
         }
         Ok(Program {
@@ -832,6 +945,8 @@ impl Program {
             stack_bytes: m.stack_bytes,
             n_args,
             n_vals: c.vals.len() as u32,
+            descriptors,
+            images,
         })
     }
 
@@ -867,6 +982,24 @@ impl Program {
                 Slot::LocalSize => {
                     for (i, l) in local.iter().enumerate() {
                         block[o + 4 * i..o + 4 * i + 4].copy_from_slice(&l.to_le_bytes());
+                    }
+                }
+                Slot::Image { arg, mut words } => {
+                    let a = args[arg as usize];
+                    // TEX_CONST_4.BASE_LO has shr 5; the a6xx texture base is 64-byte aligned
+                    // (a6xx.xml SP_CS_TEXMEMOBJ_BASE align="64"; KGSL objects are page aligned).
+                    if !a.is_multiple_of(64) {
+                        return Err(Error::Misaligned { what: "adreno image buffer address", value: a, align: 64 });
+                    }
+                    words[4] = a as u32;
+                    words[5] |= (a >> 32) as u32;
+                    for (i, w) in words.iter().enumerate() {
+                        block[o + 4 * i..o + 4 * i + 4].copy_from_slice(&w.to_le_bytes());
+                    }
+                }
+                Slot::Sampler { words } => {
+                    for (i, w) in words.iter().enumerate() {
+                        block[o + 4 * i..o + 4 * i + 4].copy_from_slice(&w.to_le_bytes());
                     }
                 }
             }

@@ -95,6 +95,21 @@ crate::__adreno_regs! {
         /// Bytes shr 11 (units of 2 KiB). tinygrad writes the byte offset; we follow the XML.
         18:0 offset as u32;
     }
+    /// Compute sampler descriptors (reg64, 16-byte aligned). Dword `0xa9e2`.
+    SP_CS_SAMPLER_BASE @ 0x2a788 : u64 {
+        /// The whole register.
+        63:0 value as u64;
+    }
+    /// Compute texture descriptors (reg64, 64-byte aligned). Dword `0xa9e6`.
+    SP_CS_TEXMEMOBJ_BASE @ 0x2a798 : u64 {
+        /// The whole register.
+        63:0 value as u64;
+    }
+    /// Compute UAV (IBO) descriptors (reg64, 16-byte aligned; A6XX offset). Dword `0xa9f2`.
+    SP_CS_UAV_BASE @ 0x2a7c8 : u64 {
+        /// The whole register.
+        63:0 value as u64;
+    }
     /// UAV state size. Dword `0xaa00`.
     SP_CS_USIZE @ 0x2a800 : u32 {
         /// Count.
@@ -108,6 +123,21 @@ crate::__adreno_regs! {
         2:1 isammode as u8;
         /// Shared constants.
         3:3 shared_consts_enable as bool;
+    }
+    /// Per-stage enables of some performance counters (tinygrad sets CS). Dword `0xae0f`.
+    SP_PERFCTR_SHADER_MASK @ 0x2b83c : u32 {
+        /// Compute stage.
+        5:5 cs as bool;
+    }
+    /// Compute border-colour table (reg64, 128-byte aligned). Dword `0xb180`.
+    TPL1_CS_BORDER_COLOR_BASE @ 0x2c600 : u64 {
+        /// The whole register.
+        63:0 value as u64;
+    }
+    /// Texture pipe debug/ECO control (`usage="init"`). Dword `0xb600`.
+    TPL1_DBG_ECO_CNTL @ 0x2d800 : u32 {
+        /// The whole register.
+        31:0 value as u32;
     }
     /// Texture pipe mode. Dword `0xb309`.
     TPL1_MODE_CNTL @ 0x2cc24 : u32 {

@@ -293,6 +293,11 @@ impl GpuKernel for Msm {
         })
     }
 
+    fn unmap_user(&self, _m: UserMapping, _ctx: &Context, _after: u32, _timeout_ms: u32) -> Result<()> {
+        // map_user never hands out a mapping here
+        Err(Error::Unsupported { what: "host memory unmap on MSM DRM (nothing is mapped from host memory)", value: 0 })
+    }
+
     fn import_dmabuf(&self, fd: std::os::fd::BorrowedFd<'_>) -> Result<Imported> {
         let mut p = PrimeHandle::default();
         self.io.prime_fd_to_handle(fd, &mut p).map_err(|e| os("DRM PRIME_FD_TO_HANDLE (dma-buf import)", e))?;
