@@ -8,7 +8,8 @@
 //! - [`kgsl`]: [`SimKgsl`], a simulated KGSL: `hcq_kgsl::backend::KgslIoctl` over host memory
 //!   whose submissions run on the CP;
 //! - [`dispatch`]: [`Ir3Dispatch`], the shader core: each `CP_EXEC_CS` runs on `hcq-ir3`'s
-//!   interpreter, its argument addresses checked against the allocations ([`ArgSlots`]).
+//!   interpreter, its argument addresses checked against the allocations ([`ArgSlots`]);
+//! - [`images`]: the texture, sampler and IBO descriptors of a dispatch, decoded and checked.
 //!
 //! [`open`] makes the `QCOM:SIM` device (`hcq_kgsl::device::QcomDevice` over a [`SimKgsl`]
 //! with the ir3 core) and [`qcom_sim_kind`] is its registry entry.
@@ -17,6 +18,7 @@ extern crate alloc;
 
 pub mod cp;
 pub mod dispatch;
+pub mod images;
 pub mod kgsl;
 
 pub use dispatch::{ArgSlots, Ir3Dispatch};
