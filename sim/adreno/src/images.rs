@@ -11,6 +11,7 @@
 //! run.
 
 use crate::cp::GpuMemory;
+use alloc::format;
 use alloc::vec::Vec;
 use hcq::{Error, Result};
 use hcq_ir3::exec::{Format, Image, Sampler, Wrap};
@@ -132,13 +133,18 @@ impl ImageState {
         self.samplers.clear();
         self.ibos.clear();
         for (k, d) in textures.chunks(16).enumerate() {
-            self.textures.push(image(d, k, "adreno sim: texture descriptor", mem)?);
+            self.textures.push(
+                image(d, k, "adreno sim: texture descriptor", mem)
+                    .map_err(|e| e.context(format!("texture descriptor {k}")))?,
+            );
         }
         for (k, d) in ibos.chunks(16).enumerate() {
-            self.ibos.push(image(d, k, "adreno sim: IBO descriptor", mem)?);
+            self.ibos.push(
+                image(d, k, "adreno sim: IBO descriptor", mem).map_err(|e| e.context(format!("IBO descriptor {k}")))?,
+            );
         }
         for (k, d) in samplers.chunks(4).enumerate() {
-            self.samplers.push(sampler(d, k, border_base, mem)?);
+            self.samplers.push(sampler(d, k, border_base, mem).map_err(|e| e.context(format!("sampler {k}")))?);
         }
         Ok(())
     }
