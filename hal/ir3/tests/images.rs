@@ -173,3 +173,27 @@ fn missing_descriptor_and_kind_mismatch_are_errors() {
     let d = Dispatch { consts: &[0; 64], grid: [1, 1, 1], local: [1, 1, 1] };
     assert!(matches!(Interp::new().run(&program(&[isam(F32, 0, 0), END]), &d, &mut m), Err(ExecError::Image { .. })));
 }
+
+#[test]
+fn refused_names_the_image_forms_the_interpreter_does_not_run() {
+    use hcq_ir3::exec::refused;
+    let d = |w| hcq_ir3::decode(w).unwrap();
+    assert_eq!(refused(&d(isam(F32, 0, 0))), None);
+    assert_eq!(refused(&d(stib(F32, R1X, 0))), None);
+    assert_eq!(refused(&d(ldib(F16, R1X, 0))), None);
+    // isam.3d, isam.a, isam.o: layered and offset fetches.
+    for bit in [48, 49, 52] {
+        assert!(refused(&d(isam(F32, 0, 0) | 1 << bit)).is_some_and(|r| r.contains("cat5")), "bit {bit}");
+    }
+    // stib untyped (bit 11 clear), stib.3d (D = 3).
+    assert!(refused(&d(stib(F32, R1X, 0) & !(1 << 11))).is_some());
+    assert!(refused(&d(stib(F32, R1X, 0) | 2 << 9)).is_some());
+    // gather4r: decoded to its name only.
+    assert_eq!(refused(&d(5 << 61 | 16 << 54)), Some("gather4r"));
+    // And the interpreter stops there with the same reason.
+    let (mut m, t, o) = setup();
+    let s = [sampler(Wrap::ClampToBorder, [0.0; 4])];
+    let e =
+        run(&[isam(F32, 0, 0) | 1 << 48, END], Images { textures: &[t], samplers: &s, ibos: &[o] }, &mut m, [1, 1, 1]);
+    assert!(matches!(e, Err(ExecError::Unsupported { index: 0, .. })), "{e:?}");
+}

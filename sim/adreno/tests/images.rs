@@ -69,7 +69,7 @@ fn memory(r: &Rec, words: &[u32]) -> SparseMemory {
     mem
 }
 
-fn run(r: &Rec, words: &[u32], mem: &mut SparseMemory) -> hcq::Result<Outcome> {
+fn run(words: &[u32], mem: &mut SparseMemory) -> hcq::Result<Outcome> {
     Cp::new().submit(IB, words.len() as u32, mem, &mut Ir3Dispatch::new())
 }
 
@@ -86,7 +86,7 @@ fn tinygrads_image_dispatches_write_the_recorded_bytes() {
     assert!(recs.iter().any(|r| r.tex_cnt > 0) && recs.iter().any(|r| r.ibo_cnt > 0));
     for r in &recs {
         let mut mem = memory(r, &r.words);
-        assert_eq!(run(r, &r.words, &mut mem).unwrap_or_else(|e| panic!("{}: {e}", r.name)), Outcome::Done);
+        assert_eq!(run(&r.words, &mut mem).unwrap_or_else(|e| panic!("{}: {e}", r.name)), Outcome::Done);
         for (k, o) in r.outputs.iter().enumerate() {
             assert!(read(&mem, o) == o.bytes, "{}: output {k} at {:#x} differs from tinygrad's run", r.name, o.addr);
         }
@@ -102,7 +102,7 @@ fn broken(r: &Rec, word: usize, f: impl Fn(u32) -> u32) -> String {
     mem.read_bytes(at, &mut b).unwrap();
     mem.write_bytes(at, &f(u32::from_le_bytes(b)).to_le_bytes()).unwrap();
     let before: Vec<Vec<u8>> = r.outputs.iter().map(|o| read(&mem, o)).collect();
-    let e = run(r, &r.words, &mut mem).expect_err("a broken descriptor must stop the dispatch");
+    let e = run(&r.words, &mut mem).expect_err("a broken descriptor must stop the dispatch");
     let after: Vec<Vec<u8>> = r.outputs.iter().map(|o| read(&mem, o)).collect();
     assert!(before == after, "{}: a refused dispatch wrote memory", r.name);
     format!("{e}")
@@ -113,7 +113,8 @@ fn broken_descriptors_are_errors_naming_the_dispatch_and_descriptor() {
     let recs = records();
     let r = recs.iter().find(|r| r.tex_cnt > 0 && r.ibo_cnt > 0).expect("a dispatch with a texture and an IBO");
     let ibo = 16 * r.tex_cnt as usize;
-    let cases: [(usize, fn(u32) -> u32, &str); 6] = [
+    type Case = (usize, fn(u32) -> u32, &'static str);
+    let cases: [Case; 6] = [
         (0, |w| w & !(0xff << 22) | 0x01 << 22, "FMT is not a modelled format"),
         (2, |w| w & !(7 << 29) | 3 << 29, "TYPE is not A6XX_TEX_2D"),
         (2, |w| w & !(0x3f_ffff << 7) | 8 << 7, "PITCH is smaller"),
@@ -164,12 +165,12 @@ fn a_direct_texture_load_equals_the_indirect_one() {
     }
     assert!(moved, "no indirect texture load in {}", r.name);
     let mut mem = memory(r, &out);
-    assert_eq!(run(r, &out, &mut mem).unwrap(), Outcome::Done);
+    assert_eq!(run(&out, &mut mem).unwrap(), Outcome::Done);
     for o in &r.outputs {
         assert!(read(&mem, o) == o.bytes, "{}: output at {:#x}", r.name, o.addr);
     }
     // A direct load whose packet is shorter than NUM_UNIT units is malformed.
     let mut mem = memory(r, &short);
-    let e = run(r, &short, &mut mem).unwrap_err().to_string();
+    let e = run(&short, &mut mem).unwrap_err().to_string();
     assert!(e.contains("SS6_DIRECT") && e.contains("shorter than NUM_UNIT"), "{e}");
 }

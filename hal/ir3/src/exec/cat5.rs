@@ -5,6 +5,7 @@ use super::image::ImgError;
 use super::*;
 
 /// Map an image access error of lane `l` to the dispatch's error.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn img_err(
     cx: &Ctx,
     e: ImgError,
@@ -36,7 +37,7 @@ pub(super) fn img_err(
 pub(super) fn cat5(cx: &mut Ctx, wave: &mut Wave, c: &Cat5, pc: usize, exec: u64, w: usize) -> Res<()> {
     // Layered/3D coordinates, texel offsets and isam's immediate-offset form are not modelled.
     if c.d3 || c.array || c.offset || c.b53 || c.sv {
-        return Err(unsupported(pc, "cat5 with .3d/.a/.o/.p/.s/.v or an immediate offset"));
+        return Err(unsupported(pc, CAT5_REFUSED));
     }
     let tex = *cx.images.textures.get(c.tex as usize).ok_or(ExecError::Image {
         index: pc,

@@ -238,7 +238,7 @@ pub(super) fn cat6(
         }
         Cat6::Ibo { op, typed, d, ty, type_size, val, coord, ibo, offset } => {
             if !typed || d > 2 || offset.is_some_and(|o| o != 0) {
-                return Err(unsupported(pc, "ldib/stib untyped, 3d or with an offset"));
+                return Err(unsupported(pc, IBO_REFUSED));
             }
             let img = *cx.images.ibos.get(ibo as usize).ok_or(ExecError::Image {
                 index: pc,

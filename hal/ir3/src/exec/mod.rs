@@ -658,6 +658,24 @@ impl Interp {
     }
 }
 
+/// Why the interpreter refuses `i` (it stops with [`ExecError::Unsupported`] there), or `None`
+/// when it runs it: encodings decoded to their name only, and the decoded image forms whose
+/// behaviour is not modelled (layered/3D/offset/projected cat5 fetches, untyped, 3D or offset
+/// ldib/stib). A loader can refuse such a program before it runs.
+pub fn refused(i: &Instr) -> Option<&'static str> {
+    match &i.body {
+        Body::Unsupported(name) => Some(name),
+        Body::Cat5(c) if c.d3 || c.array || c.offset || c.b53 || c.sv => Some(CAT5_REFUSED),
+        Body::Cat6(Cat6::Ibo { typed, d, offset, .. }) if !typed || *d > 2 || offset.is_some_and(|o| o != 0) => {
+            Some(IBO_REFUSED)
+        }
+        _ => None,
+    }
+}
+
+const CAT5_REFUSED: &str = "cat5 with .3d/.a/.o/.p/.s/.v or an immediate offset";
+const IBO_REFUSED: &str = "ldib/stib untyped, 3d or with an offset";
+
 fn unsupported(pc: usize, name: &'static str) -> ExecError {
     ExecError::Unsupported { index: pc, name }
 }
