@@ -197,3 +197,24 @@ fn refused_names_the_image_forms_the_interpreter_does_not_run() {
         run(&[isam(F32, 0, 0) | 1 << 48, END], Images { textures: &[t], samplers: &s, ibos: &[o] }, &mut m, [1, 1, 1]);
     assert!(matches!(e, Err(ExecError::Unsupported { index: 0, .. })), "{e:?}");
 }
+
+#[test]
+fn f32_values_stored_to_an_fp16_image_round_to_nearest_even() {
+    // A 1×1 RGBA32F texture holding values that fp16 cannot represent exactly.
+    let vals = [1.0f32 / 3.0, 1.0 + 3.0 / 2048.0, 65519.0, -2.0e-8];
+    let tex: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let t = Image { base: TEX, width: 1, height: 1, pitch: 16, format: Format::Rgba32Float, swizzle: [0, 1, 2, 3] };
+    let o = Image { base: OUT, width: 1, height: 1, pitch: 8, format: Format::Rgba16Float, swizzle: [0; 4] };
+    let mut m = Buffers { bufs: vec![(TEX, tex), (OUT, vec![0; 8])] };
+    let s = [sampler(Wrap::ClampToBorder, [0.0; 4])];
+    run(
+        &[isam(F32, 0, 0), stib(F32, R1X, 0), END],
+        Images { textures: &[t], samplers: &s, ibos: &[o] },
+        &mut m,
+        [1, 1, 1],
+    )
+    .unwrap();
+    let got: Vec<u16> = m.bufs[1].1.chunks(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+    // 1/3 → 0x3555; 1 + 1.5 ulp ties to the even 1 + 2 ulp (0x3c02); 65519 rounds to 65504 (0x7bff); -2e-8 → -0 (0x8000).
+    assert_eq!(got, vec![0x3555, 0x3c02, 0x7bff, 0x8000]);
+}
