@@ -1,11 +1,13 @@
 //! tinygrad 0.14's own image dispatches on the simulated CP and ir3 core: the packets its
-//! unmodified QCOM runtime emitted for a FLOAT16=1 IMAGE=1 NOLOCALS=1 conv2d + relu (textures,
+//! unmodified QCOM runtime emitted for a FLOAT16=1 IMAGE=1 NOLOCALS=1 conv2d + relu and a kernel
+//! that spills (textures,
 //! IBOs, samplers, border color table, private-memory registers), with the GPU objects each
 //! dispatch read, replayed here; each dispatch must write exactly the bytes recorded (the
 //! generator checked the final result against numpy before recording; data and generator in
 //! `tests/data/images/`). Then the same dispatches with one descriptor word broken must fail with
 //! an error naming the dispatch, the descriptor and what is wrong, writing nothing; and a
-//! texture load moved into the packet (`SS6_DIRECT`) must give the same result.
+//! texture load moved into the packet (`SS6_DIRECT`) must give the same result. One recorded
+//! kernel spills to private memory (pvtmem > 0): it needs `SP_CS_PVT_MEM_BASE` mapped.
 
 use hcq_adreno::pm4::pkt7;
 use hcq_sim_adreno::Ir3Dispatch;
@@ -27,6 +29,7 @@ struct Rec {
     outputs: Vec<Obj>,
     tex_cnt: u64,
     ibo_cnt: u64,
+    pvtmem: u64,
 }
 
 fn hex(s: &str) -> Vec<u8> {
@@ -54,13 +57,19 @@ fn records() -> Vec<Rec> {
             outputs: d["outputs"].as_array().unwrap().iter().map(obj).collect(),
             tex_cnt: d["tex_cnt"].as_u64().unwrap(),
             ibo_cnt: d["ibo_cnt"].as_u64().unwrap(),
+            pvtmem: d["pvtmem"].as_u64().unwrap(),
         })
         .collect()
 }
 
 fn memory(r: &Rec, words: &[u32]) -> SparseMemory {
+    memory_without(r, words, None)
+}
+
+/// The dispatch's objects (all but object `skip`) and its IB.
+fn memory_without(r: &Rec, words: &[u32], skip: Option<usize>) -> SparseMemory {
     let mut mem = SparseMemory::new();
-    for o in &r.objects {
+    for (_, o) in r.objects.iter().enumerate().filter(|(k, _)| Some(*k) != skip) {
         mem.map(o.addr, o.size.next_multiple_of(4)).unwrap();
         mem.write_bytes(o.addr, &o.bytes).unwrap();
     }
@@ -84,6 +93,7 @@ fn tinygrads_image_dispatches_write_the_recorded_bytes() {
     let recs = records();
     assert!(recs.len() >= 3, "{} dispatches", recs.len());
     assert!(recs.iter().any(|r| r.tex_cnt > 0) && recs.iter().any(|r| r.ibo_cnt > 0));
+    assert!(recs.iter().any(|r| r.pvtmem > 0), "no dispatch spills to private memory");
     for r in &recs {
         let mut mem = memory(r, &r.words);
         assert_eq!(run(&r.words, &mut mem).unwrap_or_else(|e| panic!("{}: {e}", r.name)), Outcome::Done);
@@ -173,4 +183,14 @@ fn a_direct_texture_load_equals_the_indirect_one() {
     let mut mem = memory(r, &short);
     let e = run(&short, &mut mem).unwrap_err().to_string();
     assert!(e.contains("SS6_DIRECT") && e.contains("shorter than NUM_UNIT"), "{e}");
+}
+
+#[test]
+fn a_spilling_dispatch_needs_its_private_memory_mapped() {
+    let recs = records();
+    let r = recs.iter().find(|r| r.pvtmem > 0).expect("a dispatch with pvtmem > 0");
+    // Objects: kernargs, shader, border color table, private-memory stack, buffers..., dummy page.
+    let mut mem = memory_without(r, &r.words, Some(3));
+    let e = run(&r.words, &mut mem).unwrap_err().to_string();
+    assert!(e.contains("SP_CS_PVT_MEM_BASE") && e.contains("dispatch 0"), "{e}");
 }
