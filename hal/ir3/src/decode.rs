@@ -116,7 +116,7 @@ pub fn decode(w: u64) -> R<Instr> {
         2 => Body::Cat2(cat2(w, &mut flags)?),
         3 => cat3(w, &mut flags)?,
         4 => Body::Cat4(cat4(w, &mut flags)?),
-        5 => Body::Unsupported(cat5_name(w)?),
+        5 => cat5(w)?,
         6 => cat6(w)?,
         _ => Body::Cat7(cat7(w, &mut flags)?),
     };
@@ -561,6 +561,44 @@ fn cat5_name(w: u64) -> R<&'static str> {
     }
 }
 
+/// The modelled cat5 forms (isam, isaml, sam) in the normal binding model: not s2en/bindless
+/// (bit 51 clear), the XML's asserts for that case hold (BASE_LO bit 47 and BASE_HI bits 19..20
+/// zero, SRC2 zero when not displayed) and, for isaml/sam, the `#instruction-cat5-tex` pattern
+/// bit 18 is clear. Every other cat5 word is decoded to its name only.
+fn cat5(w: u64) -> R<Body> {
+    let name = cat5_name(w)?;
+    let op = match bits(w, 54, 58) {
+        0 => Cat5Op::Isam,
+        1 => Cat5Op::Isaml,
+        3 => Cat5Op::Sam,
+        _ => return Ok(Body::Unsupported(name)),
+    };
+    let isam = op == Cat5Op::Isam;
+    let o = bit(w, 52);
+    let src2_shown = o || op.num_src() > 1 || (isam && bit(w, 53));
+    if bit(w, 51) || bit(w, 47) || bits(w, 19, 20) != 0 || (!isam && bit(w, 18)) || (!src2_shown && bits(w, 9, 16) != 0)
+    {
+        return Ok(Body::Unsupported(name));
+    }
+    Ok(Body::Cat5(Cat5 {
+        op,
+        ty: Type::from_bits(bits(w, 44, 46)),
+        wrmask: bits(w, 40, 43) as u8,
+        dst: Reg(bits(w, 32, 39) as u8),
+        full: bit(w, 0),
+        src1: Reg(bits(w, 1, 8) as u8),
+        src2: Reg(bits(w, 9, 16) as u8),
+        samp: bits(w, 21, 24) as u8,
+        tex: bits(w, 25, 31) as u8,
+        d3: bit(w, 48),
+        array: bit(w, 49),
+        offset: o,
+        sv: bit(w, 50),
+        b53: bit(w, 53),
+        b18: bit(w, 18),
+    }))
+}
+
 // ---------------------------------------------------------------------------------------------
 // cat6 (XML ir3-cat6.xml)
 
@@ -574,8 +612,8 @@ fn cat6(w: u64) -> R<Body> {
         // 54..58 (XML `#instruction-cat6-a6xx-ibo-load-store`).
         let ibo = bit(w, 53) && !bit(w, 52) && !bit(w, 40) && bit(w, 23) && bits(w, 20, 22) == 0b110;
         match bits(w, 14, 19) {
-            0b000110 if ibo => Ok(Body::Unsupported("ldib.b")),
-            0b011101 if ibo && !bit(w, 0) => Ok(Body::Unsupported("stib.b")),
+            0b000110 if ibo => Ok(ibo_body(w, IboOp::Load)),
+            0b011101 if ibo && !bit(w, 0) => Ok(ibo_body(w, IboOp::Store)),
             _ => Err(e),
         }
     })
@@ -760,8 +798,10 @@ fn cat6_a6xx(w: u64) -> R<Body> {
             return Ok(Body::Cat6(Cat6::GetId { which, ty, dst: Reg(bits(w, 32, 39) as u8) }));
         }
         0b001111 if plain && !bit(w, 0) && bits(w, 20, 23) == 0b0110 => "resinfo.b",
-        0b011101 if !b52 && !bit(w, 0) && bits(w, 20, 22) == 0b110 && (bit(w, 23) || plain) => "stib.b",
-        0b000110 if !b52 && bits(w, 20, 22) == 0b110 && (bit(w, 23) || plain) => "ldib.b",
+        0b011101 if !b52 && !bit(w, 0) && bits(w, 20, 22) == 0b110 && (bit(w, 23) || plain) => {
+            return Ok(ibo_body(w, IboOp::Store));
+        }
+        0b000110 if !b52 && bits(w, 20, 22) == 0b110 && (bit(w, 23) || plain) => return Ok(ibo_body(w, IboOp::Load)),
         // PANIC: sub is 16..=26 and not 19/20 here, so the index is 0..=10 and names an entry.
         0b010000..=0b011010 if b52 && plain && bits(w, 20, 23) == 0b0110 && !matches!(sub, 0b010011 | 0b010100) => [
             "atomic.b.add",
@@ -779,6 +819,30 @@ fn cat6_a6xx(w: u64) -> R<Body> {
         _ => return Err("unknown a6xx cat6 encoding"),
     };
     Ok(Body::Unsupported(name))
+}
+
+/// `ldib.b` / `stib.b` (`#instruction-cat6-a6xx-ibo-load-store`): modelled with an immediate
+/// IBO index (MODE 0) and not bindless (bit 8 clear); other forms are decoded to their name.
+fn ibo_body(w: u64, op: IboOp) -> Body {
+    let name = match op {
+        IboOp::Load => "ldib.b",
+        IboOp::Store => "stib.b",
+    };
+    if bit(w, 8) || bits(w, 6, 7) != 0 {
+        return Body::Unsupported(name);
+    }
+    let offset = bit(w, 23).then(|| ((bits(w, 4, 5) << 5) | bits(w, 54, 58)) as u8);
+    Body::Cat6(Cat6::Ibo {
+        op,
+        typed: bit(w, 11),
+        d: bits(w, 9, 10) as u8 + 1,
+        ty: Type::from_bits(bits(w, 49, 51)),
+        type_size: bits(w, 12, 13) as u8 + 1,
+        val: Reg(bits(w, 32, 39) as u8),
+        coord: Reg(bits(w, 24, 31) as u8),
+        ibo: bits(w, 41, 48) as u8,
+        offset,
+    })
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -435,6 +435,11 @@ fn write_instr(f: &mut impl Write, i: &Instr, index: usize, n: usize) -> fmt::Re
             f.write_str(", ")?;
             multisrc(f, &c.src)
         }
+        Body::Cat5(c) => {
+            flag(f, fl.sy, "(sy)")?;
+            flag(f, fl.jp, "(jp)")?;
+            cat5(f, c)
+        }
         Body::Cat6(c) => {
             flag(f, fl.sy, "(sy)")?;
             flag(f, fl.jp, "(jp)")?;
@@ -479,8 +484,53 @@ fn alu_prefix(f: &mut impl Write, fl: &Flags) -> fmt::Result {
     flag(f, fl.ul, "(ul)")
 }
 
+/// `{NAME}{3D}{A}{O}{P}{SV}{1D} {TYPE}({WRMASK}){DST_HALF}{DST}{SRC1}{SRC2}{SAMP}{TEX}`
+/// (`#instruction-cat5`; isam's bit 50 prints `.v`, bit 18 `.1d` when clear, bit 53 makes SRC2 an
+/// immediate offset; the others' bit 50 prints `.s`, bit 53 `.p`).
+fn cat5(f: &mut impl Write, c: &Cat5) -> fmt::Result {
+    let isam = c.op == Cat5Op::Isam;
+    f.write_str(c.op.name())?;
+    flag(f, c.d3, ".3d")?;
+    flag(f, c.array, ".a")?;
+    flag(f, c.offset, ".o")?;
+    flag(f, !isam && c.b53, ".p")?;
+    flag(f, c.sv, if isam { ".v" } else { ".s" })?;
+    flag(f, isam && !c.b18, ".1d")?;
+    write!(f, " ({})(", c.ty.name())?;
+    for (k, ch) in ['x', 'y', 'z', 'w'].iter().enumerate() {
+        if c.wrmask >> k & 1 != 0 {
+            f.write_char(*ch)?;
+        }
+    }
+    f.write_char(')')?;
+    h(f, c.ty.is_half())?;
+    reg(f, c.dst)?;
+    f.write_str(", ")?;
+    h(f, !c.full)?;
+    reg(f, c.src1)?;
+    if c.offset || c.op.num_src() > 1 {
+        f.write_str(", ")?;
+        h(f, !c.full)?;
+        reg(f, c.src2)?;
+    } else if isam && c.b53 {
+        uoffset(f, c.src2.0)?;
+    }
+    write!(f, ", s#{}, t#{}", c.samp, c.tex)
+}
+
 fn cat6(f: &mut impl Write, c: &Cat6) -> fmt::Result {
     match *c {
+        Cat6::Ibo { op, typed, d, ty, type_size, val, coord, ibo, offset } => {
+            let name = if op == IboOp::Load { "ldib.b" } else { "stib.b" };
+            let t = if typed { "typed" } else { "untyped" };
+            write!(f, "{name}.{t}.{d}d.{}.{type_size}.imm ", ty.name())?;
+            h(f, ty.is_half())?;
+            reg(f, val)?;
+            f.write_str(", ")?;
+            reg(f, coord)?;
+            uoffset(f, offset.unwrap_or(0))?;
+            write!(f, ", {ibo}")
+        }
         Cat6::Ldg { ty, dst, addr, off, size } => {
             write!(f, "ldg.{} ", ty.name())?;
             h(f, ty.is_half())?;

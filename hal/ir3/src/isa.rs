@@ -656,6 +656,11 @@ pub enum Cat6 {
     Shfl { mode: u8, ty: Type, dst: Reg, src1: Reg, src2: Cat6Src },
     /// getfiberid / getwid / getspid `.T dst`.
     GetId { which: GetId, ty: Type, dst: Reg },
+    /// `ldib.b` / `stib.b` with an immediate IBO index (MODE 0, not bindless):
+    /// `{op}.{typed}.{d}d.{ty}.{type_size}.imm {val}, {coord}{+offset}, {ibo}`. `val` is the
+    /// first of `type_size` value registers (the destination of ldib), `coord` the first of `d`
+    /// coordinate registers.
+    Ibo { op: IboOp, typed: bool, d: u8, ty: Type, type_size: u8, val: Reg, coord: Reg, ibo: u8, offset: Option<u8> },
 }
 
 /// The id returned by getfiberid / getwid / getspid.
@@ -664,6 +669,73 @@ pub enum GetId {
     Fiber,
     Wave,
     Sp,
+}
+
+/// Cat5 (texture) opcodes modelled by the interpreter (XML ir3-cat5.xml, OPC bits 54..58).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cat5Op {
+    /// `isam`: fetch at integer texel coordinates (opc 0).
+    Isam,
+    /// `isaml`: `isam` with an explicit level of detail in SRC2 (opc 1).
+    Isaml,
+    /// `sam`: sample at float coordinates (opc 3).
+    Sam,
+}
+
+impl Cat5Op {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Cat5Op::Isam => "isam",
+            Cat5Op::Isaml => "isaml",
+            Cat5Op::Sam => "sam",
+        }
+    }
+    /// Register sources (XML `NUM_SRC`): coordinates, and for `isaml` the lod.
+    pub const fn num_src(self) -> u8 {
+        match self {
+            Cat5Op::Isaml => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// A cat5 texture fetch in the "normal" (not s2en, not bindless) form (`#instruction-cat5`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cat5 {
+    pub op: Cat5Op,
+    /// Result type (TYPE, bits 44..46); half types write half registers.
+    pub ty: Type,
+    /// Components written (WRMASK, bits 40..43): component `c` goes to `dst + c`.
+    pub wrmask: u8,
+    pub dst: Reg,
+    /// FULL (bit 0): the sources are full registers.
+    pub full: bool,
+    /// SRC1 (bits 1..8): the first coordinate register (the others follow it).
+    pub src1: Reg,
+    /// SRC2 (bits 9..16): the lod of `isaml`, or the offset register with `.o`.
+    pub src2: Reg,
+    /// SAMP (bits 21..24) and TEX (bits 25..31).
+    pub samp: u8,
+    pub tex: u8,
+    /// .3d (48), .a (49), .o (52).
+    pub d3: bool,
+    pub array: bool,
+    pub offset: bool,
+    /// Bit 50: `.v` on isam, `.s` on the others.
+    pub sv: bool,
+    /// Bit 53: isam's SRC2_IMM_OFFSET (SRC2 is an immediate offset), `.p` on the others.
+    pub b53: bool,
+    /// Bit 18 of isam (`bool_inv`, printed `.1d` when clear).
+    pub b18: bool,
+}
+
+/// Which image instruction of the a6xx IBO group (`#instruction-cat6-a6xx-ibo-load-store`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IboOp {
+    /// `ldib.b`: load from an image.
+    Load,
+    /// `stib.b`: store to an image.
+    Store,
 }
 
 /// Cat7 instructions.
@@ -712,10 +784,11 @@ pub enum Body {
     Cat2(Cat2),
     Cat3(Cat3),
     Cat4(Cat4),
+    Cat5(Cat5),
     Cat6(Cat6),
     Cat7(Cat7),
-    /// An encoding the XML names but this crate does not model (cat5 texture ops, bindless/IBO
-    /// cat6 forms, const-file stores, `dp4acc`, `wmm`...): decoded to its name only. The
+    /// An encoding the XML names but this crate does not model (cat5 ops other than
+    /// isam/isaml/sam and their s2en/bindless forms, bindless or register-indexed IBO cat6 forms, const-file stores, `dp4acc`, `wmm`...): decoded to its name only. The
     /// disassembler prints the name; the interpreter refuses it.
     Unsupported(&'static str),
 }
@@ -789,6 +862,7 @@ impl Instr {
             Body::Cat2(c) => c.op.name(),
             Body::Cat3(c) => c.op.name(),
             Body::Cat4(c) => c.op.name(),
+            Body::Cat5(c) => c.op.name(),
             Body::Cat6(c) => match c {
                 Cat6::Ldg { .. } => "ldg",
                 Cat6::LdgA { .. } => "ldg.a",
@@ -806,6 +880,8 @@ impl Instr {
                 Cat6::GetId { which: GetId::Fiber, .. } => "getfiberid",
                 Cat6::GetId { which: GetId::Wave, .. } => "getwid",
                 Cat6::GetId { which: GetId::Sp, .. } => "getspid",
+                Cat6::Ibo { op: IboOp::Load, .. } => "ldib.b",
+                Cat6::Ibo { op: IboOp::Store, .. } => "stib.b",
             },
             Body::Cat7(c) => c.op.name(),
             Body::Unsupported(name) => name,

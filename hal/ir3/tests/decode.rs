@@ -27,8 +27,11 @@ fn image_must_be_whole_instructions() {
 fn a7xx_only_and_cat5_words() {
     // cat7 opc 7 (lock/unlock) is a7xx-only: unknown on a630.
     assert!(hcq_ir3::decode(7u64 << 61 | 7 << 55).is_err());
-    // cat5 decodes to its name and nothing else.
+    // A modelled cat5 form (sam) decodes fully; others (gather4r) to their name only.
     let i = hcq_ir3::decode(5u64 << 61 | 3 << 54).unwrap();
     assert_eq!(i.mnemonic(), "sam");
-    assert_eq!(hcq_ir3::disasm(&i, 0), "sam");
+    assert_eq!(hcq_ir3::disasm(&i, 0), "sam (f16)()hr0.x, hr0.x, s#0, t#0");
+    let i = hcq_ir3::decode(5u64 << 61 | 16 << 54).unwrap();
+    assert_eq!(i.mnemonic(), "gather4r");
+    assert_eq!(hcq_ir3::disasm(&i, 0), "gather4r");
 }

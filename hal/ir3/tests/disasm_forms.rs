@@ -128,3 +128,65 @@ fn cat6_and_cat7_forms() {
     assert_eq!(text(7u64 << 61 | 2 << 55 | 1 << 51, 0), "sleep.l");
     assert_eq!(text(7u64 << 61 | 6 << 55 | 1 << 51 | 1 << 44, 0), "(ss)dcflu.all");
 }
+
+/// Image forms (cat5 isam/isaml/sam in the normal binding model, cat6 ldib.b/stib.b with an
+/// immediate IBO): words with random fields, each text from Mesa's own disassembler
+/// (`ir3_isa_disasm` of tinymesa 25.2.7, through tinygrad's `disas_adreno`; generator:
+/// `tests/data/images/gen_forms.py`, run with tinygrad 0.14 + tinymesa), with Mesa's trailing "; dontcare bits" notes dropped.
+const IMAGE_FORMS: &[(u64, &str)] = &[
+    (0xb0044d120d4001e4, "(sy)isam.v.1d (s16)(xzw)hr4.z, hr60.z, s#10, t#6"),
+    (0xb80103116ac0006d, "(sy)(jp)isam.3d.1d (f16)(xy)hr4.y, r13.z, s#6, t#53"),
+    (0xb0030f95a14001e4, "(sy)isam.3d.a.1d (f16)(xyzw)hr37.y, hr60.z, s#10, t#80"),
+    (0xb81508246a81b616, "(sy)(jp)isam.3d.o.v.1d (f16)(w)hr9.x, hr2.w, hr54.w, s#4, t#53"),
+    (0xa8030530a3240034, "(jp)isam.3d.a (f16)(xz)hr12.x, hr6.z, s#9, t#81"),
+    (0xa00335c66d040069, "isam.3d.a (u32)(xz)r49.z, r13.x, s#8, t#54"),
+    (0xb00529143f840196, "(sy)isam.3d.v (u16)(xw)hr5.x, hr50.w, s#12, t#31"),
+    (0xb002381e13e40092, "(sy)isam.a (u32)(w)r7.z, hr18.y, s#15, t#9"),
+    (0xb04748c31341ecd6, "(sy)isaml.3d.a.s (s16)(w)hr48.w, hr26.w, ha0.z, s#10, t#9"),
+    (0xb8426174cd20ff30, "(sy)(jp)isaml.a (u8)(x)hr29.x, hr38.x, hr31.w, s#9, t#102"),
+    (0xa84379a54f61761e, "(jp)isaml.3d.a (u8_32)(xw)r41.y, hr3.w, hr46.w, s#11, t#39"),
+    (0xa840425a77e00b57, "(jp)isaml (s16)(y)hr22.z, r42.w, r1.y, s#15, t#59"),
+    (0xa8403dea64c07f7a, "(jp)isaml (u32)(xzw)r58.z, hr47.y, hr15.w, s#6, t#50"),
+    (0xa862548cdcc1a247, "(jp)isaml.a.p (s32)(z)r35.x, r8.w, r52.y, s#6, t#110"),
+    (0xa0641a3b26402a77, "isaml.p.s (f32)(yw)r14.w, r14.w, r5.y, s#2, t#19"),
+    (0xb862495e88c04a02, "(sy)(jp)isaml.a.p (s16)(xw)hr23.z, hr0.y, hr9.y, s#6, t#68"),
+    (0xb8f76e740d615b3d, "(sy)(jp)sam.3d.a.o.p.s (u8)(yzw)hr29.x, r39.z, r43.y, s#11, t#6"),
+    (0xa8c0571a64c000ca, "(jp)sam (s32)(xyz)r6.z, hr25.y, s#6, t#50"),
+    (0xb0e2009956200052, "(sy)sam.a.p (f16)()hr38.y, hr10.y, s#1, t#43"),
+    (0xb0e23935de20013a, "(sy)sam.a.p (u32)(xw)r13.y, hr39.y, s#1, t#111"),
+    (0xa0c177d91c2000f2, "sam.3d (u8_32)(xyz)r54.y, hr30.y, s#1, t#14"),
+    (0xa0e334bd57600034, "sam.3d.a.p (u32)(z)r47.y, hr6.z, s#11, t#43"),
+    (0xb8f30e8bb040b9e7, "(sy)(jp)sam.3d.a.o.p (f16)(yzw)hr34.w, r60.w, r23.x, s#2, t#88"),
+    (0xb8c4758443a00164, "(sy)(jp)sam.s (u8_32)(xz)r33.x, hr44.z, s#13, t#33"),
+    (
+        0xd82d3839a2619c01,
+        "(sy)(jp)ldib.b.typed.3d.u8.2.imm hr14.y, r40.z, 156	; dontcare bits in ldib.b: 0000000000000001",
+    ),
+    (0xcc2accd13de1b800, "(jp)ldib.b.typed.1d.s32.4.imm r52.y, r15.y+16, 102"),
+    (0xc0259407fd618400, "ldib.b.untyped.3d.u16.1.imm hr1.w, r63.y, 202"),
+    (
+        0xdfaf9c7258e1bc11,
+        "(sy)(jp)ldib.b.typed.3d.u8_32.4.imm r28.z, r22.x+62, 206	; dontcare bits in ldib.b: 0000000000000001",
+    ),
+    (0xc022f03a1a618000, "ldib.b.untyped.1d.f32.1.imm r14.z, r6.z, 120"),
+    (
+        0xde6600d79ce1be11,
+        "(sy)(jp)ldib.b.typed.4d.u32.4.imm r53.w, r39.x+57, 0	; dontcare bits in ldib.b: 0000000000000001",
+    ),
+    (0xd82cc6e81e676600, "(sy)(jp)stib.b.untyped.4d.u8.3.imm hr58.x, r7.z, 99"),
+    (0xc7ab946f2de77230, "stib.b.untyped.2d.s32.4.imm r27.w, r11.y+126, 202"),
+    (0xd02f7c6676675c00, "(sy)stib.b.typed.3d.u8_32.2.imm r25.z, r29.z, 190"),
+    (0xcd284c0720e77030, "(jp)stib.b.untyped.1d.s16.4.imm hr1.w, r8.x+116, 38"),
+    (0xc82af2fa98677400, "(jp)stib.b.untyped.3d.s32.4.imm p0.z, r38.x, 121"),
+    (0xd8ec060521e76420, "(sy)(jp)stib.b.untyped.3d.u8.3.imm hr1.y, r8.y+67, 3"),
+];
+
+#[test]
+fn image_forms_equal_mesa() {
+    for &(w, want) in IMAGE_FORMS {
+        let want = want.split('\t').next().unwrap_or(want);
+        let i = decode(w).unwrap_or_else(|e| panic!("{w:016x}: {e}"));
+        assert!(!matches!(i.body, hcq_ir3::isa::Body::Unsupported(_)), "{w:016x} ({want}) decoded to its name only");
+        assert_eq!(disasm(&i, 0), want, "{w:016x}");
+    }
+}

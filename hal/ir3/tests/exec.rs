@@ -176,12 +176,12 @@ fn running_off_the_end_and_unsupported_ops_are_errors() {
         .run(&p, &Dispatch { consts: &[], grid: [1, 1, 1], local: [1, 1, 1] }, &mut Buffers::default())
         .unwrap_err();
     assert!(matches!(e, ExecError::PcOutOfRange { pc: 1, .. }), "{e:?}");
-    // cat5 `isam` (opc 0): decoded by name, refused by the interpreter.
-    let p = program(&[5 << 61, END], 0);
+    // cat5 `gather4r` (opc 16): decoded by name, refused by the interpreter.
+    let p = program(&[5 << 61 | 16 << 54, END], 0);
     let e = Interp::new()
         .run(&p, &Dispatch { consts: &[], grid: [1, 1, 1], local: [1, 1, 1] }, &mut Buffers::default())
         .unwrap_err();
-    assert_eq!(e, ExecError::Unsupported { index: 0, name: "isam" });
+    assert_eq!(e, ExecError::Unsupported { index: 0, name: "gather4r" });
 }
 
 #[test]

@@ -1288,9 +1288,17 @@ pub fn validate_program(p: &ProgramRef<'_>, object: &[u8], sim: bool) -> Result<
             })
             .map_err(|e| e.context(format!("instruction {i} branches to {t}")));
         }
-        match ins.body {
-            Body::Cat0(c) if c.op == Cat0Op::End => ends = true,
-            _ => {}
+        if let Body::Cat0(c) = ins.body
+            && c.op == Cat0Op::End
+        {
+            ends = true;
+        }
+        if sim && let Some(name) = hcq_ir3::exec::refused(ins) {
+            return Err(Error::Unsupported {
+                what: "adreno shader instruction the QCOM:SIM interpreter does not run (instruction index)",
+                value: i as u64,
+            })
+            .map_err(|e| e.context(format!("instruction {i}: {name}")));
         }
     }
     if !ends {

@@ -18,6 +18,7 @@
 //!   at the next wait, at once.
 
 use crate::cp::{ComputeState, Dispatch, GpuMemory};
+use crate::images::ImageState;
 use hcq::{Error, Result};
 use hcq_ir3::exec::{ExecError, Interp, MemSpace, Memory, Meta, OutOfBounds, Program};
 use std::collections::HashMap;
@@ -89,6 +90,7 @@ pub struct Ir3Dispatch {
     /// The constant file as bytes (reused: no allocation per dispatch once warm).
     consts: Vec<u8>,
     args: ArgSlots,
+    images: ImageState,
     dispatches: u64,
     lane_instructions: u64,
 }
@@ -122,6 +124,7 @@ impl Ir3Dispatch {
             order: Vec::new(),
             consts: Vec::new(),
             args: ArgSlots::default(),
+            images: ImageState::default(),
             dispatches: 0,
             lane_instructions: 0,
         }
@@ -234,6 +237,27 @@ impl Memory for Journaled<'_> {
 impl Dispatch for Ir3Dispatch {
     fn dispatch(&mut self, s: &ComputeState<'_>, mem: &mut dyn GpuMemory) -> Result<()> {
         self.args.check(s.shader_addr, s.consts, mem)?;
+        let n = self.dispatches;
+        let name = |e: Error| e.context(format!("dispatch {n} (shader {:#x})", s.shader_addr));
+        self.images.load(s.textures, s.samplers, s.ibos, s.border_color_base, mem).map_err(name)?;
+        // SP_MODE_CNTL.ISAMMODE (bits 1..2): the interpreter's isam takes GL-style integer texel
+        // coordinates (ISAMMODE_GL = 2, what tinygrad's IR3 path programs).
+        if !s.textures.is_empty() && (s.mode_cntl.raw() >> 1) & 3 != 2 {
+            return Err(name(Error::Unsupported {
+                what: "adreno sim: SP_MODE_CNTL.ISAMMODE other than ISAMMODE_GL with textures bound",
+                value: s.mode_cntl.raw().into(),
+            }));
+        }
+        // Private memory is kept per fiber inside the interpreter (ldp/stp see their own fiber's
+        // MEMSIZEPERITEM bytes); the base the hardware would spill to must still be mapped.
+        if s.pvt_mem_param.raw() & 0xff != 0 && mem.read32(s.pvt_mem_base & !3).is_err() {
+            return Err(name(Error::OutOfBounds {
+                what: "adreno sim: SP_CS_PVT_MEM_BASE outside every GPU object with private memory in use",
+                offset: s.pvt_mem_base,
+                len: u64::from(s.pvt_mem_param.raw() & 0xff) << 9,
+                limit: 0,
+            }));
+        }
         self.consts.clear();
         self.consts.extend(s.consts.iter().flat_map(|w| w.to_le_bytes()));
         // Borrow the interpreter and the program apart: the program lives in the cache.
@@ -244,7 +268,12 @@ impl Dispatch for Ir3Dispatch {
         self.journal.clear();
         self.order.clear();
         let mut j = Journaled { mem, journal: &mut self.journal, order: &mut self.order };
-        let stats = self.interp.run(prog, &d, &mut j).map_err(|e| {
+        let images = hcq_ir3::exec::Images {
+            textures: &self.images.textures,
+            samplers: &self.images.samplers,
+            ibos: &self.images.ibos,
+        };
+        let stats = self.interp.run_with_images(prog, &d, images, &mut j).map_err(|e| {
             let why = match e {
                 ExecError::Fault { space: MemSpace::Global, .. } => "a global access outside every allocation (fault)",
                 ExecError::StepLimit { .. } => "the step limit (a hung shader)",

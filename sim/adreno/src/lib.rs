@@ -10,7 +10,8 @@
 //! - [`msm`]: [`SimMsm`], the simulated MSM DRM driver over the same simulated GPU
 //!   (`hcq_kgsl::msm::MsmIoctl`, the `MSM+QCOM:SIM` device);
 //! - [`dispatch`]: [`Ir3Dispatch`], the shader core: each `CP_EXEC_CS` runs on `hcq-ir3`'s
-//!   interpreter, its argument addresses checked against the allocations ([`ArgSlots`]).
+//!   interpreter, its argument addresses checked against the allocations ([`ArgSlots`]);
+//! - [`images`]: the texture, sampler and IBO descriptors of a dispatch, decoded and checked.
 //!
 //! [`open`] makes the `QCOM:SIM` device (`hcq_kgsl::device::QcomDevice` over a [`SimKgsl`]
 //! with the ir3 core) and [`qcom_sim_kind`] is its registry entry; [`open_msm`] makes
@@ -21,6 +22,7 @@ extern crate alloc;
 
 pub mod cp;
 pub mod dispatch;
+pub mod images;
 pub mod kgsl;
 pub mod msm;
 

@@ -236,6 +236,65 @@ pub(super) fn cat6(
             }
             write_reg(wave, dst.0, half, &out, exec);
         }
+        Cat6::Ibo { op, typed, d, ty, type_size, val, coord, ibo, offset } => {
+            if !typed || d > 2 || offset.is_some_and(|o| o != 0) {
+                return Err(unsupported(pc, IBO_REFUSED));
+            }
+            let img = *cx.images.ibos.get(ibo as usize).ok_or(ExecError::Image {
+                index: pc,
+                what: "IBO",
+                slot: ibo.into(),
+                reason: "no such IBO descriptor was loaded (SP_CS_CONFIG NUAV / CP_LOAD_STATE6 ST6_UAV)",
+            })?;
+            let n = type_size as usize;
+            if op == IboOp::Store && n != img.format.components() as usize {
+                return Err(ExecError::Image {
+                    index: pc,
+                    what: "IBO",
+                    slot: ibo.into(),
+                    reason: "stib writes a different number of components than the image format has",
+                });
+            }
+            let half = ty.is_half();
+            let bpp = img.format.bpp() as usize;
+            for l in lanes_of(exec) {
+                let x = wave.regs[coord.0 as usize][l] as i32 as i64;
+                let y = if d > 1 { wave.regs[coord.offset(1).0 as usize][l] as i32 as i64 } else { 0 };
+                let at = img.texel_addr(x, y);
+                let mut buf = [0u8; 16];
+                match op {
+                    IboOp::Store => {
+                        let Some(a) = at else { continue };
+                        let mut v = [0u32; 4];
+                        for (k, x) in v.iter_mut().enumerate().take(n) {
+                            let r = val.0.wrapping_add(k as u8);
+                            *x = if half { wave.hget(r, l) } else { wave.regs[r as usize][l] };
+                        }
+                        img.encode(&v, ty, &mut buf[..bpp])
+                            .map_err(|e| super::cat5::img_err(cx, e, pc, w, l, true, "IBO", ibo.into()))?;
+                        cx.mem.write(a, &buf[..bpp]).map_err(|_| fault(l, a, MemSpace::Global, true))?;
+                    }
+                    IboOp::Load => {
+                        let v = match at {
+                            Some(a) => {
+                                cx.mem.read(a, &mut buf[..bpp]).map_err(|_| fault(l, a, MemSpace::Global, false))?;
+                                img.decode(&buf[..bpp], ty)
+                                    .map_err(|e| super::cat5::img_err(cx, e, pc, w, l, false, "IBO", ibo.into()))?
+                            }
+                            None => [0; 4],
+                        };
+                        for (k, x) in v.iter().enumerate().take(n) {
+                            let r = val.0.wrapping_add(k as u8);
+                            if half {
+                                wave.hset(r, l, *x);
+                            } else {
+                                wave.regs[r as usize][l] = *x;
+                            }
+                        }
+                    }
+                }
+            }
+        }
         Cat6::GetId { which, dst, .. } => {
             let mut v = [0u32; W];
             for (l, x) in v.iter_mut().enumerate() {

@@ -23,8 +23,10 @@
 //!   shared memory is `shmem` bytes per work-group, private memory `pvtmem` bytes per fiber. Any
 //!   access out of bounds is [`ExecError::Fault`] naming the instruction, work-group, lane and
 //!   address.
+//! - Images (cat5 `isam`/`isaml`/`sam`, cat6 `ldib`/`stib`): see [`image`] — linear 2D images,
+//!   nearest filtering, wrap modes per sampler, border color for clamp-to-border.
 //! - Encodings whose semantics are not documented are refused with [`ExecError::Unsupported`]
-//!   rather than guessed (cat5, bindless cat6, `sel.s*`/`sel.f*`, `sad`, `cmpv`, `madsh.u16`,
+//!   rather than guessed (other cat5 ops, bindless cat6, `sel.s*`/`sel.f*`, `sad`, `cmpv`, `madsh.u16`,
 //!   `bary.f`, `flat.b`, `mgen.b`, `setrm`, `shb`, `msad`, `call`/`ret`/`bkt`, `shps`/`shpe`,
 //!   `emit`/`cut`/`chmask`/`chsh`/`flow_rev`).
 
@@ -41,14 +43,18 @@ mod cat1;
 mod cat2;
 mod cat3;
 mod cat4;
+mod cat5;
 mod cat6;
+pub mod image;
 
 use cat0::cx_cat0;
 use cat1::cat1;
 use cat2::cat2;
 use cat3::cat3;
 use cat4::cat4;
+use cat5::cat5;
 use cat6::cat6;
+pub use image::{Format, Image, Images, Sampler, Wrap};
 
 const W: usize = 64;
 type Lanes = [u32; W];
@@ -195,6 +201,9 @@ pub enum ExecError {
     ConstOutOfRange { index: usize, word: u32 },
     /// The dispatch itself is malformed (empty grid, too large a work-group...).
     BadDispatch(&'static str),
+    /// An image access (cat5 fetch, ldib/stib) that cannot run: `what` `slot` names the
+    /// descriptor (texture `t#`, sampler `s#`, IBO).
+    Image { index: usize, what: &'static str, slot: u32, reason: &'static str },
 }
 
 impl fmt::Display for ExecError {
@@ -219,6 +228,9 @@ impl fmt::Display for ExecError {
                 write!(f, "instruction {index}: const word {word} beyond the constant file")
             }
             ExecError::BadDispatch(why) => write!(f, "bad dispatch: {why}"),
+            ExecError::Image { index, what, slot, reason } => {
+                write!(f, "instruction {index}: image access through {what}{slot}: {reason}")
+            }
         }
     }
 }
@@ -333,6 +345,7 @@ pub fn run(program: &Program, d: &Dispatch, mem: &mut dyn Memory) -> Result<Stat
 struct Ctx<'a> {
     prog: &'a Program,
     consts: &'a [u8],
+    images: Images<'a>,
     mem: &'a mut dyn Memory,
     group: [u32; 3],
     steps: u64,
@@ -392,6 +405,11 @@ fn reg_span(prog: &Program) -> (u8, u8) {
                 op(&c.src);
                 bump(c.dst, e);
             }
+            Body::Cat5(c) => {
+                bump(c.dst, 4);
+                bump(c.src1, 3);
+                bump(c.src2, 1);
+            }
             Body::Cat6(c) => {
                 let (a, b, n) = match *c {
                     Cat6::Ldg { dst, addr, size, .. } | Cat6::Ld { dst, addr, size, .. } => (dst, addr, size as usize),
@@ -419,6 +437,10 @@ fn reg_span(prog: &Program) -> (u8, u8) {
                         (dst, src1, 1)
                     }
                     Cat6::GetId { dst, .. } => (dst, dst, 1),
+                    Cat6::Ibo { val, coord, type_size, d, .. } => {
+                        bump(coord, d as usize);
+                        (val, val, type_size as usize)
+                    }
                 };
                 bump(a, n.max(1));
                 bump(b, 2);
@@ -459,8 +481,20 @@ impl Interp {
         Interp { waves: Vec::new(), shared: Vec::new(), private: Vec::new(), max_steps: 100_000_000 }
     }
 
-    /// Run every work-group of the dispatch in order.
+    /// Run every work-group of the dispatch in order (no image descriptors: a cat5 fetch or
+    /// ldib/stib fails with [`ExecError::Image`]).
     pub fn run(&mut self, prog: &Program, d: &Dispatch, mem: &mut dyn Memory) -> Result<Stats, ExecError> {
+        self.run_with_images(prog, d, Images::default(), mem)
+    }
+
+    /// [`Interp::run`] with the dispatch's textures, samplers and IBOs.
+    pub fn run_with_images(
+        &mut self,
+        prog: &Program,
+        d: &Dispatch,
+        images: Images<'_>,
+        mem: &mut dyn Memory,
+    ) -> Result<Stats, ExecError> {
         let threads = d.local.iter().try_fold(1u64, |a, &v| a.checked_mul(v as u64)).unwrap_or(u64::MAX);
         if threads == 0 || d.grid.contains(&0) {
             return Err(ExecError::BadDispatch("empty grid or work-group"));
@@ -480,6 +514,7 @@ impl Interp {
         let mut cx = Ctx {
             prog,
             consts: d.consts,
+            images,
             mem,
             group: [0; 3],
             steps: 0,
@@ -608,6 +643,7 @@ impl Interp {
                 Body::Cat2(c) => cat2(cx, wave, c, &ins.flags, pc, exec)?,
                 Body::Cat3(c) => cat3(cx, wave, c, &ins.flags, pc, exec)?,
                 Body::Cat4(c) => cat4(cx, wave, c, &ins.flags, pc, exec)?,
+                Body::Cat5(c) => cat5(cx, wave, c, pc, exec, w)?,
                 Body::Cat6(c) => cat6(cx, wave, c, pc, exec, w, shared, private)?,
                 Body::Cat7(c) => {
                     if c.op == Cat7Op::Bar {
@@ -621,6 +657,24 @@ impl Interp {
         }
     }
 }
+
+/// Why the interpreter refuses `i` (it stops with [`ExecError::Unsupported`] there), or `None`
+/// when it runs it: encodings decoded to their name only, and the decoded image forms whose
+/// behaviour is not modelled (layered/3D/offset/projected cat5 fetches, untyped, 3D or offset
+/// ldib/stib). A loader can refuse such a program before it runs.
+pub fn refused(i: &Instr) -> Option<&'static str> {
+    match &i.body {
+        Body::Unsupported(name) => Some(name),
+        Body::Cat5(c) if c.d3 || c.array || c.offset || c.b53 || c.sv => Some(CAT5_REFUSED),
+        Body::Cat6(Cat6::Ibo { typed, d, offset, .. }) if !typed || *d > 2 || offset.is_some_and(|o| o != 0) => {
+            Some(IBO_REFUSED)
+        }
+        _ => None,
+    }
+}
+
+const CAT5_REFUSED: &str = "cat5 with .3d/.a/.o/.p/.s/.v or an immediate offset";
+const IBO_REFUSED: &str = "ldib/stib untyped, 3d or with an offset";
 
 fn unsupported(pc: usize, name: &'static str) -> ExecError {
     ExecError::Unsupported { index: pc, name }

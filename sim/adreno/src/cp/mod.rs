@@ -6,7 +6,8 @@
 //! `TIMESTAMP` bit — when they retire, which here is at once), `CP_REG_TO_MEM` (including
 //! `CP_ALWAYS_ON_COUNTER`), `CP_WAIT_REG_MEM` (all compare functions, signed or not),
 //! `CP_INDIRECT_BUFFER` (nested, at most [`MAX_IB_DEPTH`] levels), `CP_LOAD_STATE6_FRAG`
-//! (indirect compute shader and constants), `CP_EXEC_CS` and `CP_MEMCPY` (both ranges checked
+//! (indirect compute shader and constants; samplers, texture and IBO descriptors, indirect or
+//! direct — passed to the dispatch with the image registers, see [`ComputeState`]), `CP_EXEC_CS` and `CP_MEMCPY` (both ranges checked
 //! against the mapped memory before a word is written; overlapping ranges copy in ascending
 //! chunks of [`COPY_CHUNK_DWORDS`], undefined on hardware).
 //!
@@ -85,8 +86,58 @@ pub struct ComputeState<'a> {
     pub cntl_1: regs::SP_CS_CNTL_1,
     /// `SP_CS_PVT_MEM_PARAM` (private memory per fiber).
     pub pvt_mem_param: regs::SP_CS_PVT_MEM_PARAM,
-    /// `SP_MODE_CNTL` (constant demotion).
+    /// `SP_MODE_CNTL` (constant demotion, ISAMMODE).
     pub mode_cntl: regs::SP_MODE_CNTL,
+    /// Sampler descriptors loaded by `CP_LOAD_STATE6` `ST6_SHADER`/`SB6_CS_TEX` (4 dwords each),
+    /// as many as `SP_CS_CONFIG.NSAMP` says.
+    pub samplers: &'a [u32],
+    /// Texture descriptors (`ST6_CONSTANTS`/`SB6_CS_TEX`, 16 dwords each), `SP_CS_CONFIG.NTEX` of them.
+    pub textures: &'a [u32],
+    /// IBO descriptors (`ST6_UAV`/`SB6_CS_SHADER`, 16 dwords each), `SP_CS_CONFIG.NUAV` of them.
+    pub ibos: &'a [u32],
+    /// `TPL1_CS_BORDER_COLOR_BASE` (0xb180): the border color table.
+    pub border_color_base: u64,
+    /// `SP_CS_PVT_MEM_BASE` (0xa9b7, tinygrad: `SP_CS_PVT_MEM_ADDR`): private memory.
+    pub pvt_mem_base: u64,
+    /// `SP_CS_PVT_MEM_SIZE` (0xa9b9) raw.
+    pub pvt_mem_size: u32,
+    /// `SP_CS_PVT_MEM_STACK_OFFSET` (0xa9bd) raw.
+    pub pvt_mem_stack_offset: u32,
+    /// `TPL1_MODE_CNTL` (0xb309) raw (ISAMMODE bits 0..1).
+    pub tpl1_mode_cntl: u32,
+}
+
+/// Register offsets the image and private-memory state uses that `hcq_adreno::a6xx::regs` does
+/// not name (a6xx.xml, Mesa 26 names; tinygrad 0.14's older names in parentheses).
+pub mod image_regs {
+    /// `SP_CS_PVT_MEM_BASE` (reg64; `SP_CS_PVT_MEM_ADDR`).
+    pub const SP_CS_PVT_MEM_BASE: u32 = 0xa9b7;
+    /// `SP_CS_PVT_MEM_SIZE` (`a6xx_sp_xs_pvt_mem_size`: TOTALPVTMEMSIZE bits 0..17 shr 12).
+    pub const SP_CS_PVT_MEM_SIZE: u32 = 0xa9b9;
+    /// `SP_CS_CONFIG` (`a6xx_sp_xs_config`: ENABLED 8, NTEX 9..16, NSAMP 17..21, NUAV 22..28).
+    pub const SP_CS_CONFIG: u32 = 0xa9bb;
+    /// `SP_CS_PVT_MEM_STACK_OFFSET`.
+    pub const SP_CS_PVT_MEM_STACK_OFFSET: u32 = 0xa9bd;
+    /// `SP_CS_SAMPLER_BASE` (reg64, align 16).
+    pub const SP_CS_SAMPLER_BASE: u32 = 0xa9e2;
+    /// `SP_CS_TEXMEMOBJ_BASE` (reg64, align 64).
+    pub const SP_CS_TEXMEMOBJ_BASE: u32 = 0xa9e6;
+    /// `SP_CS_UAV_BASE` (reg64, align 16; A6XX variant).
+    pub const SP_CS_UAV_BASE: u32 = 0xa9f2;
+    /// `TPL1_CS_BORDER_COLOR_BASE` (reg64, align 128).
+    pub const TPL1_CS_BORDER_COLOR_BASE: u32 = 0xb180;
+    /// `TPL1_MODE_CNTL` (ISAMMODE bits 0..1).
+    pub const TPL1_MODE_CNTL: u32 = 0xb309;
+    /// `TPL1_DBG_ECO_CNTL` (tinygrad writes 0; recorded, no effect in the model).
+    pub const TPL1_DBG_ECO_CNTL: u32 = 0xb600;
+    /// `a6xx_state_type::ST6_UAV` (adreno_pm4.xml; `ST6_IBO` in older Mesa).
+    pub const ST6_UAV: u32 = 3;
+    /// `a6xx_state_block::SB6_CS_TEX`.
+    pub const SB6_CS_TEX: u32 = 5;
+    /// `SP_CS_CONFIG` fields: (NTEX, NSAMP, NUAV).
+    pub const fn config_counts(v: u32) -> (u32, u32, u32) {
+        ((v >> 9) & 0xff, (v >> 17) & 0x1f, (v >> 22) & 0x7f)
+    }
 }
 
 /// Runs dispatches (the shader interpreter plugs in here).
@@ -168,6 +219,10 @@ pub struct Cp {
     payload: Vec<u32>,
     shader: Vec<u32>,
     consts: Vec<u32>,
+    /// Sampler, texture and IBO descriptors as loaded (`CP_LOAD_STATE6`).
+    samplers: Vec<u32>,
+    textures: Vec<u32>,
+    ibos: Vec<u32>,
     copy_buf: Vec<u32>,
     shader_at: Option<Loaded>,
     consts_at: Option<Loaded>,
@@ -207,6 +262,9 @@ impl Cp {
             payload: Vec::with_capacity(64),
             shader: Vec::new(),
             consts: Vec::new(),
+            samplers: Vec::new(),
+            textures: Vec::new(),
+            ibos: Vec::new(),
             copy_buf: Vec::new(),
             shader_at: None,
             consts_at: None,
@@ -550,7 +608,12 @@ impl Cp {
         Ok(())
     }
 
+    /// `CP_LOAD_STATE6_FRAG` into the compute stage's state: the shader and constants
+    /// (`SB6_CS_SHADER`, indirect), samplers (`ST6_SHADER`/`SB6_CS_TEX`), texture descriptors
+    /// (`ST6_CONSTANTS`/`SB6_CS_TEX`) and IBO descriptors (`ST6_UAV`/`SB6_CS_SHADER`), the last
+    /// three from memory (`SS6_INDIRECT`) or from the packet (`SS6_DIRECT`).
     fn load_state(&mut self, at: u32, mem: &mut dyn GpuMemory) -> Result<()> {
+        use image_regs::{SB6_CS_TEX, ST6_UAV};
         let p = read::<LoadState6Indirect>(&self.payload).ok_or(short("CP_LOAD_STATE6_FRAG", at))?;
         let field = |shift: u32, bits: u32| (p.d0 >> shift) & ((1 << bits) - 1);
         let ty = field(ls6::STATE_TYPE_SHIFT, ls6::STATE_TYPE_BITS);
@@ -558,27 +621,44 @@ impl Cp {
         let block = field(ls6::STATE_BLOCK_SHIFT, ls6::STATE_BLOCK_BITS);
         let units = field(ls6::NUM_UNIT_SHIFT, ls6::NUM_UNIT_BITS);
         let dst = field(ls6::DST_OFF_SHIFT, ls6::DST_OFF_BITS);
-        if src != ls6::SS6_INDIRECT || block != ls6::SB6_CS_SHADER || dst != 0 {
+        let image =
+            matches!((ty, block), (ls6::ST6_SHADER | ls6::ST6_CONSTANTS, SB6_CS_TEX) | (ST6_UAV, ls6::SB6_CS_SHADER));
+        let direct_ok = image && src == ls6::SS6_DIRECT;
+        if (src != ls6::SS6_INDIRECT && !direct_ok) || !(block == ls6::SB6_CS_SHADER || block == SB6_CS_TEX) || dst != 0
+        {
             return Err(Error::Unsupported {
-                what: "adreno sim: CP_LOAD_STATE6 other than indirect SB6_CS_SHADER at offset 0",
+                what: "adreno sim: CP_LOAD_STATE6 other than SB6_CS_SHADER/SB6_CS_TEX at offset 0 (indirect; direct for samplers, textures, IBOs)",
                 value: p.d0.into(),
             });
         }
         let addr = u64::from(p.addr_lo) | u64::from(p.addr_hi) << 32;
-        let (buf, slot, words) = match ty {
-            ls6::ST6_SHADER => (&mut self.shader, &mut self.shader_at, units * 32),
-            ls6::ST6_CONSTANTS => (&mut self.consts, &mut self.consts_at, units * 4),
-            x => {
+        let (buf, words) = match (ty, block) {
+            (ls6::ST6_SHADER, ls6::SB6_CS_SHADER) => (&mut self.shader, units * 32),
+            (ls6::ST6_CONSTANTS, ls6::SB6_CS_SHADER) => (&mut self.consts, units * 4),
+            (ls6::ST6_SHADER, SB6_CS_TEX) => (&mut self.samplers, units * 4),
+            (ls6::ST6_CONSTANTS, SB6_CS_TEX) => (&mut self.textures, units * 16),
+            (ST6_UAV, ls6::SB6_CS_SHADER) => (&mut self.ibos, units * 16),
+            _ => {
                 return Err(Error::Unsupported {
-                    what: "adreno sim: CP_LOAD_STATE6 state type (textures/IBOs)",
-                    value: x.into(),
+                    what: "adreno sim: CP_LOAD_STATE6 state type for this block (state type)",
+                    value: ty.into(),
                 });
             }
         };
         buf.clear();
         buf.resize(words as usize, 0);
+        if src == ls6::SS6_DIRECT {
+            // The data follows the two (unused) EXT_SRC_ADDR dwords in the packet.
+            let data = self.payload.get(3..3 + words as usize).ok_or(Error::Malformed {
+                what: "CP_LOAD_STATE6 (SS6_DIRECT)",
+                at: at.into(),
+                reason: "payload shorter than NUM_UNIT units of state",
+            })?;
+            buf.copy_from_slice(data);
+            return Ok(());
+        }
         if mem.read_words(addr, buf).is_err() {
-            if ty != ls6::ST6_CONSTANTS {
+            if ty != ls6::ST6_CONSTANTS || block != ls6::SB6_CS_SHADER {
                 mem.read_words(addr, buf)?;
             }
             // A constant load that starts inside an object and runs past its end (tinygrad
@@ -590,7 +670,11 @@ impl Cp {
                 *w = mem.read32(addr + 4 * i as u64).unwrap_or(0);
             }
         }
-        *slot = Some(Loaded { addr, units });
+        match (ty, block) {
+            (ls6::ST6_SHADER, ls6::SB6_CS_SHADER) => self.shader_at = Some(Loaded { addr, units }),
+            (ls6::ST6_CONSTANTS, ls6::SB6_CS_SHADER) => self.consts_at = Some(Loaded { addr, units }),
+            _ => {}
+        }
         Ok(())
     }
 
@@ -645,6 +729,23 @@ impl Cp {
                 ));
             }
         }
+        let (ntex, nsamp, nuav) = image_regs::config_counts(r(image_regs::SP_CS_CONFIG));
+        let counts = [
+            (
+                "SP_CS_CONFIG.NTEX above the texture descriptors loaded (ST6_CONSTANTS/SB6_CS_TEX)",
+                ntex,
+                16,
+                self.textures.len(),
+            ),
+            ("SP_CS_CONFIG.NSAMP above the samplers loaded (ST6_SHADER/SB6_CS_TEX)", nsamp, 4, self.samplers.len()),
+            ("SP_CS_CONFIG.NUAV above the IBO descriptors loaded (ST6_UAV/SB6_CS_SHADER)", nuav, 16, self.ibos.len()),
+        ];
+        for (what, n, per, have) in counts {
+            if (n * per) as usize > have {
+                return Err(mismatch(what, (have / per as usize) as u64, n.into()));
+            }
+        }
+        let reg64 = |reg: u32| u64::from(r(reg)) | u64::from(r(reg + 1)) << 32;
         let state = ComputeState {
             shader_addr: shader.addr,
             shader: &self.shader,
@@ -659,6 +760,14 @@ impl Cp {
             cntl_1: regs::SP_CS_CNTL_1(r(regs::SP_CS_CNTL_1::REG)),
             pvt_mem_param: regs::SP_CS_PVT_MEM_PARAM(r(regs::SP_CS_PVT_MEM_PARAM::REG)),
             mode_cntl: regs::SP_MODE_CNTL(r(regs::SP_MODE_CNTL::REG)),
+            samplers: &self.samplers[..4 * nsamp as usize],
+            textures: &self.textures[..16 * ntex as usize],
+            ibos: &self.ibos[..16 * nuav as usize],
+            border_color_base: reg64(image_regs::TPL1_CS_BORDER_COLOR_BASE),
+            pvt_mem_base: reg64(image_regs::SP_CS_PVT_MEM_BASE),
+            pvt_mem_size: r(image_regs::SP_CS_PVT_MEM_SIZE),
+            pvt_mem_stack_offset: r(image_regs::SP_CS_PVT_MEM_STACK_OFFSET),
+            tpl1_mode_cntl: r(image_regs::TPL1_MODE_CNTL),
         };
         d.dispatch(&state, mem)?;
         self.dispatches += 1;
