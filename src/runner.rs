@@ -295,6 +295,9 @@ impl<B: Backend> Runner<B> {
     }
 
     fn load_inner(mut backend: B, bundle: &Hcqb<'_>, extra: Option<&DeviceLimits>) -> Result<Self> {
+        // The graph for this device's target (a bundle with one graph per target), or the file.
+        let graph = bundle.for_archs(backend.archs())?;
+        let bundle = &graph;
         let arch = pick_arch(bundle, backend.archs()).with_context(|| {
             let names: Vec<&str> = backend.archs().iter().map(|a| a.name()).collect();
             format!("device objects {}", names.join(" or "))
