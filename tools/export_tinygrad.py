@@ -73,6 +73,9 @@ def parse_args(argv):
   ap.add_argument("--qcom-jit", action="store_true",
                   help="capture tinygrad's own QCOM JIT (IR3) on a KGSL device, e.g. the virtual one of `hcq vkgsl -- python ...`, with the "
                        "flags of the environment (default FLOAT16=1 IMAGE=1 NOLOCALS=1 JIT_BATCH_SIZE=0)")
+  ap.add_argument("--cpu-graph", action="store_true",
+                  help="with --qcom-jit --model: also export the model on tinygrad's CPU device (same seed) as the bundle's `cpu` graph, "
+                       "sharing the inputs, outputs and the weight files whose bytes are equal")
   ap.add_argument("--seed", type=int, default=0, help="seed passed to build() and used for the capture-call inputs (default 0)")
   ap.add_argument("--name", help="model name in the manifest (default: the model's NAME, else the file name)")
   ap.add_argument("--threads", type=int, default=4,
@@ -82,6 +85,7 @@ def parse_args(argv):
   if not re.fullmatch(r"[A-Za-z0-9_.+-]+", a.x86_level): ap.error(f"--x86-level: bad value {a.x86_level!r}")
   if a.threads < 1: ap.error("--threads must be >= 1")
   if a.pickle: a.qcom_jit = True
+  if a.cpu_graph and not (a.qcom_jit and a.model): ap.error("--cpu-graph needs --qcom-jit and --model")
   if a.qcom_jit and (a.aarch64 or a.adreno): ap.error("--qcom-jit records tinygrad's own QCOM programs; --aarch64/--adreno do not apply")
   return a
 
@@ -503,14 +507,25 @@ def main_qcom(args) -> int:
       name = args.name or getattr(mod, "NAME", None) or os.path.splitext(os.path.basename(args.model))[0]
       buffers, inputs, outputs, launches, expected = ex.run(mod)
     manifest = ex.write(args.out, name, buffers, inputs, outputs, launches, expected)
+    if args.cpu_graph:
+      import subprocess, tempfile
+      with tempfile.TemporaryDirectory() as tmp:
+        env = {k: v for k, v in os.environ.items() if k not in ("DEV", "LD_PRELOAD", "IMAGE")}
+        cmd = [sys.executable, os.path.abspath(__file__), "--model", args.model, "-o", os.path.join(tmp, "cpu"), "--seed", str(args.seed),
+               "--threads", str(args.threads), "--x86-level", args.x86_level, "--name", name]
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if r.returncode != 0: raise ExportError(f"--cpu-graph: the CPU export failed: {r.stderr.strip()}")
+        merged = qcom_capture.merge_cpu_graph(args.out, os.path.join(tmp, "cpu"))
+      print(f"added the CPU graph: {merged['cpu_buffers']} buffers, {merged['shared']} weight files shared with the QCOM graph")
   except (ExportError, qcom_capture.CaptureError) as e:
     print(f"export_tinygrad: error: --qcom-jit: {e}", file=sys.stderr)
     return 1
-  n_kernels = sum(1 for l in manifest["launches"] if l["kind"] == "kernel")
-  n_images = sum(1 for b in manifest["buffers"] if "image" in b)
+  g = manifest["graphs"][0]
+  n_kernels = sum(1 for l in g["launches"] if l["kind"] == "kernel")
+  n_images = sum(1 for b in g["buffers"] if "image" in b)
   print(f"exported {name!r} (tinygrad QCOM JIT, {' '.join(f'{k}={v}' for k, v in ex.flags.items())}) to {args.out}: "
-        f"{len(manifest['programs'])} programs, {n_kernels} kernel launches in {len(ex.graphs)} HCQ graph(s), "
-        f"{len(manifest['buffers'])} buffers ({n_images} images)")
+        f"{len(g['programs'])} programs, {n_kernels} kernel launches in {len(ex.graphs)} HCQ graph(s), "
+        f"{len(g['buffers'])} buffers ({n_images} images)")
   return 0
 
 

@@ -170,7 +170,51 @@ def load_pickle(path: str, ex):
     kw = {n: t for n, t in zip(names, tensors) if isinstance(n, str)}
     return jit_(*pos, **kw)
   ex.call_jit = call_jit
+  ex.input_names = [n if isinstance(n, str) else f"input_{n}" for n in names]
   return jit, example
+
+
+def merge_cpu_graph(out: str, cpu_dir: str) -> dict:
+  """Add the CPU export in `cpu_dir` (a version 1 bundle of the same model) to the QCOM bundle in `out` as its `cpu` graph: the
+  two share the inputs and outputs (same count, dtype, size; the CPU graph takes the QCOM graph's names), a CPU buffer file with
+  the same bytes, size and dtype as a QCOM one is not stored again (weights stored once), other files are copied as cpu_NAME."""
+  import hashlib, json, shutil
+  with open(os.path.join(out, "manifest.json")) as f: m = json.load(f)
+  with open(os.path.join(cpu_dir, "manifest.json")) as f: c = json.load(f)
+  q = m["graphs"][0]
+  for what in ("inputs", "outputs"):
+    if len(q[what]) != len(c[what]): raise CaptureError(f"the CPU graph has {len(c[what])} {what}, the QCOM graph {len(q[what])}")
+    for a, b in zip(sorted(q[what], key=lambda t: t["index"]), sorted(c[what], key=lambda t: t["index"])):
+      if (a["dtype"], a["nbytes"], a["shape"]) != (b["dtype"], b["nbytes"], b["shape"]):
+        raise CaptureError(f"{what[:-1]} {a['index']}: the CPU graph's {b['dtype']}{b['shape']} differs from the QCOM graph's "
+                           f"{a['dtype']}{a['shape']}")
+      b["name"] = a["name"]
+  stored = {(b["sha256"], b["nbytes"], b["dtype"]): b["file"] for b in q["buffers"] if "file" in b}
+  shared = 0
+  def copy(name):
+    dst = f"cpu_{name}"
+    shutil.copyfile(os.path.join(cpu_dir, name), os.path.join(out, dst))
+    return dst
+  for b in c["buffers"]:
+    if "file" not in b: continue
+    if (f := stored.get((b["sha256"], b["nbytes"], b["dtype"]))) is not None:
+      b["file"], shared = f, shared + 1
+    else: b["file"] = copy(b["file"])
+  for o in c["outputs"]:
+    if "file" in o: o["file"] = copy(o["file"])
+  for p in c["programs"]:
+    if "source_file" in p: p["source_file"] = copy(p["source_file"])
+    for obj in p["objects"].values(): obj["file"] = copy(obj["file"])
+    p.pop("file", None)
+  cpu = {"name": "cpu", "target": "cpu", "expected_from": c.get("expected_from", "x86_64"),
+         **{k: c[k] for k in ("buffers", "inputs", "outputs", "programs", "launches")}}
+  m["graphs"].append(cpu)
+  for k in ("arch_levels", "calling_convention"):
+    if k in c: m[k] = c[k]
+  m["toolchains"] |= c.get("toolchains", {})
+  m["capture"]["cpu_graph"] = {"toolchain": c.get("toolchain"), "weights_shared": shared}
+  with open(os.path.join(out, "manifest.json"), "w") as f: f.write(json.dumps(m, indent=1) + "\n")
+  return {"shared": shared, "cpu_buffers": len(c["buffers"])}
 
 
 def make_exporter_class(Exporter, ExportError):
@@ -460,15 +504,20 @@ def make_exporter_class(Exporter, ExportError):
       for o, data in zip(outputs, expected): put(o["file"], data)
       tc = self.ad.toolchain() | {"produced_by": "tinygrad's QCOM JIT (tools/export_tinygrad.py --qcom-jit): the QCOMProgram libs tinygrad "
                                                  "compiled and ran, host pointers in the two structs zeroed", "executed": True}
+      names = getattr(self, "input_names", None) or [f"input_{i}" for i in range(len(inputs))]
+      for i, name in zip(inputs, names): i["name"] = str(name)
+      for o in outputs: o["name"] = f"output_{o['index']}"
+      graph = {"name": "qcom", "target": "qcom", "expected_from": "adreno_a630",
+               "buffers": buffers, "inputs": inputs, "outputs": outputs, "programs": self.programs, "launches": launches}
       manifest = {
-        "format": "tg-cpu-bundle", "version": 1, "model": model_name, "tinygrad_version": self.tinygrad_version,
+        "format": "tg-cpu-bundle", "version": 2, "model": model_name, "tinygrad_version": self.tinygrad_version,
         "numpy_version": np.__version__, "python": platform.python_version(),
         "toolchain": {"device": "QCOM", "dev_string": os.environ["DEV"], "renderer": type(self.dev.renderer).__name__,
                       "compiler": type(self.dev.compiler).__name__, "arch": self.dev.arch, "flags": self.flags,
                       "chip_id": f"{self.dev.gpu_id}"},
         "arch_levels": {}, "portable": True, "expected_from": "adreno_a630", "toolchains": {"adreno_a630": tc},
         "capture": {"mode": "qcom-jit", "graphs": self.graphs},
-        "buffers": buffers, "inputs": inputs, "outputs": outputs, "programs": self.programs, "launches": launches,
+        "graphs": [graph],
       }
       import json
       put("manifest.json", (json.dumps(manifest, indent=1) + "\n").encode())

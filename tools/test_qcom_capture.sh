@@ -9,7 +9,10 @@
 #   - export under `hcq vkgsl --`; the bundle must name the flags, have one HCQ graph holding every kernel, fp16 weights;
 #   - `hcq run DIR --device QCOM:SIM --check --json` and `hcq vkgsl -- hcq run DIR --device QCOM --check --json` must report
 #     "outputs_ok": true with an exact comparison (the expected bytes are tinygrad's outputs on the virtual device);
-#   - a second export must be byte-identical (manifest and every file).
+#   - a second export must be byte-identical (manifest and every file);
+#   - the bundle (only a QCOM graph) is refused by `hcq run --device CPU`, naming the graph it lacks;
+#   - with --cpu-graph (the CPU graph of the same weights, x86-64-v3 for the fp16 conversions): QCOM still exact, the CPU graph
+#     exact on CPU, the QCOM outputs within 1e-4 + 1e-3·|x| of tinygrad's DEV=CPU outputs, weight files stored once.
 # Then a TinyJit pickled the way openpilot's compile3.py does (made here with tinygrad 0.14 on the virtual device) must export
 # with --pickle and pass the same runs, and a pickle from an older tinygrad (a CapturedJit with `jit_cache`) and one whose
 # TinyJit class tinygrad 0.14 does not define must be refused, naming the tinygrad version the exporter needs; --qcom-jit
@@ -64,20 +67,49 @@ manifest_ok() { # manifest_ok DIR: flags recorded, every kernel in one HCQ graph
   "$PY" - "$1" <<'EOF'
 import json, sys
 m = json.load(open(f"{sys.argv[1]}/manifest.json"))
+assert m["version"] == 2 and m["graphs"][0]["target"] == "qcom", (m["version"], [g["target"] for g in m["graphs"]])
+g = m["graphs"][0]
 f = m["toolchain"]["flags"]
 assert f["FLOAT16"] == "1" and f["NOLOCALS"] == "1" and f["JIT_BATCH_SIZE"] == "0", f
 assert m["expected_from"] == "adreno_a630" and m["toolchains"]["adreno_a630"]["executed"] is True
-kernels = [l for l in m["launches"] if l["kind"] == "kernel"]
+kernels = [l for l in g["launches"] if l["kind"] == "kernel"]
 assert len(m["capture"]["graphs"]) == 1 and all(l.get("graph") == 0 for l in kernels), m["capture"]
 assert [l["graph_index"] for l in kernels] == list(range(len(kernels)))
-assert any(b["role"] == "weight" and b["dtype"] == "float16" for b in m["buffers"]), "no fp16 weight"
-for p in m["programs"]:
+assert any(b["role"] == "weight" and b["dtype"] == "float16" for b in g["buffers"]), "no fp16 weight"
+for p in g["programs"]:
   a = p["adreno"]
   assert set(p["objects"]) == {"adreno_a630"} and a["regs"] and a["consts"]["load_vec4"], p["name"]
   assert "images" in a["descriptors"] and "sampler_words" in a["descriptors"]
 EOF
 }
 same_dirs() { diff -r "$1" "$2" >/dev/null; }
+cpu_exact_and_close() { # cpu_exact_and_close DIR: the CPU graph runs exact on CPU; the QCOM graph's outputs are within
+  # tolerance of tinygrad's DEV=CPU outputs for the same weights (the CPU graph's expected bytes); weights stored once
+  local d="$1"
+  out=$("$HCQ_BIN" run "$d" --device CPU --check --json --iters 2 2>&1 | tail -1)
+  "$PY" -c 'import json,sys; j=json.loads(sys.argv[1]); sys.exit(0 if j.get("outputs_ok") is True and j.get("arch") == "x86_64" else 1)' "$out" \
+    || { echo "  CPU: $out"; return 1; }
+  "$PY" - "$d" <<'EOF2'
+import json, sys, numpy as np
+d = sys.argv[1]
+m = json.load(open(f"{d}/manifest.json"))
+q, c = m["graphs"]
+assert c["target"] == "cpu" and m["capture"]["cpu_graph"]["weights_shared"] > 0, m["capture"]
+for a, b in zip(q["outputs"], c["outputs"]):
+  x = np.fromfile(f"{d}/{a['file']}", dtype=a["dtype"]).astype(np.float64)
+  y = np.fromfile(f"{d}/{b['file']}", dtype=b["dtype"]).astype(np.float64)
+  err = np.abs(x - y).max()
+  print(f"  output {a['index']} ({a['name']}): QCOM vs CPU max abs diff {err:.3g}")
+  assert np.allclose(x, y, atol=1e-4, rtol=1e-3), err
+files = [b["file"] for g in m["graphs"] for b in g["buffers"] if "file" in b]
+assert len(set(files)) < len(files), "no weight file is shared"
+EOF2
+}
+qcom_only_refused_on_cpu() { # a bundle with only the QCOM graph says why it does not run on CPU
+  local out
+  if out=$("$HCQ_BIN" run "$1" --device CPU --check 2>&1); then echo "  ran on CPU: $out"; return 1; fi
+  grep -q "needs a cpu graph" <<<"$out" && grep -q "qcom (qcom)" <<<"$out" || { echo "  $out"; return 1; }
+}
 
 MODELS=("$@")
 [ ${#MODELS[@]} -gt 0 ] || MODELS=(qcom_small)
@@ -89,6 +121,15 @@ for model in "${MODELS[@]}"; do
     check "$model: hcq run --check exact on QCOM:SIM and on QCOM under the virtual node" runs_exact "$d"
     "$HCQ_BIN" vkgsl -- "${EXPORT[@]}" --model "$ROOT/tools/models/$model.py" --qcom-jit -o "$d.again" >/dev/null 2>&1
     check "$model: a second export is byte-identical" same_dirs "$d" "$d.again"
+    check "$model: the QCOM-only bundle is refused on CPU, naming the graph it lacks" qcom_only_refused_on_cpu "$d"
+    if "$HCQ_BIN" vkgsl -- "${EXPORT[@]}" --model "$ROOT/tools/models/$model.py" --qcom-jit --cpu-graph --x86-level x86-64-v3 \
+        -o "$d.both" >"$TMP/$model.both.log" 2>&1; then
+      pass "$model: exported with --cpu-graph ($(grep "added the CPU graph" "$TMP/$model.both.log"))"
+      check "$model (two graphs): QCOM:SIM and QCOM under the virtual node still exact" runs_exact "$d.both"
+      check "$model (two graphs): the CPU graph is exact on CPU and the QCOM outputs within tolerance of it" cpu_exact_and_close "$d.both"
+    else
+      fail "$model: --cpu-graph export failed: $(tail -3 "$TMP/$model.both.log")"
+    fi
   else
     fail "$model: --qcom-jit export failed: $(tail -3 "$TMP/$model.log")"
   fi

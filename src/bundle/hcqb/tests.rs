@@ -457,3 +457,16 @@ fn weights_stored_once_but_declared_with_two_sizes_are_refused() {
     m.buffers[3].nbytes = 32;
     Hcqb::parse(&write(&m).unwrap()).unwrap();
 }
+
+#[test]
+fn inspect_lists_the_graphs_and_images() {
+    let bytes = write(&two_graphs()).unwrap();
+    let text = crate::bundle::inspect(&Hcqb::parse(&bytes).unwrap());
+    assert!(text.contains("graphs: 2"), "{text}");
+    assert!(
+        text.contains("qcom (target qcom, expected outputs from adreno_a630): 1 programs, 2 launches, 4 buffers"),
+        "{text}"
+    );
+    assert!(text.contains("graph 1 qcom (target qcom):"), "{text}");
+    assert!(text.contains("image 2x2 float16 pitch 16B"), "{text}");
+}
