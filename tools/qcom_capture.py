@@ -223,7 +223,9 @@ def make_exporter_class(Exporter, ExportError):
   class QcomExporter(Exporter):
     DEVICE = "QCOM"
 
-    def __init__(self, args, flags):
+    def __init__(self, args, flags, dev=None):
+      """`dev`: tinygrad's QCOM device (opened here when None); tools/test_qcom_images.py passes the host-memory stand-in of
+      tools/adreno_a630.py to check the image metadata of kernels no device executes yet."""
       super().__init__(args, None)
       from tinygrad.runtime import ops_qcom
       from tinygrad.runtime.support.hcq import HCQBuffer
@@ -233,7 +235,7 @@ def make_exporter_class(Exporter, ExportError):
       self.qcom, self.HCQBuffer, self.BufferSpec, self.TinyELF = ops_qcom, HCQBuffer, BufferSpec, TinyELF
       self.is_image_shape, self.get_runtime, self.get_graph_runtime = is_image_shape, get_runtime, get_graph_runtime
       self.flags = flags
-      self.dev = open_device()
+      self.dev = open_device() if dev is None else dev
       try: self.ad = AdrenoExporter()  # blob layout, disassembly, packet decoding and toolchain facts shared with --adreno
       except AdrenoError as e: raise ExportError(f"--qcom-jit: {e}") from None
       self.gpu: list[dict] = []        # per program id: {entry, blob, asm, q}
@@ -253,8 +255,15 @@ def make_exporter_class(Exporter, ExportError):
       if buf._base is not None: self.viewed.add(bid)
       return {"buffer": bid, "offset": offset, "nbytes": buf.nbytes, "dtype": self.dtype_name(buf.dtype)}
 
+    def sync(self):
+      if hasattr(self.dev, "synchronize"): self.dev.synchronize()
+
+    def alloc_kernargs(self, size):
+      a = self.dev.allocator
+      return a._alloc(size, self.BufferSpec(cpu_access=True)) if hasattr(a, "_alloc") else a.alloc(size)
+
     def base_bytes(self, bid):
-      self.dev.synchronize()
+      self.sync()
       return bytes(self.bases[bid].as_memoryview())
 
     def capture_launches(self, linear, input_uops, var_vals):
@@ -326,10 +335,10 @@ def make_exporter_class(Exporter, ExportError):
       call), or, for a launch outside a graph, filled by tinygrad for the launch's buffers."""
       from tinygrad.helpers import to_mv
       if args_state is None:
-        kern = self.dev.allocator._alloc(max(q.kernargs_alloc_size, 0x100), self.BufferSpec(cpu_access=True))
+        kern = self.alloc_kernargs(max(q.kernargs_alloc_size, 0x100))
         args_state = q.fill_kernargs(hcq_bufs, tuple(vals), kernargs=kern)
         self.qcom.QCOMComputeQueue(self.dev).exec(q, args_state, tuple(gsz), tuple(lsz))
-      self.dev.synchronize()
+      self.sync()
       return bytes(to_mv(int(args_state.buf.va_addr), q.kernargs_alloc_size))
 
     # ---------- programs ----------
@@ -409,7 +418,7 @@ def make_exporter_class(Exporter, ExportError):
       total = lsz[0] * lsz[1] * lsz[2]
       if total > q.max_threads:
         raise ExportError(f"{where}: work-group of {total} threads exceeds max_threads {q.max_threads} (tinygrad refuses this launch)")
-      kern = self.dev.allocator._alloc(max(q.kernargs_alloc_size, 0x100), self.BufferSpec(cpu_access=True))
+      kern = self.alloc_kernargs(max(q.kernargs_alloc_size, 0x100))
       queue = self.qcom.QCOMComputeQueue(self.dev)
       try:
         state = q.fill_kernargs(hcq_bufs, tuple(vals), kernargs=kern)
@@ -512,9 +521,9 @@ def make_exporter_class(Exporter, ExportError):
       manifest = {
         "format": "tg-cpu-bundle", "version": 2, "model": model_name, "tinygrad_version": self.tinygrad_version,
         "numpy_version": np.__version__, "python": platform.python_version(),
-        "toolchain": {"device": "QCOM", "dev_string": os.environ["DEV"], "renderer": type(self.dev.renderer).__name__,
-                      "compiler": type(self.dev.compiler).__name__, "arch": self.dev.arch, "flags": self.flags,
-                      "chip_id": f"{self.dev.gpu_id}"},
+        "toolchain": {"device": "QCOM", "dev_string": os.environ.get("DEV"), "renderer": type(self.dev.renderer).__name__,
+                      "compiler": type(self.dev.renderer.compiler).__name__, "arch": repr(self.dev.renderer.target),
+                      "flags": self.flags, "chip_id": str(getattr(self.dev, "gpu_id", None))},
         "arch_levels": {}, "portable": True, "expected_from": "adreno_a630", "toolchains": {"adreno_a630": tc},
         "capture": {"mode": "qcom-jit", "graphs": self.graphs},
         "graphs": [graph],

@@ -16,7 +16,8 @@
 # Then a TinyJit pickled the way openpilot's compile3.py does (made here with tinygrad 0.14 on the virtual device) must export
 # with --pickle and pass the same runs, and a pickle from an older tinygrad (a CapturedJit with `jit_cache`) and one whose
 # TinyJit class tinygrad 0.14 does not define must be refused, naming the tinygrad version the exporter needs; --qcom-jit
-# outside the virtual device must be refused, saying how to run it.
+# outside the virtual device must be refused, saying how to run it. IMAGE=1 up to writing and loading the bundle:
+# tools/test_qcom_images.py (no device runs image kernels before the vimg/qimg merge).
 #
 # Environment: TG_VENV (default target/tg-export-venv, as tools/test_export.sh; created the same way when missing),
 # HCQ_BIN (required: the hcq binary, with libhcq_vkgsl.so next to it or at $HCQ_VKGSL_LIB). "SKIP: ..." when the environment
@@ -175,6 +176,11 @@ if [ -f "$TMP/small_tinygrad.pkl" ]; then
 fi
 refused "--qcom-jit without the virtual device" "hcq vkgsl --" \
   env HCQ_VKGSL_LIB=/nonexistent "${EXPORT[@]}" --model "$ROOT/tools/models/qcom_small.py" --qcom-jit -o "$TMP/nodev"
+
+# IMAGE=1: no device executes image kernels before the vimg/qimg merge; everything up to writing and loading the bundle
+if out=$("$PY" "$ROOT/tools/test_qcom_images.py" "$HCQ_BIN" 2>&1); then
+  pass "IMAGE=1: tinygrad's image kernels captured (descriptors, samplers, kernarg layout), bundle written and loaded ($(grep -c '^PASS' <<<"$out") checks)"
+else fail "IMAGE=1 capture up to the bundle: $(grep -v '^PASS' <<<"$out" | tail -5)"; fi
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
