@@ -147,6 +147,26 @@ pub(crate) fn same_counts(inputs0: usize, inputs: usize, outputs0: usize, output
     Ok(())
 }
 
+/// Input or output `k` of a graph has the first graph's shape.
+pub(crate) fn same_shape(first: impl Iterator<Item = u64>, mut other: impl Iterator<Item = u64>) -> Result<()> {
+    let (mut n, mut at) = (0u64, None);
+    for (i, d) in first.enumerate() {
+        n += 1;
+        match other.next() {
+            Some(e) if e == d => {}
+            _ => at = at.or(Some(i as u64)),
+        }
+    }
+    if other.next().is_some() || at.is_some() {
+        return Err(Error::Malformed {
+            what: "graph tensor shape vs the first graph's",
+            at: at.unwrap_or(n),
+            reason: "shapes differ",
+        });
+    }
+    Ok(())
+}
+
 /// A buffer's starting bytes fit in it.
 pub(crate) fn initial(len: u64, nbytes: u64) -> Result<()> {
     if len > nbytes {

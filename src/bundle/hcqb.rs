@@ -652,11 +652,13 @@ impl<'a> Hcqb<'a> {
             for k in 0..view.inputs.len() {
                 let (a, b) = (first.try_tensor(SectionKind::Inputs, k)?, view.try_tensor(SectionKind::Inputs, k)?);
                 check::same_tensor("graph input vs the first graph's", a.view, b.view)
+                    .and_then(|()| check::same_shape(a.shape(), b.shape()))
                     .map_err(|e| at(at(e, Loc::Input(k)), Loc::Graph(g)))?;
             }
             for k in 0..view.outputs.len() {
                 let (a, b) = (first.try_tensor(SectionKind::Outputs, k)?, view.try_tensor(SectionKind::Outputs, k)?);
                 check::same_tensor("graph output vs the first graph's", a.view, b.view)
+                    .and_then(|()| check::same_shape(a.shape(), b.shape()))
                     .map_err(|e| at(at(e, Loc::Output(k)), Loc::Graph(g)))?;
             }
         }

@@ -353,10 +353,12 @@ impl BundleModel {
                 .map_err(|e| at(e, Loc::Graph(g)))?;
             for (k, (a, b)) in first.inputs.iter().zip(&m.inputs).enumerate() {
                 check::same_tensor("graph input vs the first graph's", a.view, b.view)
+                    .and_then(|()| check::same_shape(a.shape.iter().copied(), b.shape.iter().copied()))
                     .map_err(|e| at(at(e, Loc::Input(k)), Loc::Graph(g)))?;
             }
             for (k, (a, b)) in first.outputs.iter().zip(&m.outputs).enumerate() {
                 check::same_tensor("graph output vs the first graph's", a.view, b.view)
+                    .and_then(|()| check::same_shape(a.shape.iter().copied(), b.shape.iter().copied()))
                     .map_err(|e| at(at(e, Loc::Output(k)), Loc::Graph(g)))?;
             }
         }

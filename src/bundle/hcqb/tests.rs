@@ -433,6 +433,12 @@ fn two_graphs_for_one_target_or_disagreeing_inputs_are_refused() {
     let e = m.validate().unwrap_err();
     assert!(e.to_string().starts_with("graph 1: input 0"), "{e}");
     assert!(Hcqb::parse(&write(&m).unwrap()).unwrap_err().to_string().starts_with("graph 1: input 0"));
+    // same bytes, another shape: the graphs would not take the same tensor
+    let mut m = two_graphs();
+    m.inputs[1].shape = alloc::vec![2, 2];
+    let e = m.validate().unwrap_err();
+    assert!(matches!(e.root(), Error::Malformed { reason: "shapes differ", .. }), "{e}");
+    assert!(Hcqb::parse(&write(&m).unwrap()).unwrap_err().to_string().starts_with("graph 1: input 0"));
 }
 
 #[test]
