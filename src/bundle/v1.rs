@@ -1,5 +1,8 @@
-//! Import of the `tg-cpu-bundle` version 1 interchange directory (a `manifest.json` plus one
-//! file per object, buffer and expected output), as tinygrad's exporter writes it.
+//! Import of the `tg-cpu-bundle` interchange directory (a `manifest.json` plus one file per
+//! object, buffer and expected output), as tinygrad's exporter writes it: version 1 (one graph
+//! at the manifest's top level) and version 2 (`graphs`, one per target, each with the tables of
+//! version 1, indices relative to the graph; see [`VERSION_GRAPHS`]). `buffers[].image`
+//! (`{width, height, pitch, format}`) is read in both.
 //!
 //! [`import_dir`] reads the manifest, refuses another `format` or `version`
 //! ([`Error::Unsupported`]), loads every file the manifest names (only plain relative names
