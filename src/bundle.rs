@@ -106,6 +106,79 @@ impl core::fmt::Display for Arch {
     }
 }
 
+/// The devices a graph of a bundle is for: tinygrad schedules a model differently per device
+/// (its QCOM JIT has other kernels, buffers and dtypes than its CPU JIT), so a bundle holds one
+/// graph per target; the runner runs the graph of its device's target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum GraphTarget {
+    /// Any device with objects for it (a bundle's only graph: what single-graph bundles hold,
+    /// CPU objects and Adreno objects of the same kernels side by side).
+    Any = 0,
+    /// CPU devices (x86-64 and AArch64 objects).
+    Cpu = 1,
+    /// The Adreno 630 (QCOM) device: what tinygrad's QCOM JIT ran.
+    Qcom = 2,
+}
+
+impl GraphTarget {
+    /// Every target, in code order.
+    pub const ALL: [GraphTarget; 3] = [GraphTarget::Any, GraphTarget::Cpu, GraphTarget::Qcom];
+
+    /// The manifest spelling (`"any"`, `"cpu"`, `"qcom"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            GraphTarget::Any => "any",
+            GraphTarget::Cpu => "cpu",
+            GraphTarget::Qcom => "qcom",
+        }
+    }
+
+    /// Parse the manifest spelling.
+    pub fn from_name(name: &str) -> Result<GraphTarget> {
+        GraphTarget::ALL
+            .into_iter()
+            .find(|t| t.name() == name)
+            .ok_or(Error::Unsupported { what: "bundle graph target name", value: name.len() as u64 })
+    }
+
+    /// The code packed files store.
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The target with this code.
+    pub fn from_code(code: u8) -> Result<GraphTarget> {
+        GraphTarget::ALL
+            .get(code as usize)
+            .copied()
+            .ok_or(Error::Unsupported { what: "bundle graph target code", value: code as u64 })
+    }
+
+    /// The target whose graph runs objects of `arch`.
+    pub const fn of_arch(arch: Arch) -> GraphTarget {
+        match arch {
+            Arch::X86_64 | Arch::Aarch64 => GraphTarget::Cpu,
+            Arch::AdrenoA630 => GraphTarget::Qcom,
+        }
+    }
+
+    /// Whether a graph of this target can run `arch` objects.
+    pub const fn runs(self, arch: Arch) -> bool {
+        matches!(
+            (self, GraphTarget::of_arch(arch)),
+            (GraphTarget::Any, _) | (GraphTarget::Cpu, GraphTarget::Cpu) | (GraphTarget::Qcom, GraphTarget::Qcom)
+        )
+    }
+}
+
+impl core::fmt::Display for GraphTarget {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What a base buffer holds (the v1 manifest's `role`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -202,6 +275,8 @@ pub(crate) enum Loc {
     GpuVal(usize, usize),
     CopyDst(usize),
     CopySrc(usize),
+    Graph(usize),
+    Image(usize),
 }
 
 impl core::fmt::Display for Loc {
@@ -220,6 +295,8 @@ impl core::fmt::Display for Loc {
             Loc::GpuVal(i, j) => write!(f, "launch {i} gpu val {j}"),
             Loc::CopyDst(i) => write!(f, "launch {i} (copy) dst"),
             Loc::CopySrc(i) => write!(f, "launch {i} (copy) src"),
+            Loc::Graph(i) => write!(f, "graph {i}"),
+            Loc::Image(i) => write!(f, "image of buffer {i}"),
         }
     }
 }

@@ -273,6 +273,7 @@ pub struct Runner<B: Backend> {
     outputs: Vec<(ArgView, Option<Vec<u8>>)>,
     inputs: Vec<ArgView>,
     name: String,
+    graph: Option<usize>,
 }
 
 impl<B: Backend> core::fmt::Debug for Runner<B> {
@@ -295,6 +296,9 @@ impl<B: Backend> Runner<B> {
     }
 
     fn load_inner(mut backend: B, bundle: &Hcqb<'_>, extra: Option<&DeviceLimits>) -> Result<Self> {
+        // The graph for this device's target (a bundle with one graph per target), or the file.
+        let graph = bundle.for_archs(backend.archs())?;
+        let bundle = &graph;
         let arch = pick_arch(bundle, backend.archs()).with_context(|| {
             let names: Vec<&str> = backend.archs().iter().map(|a| a.name()).collect();
             format!("device objects {}", names.join(" or "))
@@ -358,6 +362,7 @@ impl<B: Backend> Runner<B> {
             outputs: bundle.outputs().map(|o| (o.view, o.expected.map(<[u8]>::to_vec))).collect(),
             inputs: bundle.inputs().map(|i| i.view).collect(),
             name: bundle.model_name().into(),
+            graph: bundle.view_of(),
         })
     }
 
@@ -406,6 +411,13 @@ impl<B: Backend> Runner<B> {
     /// The model's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The graph of the bundle that runs (`None`: a bundle without a graph table, which is its
+    /// own graph); views of its inputs, outputs and buffers index that graph
+    /// ([`Hcqb::graph_view`]).
+    pub fn graph(&self) -> Option<usize> {
+        self.graph
     }
 
     /// The architecture whose objects run.

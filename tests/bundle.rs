@@ -202,9 +202,9 @@ fn every_truncation_of_every_packed_example_is_an_error() {
 #[test]
 fn a_wrong_format_or_version_is_unsupported() {
     let s = Scratch::copy_of("chain100", "version");
-    s.edit_manifest(|m| m["version"] = 2.into());
+    s.edit_manifest(|m| m["version"] = 3.into());
     let e = s.import().unwrap_err();
-    assert_eq!(e.root(), &Error::Unsupported { what: "tg-cpu-bundle version", value: 2 });
+    assert_eq!(e.root(), &Error::Unsupported { what: "tg-cpu-bundle version (this importer reads 1 and 2)", value: 3 });
     s.edit_manifest(|m| m["format"] = "tg-gpu-bundle".into());
     let e = s.import().unwrap_err();
     assert!(matches!(e.root(), Error::Unsupported { .. }) && e.to_string().contains("tg-gpu-bundle"), "{e}");
@@ -418,6 +418,48 @@ fn small_model() -> BundleModel {
     m
 }
 
+/// `small_model` twice: a CPU graph and a "QCOM" graph of the same tables (the structure of a
+/// two-graph bundle; the second graph's objects are the CPU ones, which the format allows).
+fn two_graph_model() -> BundleModel {
+    use hcq::bundle::GraphTarget;
+    use hcq::bundle::model::{Graph, Span};
+    let one = small_model();
+    let mut m = one.clone();
+    m.buffers.extend(one.buffers.iter().cloned());
+    m.inputs.extend(one.inputs.iter().cloned());
+    m.outputs.extend(one.outputs.iter().cloned());
+    m.programs.extend(one.programs.iter().cloned());
+    m.launches.extend(one.launches.iter().cloned());
+    let span = |first: usize, len: usize| Span { first: first as u32, len: len as u32 };
+    let graph = |k: usize, name: &str, target, expected_from| Graph {
+        name: name.to_string(),
+        target,
+        expected_from,
+        buffers: span(k * one.buffers.len(), one.buffers.len()),
+        inputs: span(k * one.inputs.len(), one.inputs.len()),
+        outputs: span(k * one.outputs.len(), one.outputs.len()),
+        programs: span(k * one.programs.len(), one.programs.len()),
+        launches: span(k * one.launches.len(), one.launches.len()),
+    };
+    m.graphs =
+        vec![graph(0, "cpu", GraphTarget::Cpu, Arch::X86_64), graph(1, "qcom", GraphTarget::Qcom, Arch::AdrenoA630)];
+    m.validate().unwrap();
+    m
+}
+
+#[test]
+fn a_two_graph_model_packs_with_its_weights_stored_once() {
+    let m = two_graph_model();
+    let bytes = hcqb::write(&m).unwrap();
+    let file = Hcqb::parse(&bytes).unwrap();
+    assert_eq!(file.to_model(), m);
+    let n0 = small_model().buffers.len();
+    let (a, b) = (file.buffer(0).unwrap().initial.unwrap(), file.buffer(n0).unwrap().initial.unwrap());
+    assert_eq!(a.as_ptr(), b.as_ptr(), "graph 1's input shares graph 0's bytes");
+    let one = hcqb::write(&small_model()).unwrap();
+    assert!(bytes.len() < 2 * one.len(), "{} vs {}", bytes.len(), one.len());
+}
+
 #[test]
 fn the_small_corpus_model_is_valid_and_packs() {
     let bytes = hcqb::write(&small_model()).unwrap();
@@ -448,7 +490,7 @@ fn regenerate_bad_hcqb_corpus() {
     let mut b = good.clone();
     b[..4].copy_from_slice(b"ELF\x7f");
     put("malformed-bad-magic.hcqb", &b);
-    put("unsupported-version-2.hcqb", &header_edit(&|h| h.version_major = 2.into()));
+    put("unsupported-version-3.hcqb", &header_edit(&|h| h.version_major = 3.into()));
     let mut b = good.clone();
     b[40] ^= 1;
     put("mismatch-header-crc.hcqb", &b);
@@ -478,6 +520,24 @@ fn regenerate_bad_hcqb_corpus() {
         k.args.pop();
     }
     put("mismatch-arg-count.hcqb", &hcqb::write(&m).unwrap());
+    // hcqb 2.0: graphs and images
+    let mut m = two_graph_model();
+    let arena = m.graphs[1].buffers.first as usize + 1;
+    m.buffers[arena].image =
+        Some(hcq::bundle::model::Image { width: 0, height: 1, pitch: 64, format: hcq::DType::F32 });
+    put("invalidargument-image-zero-width.hcqb", &hcqb::write(&m).unwrap());
+    let mut m = two_graph_model();
+    m.graphs[1].launches.first = m.launches.len() as u32;
+    put("outofbounds-graph-launch-range.hcqb", &hcqb::write(&m).unwrap());
+    // graph 1's input buffer shares graph 0's stored bytes but says it is twice as large
+    let mut b = hcqb::write(&two_graph_model()).unwrap();
+    let t = hcqb::raw::Header::ref_from_prefix(&b).unwrap().0.sections[hcqb::raw::SectionKind::Buffers as usize];
+    let n0 = small_model().buffers.len();
+    let rec = t.offset.get() as usize + n0 * size_of::<hcqb::raw::Buffer>();
+    let r = hcqb::raw::Buffer::mut_from_bytes(&mut b[rec..rec + size_of::<hcqb::raw::Buffer>()]).unwrap();
+    r.nbytes = (r.nbytes.get() * 2).into();
+    hcqb::reseal(&mut b).unwrap();
+    put("mismatch-shared-weights-two-sizes.hcqb", &b);
     // the packed forms of the well-formed, too-large `limit-*` directories
     for entry in fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();

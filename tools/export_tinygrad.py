@@ -31,6 +31,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from adreno_a630 import AdrenoError, AdrenoExporter, finish_signature  # noqa: E402 (imports tinygrad only when used)
+import qcom_capture  # noqa: E402 (--qcom-jit, --pickle; imports tinygrad only when used)
 
 FORMAT, VERSION = "tg-cpu-bundle", 1
 TINYGRAD_VERSION = "0.14.0"
@@ -60,13 +61,21 @@ def sha256(data: bytes) -> str:
 
 def parse_args(argv):
   ap = argparse.ArgumentParser(description="Export a TinyJit-captured tinygrad 0.14 model to a tg-cpu-bundle v1 directory.")
-  ap.add_argument("--model", required=True, help="Python file defining build() -> (fn, example_inputs)")
+  src = ap.add_mutually_exclusive_group(required=True)
+  src.add_argument("--model", help="Python file defining build() -> (fn, example_inputs)")
+  src.add_argument("--pickle", help="a pickled TinyJit (openpilot's compile3.py *_tinygrad.pkl, tinygrad 0.14.0, DEV=QCOM); implies --qcom-jit")
   ap.add_argument("-o", "--out", required=True, help="output directory (created; must be empty if it exists)")
   ap.add_argument("--x86-level", default="x86-64-v2",
                   help="-march level for the x86-64 objects (default x86-64-v2; 'native' gives a non-portable bundle)")
   ap.add_argument("--aarch64", action="store_true", help="also build AArch64 objects from the generated C sources")
   ap.add_argument("--adreno", action="store_true",
                   help="also build Adreno 630 shaders (tinygrad IR3 renderer + Mesa ir3 from tinymesa) and their dispatch metadata")
+  ap.add_argument("--qcom-jit", action="store_true",
+                  help="capture tinygrad's own QCOM JIT (IR3) on a KGSL device, e.g. the virtual one of `hcq vkgsl -- python ...`, with the "
+                       "flags of the environment (default FLOAT16=1 IMAGE=1 NOLOCALS=1 JIT_BATCH_SIZE=0)")
+  ap.add_argument("--cpu-graph", action="store_true",
+                  help="with --qcom-jit --model: also export the model on tinygrad's CPU device (same seed) as the bundle's `cpu` graph, "
+                       "sharing the inputs, outputs and the weight files whose bytes are equal")
   ap.add_argument("--seed", type=int, default=0, help="seed passed to build() and used for the capture-call inputs (default 0)")
   ap.add_argument("--name", help="model name in the manifest (default: the model's NAME, else the file name)")
   ap.add_argument("--threads", type=int, default=4,
@@ -75,6 +84,9 @@ def parse_args(argv):
   a = ap.parse_args(argv)
   if not re.fullmatch(r"[A-Za-z0-9_.+-]+", a.x86_level): ap.error(f"--x86-level: bad value {a.x86_level!r}")
   if a.threads < 1: ap.error("--threads must be >= 1")
+  if a.pickle: a.qcom_jit = True
+  if a.cpu_graph and not (a.qcom_jit and a.model): ap.error("--cpu-graph needs --qcom-jit and --model")
+  if a.qcom_jit and (a.aarch64 or a.adreno): ap.error("--qcom-jit records tinygrad's own QCOM programs; --aarch64/--adreno do not apply")
   return a
 
 
@@ -116,6 +128,8 @@ def compile_c(argv, src: str) -> bytes:
 
 
 class Exporter:
+  DEVICE = "CPU"  # the device tinygrad runs the capture on
+
   def __init__(self, args, adreno=None):
     import numpy as np
     import tinygrad
@@ -219,12 +233,18 @@ class Exporter:
       raise ExportError("build() must return (fn, example_inputs) with a non-empty list of Tensors")
     for i, t in enumerate(example):
       t.realize()
-      if not isinstance(t.device, str) or not t.device.startswith("CPU"):
-        raise ExportError(f"example input {i} is on {t.device}, not CPU (realize it on the CPU)")
-    example_bytes = [t.numpy().tobytes() for t in example]
+      if not isinstance(t.device, str) or not t.device.startswith(self.DEVICE):
+        raise ExportError(f"example input {i} is on {t.device}, not {self.DEVICE} (realize it on {self.DEVICE})")
+    return self.run_jit(self.TinyJit(fn), example)
 
-    jit = self.TinyJit(fn)
-    for call in range(CAPTURE_CALLS): jit(*self.capture_inputs(example, call))
+  def call_jit(self, jit, tensors):
+    """Call the JIT with the model's inputs in order (a loaded pickle may take some of them by name)."""
+    return jit(*tensors)
+
+  def run_jit(self, jit, example):
+    np, Tensor = self.np, self.Tensor
+    example_bytes = [t.numpy().tobytes() for t in example]
+    for call in range(CAPTURE_CALLS): self.call_jit(jit, self.capture_inputs(example, call))
     captured = jit.captured
     if captured is None: raise ExportError("TinyJit captured nothing after 4 calls")
     linear = captured.linear
@@ -240,7 +260,7 @@ class Exporter:
       v = self.view(b, f"input {i}")
       inputs.append({**v, "index": i, "shape": list(t.shape)})
 
-    launches = [self.launch(i, call, tuple(input_uops), var_vals) for i, call in enumerate(linear.src)]
+    launches = self.capture_launches(linear, tuple(input_uops), var_vals)
     if not any(l["kind"] == "kernel" for l in launches): raise ExportError("the captured linear contains no kernel")
 
     # starting bytes of every buffer, taken before the final call
@@ -249,7 +269,7 @@ class Exporter:
       got = start[inp["buffer"]][inp["offset"]:inp["offset"] + inp["nbytes"]]
       if got != example_bytes[i]: raise ExportError(f"input {i}: the buffer the JIT reads does not hold the example input")
 
-    ret = jit(*example)
+    ret = self.call_jit(jit, example)
     rets = list(ret) if isinstance(ret, (tuple, list)) else [ret]
     outputs, expected = [], []
     for i, t in enumerate(rets):
@@ -278,6 +298,9 @@ class Exporter:
       if b["role"] in ("input", "weight") and self.base_bytes(b["id"]) != start[b["id"]]:
         raise ExportError(f"buffer {b['id']} ({b['role']}) changed during the final call")
     return buffers, inputs, outputs, launches, expected
+
+  def capture_launches(self, linear, input_uops, var_vals) -> list[dict]:
+    return [self.launch(i, call, input_uops, var_vals) for i, call in enumerate(linear.src)]
 
   def launch(self, idx: int, call, input_uops, var_vals) -> dict:
     Ops, ast = self.Ops, call.src[0]
@@ -442,6 +465,7 @@ def main(argv=None) -> int:
   args = parse_args(sys.argv[1:] if argv is None else argv)
   try:
     if os.path.isdir(args.out) and os.listdir(args.out): raise ExportError(f"output directory {args.out} is not empty")
+    if args.qcom_jit: return main_qcom(args)
     setup_environment(args)
     mod = load_model(args.model)
     name = args.name or getattr(mod, "NAME", None) or os.path.splitext(os.path.basename(args.model))[0]
@@ -463,6 +487,45 @@ def main(argv=None) -> int:
   core = sum(1 for p in manifest["programs"] if p["core_id_arg"] is not None)
   print(f"exported {name!r} to {args.out}: {len(manifest['programs'])} programs ({core} with core_id), {n_kernels} kernel launches, "
         f"{len(manifest['buffers'])} buffers")
+  return 0
+
+
+def main_qcom(args) -> int:
+  """--qcom-jit / --pickle: tinygrad's own QCOM JIT on a KGSL device (tools/qcom_capture.py)."""
+  try:
+    if os.path.isdir(args.out) and os.listdir(args.out): raise ExportError(f"output directory {args.out} is not empty")
+    if args.pickle: qcom_capture.check_pickle(args.pickle)
+    flags = qcom_capture.setup_qcom_environment()
+    QcomExporter = qcom_capture.make_exporter_class(Exporter, ExportError)
+    ex = QcomExporter(args, flags)
+    if args.pickle:
+      name = args.name or os.path.splitext(os.path.basename(args.pickle))[0]
+      jit, example = qcom_capture.load_pickle(args.pickle, ex)
+      buffers, inputs, outputs, launches, expected = ex.run_jit(jit, example)
+    else:
+      mod = load_model(args.model)
+      name = args.name or getattr(mod, "NAME", None) or os.path.splitext(os.path.basename(args.model))[0]
+      buffers, inputs, outputs, launches, expected = ex.run(mod)
+    manifest = ex.write(args.out, name, buffers, inputs, outputs, launches, expected)
+    if args.cpu_graph:
+      import subprocess, tempfile
+      with tempfile.TemporaryDirectory() as tmp:
+        env = {k: v for k, v in os.environ.items() if k not in ("DEV", "LD_PRELOAD", "IMAGE")}
+        cmd = [sys.executable, os.path.abspath(__file__), "--model", args.model, "-o", os.path.join(tmp, "cpu"), "--seed", str(args.seed),
+               "--threads", str(args.threads), "--x86-level", args.x86_level, "--name", name]
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if r.returncode != 0: raise ExportError(f"--cpu-graph: the CPU export failed: {r.stderr.strip()}")
+        merged = qcom_capture.merge_cpu_graph(args.out, os.path.join(tmp, "cpu"))
+      print(f"added the CPU graph: {merged['cpu_buffers']} buffers, {merged['shared']} weight files shared with the QCOM graph")
+  except (ExportError, qcom_capture.CaptureError) as e:
+    print(f"export_tinygrad: error: --qcom-jit: {e}", file=sys.stderr)
+    return 1
+  g = manifest["graphs"][0]
+  n_kernels = sum(1 for l in g["launches"] if l["kind"] == "kernel")
+  n_images = sum(1 for b in g["buffers"] if "image" in b)
+  print(f"exported {name!r} (tinygrad QCOM JIT, {' '.join(f'{k}={v}' for k, v in ex.flags.items())}) to {args.out}: "
+        f"{len(g['programs'])} programs, {n_kernels} kernel launches in {len(ex.graphs)} HCQ graph(s), "
+        f"{len(g['buffers'])} buffers ({n_images} images)")
   return 0
 
 

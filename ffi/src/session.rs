@@ -180,20 +180,15 @@ impl Device {
             dtype: t.view.dtype,
             nbytes: t.view.nbytes,
         };
-        let inputs: Vec<Tensor> = file.inputs().enumerate().map(|(i, t)| tensor(format!("input{i}"), &t)).collect();
-        let outputs: Vec<Tensor> = file.outputs().enumerate().map(|(i, t)| tensor(format!("output{i}"), &t)).collect();
-        let in_views: Vec<ArgView> = file.inputs().map(|t| t.view).collect();
-        let out_views: Vec<ArgView> = file.outputs().map(|t| t.view).collect();
         let allow = self.opts.allow_native;
         let (runner, bindable) = match &self.backed {
             Backed::Cpu(cpu) => {
                 let b = CpuBackend::new(cpu.clone()).allow_unchecked_level(allow);
-                let r = Runner::load(b, &file).with_context(ctx)?;
-                (Loaded::Cpu(r), in_views.iter().map(|v| bind_refusal(&file, v)).collect())
+                (Loaded::Cpu(Runner::load(b, &file).with_context(ctx)?), true)
             }
             Backed::Sim(dev) => {
                 let b = SimBackend::new(dev.clone()).allow_unchecked_level(allow);
-                (Loaded::Sim(Runner::load(b, &file).with_context(ctx)?), Vec::new())
+                (Loaded::Sim(Runner::load(b, &file).with_context(ctx)?), false)
             }
             Backed::Qcom(dev) => {
                 let mut b = QcomBackend::new(dev.clone())?;
@@ -202,9 +197,17 @@ impl Device {
                 if let Some(h) = r.backend().hcq() {
                     h.profiler().set_enabled(self.opts.profile);
                 }
-                (Loaded::Qcom(r), Vec::new())
+                (Loaded::Qcom(r), false)
             }
         };
+        // the views of the graph the runner runs (a bundle with one graph per target)
+        let graph = each!(&runner, r => r.graph());
+        let io = graph.and_then(|g| file.graph_view(g)).unwrap_or(file);
+        let inputs: Vec<Tensor> = io.inputs().enumerate().map(|(i, t)| tensor(format!("input{i}"), &t)).collect();
+        let outputs: Vec<Tensor> = io.outputs().enumerate().map(|(i, t)| tensor(format!("output{i}"), &t)).collect();
+        let in_views: Vec<ArgView> = io.inputs().map(|t| t.view).collect();
+        let out_views: Vec<ArgView> = io.outputs().map(|t| t.view).collect();
+        let bindable = if bindable { in_views.iter().map(|v| bind_refusal(&io, v)).collect() } else { Vec::new() };
         // host copies for `output_ptr` on devices whose memory is not host memory, made once here
         let staging = match runner {
             Loaded::Cpu(_) => Vec::new(),

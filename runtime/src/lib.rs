@@ -343,8 +343,10 @@ impl Device {
         };
         let ctx = || format!("bundle {label}");
         let file = Hcqb::parse(&bytes).with_context(ctx)?;
-        let inputs = file.inputs().enumerate().map(|(i, t)| Tensor::new(format!("input{i}"), &t)).collect();
-        let outputs = file.outputs().enumerate().map(|(i, t)| Tensor::new(format!("output{i}"), &t)).collect();
+        // every graph of a bundle takes the same inputs and returns the same outputs (shapes included)
+        let io = file.graph_view(0).unwrap_or(file);
+        let inputs = io.inputs().enumerate().map(|(i, t)| Tensor::new(format!("input{i}"), &t)).collect();
+        let outputs = io.outputs().enumerate().map(|(i, t)| Tensor::new(format!("output{i}"), &t)).collect();
         let allow = self.opts.allow_native;
         let runner = match &self.backed {
             Backed::Cpu(cpu) => {

@@ -54,6 +54,119 @@ pub(crate) fn footprint(dtype: DType, shape: impl Iterator<Item = u64>) -> Resul
     Ok(n)
 }
 
+/// An image buffer's facts (IMAGE-SCHEMA): a non-zero width and height, a `float16` or `float32`
+/// RGBA element type, a row pitch of at least `width × 4 × itemsize` bytes, and `height × pitch`
+/// bytes inside the buffer.
+pub(crate) fn image(width: u32, height: u32, pitch: u32, format: DType, nbytes: u64) -> Result<()> {
+    if width == 0 || height == 0 {
+        return Err(Error::InvalidArgument { what: "image width and height (must be non-zero)", value: 0 });
+    }
+    if !matches!(format, DType::F16 | DType::F32) {
+        return Err(Error::Unsupported {
+            what: "image element type (float16 or float32)",
+            value: format.code() as u64,
+        });
+    }
+    let row = width as u64 * 4 * format.size() as u64;
+    if (pitch as u64) < row {
+        return Err(Error::OutOfBounds {
+            what: "image row pitch vs its width",
+            offset: 0,
+            len: row,
+            limit: pitch as u64,
+        });
+    }
+    let need = height as u64 * pitch as u64;
+    if need > nbytes {
+        return Err(Error::OutOfBounds { what: "image rows vs its buffer", offset: 0, len: need, limit: nbytes });
+    }
+    Ok(())
+}
+
+/// A graph's `first .. first + len` range lies inside a table of `n` records.
+pub(crate) fn span(what: &'static str, first: u32, len: u32, n: usize) -> Result<()> {
+    match (first as u64).checked_add(len as u64) {
+        Some(end) if end <= n as u64 => Ok(()),
+        _ => Err(Error::OutOfBounds { what, offset: first as u64, len: len as u64, limit: n as u64 }),
+    }
+}
+
+/// Input or output `k` of a graph agrees with the first graph's (every graph takes the same
+/// inputs and returns the same outputs): same element type and byte size.
+pub(crate) fn same_tensor(what: &'static str, first: ArgView, other: ArgView) -> Result<()> {
+    if first.dtype != other.dtype {
+        return Err(Error::Mismatch { what, expected: first.dtype.code() as u64, found: other.dtype.code() as u64 });
+    }
+    if first.nbytes != other.nbytes {
+        return Err(Error::Mismatch { what, expected: first.nbytes, found: other.nbytes });
+    }
+    Ok(())
+}
+
+/// A graph's target is known and no other graph has it; a graph for any target is a bundle's
+/// only graph (so which graph a device runs is never ambiguous).
+pub(crate) fn graph_target(code: u8, all: impl Iterator<Item = u8>, index: usize) -> Result<()> {
+    let target = super::GraphTarget::from_code(code)?;
+    let mut n = 0usize;
+    for (j, other) in all.enumerate() {
+        n += 1;
+        if j != index && other == code {
+            return Err(Error::Malformed {
+                what: "bundle graph target",
+                at: j as u64,
+                reason: "two graphs for one target",
+            });
+        }
+    }
+    if target == super::GraphTarget::Any && n > 1 {
+        return Err(Error::Malformed {
+            what: "bundle graph target",
+            at: index as u64,
+            reason: "a graph for any target must be the bundle's only graph",
+        });
+    }
+    Ok(())
+}
+
+/// Every graph has as many inputs and outputs as the first.
+pub(crate) fn same_counts(inputs0: usize, inputs: usize, outputs0: usize, outputs: usize) -> Result<()> {
+    if inputs0 != inputs {
+        return Err(Error::Mismatch {
+            what: "graph inputs vs the first graph's",
+            expected: inputs0 as u64,
+            found: inputs as u64,
+        });
+    }
+    if outputs0 != outputs {
+        return Err(Error::Mismatch {
+            what: "graph outputs vs the first graph's",
+            expected: outputs0 as u64,
+            found: outputs as u64,
+        });
+    }
+    Ok(())
+}
+
+/// Input or output `k` of a graph has the first graph's shape.
+pub(crate) fn same_shape(first: impl Iterator<Item = u64>, mut other: impl Iterator<Item = u64>) -> Result<()> {
+    let (mut n, mut at) = (0u64, None);
+    for (i, d) in first.enumerate() {
+        n += 1;
+        match other.next() {
+            Some(e) if e == d => {}
+            _ => at = at.or(Some(i as u64)),
+        }
+    }
+    if other.next().is_some() || at.is_some() {
+        return Err(Error::Malformed {
+            what: "graph tensor shape vs the first graph's",
+            at: at.unwrap_or(n),
+            reason: "shapes differ",
+        });
+    }
+    Ok(())
+}
+
 /// A buffer's starting bytes fit in it.
 pub(crate) fn initial(len: u64, nbytes: u64) -> Result<()> {
     if len > nbytes {

@@ -33,17 +33,24 @@ use zerocopy::byteorder::{LE, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use super::crc::crc32;
-use super::{Arch, ArgView, BufferRole, Loc, at, check};
+use super::{Arch, ArgView, BufferRole, GraphTarget, Loc, at, check};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use raw::{NONE32, NONE64, SectionKind};
 
-/// A parsed, fully validated `.hcqb` file borrowed from its bytes.
+/// A parsed, fully validated `.hcqb` file borrowed from its bytes; or one graph of such a file
+/// ([`Hcqb::graph_view`], [`Hcqb::for_archs`]), whose tables are that graph's.
 #[derive(Clone, Copy, Debug)]
 pub struct Hcqb<'a> {
     bytes: &'a [u8],
-    header: &'a raw::Header,
+    meta: Meta,
     pools: Pools<'a>,
+    graphs: &'a [raw::Graph],
+    images: &'a [raw::Image],
+    /// Index of this view's first buffer in the whole buffer table (0 for the whole file).
+    buffer_base: u32,
+    /// The graph this is a view of (`None`: the whole file).
+    view_of: Option<u32>,
     buffers: &'a [raw::Buffer],
     inputs: &'a [raw::View],
     outputs: &'a [raw::View],
@@ -54,6 +61,21 @@ pub struct Hcqb<'a> {
     launches: &'a [raw::Launch],
     args: &'a [raw::Arg],
     vals: &'a [raw::Val],
+}
+
+/// What the header says, for either header version.
+#[derive(Clone, Copy, Debug)]
+struct Meta {
+    major: u16,
+    minor: u16,
+    source_version: u32,
+    model: raw::StrRef,
+    tinygrad_version: raw::StrRef,
+    level_x86_64: raw::StrRef,
+    level_aarch64: raw::StrRef,
+    expected_from: u8,
+    header_size: usize,
+    sections: [raw::SectionEntry; raw::SECTION_COUNT],
 }
 
 /// The three sections that records point into.
@@ -159,6 +181,34 @@ pub struct BufferRef<'a> {
     pub also_output: bool,
     /// Starting bytes (at most `nbytes`; the rest starts zeroed).
     pub initial: Option<&'a [u8]>,
+    /// The image it backs, if any.
+    pub image: Option<ImageRef>,
+}
+
+/// The image a buffer backs (IMAGE-SCHEMA).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageRef {
+    /// Texels per row.
+    pub width: u32,
+    /// Rows.
+    pub height: u32,
+    /// Bytes from one row to the next.
+    pub pitch: u32,
+    /// Channel type (`F16` or `F32`).
+    pub format: DType,
+}
+
+/// A graph of a parsed file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GraphRef<'a> {
+    /// Name.
+    pub name: &'a str,
+    /// The devices it is for.
+    pub target: GraphTarget,
+    /// The architecture whose objects produced its expected outputs.
+    pub expected_from: Arch,
+    /// Number of buffers, inputs, outputs, programs and launches.
+    pub counts: [u32; 5],
 }
 
 /// A model input or output of a parsed file.
@@ -344,7 +394,7 @@ pub enum LaunchRef<'a> {
 
 /// The bytes of section `kind`: aligned, after the header, inside the file, size = count ×
 /// record size. (Overlaps and checksums are checked separately.)
-fn locate<'a>(bytes: &'a [u8], header: &raw::Header, kind: SectionKind) -> Result<&'a [u8]> {
+fn locate<'a>(bytes: &'a [u8], header: &Meta, kind: SectionKind) -> Result<&'a [u8]> {
     let e = &header.sections[kind as usize];
     let what = kind.what();
     let (offset, size, count) = (e.offset.get(), e.size.get(), e.count.get());
@@ -357,7 +407,7 @@ fn locate<'a>(bytes: &'a [u8], header: &raw::Header, kind: SectionKind) -> Resul
         if !offset.is_multiple_of(raw::SECTION_ALIGN) {
             return Err(malformed(what, offset, "section is not 8-byte aligned"));
         }
-        if offset < raw::HEADER_SIZE as u64 {
+        if offset < header.header_size as u64 {
             return Err(malformed(what, offset, "section overlaps the header"));
         }
         let end = offset.checked_add(size).filter(|&end| end <= bytes.len() as u64);
@@ -380,7 +430,7 @@ struct RawLaunch<'a> {
 }
 
 /// The bytes of section `kind`, located and checked against its CRC.
-fn section<'a>(bytes: &'a [u8], header: &raw::Header, kind: SectionKind) -> Result<&'a [u8]> {
+fn section<'a>(bytes: &'a [u8], header: &Meta, kind: SectionKind) -> Result<&'a [u8]> {
     let region = locate(bytes, header, kind)?;
     let e = &header.sections[kind as usize];
     let found = crc32(region);
@@ -392,7 +442,7 @@ fn section<'a>(bytes: &'a [u8], header: &raw::Header, kind: SectionKind) -> Resu
 
 fn table<'a, T: FromBytes + KnownLayout + Immutable>(
     bytes: &'a [u8],
-    header: &raw::Header,
+    header: &Meta,
     kind: SectionKind,
 ) -> Result<&'a [T]> {
     let region = section(bytes, header, kind)?;
@@ -401,7 +451,7 @@ fn table<'a, T: FromBytes + KnownLayout + Immutable>(
     })
 }
 
-fn check_overlaps(header: &raw::Header) -> Result<()> {
+fn check_overlaps(header: &Meta) -> Result<()> {
     for (i, a) in header.sections.iter().enumerate() {
         for b in header.sections.iter().skip(i + 1) {
             let (a0, a1) = (a.offset.get(), a.offset.get().saturating_add(a.size.get()));
@@ -427,25 +477,61 @@ impl<'a> Hcqb<'a> {
             return Err(malformed("hcqb header", len, "truncated file (no version)"));
         };
         let major = u16::from_le_bytes([lo, hi]);
-        if major != raw::VERSION_MAJOR {
+        if !(raw::VERSION_MAJOR_OLDEST..=raw::VERSION_MAJOR).contains(&major) {
             return Err(Error::Unsupported { what: "hcqb version", value: major as u64 });
         }
-        let (header, _) = raw::Header::ref_from_prefix(bytes)
-            .map_err(|_| malformed("hcqb header", len, "truncated file (header incomplete)"))?;
-        let covered = header.as_bytes().get(..raw::HEADER_CRC_OFFSET).unwrap_or(&[]);
+        let (meta, header_crc, covered, file_size, flags) = if major == 1 {
+            let (h, _) = raw::HeaderV1::ref_from_prefix(bytes)
+                .map_err(|_| malformed("hcqb header", len, "truncated file (header incomplete)"))?;
+            let mut sections = [raw::SectionEntry::default(); raw::SECTION_COUNT];
+            sections[..raw::SECTION_COUNT_V1].copy_from_slice(&h.sections);
+            for e in &mut sections[raw::SECTION_COUNT_V1..] {
+                e.crc = crc32(&[]).into();
+            }
+            let meta = Meta {
+                major,
+                minor: h.version_minor.get(),
+                source_version: h.source_version.get(),
+                model: h.model,
+                tinygrad_version: h.tinygrad_version,
+                level_x86_64: h.level_x86_64,
+                level_aarch64: h.level_aarch64,
+                expected_from: h.expected_from,
+                header_size: raw::HEADER_SIZE_V1,
+                sections,
+            };
+            let covered = h.as_bytes().get(..raw::HEADER_SIZE_V1 - 4).unwrap_or(&[]);
+            (meta, h.header_crc.get(), covered, h.file_size.get(), h.flags.get())
+        } else {
+            let (h, _) = raw::Header::ref_from_prefix(bytes)
+                .map_err(|_| malformed("hcqb header", len, "truncated file (header incomplete)"))?;
+            let meta = Meta {
+                major,
+                minor: h.version_minor.get(),
+                source_version: h.source_version.get(),
+                model: h.model,
+                tinygrad_version: h.tinygrad_version,
+                level_x86_64: h.level_x86_64,
+                level_aarch64: h.level_aarch64,
+                expected_from: h.expected_from,
+                header_size: raw::HEADER_SIZE,
+                sections: h.sections,
+            };
+            let covered = h.as_bytes().get(..raw::HEADER_CRC_OFFSET).unwrap_or(&[]);
+            (meta, h.header_crc.get(), covered, h.file_size.get(), h.flags.get())
+        };
         let found = crc32(covered);
-        if found != header.header_crc.get() {
+        if found != header_crc {
             return Err(Error::Mismatch {
                 what: "hcqb checksum of the header",
-                expected: header.header_crc.get() as u64,
+                expected: header_crc as u64,
                 found: found as u64,
             });
         }
-        let file_size = header.file_size.get();
         if file_size > len {
             return Err(malformed("hcqb file", len, "truncated file (shorter than the size in its header)"));
         }
-        if file_size < raw::HEADER_SIZE as u64 {
+        if file_size < meta.header_size as u64 {
             let at = core::mem::offset_of!(raw::Header, file_size) as u64;
             return Err(malformed("hcqb header", at, "file size smaller than the header"));
         }
@@ -454,9 +540,10 @@ impl<'a> Hcqb<'a> {
             len,
             "file size does not fit this machine",
         ))?;
-        if header.flags.get() != 0 {
-            return Err(Error::Unsupported { what: "hcqb header flags", value: header.flags.get() as u64 });
+        if flags != 0 {
+            return Err(Error::Unsupported { what: "hcqb header flags", value: flags as u64 });
         }
+        let header = &meta;
         for kind in SectionKind::ALL {
             locate(bytes, header, kind)?;
         }
@@ -468,12 +555,16 @@ impl<'a> Hcqb<'a> {
         })?;
         let file = Hcqb {
             bytes,
-            header,
+            meta,
             pools: Pools {
                 strings,
                 data: section(bytes, header, SectionKind::Data)?,
                 dims: table(bytes, header, SectionKind::Dims)?,
             },
+            graphs: table(bytes, header, SectionKind::Graphs)?,
+            images: table(bytes, header, SectionKind::Images)?,
+            buffer_base: 0,
+            view_of: None,
             buffers: table(bytes, header, SectionKind::Buffers)?,
             inputs: table(bytes, header, SectionKind::Inputs)?,
             outputs: table(bytes, header, SectionKind::Outputs)?,
@@ -485,23 +576,131 @@ impl<'a> Hcqb<'a> {
             args: table(bytes, header, SectionKind::Args)?,
             vals: table(bytes, header, SectionKind::Vals)?,
         };
-        file.validate()?;
+        file.validate_file()?;
         Ok(file)
     }
 
     /// File offset of record `i` of `kind` (for error messages).
     fn record_at(&self, kind: SectionKind, i: usize) -> u64 {
-        let e = &self.header.sections[kind as usize];
+        let e = &self.meta.sections[kind as usize];
         e.offset.get().saturating_add((i as u64).saturating_mul(kind.record_size() as u64))
     }
 
-    fn validate(&self) -> Result<()> {
-        let h = self.header;
+    /// The whole file: the header's strings, the graph and image tables, then every graph
+    /// (the rules of [`BundleModel::validate`](super::model::BundleModel::validate)), and that
+    /// buffers sharing stored starting bytes (weights stored once for two graphs) agree on
+    /// their size and element type.
+    fn validate_file(&self) -> Result<()> {
+        let h = &self.meta;
         self.pools.req_str(h.model)?;
         self.pools.req_str(h.tinygrad_version)?;
         self.pools.str(h.level_x86_64)?;
         self.pools.str(h.level_aarch64)?;
         Arch::from_code(h.expected_from as u32)?;
+        let mut prev: Option<u32> = None;
+        for (k, im) in self.images.iter().enumerate() {
+            let b = im.buffer.get();
+            let rec = self.record_at(SectionKind::Images, k);
+            if prev.is_some_and(|p| p >= b) {
+                return Err(malformed("hcqb image table", rec, "images must be ascending by buffer, one per buffer"));
+            }
+            prev = Some(b);
+            let buf = self.buffers.get(b as usize).ok_or(Error::OutOfBounds {
+                what: "image buffer index",
+                offset: b as u64,
+                len: 1,
+                limit: self.buffers.len() as u64,
+            });
+            buf.and_then(|buf| {
+                let format = dtype(im.format)?;
+                check::image(im.width.get(), im.height.get(), im.pitch.get(), format, buf.nbytes.get())
+            })
+            .map_err(|e| at(e, Loc::Image(b as usize)))?;
+        }
+        for (a, x) in self.buffers.iter().enumerate() {
+            if x.initial.offset.get() == NONE64 {
+                continue;
+            }
+            for y in &self.buffers[a + 1..] {
+                let same =
+                    y.initial.offset.get() == x.initial.offset.get() && y.initial.len.get() == x.initial.len.get();
+                if same && (y.nbytes.get() != x.nbytes.get() || y.dtype != x.dtype) {
+                    return Err(at(
+                        Error::Mismatch {
+                            what: "hcqb buffers sharing stored bytes (weights stored once) declare different sizes",
+                            expected: x.nbytes.get(),
+                            found: y.nbytes.get(),
+                        },
+                        Loc::Buffer(a),
+                    ));
+                }
+            }
+        }
+        if self.graphs.is_empty() {
+            return self.validate();
+        }
+        let first = self.graph_view_checked(0)?;
+        for g in 0..self.graphs.len() {
+            let view = self.graph_view_checked(g)?;
+            let r = &self.graphs[g];
+            self.pools.req_str(r.name).map_err(|e| at(e, Loc::Graph(g)))?;
+            Arch::from_code(r.expected_from as u32).map_err(|e| at(e, Loc::Graph(g)))?;
+            check::graph_target(r.target, self.graphs.iter().map(|o| o.target), g).map_err(|e| at(e, Loc::Graph(g)))?;
+            view.validate().map_err(|e| at(e, Loc::Graph(g)))?;
+            check::same_counts(first.inputs.len(), view.inputs.len(), first.outputs.len(), view.outputs.len())
+                .map_err(|e| at(e, Loc::Graph(g)))?;
+            for k in 0..view.inputs.len() {
+                let (a, b) = (first.try_tensor(SectionKind::Inputs, k)?, view.try_tensor(SectionKind::Inputs, k)?);
+                check::same_tensor("graph input vs the first graph's", a.view, b.view)
+                    .and_then(|()| check::same_shape(a.shape(), b.shape()))
+                    .map_err(|e| at(at(e, Loc::Input(k)), Loc::Graph(g)))?;
+            }
+            for k in 0..view.outputs.len() {
+                let (a, b) = (first.try_tensor(SectionKind::Outputs, k)?, view.try_tensor(SectionKind::Outputs, k)?);
+                check::same_tensor("graph output vs the first graph's", a.view, b.view)
+                    .and_then(|()| check::same_shape(a.shape(), b.shape()))
+                    .map_err(|e| at(at(e, Loc::Output(k)), Loc::Graph(g)))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Graph `g` as a view, its ranges checked.
+    fn graph_view_checked(&self, g: usize) -> Result<Hcqb<'a>> {
+        let r = self.graphs.get(g).ok_or(Error::OutOfBounds {
+            what: "graph index",
+            offset: g as u64,
+            len: 1,
+            limit: self.graphs.len() as u64,
+        })?;
+        fn part<'t, T>(what: &'static str, table: &'t [T], first: U32<LE>, len: U32<LE>) -> Result<&'t [T]> {
+            sub(table, first, len).ok_or(Error::OutOfBounds {
+                what,
+                offset: first.get() as u64,
+                len: len.get() as u64,
+                limit: table.len() as u64,
+            })
+        }
+        let mk = || -> Result<Hcqb<'a>> {
+            let mut meta = self.meta;
+            meta.expected_from = r.expected_from;
+            Ok(Hcqb {
+                meta,
+                buffer_base: r.buffers_first.get(),
+                view_of: Some(g as u32),
+                buffers: part("graph buffer range", self.buffers, r.buffers_first, r.buffers_len)?,
+                inputs: part("graph input range", self.inputs, r.inputs_first, r.inputs_len)?,
+                outputs: part("graph output range", self.outputs, r.outputs_first, r.outputs_len)?,
+                programs: part("graph program range", self.programs, r.programs_first, r.programs_len)?,
+                launches: part("graph launch range", self.launches, r.launches_first, r.launches_len)?,
+                ..*self
+            })
+        };
+        mk().map_err(|e| at(e, Loc::Graph(g)))
+    }
+
+    /// The rules of one graph (the whole file when it has no graph table).
+    fn validate(&self) -> Result<()> {
         for i in 0..self.buffers.len() {
             self.try_buffer(i).map_err(|e| at(e, Loc::Buffer(i)))?;
         }
@@ -537,6 +736,7 @@ impl<'a> Hcqb<'a> {
             role: BufferRole::from_code(b.role)?,
             also_output: b.flags & raw::BUFFER_ALSO_OUTPUT != 0,
             initial: self.pools.blob(b.initial)?,
+            image: self.image_of(i),
         };
         if let Some(data) = r.initial {
             check::initial(data.len() as u64, r.nbytes)?;
@@ -779,30 +979,126 @@ impl<'a> Hcqb<'a> {
 
     /// `(major, minor)` format version of the file.
     pub fn version(&self) -> (u16, u16) {
-        (self.header.version_major.get(), self.header.version_minor.get())
+        (self.meta.major, self.meta.minor)
     }
 
     /// Version of the interchange format the bundle came from.
     pub fn source_version(&self) -> u32 {
-        self.header.source_version.get()
+        self.meta.source_version
     }
 
     /// Model name.
     pub fn model_name(&self) -> &'a str {
-        self.pools.req_str(self.header.model).unwrap_or("")
+        self.pools.req_str(self.meta.model).unwrap_or("")
     }
 
     /// tinygrad version of the exporter.
     pub fn tinygrad_version(&self) -> &'a str {
-        self.pools.req_str(self.header.tinygrad_version).unwrap_or("")
+        self.pools.req_str(self.meta.tinygrad_version).unwrap_or("")
+    }
+
+    /// The image buffer `i` (of this view) backs, if any.
+    fn image_of(&self, i: usize) -> Option<ImageRef> {
+        let abs = self.buffer_base.checked_add(u32::try_from(i).ok()?)?;
+        let k = self.images.binary_search_by_key(&abs, |im| im.buffer.get()).ok()?;
+        let im = self.images.get(k)?;
+        Some(ImageRef {
+            width: im.width.get(),
+            height: im.height.get(),
+            pitch: im.pitch.get(),
+            format: DType::from_code(im.format).ok()?,
+        })
+    }
+
+    /// Number of graphs in the file's graph table (0: one graph for any target, the whole file;
+    /// every 1.x file).
+    pub fn n_graphs(&self) -> usize {
+        self.graphs.len()
+    }
+
+    /// Graph `i` of the graph table.
+    pub fn graph(&self, i: usize) -> Option<GraphRef<'a>> {
+        let r = self.graphs.get(i)?;
+        Some(GraphRef {
+            name: self.pools.req_str(r.name).ok()?,
+            target: GraphTarget::from_code(r.target).ok()?,
+            expected_from: Arch::from_code(r.expected_from as u32).ok()?,
+            counts: [
+                r.buffers_len.get(),
+                r.inputs_len.get(),
+                r.outputs_len.get(),
+                r.programs_len.get(),
+                r.launches_len.get(),
+            ],
+        })
+    }
+
+    /// Every graph of the graph table.
+    pub fn graphs(&self) -> impl ExactSizeIterator<Item = GraphRef<'a>> + '_ {
+        (0..self.graphs.len()).filter_map(|i| self.graph(i)).exact_len(self.graphs.len())
+    }
+
+    /// Graph `i` as a file of its own: its buffers, inputs, outputs, programs and launches, with
+    /// the indices its launches use. `graph_view(0)` of a file without graphs is the file.
+    pub fn graph_view(&self, i: usize) -> Option<Hcqb<'a>> {
+        if self.graphs.is_empty() {
+            return (i == 0).then_some(*self);
+        }
+        self.graph_view_checked(i).ok()
+    }
+
+    /// The graph this is a view of (`None` for a whole file).
+    pub fn view_of(&self) -> Option<usize> {
+        self.view_of.map(|g| g as usize)
+    }
+
+    /// The graph a device with objects `archs` (preferred first) runs: the first graph whose
+    /// target runs one of them (for each arch in order) and that has that arch's object for every
+    /// program. A file without graphs is its own graph. Refused ([`Error::Unsupported`] `"bundle
+    /// has no graph for this device's target"`, with the graphs the file has) when none fits: a
+    /// bundle with only a QCOM graph does not run on a CPU.
+    pub fn for_archs(&self, archs: &[Arch]) -> Result<Hcqb<'a>> {
+        if self.graphs.is_empty() || self.view_of.is_some() {
+            return Ok(*self);
+        }
+        for &arch in archs {
+            for g in 0..self.graphs.len() {
+                let Some(view) = self.graph_view(g) else { continue };
+                let Some(info) = self.graph(g) else { continue };
+                if info.target.runs(arch) && view.programs().all(|p| p.object(arch).is_some()) {
+                    return Ok(view);
+                }
+            }
+        }
+        let e = Error::Unsupported {
+            what: "bundle has no graph for this device's target (code of its preferred target)",
+            value: archs.first().map_or(0, |a| u64::from(GraphTarget::of_arch(*a).code())),
+        };
+        #[cfg(feature = "alloc")]
+        let e = {
+            use alloc::string::String;
+            let mut have = String::new();
+            for g in self.graphs() {
+                if !have.is_empty() {
+                    have.push_str(", ");
+                }
+                have.push_str(g.name);
+                have.push_str(" (");
+                have.push_str(g.target.name());
+                have.push(')');
+            }
+            let want = archs.first().map_or("none", |a| GraphTarget::of_arch(*a).name());
+            e.context(alloc::format!("the device needs a {want} graph; the bundle's graphs: {have}"))
+        };
+        Err(e)
     }
 
     /// Lowest CPU level the `arch` objects need, if recorded (see
     /// [`ArchLevels`](super::model::ArchLevels) for what a missing level means).
     pub fn arch_level(&self, arch: Arch) -> Option<&'a str> {
         let r = match arch {
-            Arch::X86_64 => self.header.level_x86_64,
-            Arch::Aarch64 => self.header.level_aarch64,
+            Arch::X86_64 => self.meta.level_x86_64,
+            Arch::Aarch64 => self.meta.level_aarch64,
             Arch::AdrenoA630 => return None,
         };
         self.pools.str(r).ok().flatten()
@@ -810,7 +1106,7 @@ impl<'a> Hcqb<'a> {
 
     /// The architecture whose objects produced the expected outputs.
     pub fn expected_from(&self) -> Arch {
-        Arch::from_code(self.header.expected_from as u32).unwrap_or(Arch::X86_64)
+        Arch::from_code(self.meta.expected_from as u32).unwrap_or(Arch::X86_64)
     }
 
     /// Number of programs.

@@ -38,7 +38,30 @@ pub fn inspect_with(file: &Hcqb<'_>, max_launches: usize) -> String {
         let _ = writeln!(s, "  {arch} level: {level}");
     }
     let _ = writeln!(s, "  expected outputs from: {}", file.expected_from());
+    if file.n_graphs() == 0 {
+        graph_body(&mut s, file, max_launches, file.as_bytes().len());
+        return s;
+    }
+    let _ = writeln!(s, "graphs: {}", file.n_graphs());
+    for g in file.graphs() {
+        let [b, i, o, p, l] = g.counts;
+        let _ = writeln!(
+            s,
+            "  {} (target {}, expected outputs from {}): {p} programs, {l} launches, {b} buffers, {i} inputs, {o} outputs",
+            g.name, g.target, g.expected_from
+        );
+    }
+    for (k, g) in file.graphs().enumerate() {
+        let Some(view) = file.graph_view(k) else { continue };
+        let _ = writeln!(s, "graph {k} {} (target {}):", g.name, g.target);
+        graph_body(&mut s, &view, max_launches, file.as_bytes().len());
+    }
+    s
+}
 
+/// The programs, buffers, inputs, outputs, launches and sizes of one graph (or of a file
+/// without a graph table).
+fn graph_body(s: &mut String, file: &Hcqb<'_>, max_launches: usize, file_bytes: usize) {
     let mut object_bytes = [0usize; Arch::ALL.len()];
     let _ = writeln!(s, "programs: {}", file.n_programs());
     for (i, p) in file.programs().enumerate() {
@@ -80,6 +103,9 @@ pub fn inspect_with(file: &Hcqb<'_>, max_launches: usize) -> String {
         }
         if b.also_output {
             let _ = write!(s, "  also output");
+        }
+        if let Some(im) = b.image {
+            let _ = write!(s, "  image {}x{} {} pitch {}B", im.width, im.height, im.format, im.pitch);
         }
         let _ = writeln!(s);
     }
@@ -139,11 +165,10 @@ pub fn inspect_with(file: &Hcqb<'_>, max_launches: usize) -> String {
     let _ = write!(
         s,
         "sizes: file {}B, buffers {buffer_bytes}B (initial data {initial_bytes}B), expected {expected_bytes}B, objects",
-        file.as_bytes().len()
+        file_bytes
     );
     for arch in Arch::ALL {
         let _ = write!(s, " {arch}={}B", object_bytes.get(arch.code() as usize).copied().unwrap_or(0));
     }
     let _ = writeln!(s);
-    s
 }

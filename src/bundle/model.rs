@@ -9,7 +9,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::{Arch, ArgView, BufferRole, Loc, at, check};
+use super::{Arch, ArgView, BufferRole, GraphTarget, Loc, at, check};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 
@@ -36,6 +36,68 @@ pub struct BundleModel {
     pub programs: Vec<Program>,
     /// The forward pass, in execution order.
     pub launches: Vec<Launch>,
+    /// The graphs, one per target (`hcqb` 2.0, `tg-cpu-bundle` version 2): each a range of the
+    /// tables above, whose launches index programs and buffers relative to the graph's ranges.
+    /// Empty: one graph of target [`GraphTarget::Any`] made of every table (older bundles).
+    pub graphs: Vec<Graph>,
+}
+
+/// A `first .. first + len` range of one of a model's tables.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Span {
+    /// First record.
+    pub first: u32,
+    /// Number of records.
+    pub len: u32,
+}
+
+impl Span {
+    /// The whole of a table of `n` records.
+    pub fn all(n: usize) -> Span {
+        Span { first: 0, len: u32::try_from(n).unwrap_or(u32::MAX) }
+    }
+
+    /// The range as indices, if it lies inside a table of `n` records.
+    pub fn range(self, n: usize) -> Option<core::ops::Range<usize>> {
+        let first = self.first as usize;
+        let end = first.checked_add(self.len as usize)?;
+        (end <= n).then_some(first..end)
+    }
+}
+
+/// One graph of a bundle: the model as one target's device runs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Graph {
+    /// A name for messages (`"qcom"`, `"cpu"`).
+    pub name: String,
+    /// The devices it is for.
+    pub target: GraphTarget,
+    /// The architecture whose objects produced this graph's expected outputs.
+    pub expected_from: Arch,
+    /// Its base buffers (launch, input and output views index them from `buffers.first`).
+    pub buffers: Span,
+    /// Its inputs: as many as every other graph's, each of the same dtype and size.
+    pub inputs: Span,
+    /// Its outputs: as many as every other graph's, each of the same dtype and size.
+    pub outputs: Span,
+    /// Its programs (launches index them from `programs.first`).
+    pub programs: Span,
+    /// Its launches, in execution order.
+    pub launches: Span,
+}
+
+/// An image buffer (IMAGE-SCHEMA): `height` rows of `width` RGBA texels of `format`, `pitch`
+/// bytes apart; the buffer holds at least `height × pitch` bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Image {
+    /// Texels per row.
+    pub width: u32,
+    /// Rows.
+    pub height: u32,
+    /// Bytes from one row to the next.
+    pub pitch: u32,
+    /// Element type of each of the four channels (`F16` or `F32`).
+    pub format: DType,
 }
 
 /// Lowest CPU level each set of CPU objects needs (`"x86-64-v2"`, `"armv8-a"`). `None` means the
@@ -79,6 +141,8 @@ pub struct Buffer {
     pub also_output: bool,
     /// Starting bytes (inputs and weights); at most `nbytes`, the rest starts zeroed.
     pub initial: Option<Vec<u8>>,
+    /// The image this buffer backs, if kernels bind it as one.
+    pub image: Option<Image>,
 }
 
 /// Where a model input sits.
@@ -264,10 +328,92 @@ impl BundleModel {
     ///
     /// The error names the place: `"launch 3 arg 1: launch argument view: access of ..."`.
     pub fn validate(&self) -> Result<()> {
+        if self.graphs.is_empty() {
+            return self.validate_graph();
+        }
+        for (g, gr) in self.graphs.iter().enumerate() {
+            let spans = [
+                ("graph buffer range", gr.buffers, self.buffers.len()),
+                ("graph input range", gr.inputs, self.inputs.len()),
+                ("graph output range", gr.outputs, self.outputs.len()),
+                ("graph program range", gr.programs, self.programs.len()),
+                ("graph launch range", gr.launches, self.launches.len()),
+            ];
+            for (what, span, n) in spans {
+                check::span(what, span.first, span.len, n).map_err(|e| at(e, Loc::Graph(g)))?;
+            }
+            check::graph_target(gr.target.code(), self.graphs.iter().map(|o| o.target.code()), g)
+                .map_err(|e| at(e, Loc::Graph(g)))?;
+        }
+        let first = self.graph_model(0)?;
+        for g in 0..self.graphs.len() {
+            let m = if g == 0 { first.clone() } else { self.graph_model(g)? };
+            m.validate_graph().map_err(|e| at(e, Loc::Graph(g)))?;
+            check::same_counts(first.inputs.len(), m.inputs.len(), first.outputs.len(), m.outputs.len())
+                .map_err(|e| at(e, Loc::Graph(g)))?;
+            for (k, (a, b)) in first.inputs.iter().zip(&m.inputs).enumerate() {
+                check::same_tensor("graph input vs the first graph's", a.view, b.view)
+                    .and_then(|()| check::same_shape(a.shape.iter().copied(), b.shape.iter().copied()))
+                    .map_err(|e| at(at(e, Loc::Input(k)), Loc::Graph(g)))?;
+            }
+            for (k, (a, b)) in first.outputs.iter().zip(&m.outputs).enumerate() {
+                check::same_tensor("graph output vs the first graph's", a.view, b.view)
+                    .and_then(|()| check::same_shape(a.shape.iter().copied(), b.shape.iter().copied()))
+                    .map_err(|e| at(at(e, Loc::Output(k)), Loc::Graph(g)))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Graph `g` as a model of its own (one implicit graph; indices as the graph's launches
+    /// use them). A model without graphs has one: itself (`g == 0`).
+    pub fn graph_model(&self, g: usize) -> Result<BundleModel> {
+        if self.graphs.is_empty() && g == 0 {
+            return Ok(self.clone());
+        }
+        let gr = self.graphs.get(g).ok_or(Error::OutOfBounds {
+            what: "graph index",
+            offset: g as u64,
+            len: 1,
+            limit: self.graphs.len() as u64,
+        })?;
+        let pick = |what: &'static str, span: Span, n: usize| {
+            span.range(n).ok_or(Error::OutOfBounds {
+                what,
+                offset: span.first as u64,
+                len: span.len as u64,
+                limit: n as u64,
+            })
+        };
+        let b = pick("graph buffer range", gr.buffers, self.buffers.len())?;
+        let i = pick("graph input range", gr.inputs, self.inputs.len())?;
+        let o = pick("graph output range", gr.outputs, self.outputs.len())?;
+        let p = pick("graph program range", gr.programs, self.programs.len())?;
+        let l = pick("graph launch range", gr.launches, self.launches.len())?;
+        Ok(BundleModel {
+            name: self.name.clone(),
+            format_version: self.format_version,
+            tinygrad_version: self.tinygrad_version.clone(),
+            arch_levels: self.arch_levels.clone(),
+            expected_from: gr.expected_from,
+            buffers: self.buffers[b].to_vec(),
+            inputs: self.inputs[i].to_vec(),
+            outputs: self.outputs[o].to_vec(),
+            programs: self.programs[p].to_vec(),
+            launches: self.launches[l].to_vec(),
+            graphs: Vec::new(),
+        })
+    }
+
+    /// The rules of one graph (every index relative to it).
+    fn validate_graph(&self) -> Result<()> {
         let n_buffers = self.buffers.len();
         for (i, b) in self.buffers.iter().enumerate() {
             if let Some(data) = &b.initial {
                 check::initial(data.len() as u64, b.nbytes).map_err(|e| at(e, Loc::Buffer(i)))?;
+            }
+            if let Some(im) = b.image {
+                check::image(im.width, im.height, im.pitch, im.format, b.nbytes).map_err(|e| at(e, Loc::Image(i)))?;
             }
         }
         for (i, t) in self.inputs.iter().enumerate() {
@@ -367,9 +513,24 @@ pub(crate) mod tests {
                     role: BufferRole::Input,
                     also_output: false,
                     initial: Some(vec![1; 16]),
+                    image: None,
                 },
-                Buffer { nbytes: 512, dtype: DType::I8, role: BufferRole::Scratch, also_output: false, initial: None },
-                Buffer { nbytes: 16, dtype: DType::F32, role: BufferRole::Output, also_output: false, initial: None },
+                Buffer {
+                    nbytes: 512,
+                    dtype: DType::I8,
+                    role: BufferRole::Scratch,
+                    also_output: false,
+                    initial: None,
+                    image: None,
+                },
+                Buffer {
+                    nbytes: 16,
+                    dtype: DType::F32,
+                    role: BufferRole::Output,
+                    also_output: false,
+                    initial: None,
+                    image: None,
+                },
             ],
             inputs: vec![Input { view: f32v(0, 0, 16), shape: vec![4] }],
             outputs: vec![Output { view: f32v(2, 0, 16), shape: vec![2, 2], expected: Some(vec![7; 16]) }],
@@ -447,6 +608,7 @@ pub(crate) mod tests {
                 }),
                 Launch::Copy { dst: f32v(2, 0, 16), src: f32v(1, 0, 16) },
             ],
+            graphs: vec![],
         }
     }
 

@@ -1,5 +1,8 @@
-//! Import of the `tg-cpu-bundle` version 1 interchange directory (a `manifest.json` plus one
-//! file per object, buffer and expected output), as tinygrad's exporter writes it.
+//! Import of the `tg-cpu-bundle` interchange directory (a `manifest.json` plus one file per
+//! object, buffer and expected output), as tinygrad's exporter writes it: version 1 (one graph
+//! at the manifest's top level) and version 2 (`graphs`, one per target, each with the tables of
+//! version 1, indices relative to the graph; see [`VERSION_GRAPHS`]). `buffers[].image`
+//! (`{width, height, pitch, format}`) is read in both.
 //!
 //! [`import_dir`] reads the manifest, refuses another `format` or `version`
 //! ([`Error::Unsupported`]), loads every file the manifest names (only plain relative names
@@ -31,10 +34,13 @@ use std::path::{Component, Path};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use alloc::collections::BTreeMap;
+
 use super::model::{
-    ArchLevels, Buffer, BundleModel, GpuLaunch, Input, KernelLaunch, Launch, Objects, Output, Param, Program,
+    ArchLevels, Buffer, BundleModel, GpuLaunch, Graph, Image, Input, KernelLaunch, Launch, Objects, Output, Param,
+    Program, Span,
 };
-use super::{Arch, ArgView, BufferRole};
+use super::{Arch, ArgView, BufferRole, GraphTarget};
 use crate::dtype::DType;
 use crate::error::{Error, Result, ResultExt};
 
@@ -42,8 +48,13 @@ use crate::error::{Error, Result, ResultExt};
 pub const MANIFEST: &str = "manifest.json";
 /// The `format` this importer reads.
 pub const FORMAT: &str = "tg-cpu-bundle";
-/// The `version` this importer reads.
+/// The oldest `version` this importer reads (one graph, at the manifest's top level).
 pub const VERSION: u64 = 1;
+/// The newest `version` this importer reads: `graphs`, one per target, each with its own
+/// `buffers`, `inputs`, `outputs`, `programs` and `launches` (indices relative to the graph),
+/// a `target` (`"cpu"`, `"qcom"`, `"any"`), a `name` and an `expected_from`; buffers of two
+/// graphs may name the same file (weights stored once), with the same `nbytes` and `dtype`.
+pub const VERSION_GRAPHS: u64 = 2;
 /// Largest `manifest.json` the importer reads (the JSON tree takes several times the file).
 pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 
@@ -345,8 +356,9 @@ fn import(dir: &Path) -> Result<BundleModel> {
             .context(format!("{MANIFEST}: format {format:?}")));
     }
     let version = root.get("version")?.u64()?;
-    if version != VERSION {
-        return Err(Error::Unsupported { what: "tg-cpu-bundle version", value: version }.context(MANIFEST));
+    if version != VERSION && version != VERSION_GRAPHS {
+        return Err(Error::Unsupported { what: "tg-cpu-bundle version (this importer reads 1 and 2)", value: version }
+            .context(MANIFEST));
     }
 
     let levels = root.opt("arch_levels");
@@ -361,28 +373,142 @@ fn import(dir: &Path) -> Result<BundleModel> {
         None => Arch::X86_64,
     };
 
-    let mut buffers = Vec::new();
+    let mut t = Tables::default();
+    let mut graphs = Vec::new();
+    let mut files = BTreeMap::new();
+    if version == VERSION {
+        tables(dir, &root, &mut t, &mut files)?;
+    } else {
+        for node in root.get("graphs")?.array()? {
+            let before = t.counts();
+            tables(dir, &node, &mut t, &mut files)?;
+            let after = t.counts();
+            let span = |k: usize| Span { first: before[k], len: after[k] - before[k] };
+            let target = node.get("target")?;
+            graphs.push(Graph {
+                name: node.get("name")?.str()?.to_string(),
+                target: GraphTarget::from_name(target.str()?)
+                    .with_context(|| format!("{MANIFEST}: {}", target.path))?,
+                expected_from: match node.opt("expected_from") {
+                    Some(n) => Arch::from_name(n.str()?).with_context(|| format!("{MANIFEST}: {}", n.path))?,
+                    None => expected_from,
+                },
+                buffers: span(0),
+                inputs: span(1),
+                outputs: span(2),
+                programs: span(3),
+                launches: span(4),
+            });
+        }
+        if graphs.is_empty() {
+            return Err(field_error("graphs", "a version 2 bundle needs at least one graph"));
+        }
+    }
+    let Tables { buffers, inputs, outputs, programs, launches } = t;
+    let model = BundleModel {
+        name: root.get("model")?.str()?.to_string(),
+        format_version: version as u32,
+        tinygrad_version: root.get("tinygrad_version")?.str()?.to_string(),
+        arch_levels: ArchLevels { x86_64: level(Arch::X86_64)?, aarch64: level(Arch::Aarch64)? },
+        expected_from,
+        buffers,
+        inputs,
+        outputs,
+        programs,
+        launches,
+        graphs,
+    };
+    model.validate()?;
+    Ok(model)
+}
+
+/// The tables of one graph, appended to the whole model's.
+#[derive(Default)]
+struct Tables {
+    buffers: Vec<Buffer>,
+    inputs: Vec<Input>,
+    outputs: Vec<Output>,
+    programs: Vec<Program>,
+    launches: Vec<Launch>,
+}
+
+impl Tables {
+    fn counts(&self) -> [u32; 5] {
+        let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+        [
+            n(self.buffers.len()),
+            n(self.inputs.len()),
+            n(self.outputs.len()),
+            n(self.programs.len()),
+            n(self.launches.len()),
+        ]
+    }
+}
+
+fn prefix(node: &Node<'_>) -> String {
+    if node.path.is_empty() { String::new() } else { format!("{}.", node.path) }
+}
+
+/// Read the `buffers`, `inputs`, `outputs`, `programs` and `launches` of `root` (the manifest, or
+/// one of its `graphs`) into `t`; `files` remembers every buffer file read (its `nbytes`, dtype and
+/// buffer), so a file two graphs share is read once.
+fn tables(
+    dir: &Path,
+    root: &Node<'_>,
+    t: &mut Tables,
+    files: &mut BTreeMap<String, (u64, DType, usize)>,
+) -> Result<()> {
     for (i, b) in root.get("buffers")?.array()?.iter().enumerate() {
         b.check_id(i)?;
         let role_node = b.get("role")?;
         let role =
             BufferRole::from_name(role_node.str()?).with_context(|| format!("{MANIFEST}: {}", role_node.path))?;
+        let nbytes = b.get("nbytes")?.u64()?;
+        let dtype = b.get("dtype")?.dtype()?;
         let initial = match b.opt("file") {
-            Some(_) => Some(load(dir, b, "file", Len::AtMost("nbytes"))?),
+            Some(f) => {
+                let name = f.str()?.to_string();
+                match files.get(&name) {
+                    Some(&(n, dt, _)) if (n, dt) != (nbytes, dtype) => {
+                        return Err(Error::Mismatch {
+                            what: "bundle file shared by two buffers (weights stored once) with different nbytes",
+                            expected: n,
+                            found: nbytes,
+                        }
+                        .context(format!("{MANIFEST}: {}: file {name}", f.path)));
+                    }
+                    Some((_, _, k)) => t.buffers.get(*k).and_then(|b: &Buffer| b.initial.clone()),
+                    None => {
+                        let data = load(dir, b, "file", Len::AtMost("nbytes"))?;
+                        files.insert(name, (nbytes, dtype, t.buffers.len()));
+                        Some(data)
+                    }
+                }
+            }
             None if matches!(role, BufferRole::Input | BufferRole::Weight) => {
                 return Err(field_error(&format!("{}.file", b.path), "input and weight buffers need a file"));
             }
             None => None,
         };
-        buffers.push(Buffer {
-            nbytes: b.get("nbytes")?.u64()?,
-            dtype: b.get("dtype")?.dtype()?,
+        let image = match b.opt("image") {
+            Some(im) => Some(Image {
+                width: im.get("width")?.u32()?,
+                height: im.get("height")?.u32()?,
+                pitch: im.get("pitch")?.u32()?,
+                format: im.get("format")?.dtype()?,
+            }),
+            None => None,
+        };
+        t.buffers.push(Buffer {
+            nbytes,
+            dtype,
             role,
             also_output: match b.opt("also_output") {
                 Some(n) => n.value.as_bool().ok_or_else(|| field_error(&n.path, "wrong type (expected a boolean)"))?,
                 None => false,
             },
             initial,
+            image,
         });
     }
 
@@ -391,7 +517,7 @@ fn import(dir: &Path) -> Result<BundleModel> {
         let input = Input { view: t.view()?, shape: t.get("shape")?.u64_list()? };
         inputs.push((t.get("index")?.u64()?, input));
     }
-    let inputs = in_index_order(inputs, "inputs")?;
+    t.inputs.extend(in_index_order(inputs, &format!("{}inputs", prefix(root)))?);
     let mut outputs = Vec::new();
     for t in root.get("outputs")?.array()? {
         let expected = match t.opt("file") {
@@ -401,32 +527,16 @@ fn import(dir: &Path) -> Result<BundleModel> {
         let output = Output { view: t.view()?, shape: t.get("shape")?.u64_list()?, expected };
         outputs.push((t.get("index")?.u64()?, output));
     }
-    let outputs = in_index_order(outputs, "outputs")?;
+    t.outputs.extend(in_index_order(outputs, &format!("{}outputs", prefix(root)))?);
 
-    let mut programs = Vec::new();
     for (i, p) in root.get("programs")?.array()?.iter().enumerate() {
         p.check_id(i)?;
-        programs.push(program(dir, p)?);
+        t.programs.push(program(dir, p)?);
     }
-    let mut launches = Vec::new();
     for l in root.get("launches")?.array()? {
-        launches.push(launch(&l)?);
+        t.launches.push(launch(&l)?);
     }
-
-    let model = BundleModel {
-        name: root.get("model")?.str()?.to_string(),
-        format_version: VERSION as u32,
-        tinygrad_version: root.get("tinygrad_version")?.str()?.to_string(),
-        arch_levels: ArchLevels { x86_64: level(Arch::X86_64)?, aarch64: level(Arch::Aarch64)? },
-        expected_from,
-        buffers,
-        inputs,
-        outputs,
-        programs,
-        launches,
-    };
-    model.validate()?;
-    Ok(model)
+    Ok(())
 }
 
 /// Order entries by their `index`, which must be exactly `0..n`.

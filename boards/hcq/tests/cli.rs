@@ -120,7 +120,7 @@ fn every_corpus_entry_is_refused_with_exit_2_and_one_line() {
         n += 1;
     }
     assert!(n >= 28, "the malformed corpus is there ({n} cases)");
-    assert_eq!(limits, 8, "the four limit cases, as directories and .hcqb files");
+    assert_eq!(limits, 9, "the four limit cases, as directories and .hcqb files, and the .hcqb 1.0 packing of one");
     let out = hcq(&["run", "no/such/bundle", "--iters", "1"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/bundle"));

@@ -1,4 +1,4 @@
-//! The on-disk records of `.hcqb` version 1.0: `#[repr(C)]` structs of little-endian fields with
+//! The on-disk records of `.hcqb` version 2.0 (and the 1.x header it replaces): `#[repr(C)]` structs of little-endian fields with
 //! alignment 1, so a reader can view them in place at any address (flash, a `&[u8]` of a file)
 //! without unaligned references. This module is the format specification as code; the reader
 //! in [`super`] is the only place that interprets it.
@@ -13,10 +13,14 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// The first four bytes of every `.hcqb` file.
 pub const MAGIC: [u8; 4] = *b"HCQB";
-/// The major version this reader understands; files of another major are refused.
-pub const VERSION_MAJOR: u16 = 1;
+/// The major version this writer produces. 2.0 added the graph and image sections (two
+/// entries more in the header's section table, so a larger header): a 1.x reader refuses 2.0
+/// files, and this reader reads 1.x files too (as one graph for any target, without images).
+pub const VERSION_MAJOR: u16 = 2;
+/// The oldest major version this reader reads.
+pub const VERSION_MAJOR_OLDEST: u16 = 1;
 /// The minor version this writer produces. Readers accept any minor of their major: a minor
-/// release may only give meaning to fields that 1.0 writes as zero.
+/// release may only give meaning to fields that x.0 writes as zero.
 pub const VERSION_MINOR: u16 = 0;
 /// "No reference" / "no index" in a 32-bit field.
 pub const NONE32: u32 = u32::MAX;
@@ -74,10 +78,16 @@ pub enum SectionKind {
     Args = 11,
     /// [`Val`] records (launch vals and GPU vals).
     Vals = 12,
+    /// [`Graph`] records (2.0). None: one graph for any target made of every table.
+    Graphs = 13,
+    /// [`Image`] records (2.0), ascending by buffer.
+    Images = 14,
 }
 
-/// Number of sections.
-pub const SECTION_COUNT: usize = 13;
+/// Number of sections (2.0).
+pub const SECTION_COUNT: usize = 15;
+/// Number of sections of a 1.x file.
+pub const SECTION_COUNT_V1: usize = 13;
 
 impl SectionKind {
     /// Every section, in header order.
@@ -95,6 +105,8 @@ impl SectionKind {
         SectionKind::Launches,
         SectionKind::Args,
         SectionKind::Vals,
+        SectionKind::Graphs,
+        SectionKind::Images,
     ];
 
     /// Size of one record (1 for the byte sections).
@@ -111,6 +123,8 @@ impl SectionKind {
             SectionKind::Launches => size_of::<Launch>(),
             SectionKind::Args => size_of::<Arg>(),
             SectionKind::Vals => size_of::<Val>(),
+            SectionKind::Graphs => size_of::<Graph>(),
+            SectionKind::Images => size_of::<Image>(),
         }
     }
 
@@ -130,6 +144,8 @@ impl SectionKind {
             SectionKind::Launches => "hcqb launch table",
             SectionKind::Args => "hcqb argument table",
             SectionKind::Vals => "hcqb value table",
+            SectionKind::Graphs => "hcqb graph table",
+            SectionKind::Images => "hcqb image table",
         }
     }
 
@@ -149,6 +165,8 @@ impl SectionKind {
             SectionKind::Launches => "hcqb checksum of the launch table",
             SectionKind::Args => "hcqb checksum of the argument table",
             SectionKind::Vals => "hcqb checksum of the value table",
+            SectionKind::Graphs => "hcqb checksum of the graph table",
+            SectionKind::Images => "hcqb checksum of the image table",
         }
     }
 }
@@ -227,6 +245,99 @@ pub struct Header {
 pub const HEADER_SIZE: usize = size_of::<Header>();
 /// The header checksum covers the bytes before this offset.
 pub const HEADER_CRC_OFFSET: usize = HEADER_SIZE - 4;
+
+/// The header of a 1.x file: [`Header`] with the 13 sections of 1.x.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct HeaderV1 {
+    /// [`MAGIC`].
+    pub magic: [u8; 4],
+    /// Major version (1).
+    pub version_major: U16<LE>,
+    /// Minor version.
+    pub version_minor: U16<LE>,
+    /// Reserved flags, zero.
+    pub flags: U32<LE>,
+    /// Version of the interchange format the bundle came from.
+    pub source_version: U32<LE>,
+    /// Total file size in bytes.
+    pub file_size: U64<LE>,
+    /// Model name.
+    pub model: StrRef,
+    /// tinygrad version of the exporter.
+    pub tinygrad_version: StrRef,
+    /// Level of the x86-64 objects, or absent.
+    pub level_x86_64: StrRef,
+    /// Level of the AArch64 objects, or absent.
+    pub level_aarch64: StrRef,
+    /// Architecture code of the objects that produced the expected outputs.
+    pub expected_from: u8,
+    /// Zero.
+    pub reserved0: [u8; 7],
+    /// The sections of 1.x, indexed by [`SectionKind`] (`Strings` ..= `Vals`).
+    pub sections: [SectionEntry; SECTION_COUNT_V1],
+    /// Zero.
+    pub reserved1: U32<LE>,
+    /// CRC-32 of every header byte before this field.
+    pub header_crc: U32<LE>,
+}
+
+/// Size of a 1.x header in bytes.
+pub const HEADER_SIZE_V1: usize = size_of::<HeaderV1>();
+
+/// One graph (2.0): the model as one target's device runs it, made of ranges of the tables.
+/// Its launches index programs from `programs_first` and buffers (args, copy views) from
+/// `buffers_first`; its inputs and outputs index buffers from `buffers_first` too.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct Graph {
+    /// Name (for messages).
+    pub name: StrRef,
+    /// `GraphTarget` code.
+    pub target: u8,
+    /// Architecture code of the objects that produced this graph's expected outputs.
+    pub expected_from: u8,
+    /// Zero.
+    pub reserved: [u8; 6],
+    /// First buffer.
+    pub buffers_first: U32<LE>,
+    /// Number of buffers.
+    pub buffers_len: U32<LE>,
+    /// First input.
+    pub inputs_first: U32<LE>,
+    /// Number of inputs.
+    pub inputs_len: U32<LE>,
+    /// First output.
+    pub outputs_first: U32<LE>,
+    /// Number of outputs.
+    pub outputs_len: U32<LE>,
+    /// First program.
+    pub programs_first: U32<LE>,
+    /// Number of programs.
+    pub programs_len: U32<LE>,
+    /// First launch.
+    pub launches_first: U32<LE>,
+    /// Number of launches.
+    pub launches_len: U32<LE>,
+}
+
+/// The image a buffer backs (2.0; IMAGE-SCHEMA): `height` rows of `width` RGBA texels.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct Image {
+    /// Buffer index (in the whole buffer table; the image table is ascending by it).
+    pub buffer: U32<LE>,
+    /// Texels per row (non-zero).
+    pub width: U32<LE>,
+    /// Rows (non-zero).
+    pub height: U32<LE>,
+    /// Bytes from one row to the next (at least `width × 4 × itemsize`).
+    pub pitch: U32<LE>,
+    /// `DType` code of the channels (float16 or float32).
+    pub format: u8,
+    /// Zero.
+    pub reserved: [u8; 7],
+}
 
 /// A base buffer.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable)]
@@ -400,7 +511,10 @@ pub struct Val {
 
 // The layout is the format: pin every record size.
 const _: () = {
-    assert!(HEADER_SIZE == 384);
+    assert!(HEADER_SIZE == 432);
+    assert!(HEADER_SIZE_V1 == 384);
+    assert!(size_of::<Graph>() == 56);
+    assert!(size_of::<Image>() == 24);
     assert!(size_of::<SectionEntry>() == 24);
     assert!(size_of::<Buffer>() == 32);
     assert!(size_of::<View>() == 48);

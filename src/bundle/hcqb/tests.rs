@@ -69,15 +69,18 @@ fn bad_magic_is_malformed_at_zero() {
 #[test]
 fn another_major_version_is_unsupported() {
     let mut bytes = packed();
-    edit_header(&mut bytes, |h| h.version_major = 2.into());
-    assert_eq!(Hcqb::parse(&bytes).unwrap_err(), Error::Unsupported { what: "hcqb version", value: 2 });
+    edit_header(&mut bytes, |h| h.version_major = 3.into());
+    assert_eq!(Hcqb::parse(&bytes).unwrap_err(), Error::Unsupported { what: "hcqb version", value: 3 });
+    let mut bytes = packed();
+    edit_header(&mut bytes, |h| h.version_major = 0.into());
+    assert_eq!(Hcqb::parse(&bytes).unwrap_err(), Error::Unsupported { what: "hcqb version", value: 0 });
 }
 
 #[test]
 fn a_newer_minor_version_is_accepted() {
     let mut bytes = packed();
     edit_header(&mut bytes, |h| h.version_minor = 7.into());
-    assert_eq!(Hcqb::parse(&bytes).unwrap().version(), (1, 7));
+    assert_eq!(Hcqb::parse(&bytes).unwrap().version(), (2, 7));
 }
 
 #[test]
@@ -221,4 +224,255 @@ fn every_truncation_is_an_error() {
     for len in 0..bytes.len() {
         assert!(Hcqb::parse(&bytes[..len]).is_err(), "prefix of {len} bytes parsed");
     }
+}
+
+// ---- 2.0: graphs, images, and 1.x files --------------------------------------------------
+
+use crate::bundle::GraphTarget;
+use crate::bundle::model::{Graph, Image, Objects, Span};
+use crate::dtype::DType;
+
+/// The same file as a 1.x writer laid it out: a 1.x header (13 sections) in front of the same
+/// sections (a 2.0 file's sections start after the larger header, so they fit as they are).
+fn as_v1(bytes: &[u8]) -> Vec<u8> {
+    let (h, _) = raw::Header::ref_from_prefix(bytes).unwrap();
+    let mut sections = [raw::SectionEntry::default(); raw::SECTION_COUNT_V1];
+    sections.copy_from_slice(&h.sections[..raw::SECTION_COUNT_V1]);
+    let v1 = raw::HeaderV1 {
+        magic: raw::MAGIC,
+        version_major: 1.into(),
+        version_minor: 0.into(),
+        flags: 0.into(),
+        source_version: h.source_version,
+        file_size: h.file_size,
+        model: h.model,
+        tinygrad_version: h.tinygrad_version,
+        level_x86_64: h.level_x86_64,
+        level_aarch64: h.level_aarch64,
+        expected_from: h.expected_from,
+        reserved0: [0; 7],
+        sections,
+        reserved1: 0.into(),
+        header_crc: 0.into(),
+    };
+    let mut out = bytes.to_vec();
+    out[..raw::HEADER_SIZE].fill(0);
+    out[..raw::HEADER_SIZE_V1].copy_from_slice(v1.as_bytes());
+    reseal(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn a_1x_file_still_parses_as_one_graph_for_any_target() {
+    let v2 = packed();
+    let v1 = as_v1(&v2);
+    let file = Hcqb::parse(&v1).unwrap();
+    assert_eq!(file.version(), (1, 0));
+    assert_eq!(file.n_graphs(), 0);
+    assert_eq!(file.to_model(), tiny());
+    for arch in Arch::ALL {
+        assert_eq!(file.for_archs(&[arch]).unwrap().n_launches(), 3);
+    }
+    // its 1.x header checksum is checked like a 2.0 one
+    let mut bad = v1.clone();
+    bad[20] ^= 1;
+    assert!(matches!(Hcqb::parse(&bad), Err(Error::Mismatch { what: "hcqb checksum of the header", .. })));
+}
+
+/// `tiny` as a CPU graph plus a QCOM graph of one kernel and a copy, with an image buffer and
+/// the weights (buffer 0's bytes) stored once for both.
+pub(crate) fn two_graphs() -> BundleModel {
+    let mut m = tiny();
+    m.programs[1].objects.x86_64 = Some(alloc::vec![0x7f, b'E', b'L', b'F']);
+    let n = |v: usize| v as u32;
+    let cpu = Graph {
+        name: "cpu".to_string(),
+        target: GraphTarget::Cpu,
+        expected_from: Arch::X86_64,
+        buffers: Span::all(m.buffers.len()),
+        inputs: Span::all(m.inputs.len()),
+        outputs: Span::all(m.outputs.len()),
+        programs: Span::all(m.programs.len()),
+        launches: Span::all(m.launches.len()),
+    };
+    let qcom = Graph {
+        name: "qcom".to_string(),
+        target: GraphTarget::Qcom,
+        expected_from: Arch::AdrenoA630,
+        buffers: Span { first: n(m.buffers.len()), len: 4 },
+        inputs: Span { first: n(m.inputs.len()), len: 1 },
+        outputs: Span { first: n(m.outputs.len()), len: 1 },
+        programs: Span { first: n(m.programs.len()), len: 1 },
+        launches: Span { first: n(m.launches.len()), len: 2 },
+    };
+    let mut buffers = m.buffers.clone();
+    buffers.push(Buffer {
+        nbytes: 64,
+        dtype: DType::F16,
+        role: BufferRole::Scratch,
+        also_output: false,
+        initial: None,
+        image: Some(Image { width: 2, height: 2, pitch: 16, format: DType::F16 }),
+    });
+    m.buffers.extend(buffers);
+    m.inputs.push(m.inputs[0].clone());
+    m.outputs.push(m.outputs[0].clone());
+    let mut p = m.programs[0].clone();
+    p.objects = Objects { x86_64: None, aarch64: None, adreno_a630: Some(alloc::vec![7; 8]) };
+    m.programs.push(p);
+    m.launches.push(m.launches[0].clone());
+    m.launches.push(m.launches[2].clone());
+    m.graphs = alloc::vec![cpu, qcom];
+    m.validate().unwrap();
+    m
+}
+
+use crate::bundle::model::Buffer;
+
+#[test]
+fn graphs_and_images_round_trip_and_weights_are_stored_once() {
+    let m = two_graphs();
+    let bytes = write(&m).unwrap();
+    let file = Hcqb::parse(&bytes).unwrap();
+    assert_eq!(file.to_model(), m);
+    assert_eq!(file.n_graphs(), 2);
+    let g = file.graph(1).unwrap();
+    assert_eq!((g.name, g.target, g.expected_from), ("qcom", GraphTarget::Qcom, Arch::AdrenoA630));
+    assert_eq!(g.counts, [4, 1, 1, 1, 2]);
+    // buffer 0 of each graph: the same stored bytes
+    let (a, b) = (file.buffer(0).unwrap().initial.unwrap(), file.buffer(3).unwrap().initial.unwrap());
+    assert_eq!(a.as_ptr(), b.as_ptr());
+    let q = file.graph_view(1).unwrap();
+    assert_eq!((q.n_buffers(), q.n_programs(), q.n_launches(), q.view_of()), (4, 1, 2, Some(1)));
+    assert_eq!(q.buffer(3).unwrap().image, Some(ImageRef { width: 2, height: 2, pitch: 16, format: DType::F16 }));
+    assert_eq!(q.buffer(0).unwrap().image, None);
+    assert_eq!(q.expected_from(), Arch::AdrenoA630);
+    assert_eq!(q.to_model(), m.graph_model(1).unwrap());
+}
+
+#[test]
+fn the_runner_picks_the_graph_of_its_target_and_names_a_missing_one() {
+    let m = two_graphs();
+    let bytes = write(&m).unwrap();
+    let file = Hcqb::parse(&bytes).unwrap();
+    assert_eq!(file.for_archs(&[Arch::X86_64]).unwrap().view_of(), Some(0));
+    assert_eq!(file.for_archs(&[Arch::AdrenoA630]).unwrap().view_of(), Some(1));
+    // graph 0 has no aarch64 object for program 0: an aarch64 device has no graph
+    assert!(file.for_archs(&[Arch::Aarch64]).is_err());
+    // only the QCOM graph: a CPU device is refused, naming what it needs and what there is
+    let mut q = m.graph_model(1).unwrap();
+    q.graphs = alloc::vec![Graph {
+        buffers: Span::all(4),
+        inputs: Span::all(1),
+        outputs: Span::all(1),
+        programs: Span::all(1),
+        launches: Span::all(2),
+        ..m.graphs[1].clone()
+    }];
+    q.validate().unwrap();
+    let bytes = write(&q).unwrap();
+    let file = Hcqb::parse(&bytes).unwrap();
+    let e = file.for_archs(&[Arch::X86_64]).unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("needs a cpu graph") && text.contains("qcom (qcom)"), "{text}");
+    assert!(matches!(e.root(), Error::Unsupported { what, .. } if what.starts_with("bundle has no graph")), "{e}");
+    assert_eq!(file.for_archs(&[Arch::AdrenoA630]).unwrap().n_launches(), 2);
+}
+
+#[test]
+fn an_image_with_zero_width_is_refused_by_model_and_file() {
+    let mut m = two_graphs();
+    m.buffers[6].image = Some(Image { width: 0, height: 2, pitch: 16, format: DType::F16 });
+    let e = m.validate().unwrap_err();
+    assert!(e.to_string().starts_with("graph 1: image of buffer 3"), "{e}");
+    let e = Hcqb::parse(&write(&m).unwrap()).unwrap_err();
+    assert!(matches!(e.root(), Error::InvalidArgument { what, .. } if what.starts_with("image width")), "{e}");
+    assert!(e.to_string().starts_with("image of buffer 6"), "{e}");
+    // a pitch below the row, rows past the buffer, an integer format
+    for im in [
+        Image { width: 4, height: 2, pitch: 16, format: DType::F16 },
+        Image { width: 2, height: 5, pitch: 16, format: DType::F16 },
+        Image { width: 2, height: 2, pitch: 16, format: DType::I16 },
+    ] {
+        let mut m = two_graphs();
+        m.buffers[6].image = Some(im);
+        assert!(m.validate().is_err(), "{im:?}");
+        assert!(Hcqb::parse(&write(&m).unwrap()).is_err(), "{im:?}");
+    }
+}
+
+#[test]
+fn a_graph_range_out_of_range_is_refused() {
+    let mut m = two_graphs();
+    m.graphs[1].programs.first = 5;
+    let e = m.validate().unwrap_err();
+    assert!(matches!(e.root(), Error::OutOfBounds { what: "graph program range", .. }), "{e}");
+    let e = Hcqb::parse(&write(&m).unwrap()).unwrap_err();
+    assert!(matches!(e.root(), Error::OutOfBounds { what: "graph program range", .. }), "{e}");
+    assert!(e.to_string().starts_with("graph 1"), "{e}");
+    // a launch of graph 1 indexes programs from the graph's first: program 1 is past its one program
+    let mut m = two_graphs();
+    if let Launch::Kernel(k) = &mut m.launches[3] {
+        k.program = 1;
+    }
+    assert!(m.validate().unwrap_err().to_string().starts_with("graph 1: launch 0"));
+    assert!(Hcqb::parse(&write(&m).unwrap()).unwrap_err().to_string().starts_with("graph 1: launch 0"));
+}
+
+#[test]
+fn two_graphs_for_one_target_or_disagreeing_inputs_are_refused() {
+    let mut m = two_graphs();
+    m.graphs[1].target = GraphTarget::Cpu;
+    assert!(matches!(m.validate().unwrap_err().root(), Error::Malformed { reason: "two graphs for one target", .. }));
+    assert!(Hcqb::parse(&write(&m).unwrap()).is_err());
+    let mut m = two_graphs();
+    m.graphs[0].target = GraphTarget::Any;
+    assert!(m.validate().is_err());
+    let mut m = two_graphs();
+    m.inputs[1].view.dtype = DType::I32;
+    let e = m.validate().unwrap_err();
+    assert!(e.to_string().starts_with("graph 1: input 0"), "{e}");
+    assert!(Hcqb::parse(&write(&m).unwrap()).unwrap_err().to_string().starts_with("graph 1: input 0"));
+    // same bytes, another shape: the graphs would not take the same tensor
+    let mut m = two_graphs();
+    m.inputs[1].shape = alloc::vec![2, 2];
+    let e = m.validate().unwrap_err();
+    assert!(matches!(e.root(), Error::Malformed { reason: "shapes differ", .. }), "{e}");
+    assert!(Hcqb::parse(&write(&m).unwrap()).unwrap_err().to_string().starts_with("graph 1: input 0"));
+}
+
+#[test]
+fn weights_stored_once_but_declared_with_two_sizes_are_refused() {
+    let m = two_graphs();
+    let mut bytes = write(&m).unwrap();
+    let t = section_entry(&bytes, SectionKind::Buffers);
+    let rec = |i: usize| t.offset.get() as usize + i * size_of::<raw::Buffer>();
+    // graph 1's buffer 0 (record 3) shares record 0's bytes; give it another size
+    let (r0, r3) = (rec(0), rec(3));
+    let b0 = raw::Buffer::read_from_bytes(&bytes[r0..r0 + 32]).unwrap();
+    let mut b3 = raw::Buffer::read_from_bytes(&bytes[r3..r3 + 32]).unwrap();
+    assert_eq!((b3.initial.offset.get(), b3.initial.len.get()), (b0.initial.offset.get(), b0.initial.len.get()));
+    b3.nbytes = 32.into();
+    bytes[r3..r3 + 32].copy_from_slice(b3.as_bytes());
+    reseal(&mut bytes).unwrap();
+    let e = Hcqb::parse(&bytes).unwrap_err();
+    assert!(matches!(e.root(), Error::Mismatch { expected: 16, found: 32, .. }), "{e}");
+    assert!(e.to_string().contains("weights stored once"), "{e}");
+    // buffers of equal bytes but different sizes are written with their own copies, so they parse
+    let mut m = two_graphs();
+    m.buffers[3].nbytes = 32;
+    Hcqb::parse(&write(&m).unwrap()).unwrap();
+}
+
+#[test]
+fn inspect_lists_the_graphs_and_images() {
+    let bytes = write(&two_graphs()).unwrap();
+    let text = crate::bundle::inspect(&Hcqb::parse(&bytes).unwrap());
+    assert!(text.contains("graphs: 2"), "{text}");
+    assert!(
+        text.contains("qcom (target qcom, expected outputs from adreno_a630): 1 programs, 2 launches, 4 buffers"),
+        "{text}"
+    );
+    assert!(text.contains("graph 1 qcom (target qcom):"), "{text}");
+    assert!(text.contains("image 2x2 float16 pitch 16B"), "{text}");
 }

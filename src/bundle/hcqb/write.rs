@@ -11,7 +11,8 @@ use super::raw::{self, NONE32, NONE64, SECTION_COUNT, SectionKind};
 use super::{Hcqb, LaunchRef};
 use crate::bundle::crc::crc32;
 use crate::bundle::model::{
-    ArchLevels, Buffer, BundleModel, GpuLaunch, Input, KernelLaunch, Launch, Objects, Output, Param, Program,
+    ArchLevels, Buffer, BundleModel, GpuLaunch, Graph, Image, Input, KernelLaunch, Launch, Objects, Output, Param,
+    Program, Span,
 };
 use crate::bundle::{Arch, ArgView};
 use crate::error::{Error, Result};
@@ -42,6 +43,9 @@ struct Builder<'m> {
     string_index: BTreeMap<&'m str, raw::StrRef>,
     data: Vec<u8>,
     blob_index: BTreeMap<&'m [u8], raw::BlobRef>,
+    /// Buffers' starting bytes are shared only between buffers of equal size and dtype (the
+    /// reader refuses a shared blob declared with two sizes).
+    buffer_blobs: BTreeMap<(&'m [u8], u64, u8), raw::BlobRef>,
     dims: Vec<U64<LE>>,
     buffers: Vec<raw::Buffer>,
     inputs: Vec<raw::View>,
@@ -53,6 +57,8 @@ struct Builder<'m> {
     launches: Vec<raw::Launch>,
     args: Vec<raw::Arg>,
     vals: Vec<raw::Val>,
+    graphs: Vec<raw::Graph>,
+    images: Vec<raw::Image>,
 }
 
 impl<'m> Builder<'m> {
@@ -89,6 +95,21 @@ impl<'m> Builder<'m> {
         self.data.extend_from_slice(b);
         let r = raw::BlobRef { offset: le64(start as u64), len: le64(b.len() as u64) };
         self.blob_index.insert(b, r);
+        r
+    }
+
+    /// A buffer's starting bytes: stored once for every buffer of the same bytes, size and dtype.
+    fn buffer_blob(&mut self, buf: &'m Buffer) -> raw::BlobRef {
+        let Some(b) = buf.initial.as_deref() else { return self.blob(None) };
+        let key = (b, buf.nbytes, buf.dtype.code());
+        if let Some(r) = self.buffer_blobs.get(&key) {
+            return *r;
+        }
+        let start = self.data.len().next_multiple_of(raw::WRITER_ALIGN);
+        self.data.resize(start, 0);
+        self.data.extend_from_slice(b);
+        let r = raw::BlobRef { offset: le64(start as u64), len: le64(b.len() as u64) };
+        self.buffer_blobs.insert(key, r);
         r
     }
 
@@ -253,8 +274,18 @@ impl<'m> Builder<'m> {
 /// outgrows its 32-bit indices.
 pub fn write(model: &BundleModel) -> Result<Vec<u8>> {
     let mut b = Builder::default();
-    for buf in &model.buffers {
-        let initial = b.blob(buf.initial.as_deref());
+    for (i, buf) in model.buffers.iter().enumerate() {
+        let initial = b.buffer_blob(buf);
+        if let Some(im) = buf.image {
+            b.images.push(raw::Image {
+                buffer: le32(u32_of("hcqb buffer table", i)?),
+                width: le32(im.width),
+                height: le32(im.height),
+                pitch: le32(im.pitch),
+                format: im.format.code(),
+                reserved: [0; 7],
+            });
+        }
         b.buffers.push(raw::Buffer {
             nbytes: le64(buf.nbytes),
             initial,
@@ -280,6 +311,25 @@ pub fn write(model: &BundleModel) -> Result<Vec<u8>> {
         let r = b.launch(l)?;
         b.launches.push(r);
     }
+    for g in &model.graphs {
+        let name = b.str(&g.name)?;
+        b.graphs.push(raw::Graph {
+            name,
+            target: g.target.code(),
+            expected_from: g.expected_from.code(),
+            reserved: [0; 6],
+            buffers_first: le32(g.buffers.first),
+            buffers_len: le32(g.buffers.len),
+            inputs_first: le32(g.inputs.first),
+            inputs_len: le32(g.inputs.len),
+            outputs_first: le32(g.outputs.first),
+            outputs_len: le32(g.outputs.len),
+            programs_first: le32(g.programs.first),
+            programs_len: le32(g.programs.len),
+            launches_first: le32(g.launches.first),
+            launches_len: le32(g.launches.len),
+        });
+    }
     let model_name = b.str(&model.name)?;
     let tinygrad_version = b.str(&model.tinygrad_version)?;
     let level_x86_64 = b.opt_str(model.arch_levels.x86_64.as_deref())?;
@@ -299,6 +349,8 @@ pub fn write(model: &BundleModel) -> Result<Vec<u8>> {
         (b.launches.as_bytes(), b.launches.len()),
         (b.args.as_bytes(), b.args.len()),
         (b.vals.as_bytes(), b.vals.len()),
+        (b.graphs.as_bytes(), b.graphs.len()),
+        (b.images.as_bytes(), b.images.len()),
     ];
     let mut out = alloc::vec![0u8; raw::HEADER_SIZE];
     let mut sections = [raw::SectionEntry::default(); SECTION_COUNT];
@@ -341,12 +393,24 @@ pub fn write(model: &BundleModel) -> Result<Vec<u8>> {
 pub fn reseal(bytes: &mut [u8]) -> Result<()> {
     use zerocopy::FromBytes;
     let len = bytes.len() as u64;
-    let header = raw::Header::read_from_prefix(bytes)
-        .map_err(|_| Error::Malformed { what: "hcqb header", at: len, reason: "truncated file (header incomplete)" })?
-        .0;
-    let mut header = header;
-    for kind in SectionKind::ALL {
-        let e = &mut header.sections[kind as usize];
+    let truncated = Error::Malformed { what: "hcqb header", at: len, reason: "truncated file (header incomplete)" };
+    let major = bytes.get(4..6).map(|v| u16::from_le_bytes([v[0], v[1]]));
+    if major == Some(1) {
+        let mut header = raw::HeaderV1::read_from_prefix(bytes).map_err(|_| truncated)?.0;
+        reseal_sections(bytes, &mut header.sections)?;
+        header.header_crc = le32(crc32(&header.as_bytes()[..raw::HEADER_SIZE_V1 - 4]));
+        bytes[..raw::HEADER_SIZE_V1].copy_from_slice(header.as_bytes());
+        return Ok(());
+    }
+    let mut header = raw::Header::read_from_prefix(bytes).map_err(|_| truncated)?.0;
+    reseal_sections(bytes, &mut header.sections)?;
+    header.header_crc = le32(crc32(&header.as_bytes()[..raw::HEADER_CRC_OFFSET]));
+    bytes[..raw::HEADER_SIZE].copy_from_slice(header.as_bytes());
+    Ok(())
+}
+
+fn reseal_sections(bytes: &[u8], sections: &mut [raw::SectionEntry]) -> Result<()> {
+    for (kind, e) in SectionKind::ALL.iter().zip(sections.iter_mut()) {
         let region = usize::try_from(e.offset.get()).ok().and_then(|start| {
             let end = start.checked_add(usize::try_from(e.size.get()).ok()?)?;
             bytes.get(start..end)
@@ -358,8 +422,6 @@ pub fn reseal(bytes: &mut [u8]) -> Result<()> {
         })?;
         e.crc = le32(crc32(region));
     }
-    header.header_crc = le32(crc32(&header.as_bytes()[..raw::HEADER_CRC_OFFSET]));
-    bytes[..raw::HEADER_SIZE].copy_from_slice(header.as_bytes());
     Ok(())
 }
 
@@ -374,6 +436,28 @@ impl Hcqb<'_> {
                 role: b.role,
                 also_output: b.also_output,
                 initial: b.initial.map(<[u8]>::to_vec),
+                image: b.image.map(|im| Image {
+                    width: im.width,
+                    height: im.height,
+                    pitch: im.pitch,
+                    format: im.format,
+                }),
+            })
+            .collect();
+        // a view of one graph is a model of one implicit graph
+        let table = if self.view_of.is_some() { &[][..] } else { self.graphs };
+        let graphs = table
+            .iter()
+            .zip(self.graphs())
+            .map(|(r, g)| Graph {
+                name: g.name.to_string(),
+                target: g.target,
+                expected_from: g.expected_from,
+                buffers: Span { first: r.buffers_first.get(), len: r.buffers_len.get() },
+                inputs: Span { first: r.inputs_first.get(), len: r.inputs_len.get() },
+                outputs: Span { first: r.outputs_first.get(), len: r.outputs_len.get() },
+                programs: Span { first: r.programs_first.get(), len: r.programs_len.get() },
+                launches: Span { first: r.launches_first.get(), len: r.launches_len.get() },
             })
             .collect();
         let inputs = self.inputs().map(|t| Input { view: t.view, shape: t.shape().collect() }).collect();
@@ -445,6 +529,7 @@ impl Hcqb<'_> {
             outputs,
             programs,
             launches,
+            graphs,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Fuzz the `.hcqb` reader: `Hcqb::parse` must never panic, and a file it accepts must be
-//! safe to walk through every accessor, unpack to a model that `validate()` accepts, and
+//! safe to walk through every accessor (every graph of a 2.0 file as well, its images, the
+//! graph each architecture's device would run), unpack to a model that `validate()` accepts, and
 //! repack to a file that parses to the same model.
 //!
 //! Seeds: the packed examples and `tests/data/bundles-bad/*.hcqb`. CRCs stop most random
@@ -61,6 +62,26 @@ fn walk(file: &Hcqb<'_>) {
                 assert_eq!(dst.nbytes, src.nbytes);
                 black_box((dst, src));
             }
+        }
+    }
+    // 2.0: every graph is a file of its own that walks the same way; images stay inside their buffers
+    for (g, info) in file.graphs().enumerate() {
+        let view = file.graph_view(g).expect("a listed graph has a view");
+        let [b, i, o, p, l] = info.counts;
+        assert_eq!((view.n_buffers(), view.inputs().len(), view.outputs().len()), (b as usize, i as usize, o as usize));
+        assert_eq!((view.n_programs(), view.n_launches()), (p as usize, l as usize));
+        assert_eq!(view.view_of(), Some(g));
+        walk(&view);
+    }
+    for b in file.buffers() {
+        if let Some(im) = b.image {
+            assert!(im.width > 0 && im.height > 0);
+            assert!(u64::from(im.height) * u64::from(im.pitch) <= b.nbytes);
+        }
+    }
+    for arch in Arch::ALL {
+        if let Ok(view) = file.for_archs(&[arch]) {
+            assert!(view.programs().all(|p| p.object(arch).is_some()));
         }
     }
     black_box(inspect(file).len());
