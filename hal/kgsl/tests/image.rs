@@ -41,6 +41,7 @@ fn image_bundle(padded: bool) -> Vec<u8> {
             role: if i == 0 { BufferRole::Output } else { BufferRole::Input },
             also_output: false,
             initial: (i > 0).then(|| (0..nbytes(i)).map(|b| (b % 7) as u8).collect()),
+            image: None,
         })
         .collect();
     let signature = (0..3)
@@ -83,6 +84,7 @@ fn image_bundle(padded: bool) -> Vec<u8> {
             ins: vec![1, 2],
             gpu: Some(GpuLaunch { global_size: [8, 1, 1], local_size: [4, 1, 1], vals: vec![] }),
         })],
+        graphs: vec![],
     };
     hcqb::write(&m).unwrap()
 }
