@@ -9,7 +9,8 @@
 //! `programs[].adreno.consts`) and records the launch into its captured queues. A call
 //! ([`Model::call`]) replays what was captured; [`Model::check`] compares the outputs with the
 //! bundle's expected bytes ([`compare`]: exact when the objects are those that produced them,
-//! else `|got − expected| ≤ 1e-5 + 1e-4·|expected|`).
+//! else within the tolerance of the element type, [`tolerance`]: `|got − expected| ≤ 1e-5 +
+//! 1e-4·|expected|` for f32 and f64, two units in the last place for f16 and bf16).
 //!
 //! [`Model`] is what a front end (the `hcq run` command) drives: a [`Runner`] over any
 //! backend implements it. Backends today: the CPU (`hcq_cpu::backend::CpuBackend`: exec lists
@@ -32,10 +33,23 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 
-/// Absolute term of the cross-architecture tolerance.
+/// Absolute term of the cross-architecture tolerance (f32, f64).
 pub const TOL_ABS: f64 = 1e-5;
-/// Relative term of the cross-architecture tolerance.
+/// Relative term of the cross-architecture tolerance (f32, f64).
 pub const TOL_REL: f64 = 1e-4;
+
+/// The cross-architecture tolerance of an element type, `(absolute, relative)`: an element
+/// matches when `|got − expected| ≤ absolute + relative·|expected|`. f32 and f64: [`TOL_ABS`],
+/// [`TOL_REL`]. Half types round every result to 11 (f16) or 8 (bf16) significant bits, so one
+/// rounding step is 2^-10 (2^-7) relative: they get two steps (f16: 2e-3 relative, 1e-3
+/// absolute, tinygrad's own half tolerance; bf16: 1.6e-2 relative, 1e-2 absolute).
+pub fn tolerance(dtype: DType) -> (f64, f64) {
+    match dtype {
+        DType::F16 => (1e-3, 2e-3),
+        DType::BF16 => (1e-2, 1.6e-2),
+        _ => (TOL_ABS, TOL_REL),
+    }
+}
 
 /// Result of comparing outputs with the expected bytes.
 #[derive(Clone, Debug, PartialEq)]
@@ -111,6 +125,7 @@ fn compare_first(dtype: DType, got: &[u8], expected: &[u8], exact: bool) -> (u64
     let mut bad = 0u64;
     let mut max = 0f64;
     let mut first = None;
+    let (tol_abs, tol_rel) = tolerance(dtype);
     for (i, (g, e)) in got.chunks_exact(size).zip(expected.chunks_exact(size)).enumerate() {
         let (gv, ev) = (element(dtype, g), element(dtype, e));
         let outside = if dtype.is_float() {
@@ -121,7 +136,7 @@ fn compare_first(dtype: DType, got: &[u8], expected: &[u8], exact: bool) -> (u64
                 if d.is_nan() || d > max {
                     max = if d.is_nan() { f64::INFINITY } else { d };
                 }
-                let within = d <= TOL_ABS + TOL_REL * ev.abs(); // false for NaN
+                let within = d <= tol_abs + tol_rel * ev.abs(); // false for NaN
                 exact || !within
             }
         } else {
@@ -617,6 +632,20 @@ mod tests {
         assert_eq!(f16_to_f64(0x7bff), 65504.0);
         assert_eq!(f16_to_f64(0xfc00), f64::NEG_INFINITY);
         assert!(f16_to_f64(0x7e00).is_nan());
+    }
+
+    #[test]
+    fn half_outputs_match_within_two_rounding_steps() {
+        // f16 1.0 is 0x3c00; one step above it is 2^-10 (9.8e-4, ten times the f32 tolerance)
+        let h = |bits: &[u16]| bits.iter().flat_map(|b| b.to_le_bytes()).collect::<Vec<u8>>();
+        let e = h(&[0x3c00, 0x4900]); // 1.0, 10.0
+        assert_eq!(compare(DType::F16, &h(&[0x3c01, 0x4902]), &e, false).0, 0, "one and two steps off match");
+        assert_eq!(compare(DType::F16, &h(&[0x3c04, 0x4900]), &e, false).0, 1, "four steps off at 1.0 do not");
+        assert_eq!(compare(DType::F16, &h(&[0x3c01, 0x4900]), &e, true).0, 1, "exact mode counts every step");
+        // bf16 1.0 is 0x3f80; one step is 2^-7
+        assert_eq!(compare(DType::BF16, &h(&[0x3f81]), &h(&[0x3f80]), false).0, 0);
+        assert_eq!(compare(DType::BF16, &h(&[0x3f84]), &h(&[0x3f80]), false).0, 1);
+        assert_eq!(tolerance(DType::F32), (TOL_ABS, TOL_REL));
     }
 
     #[test]

@@ -328,7 +328,12 @@ fn drive(
         .ok();
     }
     if let Some(r) = &report {
-        let mode = if r.exact { "exact".to_string() } else { format!("|d| <= {TOL_ABS:e} + {TOL_REL:e}*|expected|") };
+        let (h_abs, h_rel) = hcq::runner::tolerance(hcq::DType::F16);
+        let mode = if r.exact {
+            "exact".to_string()
+        } else {
+            format!("|d| <= {TOL_ABS:e} + {TOL_REL:e}*|expected|, f16 {h_abs:e} + {h_rel:e}*|expected|")
+        };
         writeln!(
             out,
             "check    {} ({} outputs, {}, max abs diff {:e}, {} mismatches)",
