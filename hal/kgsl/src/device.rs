@@ -103,7 +103,7 @@ impl QcomDevice {
                     Err(msm) if missing && matches!(msm.root(), Error::DeviceUnavailable { .. }) => {
                         Err(Error::DeviceUnavailable {
                             device: device_name("QCOM"),
-                            reason: "neither the KGSL node (/dev/kgsl-3d0) nor an MSM DRM render node \
+                            reason: "the KGSL node (/dev/kgsl-3d0) is missing and no MSM DRM render node \
                                      (/dev/dri/renderD128..renderD191, or $HCQ_MSM_NODE) answers: no Adreno GPU, \
                                      or its kernel driver is not loaded",
                         })
