@@ -228,3 +228,40 @@ fn every_hostile_image_entry_is_refused_at_load_naming_its_field() {
         assert!(!t.contains("interpreter does not run"), "{}: {t}", d.display());
     }
 }
+
+/// Decision (issue 18 §2, tinygrad's `HCQProgram.__call__`): a call starts with its timeline
+/// wait, then a cache flush and invalidate (the barrier), before its first dispatch.
+#[test]
+fn a_call_flushes_and_invalidates_the_caches_before_its_first_dispatch() {
+    use hcq_adreno::pm4::op;
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/elementwise");
+    let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap();
+    let file = Hcqb::parse(&bytes).unwrap();
+    let m = Runner::load(QcomBackend::new(hcq_sim_adreno::open(false).unwrap()).unwrap(), &file).unwrap();
+    let w = m.backend().words();
+    // the type-7 opcodes up to the first CP_SET_MARKER (the dispatch's first packet)
+    let (mut ops, mut i) = (vec![], 0);
+    while i < w.len() && w[i] >> 28 == 7 {
+        let op7 = (w[i] >> 16) & 0x7f;
+        if op7 == op::CP_SET_MARKER {
+            break;
+        }
+        ops.push((op7, w.get(i + 1).copied().unwrap_or(0) & 0xff));
+        i += 1 + (w[i] & 0x3fff) as usize;
+    }
+    let events: Vec<u32> = ops.iter().filter(|&&(o, _)| o == op::CP_EVENT_WRITE).map(|&(_, e)| e).collect();
+    assert_eq!(events, [4, 49], "CACHE_FLUSH_TS, then CACHE_INVALIDATE (a6xx event numbers)");
+    let ops: Vec<u32> = ops.iter().map(|&(o, _)| o).collect();
+    assert_eq!(
+        ops,
+        [
+            op::CP_WAIT_REG_MEM,
+            op::CP_WAIT_REG_MEM,
+            op::CP_EVENT_WRITE,
+            op::CP_EVENT_WRITE,
+            op::CP_WAIT_MEM_WRITES,
+            op::CP_WAIT_FOR_IDLE
+        ],
+        "wait, then flush (CACHE_FLUSH_TS), invalidate (CACHE_INVALIDATE), wait for writes and idle"
+    );
+}
