@@ -65,10 +65,10 @@ pub fn image(words: &[u32], index: usize, what: &'static str, mem: &dyn GpuMemor
     for a in [base, last & !3] {
         if mem.read32(a).is_err() {
             return Err(Error::OutOfBounds {
-                what: "adreno sim: image texels outside every GPU object (descriptor, address)",
+                what: "adreno sim: image texels outside every GPU object (address, image bytes)",
                 offset: a,
                 len: last + 1 - base,
-                limit: index as u64,
+                limit: 0,
             })
             .map_err(|e| e.context(alloc::format!("{what} {index}: base {base:#x}, {width}×{height}, pitch {pitch}")));
         }
