@@ -350,6 +350,7 @@ fn a_copy_launch_runs_as_cp_memcpy_after_the_kernel() {
         dtype,
         role: BufferRole::Output,
         also_output: false,
+        image: None,
         initial: None,
     });
     let copy = ArgView { buffer: (m.buffers.len() - 1) as u32, offset: 0, nbytes: out.view.nbytes, dtype };
