@@ -358,6 +358,7 @@ fn a_copy_launch_runs_as_cp_memcpy_after_the_kernel() {
         dtype,
         role: BufferRole::Output,
         also_output: false,
+        image: None,
         initial: None,
         image: None,
     });
