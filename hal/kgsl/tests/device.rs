@@ -360,7 +360,6 @@ fn a_copy_launch_runs_as_cp_memcpy_after_the_kernel() {
         also_output: false,
         image: None,
         initial: None,
-        image: None,
     });
     let copy = ArgView { buffer: (m.buffers.len() - 1) as u32, offset: 0, nbytes: out.view.nbytes, dtype };
     m.launches.push(BLaunch::Copy { dst: copy, src: out.view });
