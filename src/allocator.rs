@@ -259,7 +259,7 @@ fn is_exhaustion(e: &Error) -> bool {
 }
 
 /// What a deferred free needs from a device: whether its timeline has passed a [`Stamp`], and a
-/// way to wait until it has. Implemented by [`crate::hcq::Hcq`] (the device's timeline and wait
+/// way to wait until it has. Implemented by [`crate::engine::Engine`] (the device's timeline and wait
 /// hooks); a backend hands its own to [`LruAllocator::attach_completion`].
 pub trait Completion: Send + Sync {
     /// True once the device has finished everything up to `stamp`.

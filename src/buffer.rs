@@ -125,7 +125,7 @@ fn wait_device(device: &dyn Device, stamp: Stamp) -> Result<()> {
     }
     // TIMEOUT: the device timeline's policy (default 30 s without progress), then
     // `Error::Timeout` and the device is marked hung.
-    match device.hcq() {
+    match device.engine() {
         Some(h) => h.wait(stamp),
         None => device.synchronize(),
     }
@@ -133,7 +133,7 @@ fn wait_device(device: &dyn Device, stamp: Stamp) -> Result<()> {
 
 /// Whether `device` is known to have passed `stamp` without waiting.
 fn passed(device: &dyn Device, stamp: Stamp) -> bool {
-    stamp.is_zero() || device.hcq().is_some_and(|h| h.timeline().passed(stamp))
+    stamp.is_zero() || device.engine().is_some_and(|h| h.timeline().passed(stamp))
 }
 
 /// The buffers of one launch, between taking their addresses and marking their stamps: host

@@ -62,7 +62,7 @@ pub trait Device: Send + Sync + 'static {
     fn as_any(&self) -> &dyn core::any::Any;
     /// The device's HCQ engine state (timeline, queues, profiler), for devices driven through
     /// command rings. Default: none.
-    fn hcq(&self) -> Option<&crate::hcq::Hcq> {
+    fn engine(&self) -> Option<&crate::engine::Engine> {
         None
     }
 }

@@ -23,7 +23,7 @@
 //! | [`ring`] | command rings and kernel-argument pools that never overwrite in-flight work |
 //! | [`barrier`] | the backend's ordering barrier before a doorbell or submit (`dsb st`, `sfence`) |
 //! | [`submit`] | the two shapes of an engine: ring + doorbell, indirect buffers + submit hook |
-//! | [`hcq`] | the engine tying timeline, rings and encoder together |
+//! | [`engine`] | the engine tying timeline, rings and encoder together |
 //! | [`soft`] | the reference command encoding and a software command processor |
 //! | [`profile`] | profile events, Chrome trace export |
 //!
@@ -41,7 +41,7 @@ extern crate std;
 mod fmt;
 
 /// Submit a queue in an in-crate test: `submit!(target, engine, &mut q)` for
-/// `target.submit(engine, &mut q)` (an `Hcq` or a `Submitter`).
+/// `target.submit(engine, &mut q)` (an `Engine` or a `Submitter`).
 #[cfg(all(test, feature = "alloc"))]
 macro_rules! submit {
     ($target:expr, $($arg:expr),+ $(,)?) => {{
@@ -62,9 +62,9 @@ pub mod deps;
 #[cfg(feature = "alloc")]
 pub mod device;
 pub mod dtype;
-pub mod error;
 #[cfg(feature = "alloc")]
-pub mod hcq;
+pub mod engine;
+pub mod error;
 pub mod limits;
 pub mod memory;
 pub mod mmio;

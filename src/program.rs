@@ -209,7 +209,7 @@ fn put(out: &mut [u8], e: &Entry, word: &[u8; 8]) -> Result<()> {
 
 /// What a launch reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Launch {
+pub struct LaunchReport {
     /// The timeline value that marks the launch done on its device; `None` only when the launch
     /// had finished when the call returned.
     pub stamp: Option<Stamp>,
@@ -246,7 +246,7 @@ pub trait Program: Send + Sync {
     /// smaller than its parameter's footprint, and a different number of buffers.
     fn buffer_footprints(&self) -> &[u64];
 
-    /// Launch over a `global` grid of `local` workgroups with the buffers at device addresses
+    /// LaunchReport over a `global` grid of `local` workgroups with the buffers at device addresses
     /// `bufs` and values `vals` (both in slot order, as [`KernargLayout::pack`] takes them).
     /// With `wait`, block until it finishes (and report its run time when the device measures
     /// it). Returns the launch's completion stamp.
@@ -270,9 +270,9 @@ pub trait Program: Send + Sync {
         global: [u32; 3],
         local: [u32; 3],
         wait: bool,
-    ) -> Result<Launch>;
+    ) -> Result<LaunchReport>;
 
-    /// Launch with `bufs` as the buffer arguments (in slot order; their device addresses are
+    /// LaunchReport with `bufs` as the buffer arguments (in slot order; their device addresses are
     /// taken, allocating them if needed), as [`Program::call_raw`] does, and mark every buffer
     /// as written by the launch, so its memory outlives the launch and host copies wait for it.
     /// Returns the run time in microseconds when `wait` is set and the device measures it.
@@ -337,7 +337,7 @@ pub trait Program: Send + Sync {
                 Err(e) => {
                     // the launch may be in flight anyway (submitted, then its wait failed): mark the
                     // buffers up to everything submitted so far, which covers it
-                    if let Some(h) = bufs.first().and_then(|b| b.device().hcq()) {
+                    if let Some(h) = bufs.first().and_then(|b| b.device().engine()) {
                         let upper = h.timeline().last_submitted();
                         for b in bufs {
                             b.mark_written(upper);
@@ -475,7 +475,7 @@ mod tests {
         fn buffer_footprints(&self) -> &[u64] {
             &self.footprints
         }
-        unsafe fn call_raw(&self, bufs: &[u64], _: &[i64], _: [u32; 3], _: [u32; 3], _: bool) -> Result<Launch> {
+        unsafe fn call_raw(&self, bufs: &[u64], _: &[i64], _: [u32; 3], _: [u32; 3], _: bool) -> Result<LaunchReport> {
             self.got.lock().unwrap().extend_from_slice(bufs);
             if let Some((entered, go)) = &self.hold {
                 entered.send(()).unwrap();
@@ -489,7 +489,7 @@ mod tests {
                     timeout_ms: 1,
                 });
             }
-            Ok(Launch { stamp: Some(self.stamp), time_us: None })
+            Ok(LaunchReport { stamp: Some(self.stamp), time_us: None })
         }
     }
 

@@ -158,13 +158,13 @@ fn compare_first(dtype: DType, got: &[u8], expected: &[u8], exact: bool) -> (u64
 /// most [`crate::soft::MAX_PACKET_WORDS`] words) to the queue being built. Every backend whose
 /// launch list is soft packets records it with this.
 pub fn build_queues<T>(
-    hcq: &crate::hcq::Hcq,
+    hcq: &crate::engine::Engine,
     items: &[T],
     mut push: impl FnMut(&mut crate::queue::HwQueue, &T) -> Result<()>,
 ) -> Result<Vec<crate::queue::HwQueue>> {
     // one packet per item plus the queue's timeline wait and signal; a queue never takes more
     // than a quarter of the ring
-    let max_words = (hcq.engines()[0].ring_words() / 4).max(64) as usize;
+    let max_words = (hcq.channels()[0].ring_words() / 4).max(64) as usize;
     let mut queues = Vec::new();
     let mut queue = hcq.queue()?;
     for it in items {
@@ -184,11 +184,11 @@ pub fn build_queues<T>(
 /// what was submitted). Returns the timeline value that completes the call.
 ///
 /// # Safety
-/// As [`Submitter::submit`](crate::hcq::Submitter::submit) for every queue: here, queues a
+/// As [`Submitter::submit`](crate::engine::Submitter::submit) for every queue: here, queues a
 /// backend built from its bundle's checked launches over buffers it owns and keeps alive until
 /// the returned value has passed.
 pub unsafe fn submit_queues(
-    hcq: &crate::hcq::Hcq,
+    hcq: &crate::engine::Engine,
     queues: &mut [crate::queue::HwQueue],
     last: &mut crate::stamp::Stamp,
 ) -> Result<u64> {
@@ -211,7 +211,7 @@ pub fn pick_arch(bundle: &Hcqb<'_>, device_archs: &[Arch]) -> Result<Arch> {
 /// One kernel launch as a backend records it: the program, its buffer arguments as device
 /// addresses (in argument order) and the launch as the bundle states it.
 #[derive(Clone, Copy, Debug)]
-pub struct Launch<'a, 'b> {
+pub struct KernelLaunch<'a, 'b> {
     /// Launch index in the bundle.
     pub index: usize,
     /// The bundle's launch (grids, integer values, the Adreno dispatch).
@@ -250,7 +250,7 @@ pub trait Backend {
         object: &[u8],
     ) -> Result<Self::Program>;
     /// Lay out a kernel launch's arguments as `program` says and record it.
-    fn record_kernel(&mut self, program: &Self::Program, launch: &Launch<'_, '_>) -> Result<()>;
+    fn record_kernel(&mut self, program: &Self::Program, launch: &KernelLaunch<'_, '_>) -> Result<()>;
     /// Record a buffer-to-buffer copy.
     fn record_copy(&mut self, dst: u64, src: u64, bytes: u64) -> Result<()>;
     /// Close the capture.
@@ -355,7 +355,7 @@ impl<B: Backend> Runner<B> {
                         len: 1,
                         limit: programs.len() as u64,
                     });
-                    prog.and_then(|p| backend.record_kernel(p, &Launch { index: li, kernel: &k, args: &args }))
+                    prog.and_then(|p| backend.record_kernel(p, &KernelLaunch { index: li, kernel: &k, args: &args }))
                         .with_context(|| format!("launch {li} ({})", k.name))?;
                     kernels += 1;
                 }
@@ -547,7 +547,7 @@ mod tests {
             self.log.push("program");
             Ok(())
         }
-        fn record_kernel(&mut self, _: &(), _: &Launch<'_, '_>) -> Result<()> {
+        fn record_kernel(&mut self, _: &(), _: &KernelLaunch<'_, '_>) -> Result<()> {
             self.log.push("kernel");
             Ok(())
         }

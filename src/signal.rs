@@ -927,7 +927,7 @@ mod tests {
         pool.store(other.addr(), 9).unwrap();
         assert_eq!((tl.signal().timestamp(), other.value()), (3, 9));
         // (the timeline's own command processor signals it through its timeline handle, not
-        // the pool: `soft::engine`)
+        // the pool: `soft::cp`)
         assert!(pool.load(tl.signal().addr() + 4).is_err() && pool.store(8, 1).is_err());
     }
 }

@@ -333,10 +333,10 @@ pub mod host_signals {
 #[cfg(feature = "alloc")]
 pub use host_signals::HOST_SIGNALS;
 
-pub mod engine;
+pub mod cp;
 pub mod inline;
 #[cfg(feature = "std")]
-pub mod runner;
+pub mod threaded;
 
 #[cfg(all(test, not(loom)))]
 mod tests {

@@ -1,4 +1,4 @@
-//! Completion stamps and engine ids: the two numbers every submission carries, as types.
+//! Completion stamps and channel ids: the two numbers every submission carries, as types.
 //!
 //! A [`Stamp`] is a value on a device's timeline: the value a submission's final signal writes,
 //! and so the point after which everything that submission used (ring words, kernel arguments,
@@ -7,7 +7,7 @@
 //! (Adreno's `CP_EVENT_WRITE`, KGSL timestamps), which [`Stamp::reached_by`] compares by wrapping
 //! difference, as Asahi's `EventValue` does.
 //!
-//! An [`EngineId`] names one engine (one ring and doorbell) of a device.
+//! A [`ChannelId`] names one channel (one ring and doorbell, or IB pool) of a device's engine.
 
 use core::fmt;
 
@@ -112,42 +112,42 @@ impl defmt::Format for Stamp {
     }
 }
 
-/// One engine of a device (an index into its engines, in the order the backend built them).
+/// One channel of a device's engine (an index into its channels, in the order the backend built them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(transparent)]
-pub struct EngineId(u8);
+pub struct ChannelId(u8);
 
-impl EngineId {
-    /// The first engine (the compute engine on every backend so far).
-    pub const FIRST: EngineId = EngineId(0);
+impl ChannelId {
+    /// The first channel (the compute channel on every backend so far).
+    pub const FIRST: ChannelId = ChannelId(0);
 
-    /// Engine number `i` (engines are few: a device has at most 256).
+    /// Channel number `i` (channels are few: a device has at most 256).
     #[inline]
     pub const fn new(i: u8) -> Self {
         Self(i)
     }
 
-    /// The index into the device's engines.
+    /// The index into the device's channels.
     #[inline]
     pub const fn index(self) -> usize {
         self.0 as usize
     }
 }
 
-impl From<u8> for EngineId {
+impl From<u8> for ChannelId {
     fn from(i: u8) -> Self {
         Self(i)
     }
 }
 
-impl fmt::Display for EngineId {
+impl fmt::Display for ChannelId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "engine {}", self.0)
     }
 }
 
 #[cfg(feature = "defmt")]
-impl defmt::Format for EngineId {
+impl defmt::Format for ChannelId {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(f, "engine {}", self.0)
     }
@@ -184,7 +184,7 @@ mod tests {
         assert_eq!(Stamp::new(7).prev(), Stamp::new(6));
         assert_eq!(Stamp::ZERO.prev(), Stamp::ZERO);
         assert!(Stamp::ZERO.is_zero() && !Stamp::new(1).is_zero());
-        assert_eq!(EngineId::new(1).index(), 1);
-        assert_eq!(std::format!("{} {}", Stamp::new(3), EngineId::FIRST), "3 engine 0");
+        assert_eq!(ChannelId::new(1).index(), 1);
+        assert_eq!(std::format!("{} {}", Stamp::new(3), ChannelId::FIRST), "3 engine 0");
     }
 }

@@ -16,7 +16,7 @@
 //! [`write_words`]: crate::mmio::write_words
 //!
 //! [`Submission`] is the interface of a shape; [`Shape`] is the enum an
-//! [`Engine`](crate::hcq::Engine) holds, so the ring path pays one predictable branch and no
+//! [`Channel`](crate::engine::Channel) holds, so the ring path pays one predictable branch and no
 //! dynamic call.
 
 #[cfg(feature = "ib")]

@@ -63,7 +63,7 @@ impl Timeline {
     /// Setting it from safe code does not compile:
     ///
     /// ```compile_fail,E0624
-    /// fn repro(hcq: &hcq::hcq::Hcq) {
+    /// fn repro(hcq: &hcq::engine::Engine) {
     ///     hcq.timeline().signal().set(1 << 40); // "everything done": buffers freed early
     /// }
     /// ```
@@ -71,7 +71,7 @@ impl Timeline {
     /// Reading it does:
     ///
     /// ```
-    /// fn read(hcq: &hcq::hcq::Hcq) -> u64 {
+    /// fn read(hcq: &hcq::engine::Engine) -> u64 {
     ///     hcq.timeline().signal().value()
     /// }
     /// ```
@@ -134,10 +134,10 @@ impl Timeline {
 
     /// Continue from value `last` (a timeline resumed from an earlier run): the signal is set
     /// to `last` and the next submission signals `last + 1`. Only while nothing is in flight
-    /// (callers hold the submit lock; [`crate::hcq::Hcq::resume_at`] checks).
+    /// (callers hold the submit lock; [`crate::engine::Engine::resume_at`] checks).
     pub(crate) fn resume_at(&self, last: Stamp) {
         self.signal.set(last.get());
-        // `Hcq::resume_at` refuses `u64::MAX` (its successor would wrap to 0, "always reached")
+        // `Engine::resume_at` refuses `u64::MAX` (its successor would wrap to 0, "always reached")
         self.next.store(last.get().saturating_add(1), Ordering::Release);
     }
 

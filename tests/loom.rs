@@ -7,7 +7,7 @@
 //! # What runs for real and what is modelled
 //!
 //! Under `--cfg loom`, `hcq::sync` re-exports loom's atomics and fence, so the **producer side
-//! runs the crate's own code unchanged**: [`Hcq`], `Submitter::{kernargs, submit}`, `HwQueue`
+//! runs the crate's own code unchanged**: [`Engine`], `Submitter::{kernargs, submit}`, `HwQueue`
 //! building and patching, `CommandRing::submit` (two-slice write, `fence(Release)`, doorbell
 //! write), `KernargPool::alloc`, the `InFlight` stamp bookkeeping, `Timeline` and
 //! `Signal::{value, set, wait}` over a `SignalPage::new_host` page. The consumer runs the
@@ -24,7 +24,7 @@
 //!   MMIO write orders nothing by itself; the real `Regs`/`MockMmio` registers store with Release,
 //!   which is stronger). Ordering the ring words before it is entirely the job of the
 //!   `fence(Release)` in `CommandRing::submit`.
-//! - [`Cp`]: the command-processor loop of `hcq::soft::runner::CpThread::run` — Acquire load of
+//! - [`Cp`]: the command-processor loop of `hcq::soft::threaded::CpThread::run` — Acquire load of
 //!   the doorbell, `SoftCp::step`, publish the read pointer — with `loom::thread::yield_now` in
 //!   place of its spin/sleep phases, and a [`SoftTarget`] that mirrors `runner::Target`: waits
 //!   are Acquire loads of the signal slot (`host_signals::load`), signals Release stores
@@ -33,7 +33,7 @@
 //! - [`LoomHooks`]: a clock that never advances (a wait never times out; a protocol deadlock
 //!   shows up as loom running out of branches) and loom's `yield_now`.
 //!
-//! The locks inside `Hcq`/`Timeline` (std mutexes for submit/ring/kernargs, spin mutexes for
+//! The locks inside `Engine`/`Timeline` (std mutexes for submit/ring/kernargs, spin mutexes for
 //! the fault and policy) are not loom-aware; that is sound here because only the producer
 //! thread takes the submit/ring/kernarg locks, and the timeline's fault/policy
 //! locks hold no loom operation inside (loom never switches threads while they are held).
@@ -45,7 +45,7 @@
 //!    finished with: the second and third submissions wrap a 32-word ring (21 words each) and a
 //!    two-block kernarg pool, so each must wait for the stamp of the one before.
 //! 3. A waiter that observes timeline value `v` sees every write the device made before
-//!    signalling `v` (output words read after `Hcq::wait`/`synchronize`).
+//!    signalling `v` (output words read after `Engine::wait`/`synchronize`).
 //! 4. Two engines of one device run in timeline order: engine 1's exec reads what engine 0's
 //!    exec wrote, ordered only by the timeline wait/signal.
 //!
@@ -64,8 +64,8 @@
 //! file runs in about 3 s in release mode.
 #![cfg(loom)]
 
+use hcq::engine::{Channel, Engine};
 use hcq::error::{Error, Result, device_name};
-use hcq::hcq::{Engine, Hcq};
 use hcq::mmio::{MmioBus, Width};
 use hcq::queue::{Command, Encoder, Field};
 use hcq::ring::{CommandRing, Doorbell, KernargPool};
@@ -281,7 +281,7 @@ impl Cp {
 
 /// A device with `engines` rings of `ring_words` words and a kernarg pool of `kernarg_bytes`.
 struct Rig {
-    hcq: Arc<Hcq>,
+    hcq: Arc<Engine>,
     cps: Vec<Arc<Cp>>,
     out: Arc<LoomMem>,
 }
@@ -299,7 +299,10 @@ fn rig(engines: usize, ring_words: usize, kernarg_bytes: usize) -> Rig {
         let ring = LoomMem::new(ring_words);
         let bell = Arc::new(Bell { wptr: AtomicU64::new(0) });
         let db = Doorbell { bus: bell.clone(), offset: 0, width: Width::U64 };
-        engs.push(Engine::new(if e == 0 { "compute" } else { "copy" }, CommandRing::new(ring.clone(), 4, db).unwrap()));
+        engs.push(Channel::new(
+            if e == 0 { "compute" } else { "copy" },
+            CommandRing::new(ring.clone(), 4, db).unwrap(),
+        ));
         cps.push(Arc::new(Cp {
             ring,
             bell,
@@ -312,7 +315,7 @@ fn rig(engines: usize, ring_words: usize, kernarg_bytes: usize) -> Rig {
     }
     let kpool = KernargPool::new(kmem, KERNARG_BASE, 4);
     let encoder: Arc<dyn Encoder> = Arc::new(SoftEncoder);
-    let hcq = Hcq::new(device_name("LOOM"), tl, encoder, engs, kpool, Arc::new(LoomHooks)).unwrap();
+    let hcq = Engine::new(device_name("LOOM"), tl, encoder, engs, kpool, Arc::new(LoomHooks)).unwrap();
     Rig { hcq: Arc::new(hcq), cps, out }
 }
 
@@ -380,7 +383,7 @@ fn replaying_a_patched_queue_never_overwrites_in_flight_work() {
 }
 
 /// Property 4: a submission on engine 1 waits for engine 0's (the timeline), so its exec reads
-/// what engine 0's exec wrote; loom checks that read is ordered after the write. Engine 1's
+/// what engine 0's exec wrote; loom checks that read is ordered after the write. Channel 1's
 /// processor runs while both queues are submitted; engine 0's starts once they are (a third
 /// thread spinning during submission makes the model too large to finish at this bound), and
 /// the host joins instead of spinning on the timeline (property 3 is checked above).

@@ -77,12 +77,12 @@ pub(crate) fn open(name: &str, opts: Options) -> Result<Device> {
     let (backed, description) = if name == "CPU" {
         let cpu = CpuDevice::new("CPU", hcq_cpu::device::host_cores()).with_context(ctx)?;
         // from before the load, so the trace shows the buffer allocations too
-        cpu.soft().hcq().profiler().set_enabled(opts.profile);
+        cpu.soft().engine().profiler().set_enabled(opts.profile);
         let d = format!("{name} ({} cores)", cpu.cores());
         (Backed::Cpu(cpu), d)
     } else if is_sim {
         let dev = Arc::new(hcq_sim::SimHandle::open(&name).with_context(ctx)?);
-        dev.sim().hcq().profiler().set_enabled(opts.profile);
+        dev.sim().engine().profiler().set_enabled(opts.profile);
         let d = format!("{name} ({})", hcq::device::Device::properties(&*dev).notes);
         (Backed::Sim(dev), d)
     } else if let Some(dev) = hcq_runtime::open_qcom(&name, false) {
@@ -194,7 +194,7 @@ impl Device {
                 let mut b = QcomBackend::new(dev.clone())?;
                 b.set_profile(self.opts.profile)?;
                 let r = Runner::load(b, &file).with_context(ctx)?;
-                if let Some(h) = r.backend().hcq() {
+                if let Some(h) = r.backend().engine() {
                     h.profiler().set_enabled(self.opts.profile);
                 }
                 (Loaded::Qcom(r), false)
@@ -235,7 +235,7 @@ impl Device {
             calls: 0,
         };
         if self.opts.profile {
-            m.call_name = m.hcq().map(|h| h.profiler().intern(&format!("call {}", m.name)));
+            m.call_name = m.engine().map(|h| h.profiler().intern(&format!("call {}", m.name)));
         }
         Ok(m)
     }
@@ -292,11 +292,11 @@ impl Model {
         self.pending.is_some()
     }
 
-    fn hcq(&self) -> Option<&hcq::hcq::Hcq> {
+    fn engine(&self) -> Option<&hcq::engine::Engine> {
         match &self.runner {
-            Loaded::Cpu(r) => Some(r.backend().device().soft().hcq()),
-            Loaded::Sim(r) => Some(r.backend().device().sim().hcq()),
-            Loaded::Qcom(r) => r.backend().hcq().map(|h| &**h),
+            Loaded::Cpu(r) => Some(r.backend().device().soft().engine()),
+            Loaded::Sim(r) => Some(r.backend().device().sim().engine()),
+            Loaded::Qcom(r) => r.backend().engine().map(|h| &**h),
         }
     }
 
@@ -361,7 +361,7 @@ impl Model {
         let from = self.bound[i].unwrap_or(own);
         if from != to {
             if let Some(s) = self.pending.take() {
-                self.hcq().map_or(Ok(()), |h| h.wait(Stamp::new(s)))?;
+                self.engine().map_or(Ok(()), |h| h.wait(Stamp::new(s)))?;
             }
             let Loaded::Cpu(r) = &mut self.runner else { unreachable!("matched above") };
             // The views of the input are either inside it or disjoint from it (`bind_refusal`),
@@ -377,15 +377,15 @@ impl Model {
     /// One forward pass: submit and wait.
     pub(crate) fn run(&mut self) -> Result<()> {
         self.settle()?;
-        let t0 = if self.call_name.is_some() { hcq::soft::runner::soft_clock_ns() } else { 0 };
+        let t0 = if self.call_name.is_some() { hcq::soft::threaded::soft_clock_ns() } else { 0 };
         each!(&mut self.runner, r => r.call())?;
         self.record_call(t0);
         Ok(())
     }
 
     fn record_call(&mut self, start_ns: u64) {
-        if let (Some(n), Some(h)) = (self.call_name, self.hcq()) {
-            let end_ns = hcq::soft::runner::soft_clock_ns();
+        if let (Some(n), Some(h)) = (self.call_name, self.engine()) {
+            let end_ns = hcq::soft::threaded::soft_clock_ns();
             h.profiler().record(Event { kind: EventKind::Call, name: n, start_ns, end_ns, arg: self.calls });
         }
         self.calls += 1;
@@ -410,7 +410,7 @@ impl Model {
     /// drop the model, which waits); without, the device's own policy applies.
     pub(crate) fn wait(&mut self, timeout: Option<Duration>) -> Result<bool> {
         let Some(stamp) = self.pending else { return Ok(true) };
-        let Some(h) = self.hcq() else {
+        let Some(h) = self.engine() else {
             self.pending = None;
             return Ok(true);
         };
@@ -433,7 +433,7 @@ impl Model {
 
     /// Poll for `st` until `t` has passed: true when it was reached, false on time out; the
     /// device's fault or hang is an error.
-    fn poll(h: &hcq::hcq::Hcq, st: Stamp, t: Duration) -> Result<bool> {
+    fn poll(h: &hcq::engine::Engine, st: Stamp, t: Duration) -> Result<bool> {
         let deadline = Instant::now() + t;
         let mut polls = 0u32;
         while !h.timeline().passed(st) {
@@ -495,7 +495,7 @@ impl Model {
     pub(crate) fn profile_begin(&mut self) -> Result<()> {
         self.settle()?;
         let name = format!("call {}", self.name);
-        let Some(h) = self.hcq() else {
+        let Some(h) = self.engine() else {
             return Err(Error::Unsupported {
                 what: "profiling before the model's first launch was recorded",
                 value: 0,
@@ -515,7 +515,7 @@ impl Model {
         if self.call_name.is_none() {
             return Err(Error::InvalidArgument { what: "profile end without a profile begin", value: 0 });
         }
-        let Some(h) = self.hcq() else { return Ok(0) };
+        let Some(h) = self.engine() else { return Ok(0) };
         let p = h.profiler();
         let json = hcq::profile::chrome::trace_json(&[(self.device.as_str(), p)]);
         let n = p.events().len();

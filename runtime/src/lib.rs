@@ -225,12 +225,12 @@ pub fn open_with(name: &str, opts: Options) -> Result<Device> {
     let (backed, description) = if name == "CPU" {
         let cpu = CpuDevice::new("CPU", hcq_cpu::device::host_cores()).with_context(ctx)?;
         // from before the load, so the trace shows the buffer allocations too
-        cpu.soft().hcq().profiler().set_enabled(opts.profile);
+        cpu.soft().engine().profiler().set_enabled(opts.profile);
         let d = format!("{name} ({} cores)", cpu.cores());
         (Backed::Cpu(cpu), d)
     } else if is_sim {
         let dev = Arc::new(hcq_sim::SimHandle::open(&name).with_context(ctx)?);
-        let hcq = dev.sim().hcq();
+        let hcq = dev.sim().engine();
         hcq.profiler().set_enabled(opts.profile);
         if let Some(t) = opts.timeout {
             hcq.timeline().set_policy(WaitPolicy::with_timeout_ms(millis(t)));
@@ -364,7 +364,7 @@ impl Device {
                     b.set_timeout_ms(u32::try_from(millis(t)).unwrap_or(u32::MAX));
                 }
                 let r = Runner::load(b, &file).with_context(ctx)?;
-                if let Some(h) = r.backend().hcq() {
+                if let Some(h) = r.backend().engine() {
                     h.profiler().set_enabled(self.opts.profile);
                 }
                 Loaded::Qcom(Box::new(r))
@@ -604,7 +604,7 @@ impl Model {
     /// [`Error::Timeout`]; without one, the device's policy applies (30 s by default).
     pub fn wait(&mut self, timeout: Option<Duration>) -> Result<()> {
         let Some(stamp) = self.pending else { return Ok(()) };
-        let hcq = self.hcq();
+        let hcq = self.engine();
         let res = match (hcq, timeout) {
             (Some(h), Some(t)) => {
                 let tl = h.timeline();
@@ -625,11 +625,11 @@ impl Model {
         if self.pending.is_some() { self.wait(None) } else { Ok(()) }
     }
 
-    fn hcq(&self) -> Option<&hcq::hcq::Hcq> {
+    fn engine(&self) -> Option<&hcq::engine::Engine> {
         match &self.runner {
-            Loaded::Cpu(r) => Some(r.backend().device().soft().hcq()),
-            Loaded::Sim(r) => Some(r.backend().device().sim().hcq()),
-            Loaded::Qcom(r) => r.backend().hcq().map(|h| &**h),
+            Loaded::Cpu(r) => Some(r.backend().device().soft().engine()),
+            Loaded::Sim(r) => Some(r.backend().device().sim().engine()),
+            Loaded::Qcom(r) => r.backend().engine().map(|h| &**h),
         }
     }
 
@@ -670,7 +670,7 @@ impl Model {
         let h = match &self.runner {
             Loaded::Cpu(r) => ProfilerHandle::Cpu(r.backend().device().clone()),
             Loaded::Sim(r) => ProfilerHandle::Sim(r.backend().device().clone()),
-            Loaded::Qcom(r) => ProfilerHandle::Qcom(r.backend().hcq()?.clone()),
+            Loaded::Qcom(r) => ProfilerHandle::Qcom(r.backend().engine()?.clone()),
         };
         h.is_enabled().then_some(h)
     }
@@ -678,7 +678,7 @@ impl Model {
     /// Write what the profiler recorded as a Perfetto (Chrome trace JSON) file at `path`;
     /// returns the number of events. Errors when profiling is off.
     pub fn write_profile(&self, path: &Path) -> Result<usize> {
-        let Some(hcq) = self.hcq() else {
+        let Some(hcq) = self.engine() else {
             return Err(Error::Unsupported { what: "profile before the first launch was recorded", value: 0 });
         };
         let p = hcq.profiler();
@@ -698,7 +698,7 @@ pub enum ProfilerHandle {
     /// A SIM device's.
     Sim(Arc<hcq_sim::SimHandle>),
     /// A QCOM engine's.
-    Qcom(Arc<hcq::hcq::Hcq>),
+    Qcom(Arc<hcq::engine::Engine>),
 }
 
 impl core::fmt::Debug for ProfilerHandle {
@@ -711,8 +711,8 @@ impl core::ops::Deref for ProfilerHandle {
     type Target = Profiler;
     fn deref(&self) -> &Profiler {
         match self {
-            ProfilerHandle::Cpu(d) => d.soft().hcq().profiler(),
-            ProfilerHandle::Sim(d) => d.sim().hcq().profiler(),
+            ProfilerHandle::Cpu(d) => d.soft().engine().profiler(),
+            ProfilerHandle::Sim(d) => d.sim().engine().profiler(),
             ProfilerHandle::Qcom(h) => h.profiler(),
         }
     }

@@ -1,9 +1,9 @@
 //! Soft devices without threads: the submitting code drives the command processor.
 //!
 //! An [`InlineDevice`] is the thread-less sibling of the std runner's `SoftDevice`: the same
-//! [`Hcq`] (timeline, rings, kernel-argument pool, [`SoftEncoder`]), the same [`SoftCp`] reading
+//! [`Engine`] (timeline, rings, kernel-argument pool, [`SoftEncoder`]), the same [`SoftCp`] reading
 //! the rings like a hardware CP, but no thread on the other end. Instead every wait of the
-//! device — [`Hcq::wait`], [`Hcq::synchronize`], a full ring or kernel-argument pool waiting for
+//! device — [`Engine::wait`], [`Engine::synchronize`], a full ring or kernel-argument pool waiting for
 //! older work to retire — runs the command processors from its wait hooks until the awaited value
 //! is there. So plain submit-then-wait code runs unchanged on a bare-metal board, in a
 //! single-threaded host program, or anywhere without `std`. [`InlineDevice::run_until`] is the
@@ -33,12 +33,12 @@
 //! when this thread is the device), which the backend may change with
 //! [`Timeline::set_policy`](crate::timeline::Timeline::set_policy).
 
-use super::engine::{self, EngineCp, Target};
-pub use super::engine::{
+use super::cp::{self, EngineCp, Target};
+pub use super::cp::{
     DOORBELL, Executor, MAX_ENGINES, RPTR, SoftConfig, SoftContext, doorbell_offset, regs_bytes, rptr_offset,
 };
+use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::hcq::Hcq;
 use crate::mmio::{HostRegion, MmioBus, Width};
 use crate::signal::{Signal, WaitHooks, WaitPolicy};
 use crate::stamp::Stamp;
@@ -131,7 +131,7 @@ impl WaitHooks for DriveHooks {
 
 /// A soft device whose command processors run on the submitting thread (see the module docs).
 pub struct InlineDevice {
-    hcq: Arc<Hcq>,
+    hcq: Arc<Engine>,
     hooks: Arc<DriveHooks>,
     regs: Arc<HostRegion>,
     ctx: Arc<SoftContext>,
@@ -154,8 +154,8 @@ impl InlineDevice {
         let n = config.engines.len();
         let regs = Arc::new(HostRegion::new(regs_bytes(n).max(16), 8)?);
         let bell_bus: Arc<dyn MmioBus + Send> = regs.clone();
-        let engine::Carved { name, engines, cps, kpool, kmem, kernarg_base, timeline, mem } =
-            engine::carve(name, config, bell_bus)?;
+        let cp::Carved { name, engines, cps, kpool, kmem, kernarg_base, timeline, mem } =
+            cp::carve(name, config, bell_bus)?;
         let ctx = Arc::new(SoftContext::new(kmem, kernarg_base, None));
         let hooks = Arc::new(DriveHooks {
             cps: spin::Mutex::new(Cps {
@@ -169,19 +169,19 @@ impl InlineDevice {
             clock,
         });
         let dyn_hooks: Arc<dyn WaitHooks> = hooks.clone();
-        let hcq = Arc::new(Hcq::new(name, timeline, engine::encoder(), engines, kpool, dyn_hooks)?);
+        let hcq = Arc::new(Engine::new(name, timeline, cp::encoder(), engines, kpool, dyn_hooks)?);
         // spinning cannot make progress when the waiting thread is the device: drive at once
         hcq.timeline().set_policy(WaitPolicy { spin_ns: 0, ..WaitPolicy::default() });
         Ok(Self { hcq, hooks, regs, ctx, _mem: mem })
     }
 
     /// The engine state (timeline, queues, submission).
-    pub fn hcq(&self) -> &Hcq {
+    pub fn engine(&self) -> &Engine {
         &self.hcq
     }
 
     /// The engine state, shared.
-    pub fn hcq_arc(&self) -> &Arc<Hcq> {
+    pub fn hcq_arc(&self) -> &Arc<Engine> {
         &self.hcq
     }
 
@@ -274,7 +274,7 @@ mod tests {
     fn nothing_runs_until_the_submitter_drives_the_device() {
         let exec = Arc::new(Count::default());
         let dev = device(exec.clone(), &SoftConfig::compact());
-        let hcq = dev.hcq();
+        let hcq = dev.engine();
         let mut q = hcq.queue().unwrap();
         let v = {
             let mut s = hcq.lock();
@@ -298,7 +298,7 @@ mod tests {
         let exec = Arc::new(Count::default());
         let cfg = SoftConfig { ring_bytes: 1024, kernarg_bytes: 256, max_in_flight: 4, ..SoftConfig::compact() };
         let dev = device(exec.clone(), &cfg);
-        let hcq = dev.hcq();
+        let hcq = dev.engine();
         let mut last = Stamp::ZERO;
         for i in 0..200u64 {
             let mut q = hcq.queue().unwrap();
@@ -320,7 +320,7 @@ mod tests {
         let exec = Arc::new(Count::default());
         let cfg = SoftConfig { engines: alloc::vec!["compute", "copy"], ..SoftConfig::compact() };
         let dev = device(exec, &cfg);
-        let hcq = dev.hcq();
+        let hcq = dev.engine();
         let s = super::super::HOST_SIGNALS.alloc(0);
         let mut a = hcq.queue().unwrap();
         a.signal_at(s.addr(), 1).unwrap();
@@ -337,7 +337,7 @@ mod tests {
     #[test]
     fn a_failing_command_is_the_device_fault_and_never_a_hang() {
         let dev = device(Arc::new(Count::default()), &SoftConfig::compact());
-        let hcq = dev.hcq();
+        let hcq = dev.engine();
         let mut q = hcq.queue().unwrap();
         q.exec(99, 0, [1; 3], [1; 3]).unwrap();
         let v = submit!(hcq, 0, &mut q).unwrap();

@@ -4,14 +4,14 @@
 
 use hcq_board_comma::{COMMA, SMOKE_FENCE, SMOKE_VALUE, smoke};
 use hcq_kgsl::{DeviceInfo, Kgsl};
-use hcq_sim_adreno::cp::{ComputeState, Dispatch, GpuMemory};
+use hcq_sim_adreno::cp::{ComputeState, GpuMemory, ShaderCore};
 use hcq_sim_adreno::kgsl::{SIM_CHIP_ID, SimKgsl};
 use std::process::Command;
 use std::sync::Arc;
 
 struct NoDispatch;
 
-impl Dispatch for NoDispatch {
+impl ShaderCore for NoDispatch {
     fn dispatch(&mut self, _: &ComputeState<'_>, _: &mut dyn GpuMemory) -> hcq::Result<()> {
         Err(hcq::Error::Unsupported { what: "test: no dispatch", value: 0 })
     }

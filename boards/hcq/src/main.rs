@@ -284,12 +284,12 @@ fn drive(
     let mut times = CallStats::new(CallStats::SAMPLE);
     let progress = std::io::stderr().is_terminal() && o.iters >= 1000;
     for i in 0..o.iters {
-        let start_ns = if o.profile.is_some() { hcq::soft::runner::soft_clock_ns() } else { 0 };
+        let start_ns = if o.profile.is_some() { hcq::soft::threaded::soft_clock_ns() } else { 0 };
         let t = Instant::now();
         model.call()?;
         let dt = t.elapsed();
         if let (Some(p), Some(n), true) = (prof, call_name, o.profile.is_some()) {
-            let end_ns = hcq::soft::runner::soft_clock_ns();
+            let end_ns = hcq::soft::threaded::soft_clock_ns();
             p.record(Event { kind: EventKind::Call, name: n, start_ns, end_ns, arg: i });
         }
         times.push(dt.as_secs_f64() * 1e6);

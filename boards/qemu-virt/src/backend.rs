@@ -22,7 +22,7 @@ use hcq::device::DeviceLimits;
 use hcq::error::{Error, Result, ResultExt};
 use hcq::mmio::{HostRegion, MmioBus};
 use hcq::queue::HwQueue;
-use hcq::runner::{Backend, Launch};
+use hcq::runner::{Backend, KernelLaunch};
 use hcq::soft::inline::{InlineDevice, SoftConfig};
 use hcq::stamp::Stamp;
 
@@ -119,7 +119,7 @@ impl Backend for BoardBackend {
         Ok(self.kernels.len() - 1)
     }
 
-    fn record_kernel(&mut self, program: &usize, l: &Launch<'_, '_>) -> Result<()> {
+    fn record_kernel(&mut self, program: &usize, l: &KernelLaunch<'_, '_>) -> Result<()> {
         let k = l.kernel;
         let n = l.args.len() + k.vals().len();
         if n > MAX_ARGS {
@@ -148,7 +148,7 @@ impl Backend for BoardBackend {
         let dev = InlineDevice::new("CPU", &SoftConfig::compact(), exec, crate::time::now_ns)?;
         dev.add_kernarg_region(kernargs.addr(), kernargs.clone());
         let base = kernargs.addr();
-        self.queues = hcq::runner::build_queues(dev.hcq(), &self.steps, |q, st| {
+        self.queues = hcq::runner::build_queues(dev.engine(), &self.steps, |q, st| {
             match *st {
                 Step::Exec { program, arg_word, global, local } => {
                     q.exec(program, base + 8 * arg_word as u64, global, local)?
@@ -169,7 +169,7 @@ impl Backend for BoardBackend {
         // exec names a kernel this backend loaded and an argument block in `kernargs`, whose
         // words are addresses of buffers in `bufs`; both live in `self` as long as the device,
         // and `run_until` below drives the device to the end of the call before returning.
-        unsafe { hcq::runner::submit_queues(dev.hcq(), &mut self.queues, &mut self.last)? };
+        unsafe { hcq::runner::submit_queues(dev.engine(), &mut self.queues, &mut self.last)? };
         dev.run_until(self.last)
     }
 

@@ -134,7 +134,7 @@ fn ring() -> Check {
     let exec = Arc::new(Nop(Default::default()));
     let cfg = SoftConfig { ring_bytes: 256, kernarg_bytes: 256, max_in_flight: 4, ..SoftConfig::compact() };
     let dev = InlineDevice::new("RING", &cfg, exec.clone(), crate::time::now_ns).map_err(|e| alloc::format!("{e}"))?;
-    let hcq = dev.hcq();
+    let hcq = dev.engine();
     let s = HOST_SIGNALS.alloc(0);
     let mut last = hcq::stamp::Stamp::ZERO;
     for i in 1..=100u64 {
@@ -146,7 +146,7 @@ fn ring() -> Check {
         last = unsafe { hcq.submit(0, &mut q) }.map_err(|e| alloc::format!("{e}"))?;
     }
     dev.run_until(last).map_err(|e| alloc::format!("{e}"))?;
-    let (runs, wptr, rptr) = (exec.0.load(core::sync::atomic::Ordering::Relaxed), hcq.engines()[0].wptr(), dev.rptr(0));
+    let (runs, wptr, rptr) = (exec.0.load(core::sync::atomic::Ordering::Relaxed), hcq.channels()[0].wptr(), dev.rptr(0));
     let value = s.value();
     drop(s);
     ensure(runs == 100 && value == 100, || alloc::format!("{runs} of 100 launches ran, signal at {value}"))?;
@@ -184,7 +184,7 @@ fn fault() -> Check {
     let dev =
         InlineDevice::new("FAULT", &SoftConfig::compact(), Arc::new(Nop(Default::default())), crate::time::now_ns)
             .map_err(|e| alloc::format!("{e}"))?;
-    let hcq = dev.hcq();
+    let hcq = dev.engine();
     let mut q = hcq.queue().map_err(|e| alloc::format!("{e}"))?;
     q.signal_at(0x10, 1).map_err(|e| alloc::format!("{e}"))?;
     // SAFETY: the one signal names no slot at all: the command processor refuses it.

@@ -18,7 +18,7 @@ use core::arch::asm;
 use core::ptr::NonNull;
 use hcq::error::{Error, Result};
 use hcq::soft::inline::{Executor, SoftContext};
-use hcq_cpu::elf::{Arch, ElfObject};
+use hcq_cpu::elf::{ElfObject, Machine};
 use zerocopy::IntoBytes;
 
 /// Most arguments a kernel may take (as the CPU device).
@@ -90,7 +90,7 @@ impl Image {
     /// Parse `object` (AArch64 ELF64 relocatable), lay it out in a fresh heap block, relocate
     /// it, find `symbol`, and synchronise the caches.
     pub fn load(object: &[u8], symbol: &str) -> Result<Image> {
-        let obj = ElfObject::parse_for(object, Arch::Aarch64)?;
+        let obj = ElfObject::parse_for(object, Machine::Aarch64)?;
         let l = obj.layout();
         // CAST: the loader caps images at MAX_IMAGE_SIZE (256 MiB) and alignment at 4 KiB.
         let layout = Layout::from_size_align((l.size as usize).max(1), (l.align as usize).max(64))

@@ -18,7 +18,7 @@ use hcq_adreno::a6xx::regs::CP_RB_WPTR;
 use hcq_adreno::pm4::{op, pkt7};
 use hcq_adreno::ring::{A6xxRing, DsbSt, RingConfig};
 use hcq_sim::{MockMmio, WriteAction};
-use hcq_sim_adreno::cp::{BusMemory, ComputeState, Dispatch, GpuMemory, RingCp};
+use hcq_sim_adreno::cp::{BusMemory, ComputeState, GpuMemory, RingCp, ShaderCore};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -63,7 +63,7 @@ impl MmioBus for SignalBus {
 
 struct NoDispatch;
 
-impl Dispatch for NoDispatch {
+impl ShaderCore for NoDispatch {
     fn dispatch(&mut self, _: &ComputeState<'_>, _: &mut dyn GpuMemory) -> hcq::Result<()> {
         Err(Error::Unsupported { what: "bench: no dispatch", value: 0 })
     }

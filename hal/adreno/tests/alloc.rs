@@ -95,7 +95,7 @@ fn encoding_patching_and_simulating_a_warm_queue_allocate_nothing() {
 /// A dispatch callback that keeps nothing (the recorder copies state into vectors).
 struct NoRecord;
 
-impl hcq_sim_adreno::cp::Dispatch for NoRecord {
+impl hcq_sim_adreno::cp::ShaderCore for NoRecord {
     fn dispatch(
         &mut self,
         s: &hcq_sim_adreno::cp::ComputeState<'_>,

@@ -263,11 +263,11 @@ fn submitting_through_the_core_patches_the_timeline_into_the_a6xx_words() {
     let ring =
         CommandRing::new(ring_mem.clone(), 8, Doorbell { bus: Arc::new(Quiet), offset: 0, width: Width::U32 }).unwrap();
     let kernargs = KernargPool::new(Arc::new(HostRegion::new(4096, 16).unwrap()), CONSTS, 8);
-    let hcq = hcq::hcq::Hcq::new(
+    let hcq = hcq::engine::Engine::new(
         device_name("QCOM:TEST"),
         pool.alloc(0),
         r.enc.clone(),
-        vec![hcq::hcq::Engine::new("compute", ring)],
+        vec![hcq::engine::Channel::new("compute", ring)],
         kernargs,
         Arc::new(StdHooks),
     )

@@ -16,7 +16,7 @@ use hcq_adreno::pm4::{op, pkt7};
 use hcq_adreno::ring::{A6xxRing, RingConfig, WriteBarrier};
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue};
 use hcq_sim::{MockMmio, WriteAction};
-use hcq_sim_adreno::cp::{BusMemory, ComputeState, Dispatch, GpuMemory, Outcome, RingCp};
+use hcq_sim_adreno::cp::{BusMemory, ComputeState, GpuMemory, Outcome, RingCp, ShaderCore};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -62,7 +62,7 @@ impl MmioBus for SignalBus {
 /// No dispatches in these tests: one is a failure.
 struct NoDispatch;
 
-impl Dispatch for NoDispatch {
+impl ShaderCore for NoDispatch {
     fn dispatch(&mut self, _: &ComputeState<'_>, _: &mut dyn GpuMemory) -> hcq::Result<()> {
         Err(Error::Unsupported { what: "test: no dispatch expected", value: 0 })
     }

@@ -7,7 +7,7 @@
 //! Run: `cargo bench -p hcq-cpu --bench call`.
 
 use divan::{Bencher, black_box};
-use hcq_cpu::Arch;
+use hcq_cpu::Machine;
 use hcq_cpu::exec::{LoadedObject, default_resolver};
 
 fn main() {
@@ -18,9 +18,9 @@ const X86: &[u8] = include_bytes!("../../../examples/chain100/prog_000_E_4_4.o")
 const A64: &[u8] = include_bytes!("../../../examples/chain100/prog_000_E_4_4.aarch64.o");
 
 fn object() -> &'static [u8] {
-    match Arch::host() {
-        Arch::X86_64 => X86,
-        Arch::Aarch64 => A64,
+    match Machine::host() {
+        Machine::X86_64 => X86,
+        Machine::Aarch64 => A64,
     }
 }
 
@@ -31,7 +31,7 @@ type Kernel = unsafe extern "C" fn(*mut f32, *const f32);
 
 #[divan::bench]
 fn loaded_kernel(bencher: Bencher) {
-    let kernel = LoadedObject::load(object(), Arch::host(), "E_4_4", &default_resolver).unwrap();
+    let kernel = LoadedObject::load(object(), Machine::host(), "E_4_4", &default_resolver).unwrap();
     // SAFETY: E_4_4(float* restrict out, float* restrict in), 16 floats each.
     let f: Kernel = unsafe { kernel.as_fn() };
     let input = F16(core::array::from_fn(|i| i as f32));
@@ -62,5 +62,5 @@ fn rust_direct(bencher: Bencher) {
 
 #[divan::bench(sample_count = 200)]
 fn load_object() -> LoadedObject {
-    LoadedObject::load(black_box(object()), Arch::host(), "E_4_4", &default_resolver).unwrap()
+    LoadedObject::load(black_box(object()), Machine::host(), "E_4_4", &default_resolver).unwrap()
 }

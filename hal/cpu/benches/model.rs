@@ -237,7 +237,7 @@ fn overhead(name: &str) -> (usize, f64, f64, f64, f64) {
     }
     assert!(m.check().unwrap().ok, "{name}: outputs changed while timing");
     let dev = m.backend().device().clone();
-    let prof = dev.soft().hcq().profiler();
+    let prof = dev.soft().engine().profiler();
     prof.set_enabled(true);
     let mut profiled = Vec::with_capacity(REPORT_CALLS / 4);
     let mut kernels = Vec::with_capacity(REPORT_CALLS / 4);
@@ -293,7 +293,7 @@ fn fanout(mut one: impl FnMut(), mut two: impl FnMut()) -> (f64, f64, f64) {
 /// Median (over calls) of the summed duration of the `core_id` kernels in one call of `m`, µs.
 fn core_id_kernel_us(m: &mut Model, core_id_names: &[u32]) -> f64 {
     let dev = m.backend().device().clone();
-    let prof = dev.soft().hcq().profiler();
+    let prof = dev.soft().engine().profiler();
     prof.set_enabled(true);
     let mut t: Vec<f64> = (0..FANOUT_CALLS)
         .map(|_| {
@@ -317,7 +317,7 @@ fn core_id_names(m: &Model) -> Vec<u32> {
     (0u64..)
         .map_while(|h| dev.kernel(h))
         .filter(|k| k.core_id_arg().is_some())
-        .map(|k| dev.soft().hcq().profiler().intern(k.name()))
+        .map(|k| dev.soft().engine().profiler().intern(k.name()))
         .collect()
 }
 

@@ -14,7 +14,7 @@
 //!   several when they would take more than a quarter of the command ring;
 //! - [`replay`](Backend::replay): patch the timeline values, copy the words into the ring and,
 //!   when the compute engine is free, run them on the calling thread
-//!   ([`SoftDevice::run_inline`](hcq::soft::runner::SoftDevice::run_inline)) — no encoding, no
+//!   ([`SoftDevice::run_inline`](hcq::soft::threaded::SoftDevice::run_inline)) — no encoding, no
 //!   allocation, no hand-off to another thread.
 //!
 //! Lifetimes follow the core's rule: every buffer the launches touch carries the stamp of the
@@ -35,7 +35,7 @@ use hcq::device::{Device, DeviceLimits};
 use hcq::dtype::DType;
 use hcq::error::{Error, Result, ResultExt};
 use hcq::queue::HwQueue;
-use hcq::runner::{Backend, Launch};
+use hcq::runner::{Backend, KernelLaunch};
 use hcq::stamp::Stamp;
 use std::sync::Arc;
 use std::vec::Vec;
@@ -358,7 +358,7 @@ impl CpuBackend {
         // `Hcqb::parse` checked against the buffers; the backend owns those buffers and outlives
         // its submissions (its `Drop` waits for `last`).
         // SAFETY: every command names this backend's live buffers inside their bounds.
-        unsafe { hcq::runner::submit_queues(self.dev.soft().hcq(), &mut self.queues, &mut self.last) }
+        unsafe { hcq::runner::submit_queues(self.dev.soft().engine(), &mut self.queues, &mut self.last) }
     }
 
     /// One forward pass with every kernel called directly on this thread, one after another
@@ -366,7 +366,7 @@ impl CpuBackend {
     /// that a call is measured against (the sum of the kernels' own time). Waits for this
     /// backend's submissions first.
     pub fn call_direct(&mut self) -> Result<()> {
-        self.dev.soft().hcq().wait(self.last)?;
+        self.dev.soft().engine().wait(self.last)?;
         for st in &self.steps {
             match *st {
                 // Only this backend submits work on its buffers, and `&mut self` keeps new calls out.
@@ -421,7 +421,7 @@ impl CpuBackend {
         {
             return Err(Error::Unsupported { what: "a copy launch touches the memory to rebind", value: from });
         }
-        self.dev.soft().hcq().wait(self.last)?;
+        self.dev.soft().engine().wait(self.last)?;
         let moved: Vec<Vec<Recorded>> = self
             .recorded
             .iter()
@@ -461,7 +461,7 @@ impl CpuBackend {
                 k += 1;
             }
         }
-        let queues = match hcq::runner::build_queues(self.dev.soft().hcq(), &steps, push_step) {
+        let queues = match hcq::runner::build_queues(self.dev.soft().engine(), &steps, push_step) {
             Ok(q) => q,
             Err(e) => {
                 for h in new_lists {
@@ -508,7 +508,7 @@ impl Backend for CpuBackend {
         unsafe { self.dev.load_kernel(object, p.symbol, p.n_params(), p.core_id_arg.map(|s| s as usize)) }
     }
 
-    fn record_kernel(&mut self, program: &u64, l: &Launch<'_, '_>) -> Result<()> {
+    fn record_kernel(&mut self, program: &u64, l: &KernelLaunch<'_, '_>) -> Result<()> {
         let args = launch_words(l)?;
         self.pending.push(Recorded { kernel: *program, args, calls: l.kernel.global_size[0], nbufs: l.args.len() });
         self.bufs.note_kernel(l.kernel);
@@ -525,7 +525,7 @@ impl Backend for CpuBackend {
     fn finish(&mut self) -> Result<()> {
         self.flush().context("last launches")?;
         self.bufs.finish();
-        self.queues = hcq::runner::build_queues(self.dev.soft().hcq(), &self.steps, push_step)?;
+        self.queues = hcq::runner::build_queues(self.dev.soft().engine(), &self.steps, push_step)?;
         Ok(())
     }
 
@@ -563,7 +563,7 @@ impl Drop for CpuBackend {
         // them retired (the buffers themselves are freed past their stamps by the allocator);
         // a device that never gets there keeps running into the unloaded handle, which is a
         // fault of that run, never a use of freed memory
-        if let Err(e) = self.dev.soft().hcq().wait(self.last) {
+        if let Err(e) = self.dev.soft().engine().wait(self.last) {
             log::warn!("CPU: waiting for a model's last call before unloading it: {e}");
         }
         for h in self.lists.drain(..) {
@@ -596,7 +596,7 @@ fn push_step(q: &mut HwQueue, st: &Step) -> Result<()> {
 
 /// A kernel launch's argument words in the host ABI: the buffer addresses, then the integer
 /// values (0 at the `core_id` slot, which the device fills per call).
-pub fn launch_words(l: &Launch<'_, '_>) -> Result<Vec<u64>> {
+pub fn launch_words(l: &KernelLaunch<'_, '_>) -> Result<Vec<u64>> {
     let k = l.kernel;
     let n = l.args.len() + k.vals().len();
     if n > MAX_ARGS {

@@ -22,17 +22,17 @@
 //! alignment the kernels' vector loads need). A copy command may only touch memory this device
 //! allocated.
 
-use crate::elf::Arch;
+use crate::elf::Machine;
 use crate::exec::{LoadedObject, default_resolver};
 use crate::fanout::{FanOut, Job};
 use hcq::allocator::{Allocator, BufferSpec, DeviceMemory, HostAllocator, LruAllocator};
 use hcq::device::{Device, DeviceKind, DeviceProperties};
+use hcq::engine::{Engine, Submitter};
 use hcq::error::{Error, Result, ResultExt};
-use hcq::hcq::{Hcq, Submitter};
 
 use hcq::profile::{Event, EventKind};
-use hcq::program::{Launch, ParamKind, Program, ProgramImage};
-use hcq::soft::runner::{Executor, Regs, SoftConfig, SoftContext, SoftDevice, soft_clock_ns};
+use hcq::program::{LaunchReport, ParamKind, Program, ProgramImage};
+use hcq::soft::threaded::{Executor, Regs, SoftConfig, SoftContext, SoftDevice, soft_clock_ns};
 use hcq::stamp::Stamp;
 use std::collections::BTreeMap;
 use std::string::{String, ToString};
@@ -319,7 +319,7 @@ impl Executor for CpuExec {
 struct TrackedHost {
     host: HostAllocator,
     memory: Arc<RwLock<BTreeMap<u64, u64>>>,
-    hcq: std::sync::OnceLock<Weak<Hcq>>,
+    hcq: std::sync::OnceLock<Weak<Engine>>,
 }
 
 impl TrackedHost {
@@ -367,8 +367,8 @@ impl core::fmt::Debug for CpuDevice {
 /// The engine state of the CPU device's soft device (a threaded one, whose executor context
 /// carries it).
 #[inline]
-fn engine_of(ctx: &SoftContext) -> Result<&hcq::hcq::Hcq> {
-    ctx.hcq()
+fn engine_of(ctx: &SoftContext) -> Result<&hcq::engine::Engine> {
+    ctx.engine()
         .ok_or(Error::InvalidArgument { what: "CPU executor outside the CPU device's threaded soft device", value: 0 })
 }
 
@@ -427,7 +427,7 @@ impl CpuDevice {
     /// caller promises that `symbol` is a function of the CPU kernel ABI (`nargs` 64-bit
     /// arguments, the core id in slot `core_id`) that, called with the arguments of any exec
     /// the caller submits, accesses only the memory those arguments name (each exec's
-    /// contract is then [`hcq::hcq::Submitter::submit`]'s), and does nothing else that is
+    /// contract is then [`hcq::engine::Submitter::submit`]'s), and does nothing else that is
     /// undefined behaviour. (The safe way to load and call a kernel is
     /// [`hcq::device::Device::load_program`] and [`hcq::program::Program::call`], which check
     /// each buffer against the signature.)
@@ -448,9 +448,9 @@ impl CpuDevice {
     /// ```
     pub unsafe fn load_kernel(&self, object: &[u8], symbol: &str, nargs: usize, core_id: Option<usize>) -> Result<u64> {
         check_signature(nargs, core_id)?;
-        let obj = LoadedObject::load(object, Arch::host(), symbol, &default_resolver)
+        let obj = LoadedObject::load(object, Machine::host(), symbol, &default_resolver)
             .with_context(|| std::format!("loading kernel {symbol}"))?;
-        let profile_name = self.soft.hcq().profiler().intern(symbol);
+        let profile_name = self.soft.engine().profiler().intern(symbol);
         let k = Arc::new(CpuKernel { obj, name: symbol.to_string(), nargs, core_id, profile_name });
         let mut ks = self.exec.kernels.write().unwrap_or_else(|p| p.into_inner());
         ks.push(k);
@@ -610,7 +610,7 @@ impl Program for CpuProgram {
         global: [u32; 3],
         local: [u32; 3],
         wait: bool,
-    ) -> Result<Launch> {
+    ) -> Result<LaunchReport> {
         let dev = self
             .dev
             .upgrade()
@@ -627,7 +627,7 @@ impl Program for CpuProgram {
             raw[i * 8..i * 8 + 8].copy_from_slice(&a.to_le_bytes());
         }
         let n = (self.nbufs + self.nvals) * 8;
-        let hcq = dev.soft.hcq();
+        let hcq = dev.soft.engine();
         let mut q = hcq.queue()?;
         let t0 = Instant::now();
         let submitted = core::cell::Cell::new(Stamp::ZERO);
@@ -645,10 +645,10 @@ impl Program for CpuProgram {
             // a synchronous call: the kernel runs on this thread when the engine is free
             dev.soft.run_inline(0, submit)?;
             let stamp = Some(submitted.get());
-            return Ok(Launch { stamp, time_us: Some(t0.elapsed().as_secs_f64() * 1e6) });
+            return Ok(LaunchReport { stamp, time_us: Some(t0.elapsed().as_secs_f64() * 1e6) });
         }
         let v = submit(&mut hcq.lock())?;
-        Ok(Launch { stamp: Some(v), time_us: None })
+        Ok(LaunchReport { stamp: Some(v), time_us: None })
     }
 }
 
@@ -673,12 +673,12 @@ impl Device for CpuDevice {
         Ok(Arc::new(CpuProgram { dev: self.me.clone(), handle, name: image.name.clone(), nbufs, nvals, footprints }))
     }
     fn synchronize(&self) -> Result<()> {
-        self.soft.hcq().synchronize()
+        self.soft.engine().synchronize()
     }
     fn properties(&self) -> DeviceProperties {
         DeviceProperties {
             kind: "cpu".into(),
-            arch: Arch::host().to_string(),
+            arch: Machine::host().to_string(),
             cores: self.cores() as u32,
             memory_bytes: crate::exec::host_memory_bytes(),
             timestamp_hz: 1_000_000_000,
@@ -691,8 +691,8 @@ impl Device for CpuDevice {
     fn as_any(&self) -> &dyn core::any::Any {
         self
     }
-    fn hcq(&self) -> Option<&Hcq> {
-        Some(self.soft.hcq())
+    fn engine(&self) -> Option<&Engine> {
+        Some(self.soft.engine())
     }
 }
 

@@ -84,27 +84,27 @@ const A64_BR_X16: u32 = 0xd61f_0200;
 
 /// A CPU architecture the loader relocates for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Arch {
+pub enum Machine {
     /// x86-64 (`EM_X86_64` = 62), System V ABI.
     X86_64,
     /// AArch64 (`EM_AARCH64` = 183), AAPCS64.
     Aarch64,
 }
 
-impl Arch {
+impl Machine {
     /// The ELF `e_machine` value of this architecture.
     pub const fn e_machine(self) -> u16 {
         match self {
-            Arch::X86_64 => EM_X86_64,
-            Arch::Aarch64 => EM_AARCH64,
+            Machine::X86_64 => EM_X86_64,
+            Machine::Aarch64 => EM_AARCH64,
         }
     }
 
     /// The architecture with this ELF `e_machine` value, if the loader supports it.
-    pub const fn from_e_machine(machine: u16) -> Option<Arch> {
+    pub const fn from_e_machine(machine: u16) -> Option<Machine> {
         match machine {
-            EM_X86_64 => Some(Arch::X86_64),
-            EM_AARCH64 => Some(Arch::Aarch64),
+            EM_X86_64 => Some(Machine::X86_64),
+            EM_AARCH64 => Some(Machine::Aarch64),
             _ => None,
         }
     }
@@ -112,25 +112,25 @@ impl Arch {
     /// Short name: `"x86_64"` or `"aarch64"` (the names bundle manifests use).
     pub const fn name(self) -> &'static str {
         match self {
-            Arch::X86_64 => "x86_64",
-            Arch::Aarch64 => "aarch64",
+            Machine::X86_64 => "x86_64",
+            Machine::Aarch64 => "aarch64",
         }
     }
 
     /// The architecture this program runs on.
     #[cfg(target_arch = "x86_64")]
-    pub const fn host() -> Arch {
-        Arch::X86_64
+    pub const fn host() -> Machine {
+        Machine::X86_64
     }
 
     /// The architecture this program runs on.
     #[cfg(target_arch = "aarch64")]
-    pub const fn host() -> Arch {
-        Arch::Aarch64
+    pub const fn host() -> Machine {
+        Machine::Aarch64
     }
 }
 
-impl fmt::Display for Arch {
+impl fmt::Display for Machine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
@@ -141,16 +141,16 @@ impl fmt::Display for Arch {
 /// type without the `reloc-names` feature (on with `std`): a bare-metal image keeps its ~1.4 KiB
 /// of names out, and its errors give the numeric type only.
 #[cfg(not(feature = "reloc-names"))]
-pub fn relocation_name(_arch: Arch, _ty: u32) -> Option<&'static str> {
+pub fn relocation_name(_arch: Machine, _ty: u32) -> Option<&'static str> {
     None
 }
 
 /// The name of a relocation type (`"R_X86_64_PC32"`), for the types this module knows by name,
 /// including common ones it does not apply (GOT, TLS). `None` for anything else.
 #[cfg(feature = "reloc-names")]
-pub fn relocation_name(arch: Arch, ty: u32) -> Option<&'static str> {
+pub fn relocation_name(arch: Machine, ty: u32) -> Option<&'static str> {
     let name = match arch {
-        Arch::X86_64 => match ty {
+        Machine::X86_64 => match ty {
             0 => "R_X86_64_NONE",
             1 => "R_X86_64_64",
             2 => "R_X86_64_PC32",
@@ -188,7 +188,7 @@ pub fn relocation_name(arch: Arch, ty: u32) -> Option<&'static str> {
             42 => "R_X86_64_REX_GOTPCRELX",
             _ => return None,
         },
-        Arch::Aarch64 => match ty {
+        Machine::Aarch64 => match ty {
             0 | 256 => "R_AARCH64_NONE",
             257 => "R_AARCH64_ABS64",
             258 => "R_AARCH64_ABS32",
@@ -298,7 +298,7 @@ struct RelaSet<'a> {
 #[derive(Clone, Debug)]
 pub struct ElfObject<'a> {
     bytes: &'a [u8],
-    arch: Arch,
+    arch: Machine,
     sections: Vec<Section>,
     shstrtab: &'a [u8],
     symtab: &'a [u8],
@@ -353,10 +353,10 @@ fn align_up(value: u64, align: u64) -> Option<u64> {
     value.checked_add(align - 1).map(|v| v & !(align - 1))
 }
 
-fn is_branch(arch: Arch, ty: u32) -> bool {
+fn is_branch(arch: Machine, ty: u32) -> bool {
     match arch {
-        Arch::X86_64 => ty == R_X86_64_PLT32,
-        Arch::Aarch64 => ty == R_AARCH64_CALL26 || ty == R_AARCH64_JUMP26,
+        Machine::X86_64 => ty == R_X86_64_PLT32,
+        Machine::Aarch64 => ty == R_AARCH64_CALL26 || ty == R_AARCH64_JUMP26,
     }
 }
 
@@ -394,7 +394,7 @@ impl<'a> ElfObject<'a> {
             });
         }
         let machine = ehdr.machine.get();
-        let arch = Arch::from_e_machine(machine).ok_or(Error::Unsupported {
+        let arch = Machine::from_e_machine(machine).ok_or(Error::Unsupported {
             what: "elf e_machine (only x86_64 = 62 and aarch64 = 183 load)",
             value: machine.into(),
         })?;
@@ -486,7 +486,7 @@ impl<'a> ElfObject<'a> {
 
     /// Parse like [`ElfObject::parse`] and require the object to be for `arch`
     /// (an [`Error::Mismatch`] on `e_machine` otherwise, with both architectures named).
-    pub fn parse_for(bytes: &'a [u8], arch: Arch) -> Result<ElfObject<'a>> {
+    pub fn parse_for(bytes: &'a [u8], arch: Machine) -> Result<ElfObject<'a>> {
         let obj = ElfObject::parse(bytes)?;
         if obj.arch != arch {
             return Err(Error::Mismatch {
@@ -500,7 +500,7 @@ impl<'a> ElfObject<'a> {
     }
 
     /// The architecture named by the object's `e_machine`.
-    pub fn arch(&self) -> Arch {
+    pub fn arch(&self) -> Machine {
         self.arch
     }
 
@@ -845,12 +845,12 @@ mod tests {
     #[cfg(feature = "reloc-names")]
     fn relocation_names_cover_the_applied_types() {
         for ty in [1, 2, 4, 10, 11] {
-            assert!(relocation_name(Arch::X86_64, ty).is_some(), "{ty}");
+            assert!(relocation_name(Machine::X86_64, ty).is_some(), "{ty}");
         }
         for ty in [257, 261, 275, 277, 278, 282, 283, 284, 285, 286, 299] {
-            assert!(relocation_name(Arch::Aarch64, ty).is_some(), "{ty}");
+            assert!(relocation_name(Machine::Aarch64, ty).is_some(), "{ty}");
         }
-        assert_eq!(relocation_name(Arch::X86_64, 41), Some("R_X86_64_GOTPCRELX"));
-        assert_eq!(relocation_name(Arch::Aarch64, 9999), None);
+        assert_eq!(relocation_name(Machine::X86_64, 41), Some("R_X86_64_GOTPCRELX"));
+        assert_eq!(relocation_name(Machine::Aarch64, 9999), None);
     }
 }

@@ -20,7 +20,7 @@
 //!   `mmap` + `mprotect` works for ordinary, non-hardened processes). Tested on x86-64 Linux
 //!   natively and on AArch64 Linux under `qemu-aarch64`; macOS is untested.
 
-use crate::elf::{Arch, ElfObject};
+use crate::elf::{ElfObject, Machine};
 use core::ffi::{CStr, c_void};
 use core::ptr::NonNull;
 use hcq::error::ResultExt;
@@ -160,7 +160,7 @@ fn sync_icache(_start: *mut u8, _len: usize) {
 pub struct LoadedObject {
     mem: ExecMemory,
     entry: u64,
-    arch: Arch,
+    arch: Machine,
 }
 
 impl LoadedObject {
@@ -172,11 +172,11 @@ impl LoadedObject {
     /// [`Error::Mismatch`] if `arch` is not the host, or an [`Error::Os`] from the mapping.
     pub fn load(
         bytes: &[u8],
-        arch: Arch,
+        arch: Machine,
         entry_symbol: &str,
         resolve: &dyn Fn(&str) -> Option<u64>,
     ) -> Result<LoadedObject> {
-        let host = Arch::host();
+        let host = Machine::host();
         if arch != host {
             return Err(Error::Mismatch {
                 what: "elf e_machine (object arch vs host)",
@@ -214,7 +214,7 @@ impl LoadedObject {
     }
 
     /// The architecture of the loaded code (always the host's).
-    pub fn arch(&self) -> Arch {
+    pub fn arch(&self) -> Machine {
         self.arch
     }
 

@@ -3,7 +3,7 @@
 
 use crate::device::{MAX_ARGS, call_kernel};
 use hcq::error::{Error, Result};
-use hcq::soft::runner::soft_clock_ns;
+use hcq::soft::threaded::soft_clock_ns;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -121,7 +121,7 @@ impl FanOut {
                 .map_err(|e| Error::Os { what: "spawn core-id worker", errno: e.raw_os_error().unwrap_or(0) })?;
             ws.push(t);
         }
-        hcq::soft::runner::wait_started(&shared.started, workers);
+        hcq::soft::threaded::wait_started(&shared.started, workers);
         Ok(Self {
             shared,
             workers: ws,

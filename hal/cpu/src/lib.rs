@@ -68,4 +68,4 @@ mod fanout;
 ))]
 pub mod model;
 
-pub use elf::{Arch, ElfObject, Layout};
+pub use elf::{ElfObject, Layout, Machine};

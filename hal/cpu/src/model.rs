@@ -5,7 +5,7 @@
 //! [`Runner::load`]: the host's x86-64 level is checked, every base buffer is allocated once
 //! and filled, each program's object is loaded for the host, and the launch list is captured as
 //! exec lists of the device (see [`crate::backend`]). [`Runner::call`] replays it on the calling
-//! thread ([`SoftDevice::run_inline`](hcq::soft::runner::SoftDevice::run_inline)) — no
+//! thread ([`SoftDevice::run_inline`](hcq::soft::threaded::SoftDevice::run_inline)) — no
 //! encoding, no allocation, no hand-off to another thread. The CPU's extras are the backend's
 //! ([`Runner::backend`], [`Runner::backend_mut`]): [`CpuBackend::submit`] queues a call for the
 //! command-processor thread instead, [`CpuBackend::call_direct`] calls every kernel directly
@@ -115,7 +115,7 @@ mod tests {
         let dev = CpuDevice::new("CPU", 1).unwrap();
         let mut m = load(dev.clone(), &file, Arch::host().unwrap(), false).unwrap();
         let v = m.backend_mut().submit().unwrap();
-        let hcq = dev.soft().hcq();
+        let hcq = dev.soft().engine();
         assert_eq!(hcq.timeline().last_submitted().get(), v);
         // the output read waits for the submitted call (its buffer is marked with `v`)
         m.output(0).unwrap();

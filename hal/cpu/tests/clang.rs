@@ -5,21 +5,21 @@
 
 mod common;
 
-use hcq_cpu::{Arch, ElfObject};
+use hcq_cpu::{ElfObject, Machine};
 
 const X86: &[u8] = include_bytes!("data/relocs/relocs.o");
 const A64: &[u8] = include_bytes!("data/relocs/relocs.aarch64.o");
 
-fn object(arch: Arch) -> &'static [u8] {
+fn object(arch: Machine) -> &'static [u8] {
     match arch {
-        Arch::X86_64 => X86,
-        Arch::Aarch64 => A64,
+        Machine::X86_64 => X86,
+        Machine::Aarch64 => A64,
     }
 }
 
 #[test]
 fn clang_objects_need_memset_and_expf_and_get_one_veneer_slot_per_call() {
-    for arch in [Arch::X86_64, Arch::Aarch64] {
+    for arch in [Machine::X86_64, Machine::Aarch64] {
         let obj = ElfObject::parse_for(object(arch), arch).unwrap();
         assert_eq!(obj.undefined_symbols().unwrap(), ["memset", "expf"], "{arch}");
         // memset, expf and relocs_helper calls.
@@ -29,7 +29,7 @@ fn clang_objects_need_memset_and_expf_and_get_one_veneer_slot_per_call() {
 
 #[test]
 fn clang_objects_relocate_with_far_imports_through_veneers() {
-    for arch in [Arch::X86_64, Arch::Aarch64] {
+    for arch in [Machine::X86_64, Machine::Aarch64] {
         let obj = ElfObject::parse_for(object(arch), arch).unwrap();
         let layout = obj.layout().clone();
         let far = |name: &str| match name {
@@ -44,7 +44,7 @@ fn clang_objects_relocate_with_far_imports_through_veneers() {
         assert_ne!(entry, base, "{arch}: the kernel is not the first function in the image");
         // Both far imports went to veneers, each holding its target; the helper call is direct.
         // The target sits after `jmp *0(%rip)` (6 bytes) or `ldr x16, #8; br x16` (8 bytes).
-        let target_at = if arch == Arch::X86_64 { 6 } else { 8 };
+        let target_at = if arch == Machine::X86_64 { 6 } else { 8 };
         let slots: Vec<u64> =
             (0..3).map(|k| common::get_u64(&image, (layout.veneer_offset + k * 16 + target_at) as usize)).collect();
         assert!(slots.contains(&0x7f00_0000_1000) && slots.contains(&0x7f00_0000_2000), "{arch}: {slots:x?}");
@@ -54,7 +54,7 @@ fn clang_objects_relocate_with_far_imports_through_veneers() {
 
 #[test]
 fn clang_objects_fail_cleanly_without_a_resolver() {
-    for arch in [Arch::X86_64, Arch::Aarch64] {
+    for arch in [Machine::X86_64, Machine::Aarch64] {
         let obj = ElfObject::parse_for(object(arch), arch).unwrap();
         let mut image = vec![0u8; obj.layout().size as usize];
         let msg = obj.load_into(&mut image, 0x40_0000, "relocs_kernel", &common::no_imports).unwrap_err().to_string();
@@ -73,7 +73,7 @@ mod run {
 
     #[test]
     fn clang_kernel_with_imports_runs_and_matches_its_c_semantics() {
-        let kernel = LoadedObject::load(object(Arch::host()), Arch::host(), "relocs_kernel", &default_resolver)
+        let kernel = LoadedObject::load(object(Machine::host()), Machine::host(), "relocs_kernel", &default_resolver)
             .unwrap_or_else(|e| panic!("{e}"));
         // SAFETY: void relocs_kernel(float* out, const float* in, float* scratch, int n).
         let f: unsafe extern "C" fn(*mut f32, *const f32, *mut f32, i32) = unsafe { kernel.as_fn() };
@@ -102,9 +102,9 @@ mod run {
     fn tail_call_into_this_process_works_near_or_through_a_veneer() {
         // entry: `jmp add_one` (x86-64, PLT32) or `b add_one` (AArch64, JUMP26). The test binary's
         // code is usually far from an anonymous mapping, so this runs the veneer for real.
-        let (machine, code, offset, ty, addend, range): (u16, &[u8], u64, u32, i64, u64) = match Arch::host() {
-            Arch::X86_64 => (common::EM_X86_64, &[0xe9, 0, 0, 0, 0], 1, 4, -4, 1 << 31),
-            Arch::Aarch64 => (common::EM_AARCH64, &[0, 0, 0, 0x14], 0, 282, 0, 1 << 27),
+        let (machine, code, offset, ty, addend, range): (u16, &[u8], u64, u32, i64, u64) = match Machine::host() {
+            Machine::X86_64 => (common::EM_X86_64, &[0xe9, 0, 0, 0, 0], 1, 4, -4, 1 << 31),
+            Machine::Aarch64 => (common::EM_AARCH64, &[0, 0, 0, 0x14], 0, 282, 0, 1 << 27),
         };
         let mut b = ObjBuilder::new(machine);
         let text = b.section(".text", common::SHT_PROGBITS, common::SHF_ALLOC | common::SHF_EXECINSTR, 16, code);
@@ -113,7 +113,7 @@ mod run {
         b.rela(text, offset, target, ty, addend);
         let obj = b.build();
         let addr = add_one as extern "C" fn(i32) -> i32 as usize as u64;
-        let kernel = LoadedObject::load(&obj, Arch::host(), "entry", &|n: &str| (n == "add_one").then_some(addr))
+        let kernel = LoadedObject::load(&obj, Machine::host(), "entry", &|n: &str| (n == "add_one").then_some(addr))
             .unwrap_or_else(|e| panic!("{e}"));
         // SAFETY: entry tail-calls add_one, so it has add_one's signature.
         let f: extern "C" fn(i32) -> i32 = unsafe { kernel.as_fn() };

@@ -62,8 +62,8 @@ fn free_during_copy(dev: &CpuDevice) -> bool {
     let dptr = dst.cpu_ptr().unwrap().as_ptr();
     let (dst_addr, src_addr) = (dst.addr(), src.addr());
 
-    let hcq = dev.soft().hcq();
-    let copy = hcq.engine_id("copy").expect("the CPU device has a copy engine");
+    let hcq = dev.soft().engine();
+    let copy = hcq.channel_id("copy").expect("the CPU device has a copy engine");
     let mut q = hcq.queue().unwrap();
     q.copy(dst_addr, src_addr, BYTES).unwrap();
     let stamp = submit!(hcq, copy, &mut q).unwrap();

@@ -127,7 +127,7 @@ fn copies_stay_inside_device_memory() {
     let a = Buffer::new(dyn_dev.clone(), 64, DType::U8, Default::default()).unwrap();
     let b = Buffer::new(dyn_dev.clone(), 64, DType::U8, Default::default()).unwrap();
     a.copy_in(&[7u8; 64]).unwrap();
-    let hcq = dev.soft().hcq();
+    let hcq = dev.soft().engine();
     let mut q = hcq.queue().unwrap();
     q.copy(b.device_addr().unwrap(), a.device_addr().unwrap(), 64).unwrap();
     submit!(hcq, 1, &mut q).unwrap();
@@ -219,7 +219,7 @@ fn exec_lists_are_checked_once_at_load_and_run_in_order() {
     // The buffers are kept until the list is unloaded below, after the device finished with it.
     // SAFETY: every pointer argument is a live buffer of this device.
     let list = unsafe { dev.load_exec_list(&launches) }.unwrap();
-    let hcq = dev.soft().hcq();
+    let hcq = dev.soft().engine();
     let mut q = hcq.queue().unwrap();
     q.exec(list, 0, [1; 3], [1; 3]).unwrap();
     dev.soft().run_inline(0, |s| submit!(s, 0, &mut q)).unwrap();

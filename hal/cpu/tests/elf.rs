@@ -5,7 +5,7 @@
 
 mod common;
 
-use hcq_cpu::{Arch, ElfObject};
+use hcq_cpu::{ElfObject, Machine};
 
 struct Program {
     name: &'static str,
@@ -33,10 +33,10 @@ const MLP2: Program = program!("mlp", "prog_002_r_8_10_16_4", "r_8_10_16_4");
 const ALL: [&Program; 5] = [&CHAIN100, &ELEMENTWISE, &MLP0, &MLP1, &MLP2];
 
 impl Program {
-    fn object(&self, arch: Arch) -> &'static [u8] {
+    fn object(&self, arch: Machine) -> &'static [u8] {
         match arch {
-            Arch::X86_64 => self.x86_64,
-            Arch::Aarch64 => self.aarch64,
+            Machine::X86_64 => self.x86_64,
+            Machine::Aarch64 => self.aarch64,
         }
     }
 }
@@ -44,7 +44,7 @@ impl Program {
 #[test]
 fn every_bundle_object_parses_and_loads_for_its_arch() {
     for program in ALL {
-        for arch in [Arch::X86_64, Arch::Aarch64] {
+        for arch in [Machine::X86_64, Machine::Aarch64] {
             let bytes = program.object(arch);
             let obj = ElfObject::parse_for(bytes, arch).unwrap_or_else(|e| panic!("{} {arch}: {e}", program.name));
             assert_eq!(obj.arch(), arch);
@@ -62,7 +62,7 @@ fn every_bundle_object_parses_and_loads_for_its_arch() {
 
 #[test]
 fn bundle_objects_name_the_wrong_arch() {
-    let err = ElfObject::parse_for(CHAIN100.aarch64, Arch::X86_64).unwrap_err();
+    let err = ElfObject::parse_for(CHAIN100.aarch64, Machine::X86_64).unwrap_err();
     assert!(matches!(err.root(), hcq::Error::Mismatch { expected: 62, found: 183, .. }), "{err:?}");
     let msg = err.to_string();
     assert!(msg.contains("aarch64") && msg.contains("x86_64"), "{msg}");
@@ -126,7 +126,7 @@ mod run {
     }
 
     fn load(program: &Program) -> LoadedObject {
-        LoadedObject::load(program.object(Arch::host()), Arch::host(), program.symbol, &default_resolver)
+        LoadedObject::load(program.object(Machine::host()), Machine::host(), program.symbol, &default_resolver)
             .unwrap_or_else(|e| panic!("{}: {e}", program.name))
     }
 
@@ -135,9 +135,11 @@ mod run {
     fn assert_matches_expected(got: &[f32], expected: &[f32], what: &str) {
         assert_eq!(got.len(), expected.len());
         for (i, (&g, &e)) in got.iter().zip(expected).enumerate() {
-            match Arch::host() {
-                Arch::X86_64 => assert_eq!(g.to_bits(), e.to_bits(), "{what}[{i}]: got {g}, expected {e}"),
-                Arch::Aarch64 => assert!((g - e).abs() <= 1e-5 + 1e-4 * e.abs(), "{what}[{i}]: got {g}, expected {e}"),
+            match Machine::host() {
+                Machine::X86_64 => assert_eq!(g.to_bits(), e.to_bits(), "{what}[{i}]: got {g}, expected {e}"),
+                Machine::Aarch64 => {
+                    assert!((g - e).abs() <= 1e-5 + 1e-4 * e.abs(), "{what}[{i}]: got {g}, expected {e}")
+                }
             }
         }
     }
@@ -259,20 +261,20 @@ mod run {
         let kernel = load(&CHAIN100);
         let image = kernel.image();
         assert_eq!(image.len() % 4096, 0);
-        let obj = ElfObject::parse(CHAIN100.object(Arch::host())).unwrap();
+        let obj = ElfObject::parse(CHAIN100.object(Machine::host())).unwrap();
         let mut expected = vec![0u8; obj.layout().size as usize];
         let base = image.as_ptr() as u64;
         obj.load_into(&mut expected, base, "E_4_4", &common::no_imports).unwrap();
         assert_eq!(&image[..expected.len()], expected.as_slice());
         assert_eq!(kernel.entry() as u64, base);
-        assert_eq!(kernel.arch(), Arch::host());
+        assert_eq!(kernel.arch(), Machine::host());
     }
 
     #[test]
     fn loading_the_other_arch_for_execution_is_refused() {
-        let other = match Arch::host() {
-            Arch::X86_64 => Arch::Aarch64,
-            Arch::Aarch64 => Arch::X86_64,
+        let other = match Machine::host() {
+            Machine::X86_64 => Machine::Aarch64,
+            Machine::Aarch64 => Machine::X86_64,
         };
         let err = LoadedObject::load(CHAIN100.object(other), other, "E_4_4", &default_resolver).unwrap_err();
         assert!(matches!(err.root(), hcq::Error::Mismatch { .. }), "{err}");
@@ -281,8 +283,8 @@ mod run {
 
     #[test]
     fn missing_entry_symbol_is_named() {
-        let err =
-            LoadedObject::load(CHAIN100.object(Arch::host()), Arch::host(), "E_9_9", &default_resolver).unwrap_err();
+        let err = LoadedObject::load(CHAIN100.object(Machine::host()), Machine::host(), "E_9_9", &default_resolver)
+            .unwrap_err();
         assert!(err.to_string().contains("`E_9_9`"), "{err}");
     }
 }

@@ -83,14 +83,15 @@ fn run_example(name: &str) -> (usize, usize) {
     let objs = file
         .programs()
         .map(|p| {
-            let obj = LoadedObject::load(p.object(arch).unwrap(), hcq_cpu::Arch::host(), p.symbol, &default_resolver)
-                .unwrap();
+            let obj =
+                LoadedObject::load(p.object(arch).unwrap(), hcq_cpu::Machine::host(), p.symbol, &default_resolver)
+                    .unwrap();
             (obj, p.n_params(), p.core_id_arg.map(|s| s as usize))
         })
         .collect();
     let exec = Arc::new(Kernels { objs, ran_on: Default::default() });
     let dev = InlineDevice::new("CPU-INLINE", &SoftConfig::compact(), exec.clone(), host_clock_ns).unwrap();
-    let hcq = dev.hcq();
+    let hcq = dev.engine();
     let mut q = hcq.queue().unwrap();
     let mut calls = 0;
     let mut s = hcq.lock();

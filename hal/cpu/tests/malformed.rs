@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use hcq::Error;
 use hcq_cpu::elf::MAX_IMAGE_SIZE;
-use hcq_cpu::{Arch, ElfObject};
+use hcq_cpu::{ElfObject, Machine};
 
 const OBJECTS: [(&str, &[u8]); 6] = [
     ("chain100 x86", include_bytes!("../../../examples/chain100/prog_000_E_4_4.o")),
@@ -144,7 +144,7 @@ fn corrupted_ident_and_header_fields_are_named() {
 #[test]
 fn wrong_arch_names_expected_and_found_machines() {
     let (obj, _, _) = base_object();
-    let err = ElfObject::parse_for(&obj, Arch::Aarch64).unwrap_err();
+    let err = ElfObject::parse_for(&obj, Machine::Aarch64).unwrap_err();
     assert_eq!(err.root(), &Error::Mismatch { what: "elf e_machine", expected: 183, found: 62 });
     assert_eq!(
         err.to_string(),

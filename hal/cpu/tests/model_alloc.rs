@@ -144,7 +144,7 @@ mod supported {
     /// std's one-time start-up, a copy of its name: the 7 bytes of "CPU-cp0" that once landed in
     /// a counting window on a busy machine); this covers anything lazy in their first command.
     fn start_every_thread(dev: &Arc<CpuDevice>) {
-        let hcq = dev.soft().hcq();
+        let hcq = dev.soft().engine();
         for engine in [0, 1] {
             let mut q = hcq.queue().unwrap();
             let v = submit!(hcq, engine, &mut q).unwrap();

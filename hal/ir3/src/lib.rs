@@ -10,7 +10,7 @@
 //! `no_std` + `alloc`. See `hal/ir3/README.md` for the model and its sources.
 //!
 //! ```
-//! use hcq_ir3::exec::{Buffers, Dispatch, Interp, Meta, Program};
+//! use hcq_ir3::exec::{Buffers, Dispatch, Interp, Meta, Shader};
 //!
 //! // shl.b r0.w, r0.x, 2 / add.u r1.y, c0.x, r0.w / add.u r1.z, c0.y, 0 / stg.u32 g[r1.y], r0.x, 1 / end
 //! let words = [0x46d0_0003_2002_0000u64, 0x4210_0005_0003_1000, 0x4210_0006_2000_1001, 0xc0c6_0b00_0180_0000, 0x0300_0000_0000_0000];
@@ -20,7 +20,7 @@
 //!
 //! // Every fiber stores its local id x at out[x].
 //! let meta = Meta { fregs: 2, hregs: 0, wgid: 0xfc, lid: 0, shmem: 0, pvtmem: 0, merged_regs: false, const_demotion: true };
-//! let prog = Program::new(&image, meta).unwrap();
+//! let prog = Shader::new(&image, meta).unwrap();
 //! let base = 0x1_0000_0000u64;
 //! let mut consts = [0u8; 16];
 //! consts[..8].copy_from_slice(&base.to_le_bytes());

@@ -2,7 +2,7 @@
 //! barriers order shared-memory traffic across waves, out-of-bounds accesses fault with the
 //! instruction, lane and address, runaway loops hit the step limit.
 
-use hcq_ir3::exec::{Buffers, Dispatch, ExecError, Interp, MemSpace, Meta, Program};
+use hcq_ir3::exec::{Buffers, Dispatch, ExecError, Interp, MemSpace, Meta, Shader};
 
 const CAT2_FULL: u64 = 2 << 61 | 1 << 52;
 fn reg(r: u64) -> u64 {
@@ -56,11 +56,11 @@ const R2X: u64 = 8;
 const R3X: u64 = 12;
 const P0X: u64 = 0xf8;
 
-fn program(words: &[u64], shmem: u32) -> Program {
+fn program(words: &[u64], shmem: u32) -> Shader {
     let image: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     let meta =
         Meta { fregs: 4, hregs: 0, wgid: 0xfc, lid: 0, shmem, pvtmem: 0, merged_regs: false, const_demotion: false };
-    Program::new(&image, meta).unwrap()
+    Shader::new(&image, meta).unwrap()
 }
 
 const BASE: u64 = 0x1_0000_0000;

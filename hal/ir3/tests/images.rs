@@ -5,7 +5,7 @@
 //! not match the format. The words are the forms Mesa's ir3 emits for tinygrad's image kernels
 //! (see `tests/disasm_forms.rs` for their Mesa disassembly).
 
-use hcq_ir3::exec::{Buffers, Dispatch, ExecError, Format, Image, Images, Interp, Meta, Program, Sampler, Wrap};
+use hcq_ir3::exec::{Buffers, Dispatch, ExecError, Format, Image, Images, Interp, Meta, Sampler, Shader, Wrap};
 use hcq_ir3::fp::{f16_to_f32, f32_to_f16};
 
 /// `isam.1d (TY)(xyzw)r1.x, r0.x, s#S, t#T` (coordinates x = r0.x, y = r0.y: the local id).
@@ -28,11 +28,11 @@ const R1X: u64 = 4;
 const TEX: u64 = 0x1_0000;
 const OUT: u64 = 0x2_0000;
 
-fn program(words: &[u64]) -> Program {
+fn program(words: &[u64]) -> Shader {
     let image: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     let meta =
         Meta { fregs: 4, hregs: 4, wgid: 0xfc, lid: 0, shmem: 0, pvtmem: 0, merged_regs: false, const_demotion: true };
-    Program::new(&image, meta).unwrap()
+    Shader::new(&image, meta).unwrap()
 }
 
 fn sampler(wrap: Wrap, border: [f32; 4]) -> Sampler {

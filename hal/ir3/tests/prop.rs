@@ -2,7 +2,7 @@
 //! disassembler never panic on any word; the interpreter never panics on arbitrary instruction
 //! streams and always stops within its step limit.
 
-use hcq_ir3::exec::{Buffers, Dispatch, Interp, Meta, Program};
+use hcq_ir3::exec::{Buffers, Dispatch, Interp, Meta, Shader};
 use hcq_ir3::isa::{Body, Cat0, Cat0Op, Flags, Instr};
 use proptest::prelude::*;
 
@@ -48,7 +48,7 @@ proptest! {
     fn interpreter_never_panics_and_stops(words in prop::collection::vec(word(), 1..48), local in 1u32..100, grid in 1u32..3, consts in prop::collection::vec(any::<u8>(), 0..128), merged: bool, demote: bool) {
         let instrs: Vec<Instr> = words.iter().map(|&w| hcq_ir3::decode(w).unwrap_or_else(|_| nop())).collect();
         let meta = Meta { fregs: 48, hregs: 48, wgid: 192, lid: 0, shmem: 128, pvtmem: 32, merged_regs: merged, const_demotion: demote };
-        let prog = Program { instrs, meta };
+        let prog = Shader { instrs, meta };
         let mut consts = consts;
         consts.resize(consts.len().max(8), 0);
         consts[..8].copy_from_slice(&0x1_0000_0000u64.to_le_bytes());

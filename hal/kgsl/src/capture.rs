@@ -3,8 +3,8 @@
 //! object and the submitted IBs to a freedreno `.rd` capture (Mesa's `cffdump` decodes it;
 //! `hcq_adreno::rd::read` reads it back).
 
-use crate::backend::{KgslIoctl, Mapping};
 use crate::flags::MemFlags;
+use crate::ioctl::{KgslIoctl, Mapping};
 use crate::uapi::*;
 use hcq::mmio::{MmioBus, VolatileRegion, Width};
 use hcq_adreno::rd::RdWriter;

@@ -17,7 +17,7 @@
 //! chip id: the a6xx one on the 630; every field patchable): the timeline
 //! wait, an exec (or a `CP_MEMCPY` for a copy launch) + barrier per launch, the timeline signal.
 //!
-//! The engine is the core's ([`hcq::hcq::Hcq`]) with the IB shape ([`hcq::submit::IbPool`]):
+//! The engine is the core's ([`hcq::engine::Engine`]) with the IB shape ([`hcq::submit::IbPool`]):
 //! KGSL has no user-visible ring, so a call patches the queue's timeline wait and signal (every
 //! word that carries them), copies its words into the next free IB slot of a GPU object with
 //! word-sized volatile stores, issues the device write barrier (`dsb st`) and hands the IB to
@@ -27,8 +27,8 @@
 //! stamp of the call that used it. A fault on the simulated device ends a wait at once with the
 //! fault's IB offset; a hang ends it as the timeout error.
 
-use crate::backend::KgslIoctl;
 use crate::capture::Capturing;
+use crate::ioctl::KgslIoctl;
 
 use crate::flags::MemFlags;
 use crate::kernel::{Access, BufferList, GpuKernel};
@@ -39,13 +39,13 @@ use hcq::barrier::Barrier;
 use hcq::bundle::Arch;
 use hcq::bundle::hcqb::{Hcqb, LaunchRef, ProgramRef};
 use hcq::device::{Device, DeviceLimits, DeviceProperties, GpuLimits};
+use hcq::engine::{Channel, Engine};
 use hcq::error::{ResultExt, device_name};
-use hcq::hcq::{Engine, Hcq};
 use hcq::mmio::{MmioBus, Width};
 use hcq::profile::{Event, EventKind};
 use hcq::queue::HwQueue;
 use hcq::ring::KernargPool;
-use hcq::runner::{Backend, Launch};
+use hcq::runner::{Backend, KernelLaunch};
 use hcq::signal::{OwnedSignal, SignalPage, Slot, WaitHooks, WaitPolicy};
 use hcq::stamp::Stamp;
 use hcq::submit::{IbPool, IbSubmit};
@@ -89,7 +89,7 @@ impl QcomDevice {
     /// `QCOM:SIM` is opened by the simulator's crate (`hcq_sim_adreno::open`).
     pub fn open(capture: bool) -> Result<Arc<QcomDevice>> {
         use rustix::io::Errno;
-        match crate::backend::RustixKgsl::open(crate::DEFAULT_NODE) {
+        match crate::ioctl::RustixKgsl::open(crate::DEFAULT_NODE) {
             Ok(io) => Self::with_backend("QCOM", Arc::new(io), capture),
             Err(e) => {
                 let missing = matches!(e, Errno::NOENT | Errno::NODEV | Errno::NXIO);
@@ -117,7 +117,7 @@ impl QcomDevice {
 
     /// Open `KGSL+QCOM`: the KGSL node only.
     pub fn open_kgsl(capture: bool) -> Result<Arc<QcomDevice>> {
-        let io = crate::backend::RustixKgsl::open(crate::DEFAULT_NODE).map_err(crate::open_error)?;
+        let io = crate::ioctl::RustixKgsl::open(crate::DEFAULT_NODE).map_err(crate::open_error)?;
         Self::with_backend("KGSL+QCOM", Arc::new(io), capture)
     }
 
@@ -434,7 +434,7 @@ struct GpuCommandHook {
 
 impl IbSubmit for GpuCommandHook {
     fn submit_ib(&mut self, addr: u64, bytes: u64, _stamp: Stamp) -> Result<()> {
-        // SAFETY: the engine calls this hook only from `Hcq::submit`, whose caller
+        // SAFETY: the engine calls this hook only from `Engine::submit`, whose caller
         // (`QcomBackend::submit_call`) vouched that the queue names this backend's live
         // objects; `addr` is the engine's IB slot it just wrote, in the IB pool object. Every
         // object of the backend is in `buffers` and goes back to the kernel only after the
@@ -480,7 +480,7 @@ pub struct QcomBackend {
     // Dropped first (see `Drop`): the captured queue, then the engine state, whose timeline
     // signal lies in `signal`'s mapping.
     queue: Option<HwQueue>,
-    hcq: Option<Arc<Hcq>>,
+    hcq: Option<Arc<Engine>>,
     /// The timeline signal until the engine takes it (its page owns the signal object).
     timeline: Option<OwnedSignal>,
     dev: Arc<QcomDevice>,
@@ -858,7 +858,7 @@ impl QcomBackend {
     }
 
     /// The engine state (after the load): timeline, IB engine, profiler.
-    pub fn hcq(&self) -> Option<&Arc<Hcq>> {
+    pub fn engine(&self) -> Option<&Arc<Engine>> {
         self.hcq.as_ref()
     }
 
@@ -1041,7 +1041,7 @@ impl Backend for QcomBackend {
         Ok(self.programs.len() - 1)
     }
 
-    fn record_kernel(&mut self, program: &usize, l: &Launch<'_, '_>) -> Result<()> {
+    fn record_kernel(&mut self, program: &usize, l: &KernelLaunch<'_, '_>) -> Result<()> {
         let gpu = l.kernel.gpu.ok_or(Error::Malformed {
             what: "bundle launch",
             at: l.index as u64,
@@ -1161,11 +1161,11 @@ impl Backend for QcomBackend {
         let kernargs =
             KernargPool::new(Arc::new(ObjBus::new(kernarg_mem.clone(), 4096)?), kernarg_mem.obj().gpuaddr(), 16);
         let hooks = QcomHooks { inner: TimestampHooks::new(kgsl.clone(), self.dev.ctx.clone()), kgsl: kgsl.clone() };
-        let hcq = Hcq::new(
+        let hcq = Engine::new(
             device_name(&self.dev.name),
             timeline,
             enc,
-            vec![Engine::new("compute", pool)],
+            vec![Channel::new("compute", pool)],
             kernargs,
             Arc::new(hooks),
         )?;

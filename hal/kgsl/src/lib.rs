@@ -6,7 +6,7 @@
 //!
 //! - [`uapi`]: the structs as zerocopy types with size/offset assertions; [`flags`]: the flag
 //!   words as `bitflags`.
-//! - [`backend::KgslIoctl`]: every ioctl behind a trait ([`backend::RustixKgsl`] is the device
+//! - [`ioctl::KgslIoctl`]: every ioctl behind a trait ([`ioctl::RustixKgsl`] is the device
 //!   node through rustix; a simulated KGSL or a test fake replaces it).
 //! - [`Kgsl`]: open and check the device (KGSL ≥ 3.14, an Adreno 630), contexts, GPU objects
 //!   (allocated, CPU-mapped, freed only after the timestamp that last used them),
@@ -17,21 +17,21 @@
 //!   and by [`msm::Msm`], the mainline MSM DRM driver (`/dev/dri/renderD*`).
 //!
 //! The simulated KGSL (`QCOM:SIM`: the simulated Adreno CP and shader core) is the
-//! `hcq-sim-adreno` crate under `sim/adreno`; it implements [`backend::KgslIoctl`].
+//! `hcq-sim-adreno` crate under `sim/adreno`; it implements [`ioctl::KgslIoctl`].
 
-pub mod backend;
 pub mod capture;
 pub mod device;
 pub mod flags;
+pub mod ioctl;
 pub mod kernel;
 pub mod msm;
 pub mod uapi;
 
-use backend::{KgslIoctl, Mapping, RustixKgsl};
 use flags::{CmdlistFlags, ContextFlags, MemFlags};
 use hcq::error::device_name;
 use hcq::mmio::VolatileRegion;
 use hcq::{Error, Result};
+use ioctl::{KgslIoctl, Mapping, RustixKgsl};
 use rustix::io::Errno;
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -160,7 +160,7 @@ pub enum FreeAfter {
 #[derive(Clone)]
 pub(crate) enum MapOwner {
     Kgsl(Arc<dyn KgslIoctl>),
-    Msm(Arc<dyn msm::backend::MsmIoctl>),
+    Msm(Arc<dyn msm::ioctl::MsmIoctl>),
 }
 
 impl MapOwner {

@@ -9,7 +9,7 @@ use hcq::Error;
 use hcq::bundle::hcqb::{self, Hcqb, LaunchRef};
 use hcq::mmio::{MmioBus, Width};
 use hcq::queue::Command;
-use hcq::runner::{Backend, Launch, Runner};
+use hcq::runner::{Backend, KernelLaunch, Runner};
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue};
 use hcq_kgsl::device::{QcomBackend, QcomDevice};
 use hcq_kgsl::flags::MemFlags;
@@ -213,7 +213,7 @@ fn an_argument_outside_every_allocation_is_a_fault_that_writes_nothing() {
     let out_arg = k.outs().next().unwrap() as usize;
     let in_arg = (0..args.len()).find(|&j| j != out_arg).unwrap();
     args[in_arg] = small.gpuaddr();
-    b.record_kernel(&prog, &Launch { index: 0, kernel: &k, args: &args }).unwrap();
+    b.record_kernel(&prog, &KernelLaunch { index: 0, kernel: &k, args: &args }).unwrap();
     b.finish().unwrap();
     let out = k.arg(out_arg).unwrap();
     let mut before = vec![0u8; out.nbytes as usize];
@@ -267,7 +267,7 @@ fn an_argument_pointing_nowhere_is_refused_before_the_shader_runs() {
     let mut args: Vec<u64> = k.args().map(|a| addrs[a.buffer as usize] + a.offset).collect();
     let last = args.len() - 1;
     args[last] = 0xdead_0000;
-    b.record_kernel(&prog, &Launch { index: 0, kernel: &k, args: &args }).unwrap();
+    b.record_kernel(&prog, &KernelLaunch { index: 0, kernel: &k, args: &args }).unwrap();
     b.finish().unwrap();
     let msg = b.replay().unwrap_err().to_string();
     assert!(msg.contains(&format!("argument {last}")) && msg.contains("0xdead0000"), "{msg}");
@@ -324,7 +324,7 @@ fn a_hung_submission_through_the_core_engine_is_the_timeout_error() {
     m.call().unwrap();
     // A queue of one's own on the device's engine: it waits on memory nobody writes.
     let mem = dev.kgsl().alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
-    let hcq = m.backend().hcq().unwrap();
+    let hcq = m.backend().engine().unwrap();
     let mut q = hcq.queue().unwrap();
     q.wait_at(mem.gpuaddr(), 1).unwrap();
     let stamp = submit!(hcq, 0, &mut q).unwrap();
@@ -385,7 +385,7 @@ struct FailingAlloc {
     ok: std::sync::atomic::AtomicUsize,
 }
 
-impl hcq_kgsl::backend::KgslIoctl for FailingAlloc {
+impl hcq_kgsl::ioctl::KgslIoctl for FailingAlloc {
     fn get_property(&self, ty: u32, out: &mut [u8]) -> Result<(), rustix::io::Errno> {
         self.sim.get_property(ty, out)
     }
@@ -431,10 +431,10 @@ impl hcq_kgsl::backend::KgslIoctl for FailingAlloc {
     fn read_timestamp(&self, arg: &mut hcq_kgsl::uapi::ReadTimestampCtxtid) -> Result<(), rustix::io::Errno> {
         self.sim.read_timestamp(arg)
     }
-    fn mmap(&self, len: usize, offset: u64) -> Result<hcq_kgsl::backend::Mapping, rustix::io::Errno> {
+    fn mmap(&self, len: usize, offset: u64) -> Result<hcq_kgsl::ioctl::Mapping, rustix::io::Errno> {
         self.sim.mmap(len, offset)
     }
-    unsafe fn munmap(&self, m: &hcq_kgsl::backend::Mapping) {
+    unsafe fn munmap(&self, m: &hcq_kgsl::ioctl::Mapping) {
         // SAFETY: forwarded: the caller's contract is the simulated backend's.
         unsafe { self.sim.munmap(m) }
     }
@@ -503,7 +503,7 @@ fn the_engine_owns_its_memory_a_clone_keeps_it_and_the_last_holder_frees_it() {
     let mut m = Runner::load(QcomBackend::new(dev.clone()).unwrap(), &file).unwrap();
     m.call().unwrap();
     m.backend().synchronize().unwrap();
-    let hcq = m.backend().hcq().unwrap().clone();
+    let hcq = m.backend().engine().unwrap().clone();
     drop(m);
     // the clone keeps the timeline signal, IB and kernel-argument objects (and nothing else)
     assert_eq!(sim.live_blocks(), before + 3, "the engine's objects are freed under a live clone");

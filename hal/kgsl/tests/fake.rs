@@ -4,8 +4,8 @@
 use hcq::Error;
 use hcq::mmio::{MmioBus, Width};
 use hcq::signal::WaitHooks;
-use hcq_kgsl::backend::{KgslIoctl, Mapping};
 use hcq_kgsl::flags::{ContextFlags, MemFlags};
+use hcq_kgsl::ioctl::{KgslIoctl, Mapping};
 use hcq_kgsl::uapi::*;
 use hcq_kgsl::{FreeAfter, Kgsl, TimestampHooks};
 use rustix::io::Errno;

@@ -6,11 +6,11 @@
 //!
 //! One `#[test]` on purpose: the counter is process-wide.
 
-use hcq_kgsl::backend::Mapping;
 use hcq_kgsl::flags::MemFlags;
+use hcq_kgsl::ioctl::Mapping;
 use hcq_kgsl::kernel::{Access, BufferList, GpuKernel};
 use hcq_kgsl::msm::Msm;
-use hcq_kgsl::msm::backend::{DriverVersion, MsmIoctl};
+use hcq_kgsl::msm::ioctl::{DriverVersion, MsmIoctl};
 use hcq_kgsl::msm::uapi::*;
 use rustix::io::Errno;
 use std::alloc::{GlobalAlloc, Layout, System};

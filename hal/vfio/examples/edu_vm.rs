@@ -253,7 +253,7 @@ fn main() {
             Err(e) => Err(err(e)),
         },
     );
-    let hcq = dev.hcq().expect("EDU has an HCQ engine");
+    let hcq = dev.engine().expect("EDU has an HCQ engine");
     let before = hcq.timeline().completed();
     let sizes = [1usize, 8, 61, 512, 1000, 4088];
     c.check(

@@ -27,7 +27,7 @@ use hcq::error::{DeviceName, Error, Result, ResultExt, device_name};
 use hcq::memory::RangeAllocator;
 use hcq::mmio::MmioBus;
 use hcq::signal::{Signal, SignalPage, WaitPolicy};
-use hcq::soft::runner::{Executor, Regs, SoftConfig, SoftContext, SoftDevice};
+use hcq::soft::threaded::{Executor, Regs, SoftConfig, SoftContext, SoftDevice};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -506,7 +506,7 @@ struct EduInner {
 impl EduInner {
     /// Copy `bytes` between device address `dev_addr` and the staging page through the queue.
     fn queue_copy(&self, dir: Direction, dev_addr: u64, staging_iova: u64, bytes: u64) -> Result<()> {
-        let hcq = self.soft.hcq();
+        let hcq = self.soft.engine();
         let mut q = hcq.queue()?;
         match dir {
             Direction::ToDevice => q.copy(dev_addr, staging_iova, bytes)?,
@@ -643,7 +643,7 @@ impl EduHandle {
         let soft = SoftDevice::new(name, &config, Arc::new(Regs::new(2)), Arc::new(EduExec { edu: edu.clone() }))?;
         // TIMEOUT: each command is one DMA (100 ms of device time); a stalled engine is reported
         // after 10 s without progress.
-        soft.hcq().timeline().set_policy(WaitPolicy::with_timeout_ms(10_000));
+        soft.engine().timeline().set_policy(WaitPolicy::with_timeout_ms(10_000));
         let staging = Mutex::new(edu.map(4096)?);
         let inner = Arc::new(EduInner { edu, soft, staging, name: name.to_string() });
         let heap = Mutex::new(RangeAllocator::new(BUF_BASE, FENCE_SLOT - BUF_BASE));
@@ -668,7 +668,7 @@ impl hcq::device::Device for EduHandle {
         Err(Error::Unsupported { what: "programs on the EDU device (it has a copy engine only)", value: 0 })
     }
     fn synchronize(&self) -> Result<()> {
-        self.inner.soft.hcq().synchronize()
+        self.inner.soft.engine().synchronize()
     }
     fn properties(&self) -> hcq::device::DeviceProperties {
         hcq::device::DeviceProperties {
@@ -694,8 +694,8 @@ impl hcq::device::Device for EduHandle {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
-    fn hcq(&self) -> Option<&hcq::hcq::Hcq> {
-        Some(self.inner.soft.hcq())
+    fn engine(&self) -> Option<&hcq::engine::Engine> {
+        Some(self.inner.soft.engine())
     }
 }
 

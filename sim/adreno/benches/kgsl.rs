@@ -8,7 +8,7 @@ use hcq::queue::Command;
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue, Program};
 use hcq_kgsl::Kgsl;
 use hcq_kgsl::flags::{ContextFlags, MemFlags};
-use hcq_sim_adreno::cp::{ComputeState, Dispatch, GpuMemory};
+use hcq_sim_adreno::cp::{ComputeState, GpuMemory, ShaderCore};
 use hcq_sim_adreno::kgsl::SimKgsl;
 use std::sync::Arc;
 
@@ -18,7 +18,7 @@ fn main() {
 
 struct Nop;
 
-impl Dispatch for Nop {
+impl ShaderCore for Nop {
     fn dispatch(&mut self, _s: &ComputeState<'_>, _mem: &mut dyn GpuMemory) -> hcq::Result<()> {
         Ok(())
     }

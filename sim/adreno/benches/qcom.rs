@@ -60,7 +60,7 @@ fn msm_sim_call_chain100_no_shader(b: Bencher) {
 /// A shader core that does nothing (the host path alone).
 struct Nop;
 
-impl hcq_sim_adreno::cp::Dispatch for Nop {
+impl hcq_sim_adreno::cp::ShaderCore for Nop {
     fn dispatch(
         &mut self,
         _s: &hcq_sim_adreno::cp::ComputeState<'_>,

@@ -1,4 +1,4 @@
-//! The shader core of the simulated Adreno: [`Ir3Dispatch`] is the [`Dispatch`](crate::cp::Dispatch)
+//! The shader core of the simulated Adreno: [`Ir3Dispatch`] is the [`Dispatch`](crate::cp::ShaderCore)
 //! that [`SimKgsl`](crate::kgsl::SimKgsl) calls at every `CP_EXEC_CS`. It runs the shader the CP
 //! loaded with `hcq-ir3`'s interpreter over the simulated GPU memory.
 //!
@@ -17,10 +17,10 @@
 //!   written. The CP stops with that error (its IB offset added by the CP) and the host sees it
 //!   at the next wait, at once.
 
-use crate::cp::{ComputeState, Dispatch, GpuMemory};
+use crate::cp::{ComputeState, GpuMemory, ShaderCore};
 use crate::images::ImageState;
 use hcq::{Error, Result};
-use hcq_ir3::exec::{ExecError, Interp, MemSpace, Memory, Meta, OutOfBounds, Program};
+use hcq_ir3::exec::{ExecError, Interp, MemSpace, Memory, Meta, OutOfBounds, Shader};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -78,7 +78,7 @@ struct Cached {
     words: Vec<u32>,
     entry: u32,
     regs: [u32; 5],
-    prog: Program,
+    prog: Shader,
 }
 
 /// Runs each dispatch's shader with the ir3 interpreter (see the module docs).
@@ -146,7 +146,7 @@ impl Ir3Dispatch {
         self.lane_instructions
     }
 
-    fn program(&mut self, s: &ComputeState<'_>) -> Result<&Program> {
+    fn program(&mut self, s: &ComputeState<'_>) -> Result<&Shader> {
         let regs = [s.cntl_0.raw(), s.cntl_1.raw(), s.const_config_0.raw(), s.pvt_mem_param.raw(), s.mode_cntl.raw()];
         let hit =
             self.cache.get(&s.shader_addr).is_some_and(|c| c.entry == s.entry && c.regs == regs && c.words == s.shader);
@@ -161,7 +161,7 @@ impl Ir3Dispatch {
             }
             let image: Vec<u8> = s.shader.iter().flat_map(|w| w.to_le_bytes()).skip(entry).collect();
             let meta = Meta::from_regs(regs[0], regs[1], regs[2], regs[3], regs[4]);
-            let prog = Program::new(&image, meta).map_err(|e| {
+            let prog = Shader::new(&image, meta).map_err(|e| {
                 Error::Malformed { what: "adreno sim: shader code", at: s.shader_addr, reason: "undecodable ir3" }
                     .context(format!("{e}"))
             })?;
@@ -234,7 +234,7 @@ impl Memory for Journaled<'_> {
     }
 }
 
-impl Dispatch for Ir3Dispatch {
+impl ShaderCore for Ir3Dispatch {
     fn dispatch(&mut self, s: &ComputeState<'_>, mem: &mut dyn GpuMemory) -> Result<()> {
         self.args.check(s.shader_addr, s.consts, mem)?;
         let n = self.dispatches;

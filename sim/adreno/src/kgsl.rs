@@ -17,10 +17,10 @@
 //! the client maps itself; there the GPU address of a `USE_CPU_MAP` object is the client's
 //! mapping, which the device learns later and sets with [`SimKgsl::set_gpu_address`].
 
-use crate::cp::{Cp, Dispatch, GpuMemory, Outcome};
+use crate::cp::{Cp, GpuMemory, Outcome, ShaderCore};
 use crate::dispatch::ArgSlots;
 use hcq::mmio::{MmioBus, VolatileRegion, Width};
-use hcq_kgsl::backend::{KgslIoctl, Mapping};
+use hcq_kgsl::ioctl::{KgslIoctl, Mapping};
 use hcq_kgsl::uapi::*;
 use rustix::io::Errno;
 use std::alloc::{Layout, alloc_zeroed, dealloc};
@@ -142,7 +142,7 @@ impl GpuMemory for Memory {
 struct State {
     cp: Cp,
     mem: Memory,
-    dispatch: Box<dyn Dispatch + Send>,
+    dispatch: Box<dyn ShaderCore + Send>,
     backing: Box<dyn Backing>,
     next_ctx: u32,
     contexts: HashMap<u32, (u32, u32)>, // id -> (submitted, retired)
@@ -301,12 +301,12 @@ impl core::fmt::Debug for SimKgsl {
 
 impl SimKgsl {
     /// A simulated Adreno 630 whose dispatches run on `dispatch`.
-    pub fn new(dispatch: Box<dyn Dispatch + Send>) -> Self {
+    pub fn new(dispatch: Box<dyn ShaderCore + Send>) -> Self {
         Self::with_backing(dispatch, Box::new(HeapBacking::default()))
     }
 
     /// A simulated Adreno 630 whose objects' memory comes from `backing`.
-    pub fn with_backing(dispatch: Box<dyn Dispatch + Send>, backing: Box<dyn Backing>) -> Self {
+    pub fn with_backing(dispatch: Box<dyn ShaderCore + Send>, backing: Box<dyn Backing>) -> Self {
         Self {
             state: Mutex::new(State {
                 cp: Cp::new(),

@@ -3,9 +3,9 @@
 //! The GPU behind the `QCOM:SIM` device, one part per module:
 //!
 //! - [`cp`]: the command processor, a PM4 interpreter over GPU memory ([`cp::Cp`], and
-//!   [`cp::RingCp`] for the bare-metal ring registers), with a [`cp::Dispatch`] hook for the
+//!   [`cp::RingCp`] for the bare-metal ring registers), with a [`cp::ShaderCore`] hook for the
 //!   shader core;
-//! - [`kgsl`]: [`SimKgsl`], a simulated KGSL: `hcq_kgsl::backend::KgslIoctl` over host memory
+//! - [`kgsl`]: [`SimKgsl`], a simulated KGSL: `hcq_kgsl::ioctl::KgslIoctl` over host memory
 //!   whose submissions run on the CP;
 //! - [`msm`]: [`SimMsm`], the simulated MSM DRM driver over the same simulated GPU
 //!   (`hcq_kgsl::msm::MsmIoctl`, the `MSM+QCOM:SIM` device);

@@ -23,8 +23,8 @@
 //!   on Linux) and lets the GPU see it.
 
 use crate::kgsl::{Backing, SimKgsl};
-use hcq_kgsl::backend::{KgslIoctl, Mapping};
-use hcq_kgsl::msm::backend::{DriverVersion, MsmIoctl};
+use hcq_kgsl::ioctl::{KgslIoctl, Mapping};
+use hcq_kgsl::msm::ioctl::{DriverVersion, MsmIoctl};
 use hcq_kgsl::msm::uapi::*;
 use hcq_kgsl::uapi::{
     CommandObject, DrawctxtCreate, DrawctxtDestroy, GPU_EVENT_TIMESTAMP, GPUOBJ_FREE_ON_EVENT, GpuCommand,
@@ -103,7 +103,7 @@ impl SimMsm {
     }
 
     /// A simulated Adreno 630 with `dispatch` as its shader core and `backing` for its memory.
-    pub fn with_backing(dispatch: Box<dyn crate::cp::Dispatch + Send>, backing: Box<dyn Backing>) -> Self {
+    pub fn with_backing(dispatch: Box<dyn crate::cp::ShaderCore + Send>, backing: Box<dyn Backing>) -> Self {
         Self::new(SimKgsl::with_backing(dispatch, backing))
     }
 

@@ -7,7 +7,7 @@ use hcq::queue::Command;
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue, Program};
 use hcq_kgsl::flags::{ContextFlags, MemFlags};
 use hcq_kgsl::{Context, FreeAfter, GpuObject, Kgsl};
-use hcq_sim_adreno::cp::{ComputeState, Dispatch, GpuMemory};
+use hcq_sim_adreno::cp::{ComputeState, GpuMemory, ShaderCore};
 use hcq_sim_adreno::kgsl::SimKgsl;
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,7 +15,7 @@ use std::time::Instant;
 /// Stands in for the shader: writes `groups × local` (x) to the first argument's address.
 struct Fake;
 
-impl Dispatch for Fake {
+impl ShaderCore for Fake {
     fn dispatch(&mut self, s: &ComputeState<'_>, mem: &mut dyn GpuMemory) -> hcq::Result<()> {
         let out = u64::from(s.consts[0]) | u64::from(s.consts[1]) << 32;
         mem.write32(out, s.groups[0] * s.local[0])
@@ -261,7 +261,7 @@ struct Recording {
     waits: std::sync::Mutex<Vec<u32>>,
 }
 
-impl hcq_kgsl::backend::KgslIoctl for Recording {
+impl hcq_kgsl::ioctl::KgslIoctl for Recording {
     fn get_property(&self, ty: u32, out: &mut [u8]) -> Result<(), rustix::io::Errno> {
         self.sim.get_property(ty, out)
     }
@@ -304,10 +304,10 @@ impl hcq_kgsl::backend::KgslIoctl for Recording {
     fn read_timestamp(&self, arg: &mut hcq_kgsl::uapi::ReadTimestampCtxtid) -> Result<(), rustix::io::Errno> {
         self.sim.read_timestamp(arg)
     }
-    fn mmap(&self, len: usize, offset: u64) -> Result<hcq_kgsl::backend::Mapping, rustix::io::Errno> {
+    fn mmap(&self, len: usize, offset: u64) -> Result<hcq_kgsl::ioctl::Mapping, rustix::io::Errno> {
         self.sim.mmap(len, offset)
     }
-    unsafe fn munmap(&self, m: &hcq_kgsl::backend::Mapping) {
+    unsafe fn munmap(&self, m: &hcq_kgsl::ioctl::Mapping) {
         // SAFETY: forwarded: the caller's contract is the simulated backend's.
         unsafe { self.sim.munmap(m) }
     }
@@ -349,7 +349,7 @@ fn the_sleep_hook_waits_for_the_oldest_submission_in_flight() {
 /// instead of writing memory that is no longer the GPU's.
 #[test]
 fn an_object_freed_while_still_mapped_is_a_fault_for_the_gpu() {
-    use hcq_kgsl::backend::KgslIoctl;
+    use hcq_kgsl::ioctl::KgslIoctl;
     use zerocopy::FromZeros;
     let r = rig();
     let obj = r.k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap();

@@ -21,8 +21,8 @@
 
 use divan::counter::ItemsCount;
 use divan::{Bencher, black_box};
+use hcq::engine::{Channel, Engine};
 use hcq::error::device_name;
-use hcq::hcq::{Engine, Hcq};
 use hcq::mmio::{HostRegion, Width};
 use hcq::queue::{Field, HwQueue};
 use hcq::ring::{CommandRing, Doorbell, KernargPool};
@@ -58,18 +58,25 @@ fn sim() -> (SimDevice, u64) {
 
 /// An engine over host memory whose device never runs: callers retire each submission by
 /// setting the timeline themselves.
-fn host_only() -> Hcq {
+fn host_only() -> Engine {
     let ring = Arc::new(HostRegion::new(256 << 10, 64).unwrap());
     let bell = Arc::new(HostRegion::new(8, 8).unwrap());
     let kmem = Arc::new(HostRegion::new(1 << 20, 4096).unwrap());
     let doorbell = Doorbell { bus: bell, offset: 0, width: Width::U64 };
-    let engine = Engine::new("compute", CommandRing::new(ring, 1024, doorbell).unwrap());
+    let engine = Channel::new("compute", CommandRing::new(ring, 1024, doorbell).unwrap());
     let kpool = KernargPool::new(kmem.clone(), kmem.addr(), 1024);
-    Hcq::new(device_name("HOST"), HOST_SIGNALS.alloc(0), Arc::new(SoftEncoder), vec![engine], kpool, Arc::new(StdHooks))
-        .unwrap()
+    Engine::new(
+        device_name("HOST"),
+        HOST_SIGNALS.alloc(0),
+        Arc::new(SoftEncoder),
+        vec![engine],
+        kpool,
+        Arc::new(StdHooks),
+    )
+    .unwrap()
 }
 
-fn build_submit(hcq: &Hcq, prog: u64) -> u64 {
+fn build_submit(hcq: &Engine, prog: u64) -> u64 {
     let mut s = hcq.lock();
     let ka = s.kernargs(&ARGS, 16, 16).unwrap();
     let mut q = hcq.queue().unwrap();
@@ -77,7 +84,7 @@ fn build_submit(hcq: &Hcq, prog: u64) -> u64 {
     submit!(s, 0, &mut q).unwrap().get()
 }
 
-fn captured_100(hcq: &Hcq, prog: u64) -> (HwQueue, Vec<u64>) {
+fn captured_100(hcq: &Engine, prog: u64) -> (HwQueue, Vec<u64>) {
     let mut q = hcq.queue().unwrap();
     let mut blocks = Vec::new();
     for _ in 0..100 {
@@ -89,7 +96,7 @@ fn captured_100(hcq: &Hcq, prog: u64) -> (HwQueue, Vec<u64>) {
     (q, blocks)
 }
 
-fn patch_submit(hcq: &Hcq, q: &mut HwQueue, blocks: &[u64], turn: usize) -> u64 {
+fn patch_submit(hcq: &Engine, q: &mut HwQueue, blocks: &[u64], turn: usize) -> u64 {
     let mut s = hcq.lock();
     // a different block per command each turn, so every patch changes the words
     let rotated = blocks.iter().cycle().skip(turn % blocks.len()).take(blocks.len());
@@ -99,7 +106,7 @@ fn patch_submit(hcq: &Hcq, q: &mut HwQueue, blocks: &[u64], turn: usize) -> u64 
     submit!(s, 0, q).unwrap().get()
 }
 
-fn kernargs_patch_submit(hcq: &Hcq, q: &mut HwQueue) -> u64 {
+fn kernargs_patch_submit(hcq: &Engine, q: &mut HwQueue) -> u64 {
     let mut s = hcq.lock();
     for c in 1..=100 {
         let ka = s.kernargs(&ARGS, 16, 16).unwrap();
@@ -114,28 +121,28 @@ mod sim {
     #[divan::bench]
     fn build_submit_one_exec(b: Bencher) {
         let (dev, prog) = sim();
-        b.bench_local(|| build_submit(dev.hcq(), prog));
-        dev.hcq().synchronize().unwrap();
+        b.bench_local(|| build_submit(dev.engine(), prog));
+        dev.engine().synchronize().unwrap();
     }
 
     #[divan::bench]
     fn replay_100_patch_submit(b: Bencher) {
         let (dev, prog) = sim();
-        let (mut q, blocks) = captured_100(dev.hcq(), prog);
+        let (mut q, blocks) = captured_100(dev.engine(), prog);
         let mut turn = 0;
         b.counter(ItemsCount::new(100usize)).bench_local(|| {
             turn += 1;
-            patch_submit(dev.hcq(), &mut q, &blocks, turn)
+            patch_submit(dev.engine(), &mut q, &blocks, turn)
         });
-        dev.hcq().synchronize().unwrap();
+        dev.engine().synchronize().unwrap();
     }
 
     #[divan::bench]
     fn replay_100_kernargs_patch_submit(b: Bencher) {
         let (dev, prog) = sim();
-        let (mut q, _) = captured_100(dev.hcq(), prog);
-        b.counter(ItemsCount::new(100usize)).bench_local(|| kernargs_patch_submit(dev.hcq(), &mut q));
-        dev.hcq().synchronize().unwrap();
+        let (mut q, _) = captured_100(dev.engine(), prog);
+        b.counter(ItemsCount::new(100usize)).bench_local(|| kernargs_patch_submit(dev.engine(), &mut q));
+        dev.engine().synchronize().unwrap();
     }
 }
 
@@ -144,7 +151,7 @@ mod host_only {
 
     /// Stand in for the device: the engine of `host_only` has no command processor, so each
     /// submission is marked done at once.
-    fn complete(hcq: &Hcq, v: u64) {
+    fn complete(hcq: &Engine, v: u64) {
         // SAFETY: nothing runs these rings: no command of a submission ever accesses memory,
         // and `v` is the value just submitted (the timeline moves forward only).
         unsafe { hcq.timeline().device_complete(v) }
@@ -200,7 +207,7 @@ mod round_trip {
 
     fn submit_synchronize(b: Bencher, yielding: bool) {
         let (dev, prog) = sim();
-        let hcq = dev.hcq();
+        let hcq = dev.engine();
         if yielding {
             // no spin phase: the host yields its core from the first poll on
             hcq.timeline().set_policy(WaitPolicy { spin_ns: 0, ..WaitPolicy::default() });

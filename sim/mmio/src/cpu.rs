@@ -32,7 +32,7 @@ use hcq::error::{Error, Result, ResultExt};
 use hcq::mmio::{HostRegion, MmioBus};
 use hcq::queue::HwQueue;
 use hcq::runner::build_queues;
-use hcq::runner::{Backend, Launch};
+use hcq::runner::{Backend, KernelLaunch};
 use hcq::signal::WaitPolicy;
 use hcq::stamp::Stamp;
 use hcq_cpu::backend::{Buffers, launch_words, prepare_host};
@@ -135,7 +135,7 @@ impl SimBackend {
     /// Give up on a call after `ms` without progress of the device's timeline (the default is
     /// the timeline's policy, 30 s). Applies to every wait on this device.
     pub fn set_timeout_ms(&self, ms: u64) {
-        self.dev.sim().hcq().timeline().set_policy(WaitPolicy::with_timeout_ms(ms));
+        self.dev.sim().engine().timeline().set_policy(WaitPolicy::with_timeout_ms(ms));
     }
 
     /// Number of submissions (doorbell writes) one call makes.
@@ -153,7 +153,7 @@ impl SimBackend {
         // The queues run host functions registered here, which check every argument against
         // the one recorded at load (views `Hcqb::parse` checked against the backend's buffers).
         // SAFETY: every command names this backend's live buffers inside their bounds.
-        unsafe { hcq::runner::submit_queues(self.dev.sim().hcq(), &mut self.queues, &mut self.last) }
+        unsafe { hcq::runner::submit_queues(self.dev.sim().engine(), &mut self.queues, &mut self.last) }
     }
 
     /// Register recorded launch `i` (its block at `kernargs` in the region) as a host function
@@ -242,13 +242,13 @@ impl Backend for SimBackend {
         let nargs = p.n_params();
         let core_id = p.core_id_arg.map(|s| s as usize);
         hcq_cpu::device::check_signature(nargs, core_id)?;
-        let obj = LoadedObject::load(object, hcq_cpu::elf::Arch::host(), p.symbol, &default_resolver)
+        let obj = LoadedObject::load(object, hcq_cpu::elf::Machine::host(), p.symbol, &default_resolver)
             .with_context(|| format!("loading kernel {}", p.symbol))?;
         self.kernels.push(Arc::new(SimKernel { obj, nargs, core_id }));
         Ok(self.kernels.len() - 1)
     }
 
-    fn record_kernel(&mut self, program: &usize, l: &Launch<'_, '_>) -> Result<()> {
+    fn record_kernel(&mut self, program: &usize, l: &KernelLaunch<'_, '_>) -> Result<()> {
         let args = launch_words(l)?;
         let k = self.kernels.get(*program).ok_or(Error::InvalidArgument { what: "SIM program", value: 0 })?;
         if args.len() != k.nargs {
@@ -306,7 +306,7 @@ impl Backend for SimBackend {
             })
             .collect();
         self.bufs.finish();
-        self.queues = build_queues(self.dev.sim().hcq(), &packets, |q, p| {
+        self.queues = build_queues(self.dev.sim().engine(), &packets, |q, p| {
             match *p {
                 Packet::Exec { handle, kernargs, global } => q.exec(handle, kernargs, [global, 1, 1], [1, 1, 1])?,
                 Packet::Copy { dst, src, bytes } => q.copy(dst, src, bytes)?,
@@ -318,7 +318,7 @@ impl Backend for SimBackend {
 
     fn replay(&mut self) -> Result<()> {
         self.submit()?;
-        self.dev.sim().hcq().wait(self.last)
+        self.dev.sim().engine().wait(self.last)
     }
 
     fn read(&self, buffer: usize, offset: u64, out: &mut [u8]) -> Result<()> {
@@ -332,7 +332,7 @@ impl Backend for SimBackend {
 
 impl Drop for SimBackend {
     fn drop(&mut self) {
-        if let Err(e) = self.dev.sim().hcq().wait(self.last) {
+        if let Err(e) = self.dev.sim().engine().wait(self.last) {
             log::warn!("SIM: waiting for a model's last call before unloading it: {e}");
         }
         // from here on the registered functions refuse to run (their buffers are going)

@@ -1,6 +1,6 @@
 //! The `SIM` device: the HCQ engine driven end to end against simulated hardware.
 //!
-//! A [`SimDevice`] is a soft device ([`hcq::soft::runner::SoftDevice`]) whose doorbell and
+//! A [`SimDevice`] is a soft device ([`hcq::soft::threaded::SoftDevice`]) whose doorbell and
 //! read-pointer registers live in a [`MockMmio`] (so tests can log them and inject register
 //! faults) and whose command processors run the reference encoding on host threads:
 //!
@@ -12,11 +12,11 @@
 //!   forever at command N, or a command processor that stops reading the ring.
 
 use crate::mmio::MockMmio;
+use hcq::engine::Engine;
 use hcq::error::{Error, Result};
-use hcq::hcq::Hcq;
 use hcq::mmio::{HostRegion, MmioBus, Width};
 use hcq::queue::Command;
-use hcq::soft::runner::{DeviceRegs, Executor, SoftConfig, SoftContext, SoftDevice};
+use hcq::soft::threaded::{DeviceRegs, Executor, SoftConfig, SoftContext, SoftDevice};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -188,7 +188,7 @@ impl std::fmt::Debug for SimDevice {
 impl SimDevice {
     /// A device called `name` with the given engines and sizes.
     pub fn new(name: &str, config: &SoftConfig) -> Result<Self> {
-        let mmio = MockMmio::new(hcq::soft::runner::DOORBELL::STRIDE * config.engines.len().max(1))?;
+        let mmio = MockMmio::new(hcq::soft::threaded::DOORBELL::STRIDE * config.engines.len().max(1))?;
         let exec = Arc::new(SimExec {
             programs: RwLock::new(Vec::new()),
             memory: RwLock::new(BTreeMap::new()),
@@ -205,8 +205,8 @@ impl SimDevice {
     }
 
     /// The HCQ engine state (queues, submit, timeline).
-    pub fn hcq(&self) -> &Hcq {
-        self.soft.hcq()
+    pub fn engine(&self) -> &Engine {
+        self.soft.engine()
     }
 
     /// The underlying soft device.
@@ -349,12 +349,12 @@ impl hcq::program::Program for SimProgram {
         global: [u32; 3],
         local: [u32; 3],
         wait: bool,
-    ) -> Result<hcq::program::Launch> {
+    ) -> Result<hcq::program::LaunchReport> {
         let inner = self
             .dev
             .upgrade()
             .ok_or(Error::DeviceUnavailable { device: hcq::error::device_name("SIM"), reason: "device closed" })?;
-        let hcq = inner.dev.hcq();
+        let hcq = inner.dev.engine();
         let mut args = [0u8; 4096];
         let n = self.layout.pack(bufs, vals, &mut args)?;
         let mut q = hcq.queue()?;
@@ -381,7 +381,7 @@ impl hcq::program::Program for SimProgram {
             }
             None => None,
         };
-        Ok(hcq::program::Launch { stamp: Some(v), time_us: out })
+        Ok(hcq::program::LaunchReport { stamp: Some(v), time_us: out })
     }
 }
 
@@ -441,13 +441,13 @@ impl hcq::device::Device for SimHandle {
         Ok(Arc::new(SimProgram { name: image.name.clone(), handle, layout, footprints, dev: Arc::downgrade(&self.0) }))
     }
     fn synchronize(&self) -> Result<()> {
-        self.0.dev.hcq().synchronize()
+        self.0.dev.engine().synchronize()
     }
     fn properties(&self) -> hcq::device::DeviceProperties {
         hcq::device::DeviceProperties {
             kind: "sim".into(),
             arch: "soft".into(),
-            cores: self.0.dev.hcq().engines().len() as u32,
+            cores: self.0.dev.engine().channels().len() as u32,
             memory_bytes: SIM_MEMORY_BYTES,
             timestamp_hz: 1_000_000_000,
             notes: "simulated command processors on host threads".into(),
@@ -466,8 +466,8 @@ impl hcq::device::Device for SimHandle {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
-    fn hcq(&self) -> Option<&Hcq> {
-        Some(self.0.dev.hcq())
+    fn engine(&self) -> Option<&Engine> {
+        Some(self.0.dev.engine())
     }
 }
 

@@ -19,7 +19,7 @@ use hcq::mmio::{HostRegion, MmioBus};
 use hcq::profile::{Event, EventKind, chrome};
 use hcq::signal::OwnedSignal;
 use hcq::soft::HOST_SIGNALS;
-use hcq::soft::runner::soft_clock_ns;
+use hcq::soft::threaded::soft_clock_ns;
 use std::sync::Arc;
 
 /// The programs each round runs, in order.
@@ -120,7 +120,7 @@ pub fn profile_run(dev: &SimDevice, rounds: u32, elems: usize) -> Result<Profile
     if elems == 0 {
         return Err(Error::InvalidArgument { what: "profile_run elements (at least 1)", value: 0 });
     }
-    let hcq = dev.hcq();
+    let hcq = dev.engine();
     let prof = hcq.profiler();
     prof.set_enabled(true);
     let bytes =

@@ -11,10 +11,10 @@
 //! load ("2 heap allocations in 200 steady-state replays"). Without the harness, the only
 //! threads are this one and the devices' own.
 
+use hcq::engine::Engine;
 use hcq::error::Result;
-use hcq::hcq::Hcq;
 use hcq::queue::Field;
-use hcq::soft::runner::SoftConfig;
+use hcq::soft::threaded::SoftConfig;
 use hcq_sim::SimDevice;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Mutex;
@@ -96,7 +96,7 @@ fn summing_program(dev: &SimDevice) -> (u64, std::sync::Arc<AtomicU64>) {
 }
 
 /// Fill a kernarg block with `v` and patch command `cmd` of `q` to use it.
-fn patch_args(hcq: &Hcq, q: &mut hcq::queue::HwQueue, cmd: usize, v: u64) -> Result<()> {
+fn patch_args(hcq: &Engine, q: &mut hcq::queue::HwQueue, cmd: usize, v: u64) -> Result<()> {
     let ka = hcq.lock().kernargs(&v.to_le_bytes(), 8, 8)?;
     q.patch(cmd, Field::Kernargs, ka)
 }
@@ -119,7 +119,7 @@ fn the_counting_allocator_sees_allocations_on_any_thread() {
 fn steady_submits(cfg: &SoftConfig, rounds: u64, pause: Option<std::time::Duration>) {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let dev = SimDevice::new("SIM", cfg).unwrap();
-    let hcq = dev.hcq();
+    let hcq = dev.engine();
     let (prog, sum) = summing_program(&dev);
     let mut q = hcq.queue().unwrap();
     q.exec(prog, 0, [1; 3], [1; 3]).unwrap();
@@ -167,7 +167,7 @@ fn submits_that_wake_a_sleeping_command_processor_allocate_nothing() {
 fn replaying_a_captured_100_command_queue_with_patches_allocates_nothing() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let dev = SimDevice::with_defaults("SIM").unwrap();
-    let hcq = dev.hcq();
+    let hcq = dev.engine();
     let (prog, sum) = summing_program(&dev);
     let mut q = hcq.queue().unwrap();
     for _ in 0..100 {
@@ -200,7 +200,7 @@ fn deferred_frees_of_memory_in_flight_allocate_nothing_in_steady_state() {
     use hcq::device::Device;
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let h = hcq_sim::SimHandle::open("SIM").unwrap();
-    let (alloc, hcq) = (h.allocator(), h.sim().hcq());
+    let (alloc, hcq) = (h.allocator(), h.sim().engine());
     let spec = BufferSpec::default();
     let mut q = hcq.queue().unwrap();
     q.memory_barrier().unwrap();

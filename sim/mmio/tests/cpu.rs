@@ -110,7 +110,7 @@ fn an_injected_hang_surfaces_as_the_timeout_error_through_the_runner() {
     let e = err.expect("a call hung");
     assert!(matches!(e.root(), Error::Timeout { .. }), "expected the timeline's timeout, got {e}");
     assert!(t.elapsed() >= Duration::from_millis(200), "{:?}", t.elapsed());
-    assert!(dev.sim().hcq().timeline().is_hung());
+    assert!(dev.sim().engine().timeline().is_hung());
     assert!(matches!(r.call().unwrap_err().root(), Error::DeviceHung { .. }), "a hung device takes no more calls");
     // the buffers the hung call may still use are not given back when the model drops
     drop(r);
@@ -125,7 +125,7 @@ fn a_dropped_model_gives_its_memory_back_after_its_last_call() {
     }
     assert!(dev.allocator().used_bytes() > 0);
     drop(r);
-    dev.sim().hcq().synchronize().unwrap();
+    dev.sim().engine().synchronize().unwrap();
     dev.allocator().retire();
     assert_eq!(dev.allocator().used_bytes(), 0, "every buffer freed once the device passed its last use");
 }
@@ -135,7 +135,7 @@ fn a_dropped_models_kernels_refuse_to_run_instead_of_touching_freed_memory() {
     let (dev, r) = load("elementwise");
     drop(r);
     // the launch's host function (program handle 0 of this fresh device) is still registered
-    let hcq = dev.sim().hcq();
+    let hcq = dev.sim().engine();
     let mut q = hcq.queue().unwrap();
     let v = {
         let mut s = hcq.lock();

@@ -4,7 +4,7 @@ use hcq::error::Error;
 use hcq::mmio::{MmioBus, Width};
 use hcq::queue::Field;
 use hcq::signal::WaitPolicy;
-use hcq::soft::runner::SoftConfig;
+use hcq::soft::threaded::SoftConfig;
 use hcq_sim::SimDevice;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -47,7 +47,7 @@ fn kernargs(dev: &SimDevice, off: u64, val: u64) -> u64 {
     let mut a = [0u8; 16];
     a[..8].copy_from_slice(&off.to_le_bytes());
     a[8..].copy_from_slice(&val.to_le_bytes());
-    dev.hcq().lock().kernargs(&a, 16, 16).unwrap()
+    dev.engine().lock().kernargs(&a, 16, 16).unwrap()
 }
 
 #[test]
@@ -60,13 +60,13 @@ fn queues_of_one_device_run_in_timeline_order() {
     let prog = store_program(&dev, src.clone());
     dev.faults().set_latency(Duration::from_millis(20));
     let ka = kernargs(&dev, 0, 0xfeed);
-    let mut q = dev.hcq().queue().unwrap();
+    let mut q = dev.engine().queue().unwrap();
     q.exec(prog, ka, [1; 3], [1; 3]).unwrap();
-    submit!(dev.hcq(), 0, &mut q).unwrap();
-    let mut c = dev.hcq().queue().unwrap();
+    submit!(dev.engine(), 0, &mut q).unwrap();
+    let mut c = dev.engine().queue().unwrap();
     c.copy(dst.addr(), src.addr(), 8).unwrap();
-    submit!(dev.hcq(), 1, &mut c).unwrap();
-    dev.hcq().synchronize().unwrap();
+    submit!(dev.engine(), 1, &mut c).unwrap();
+    dev.engine().synchronize().unwrap();
     assert_eq!(dst.read(0, Width::U64).unwrap(), 0xfeed);
 }
 
@@ -74,24 +74,24 @@ fn queues_of_one_device_run_in_timeline_order() {
 fn a_signal_command_aimed_at_another_devices_timeline_faults_the_device_and_moves_nothing() {
     let a = SimDevice::with_defaults("SIM").unwrap();
     let b = SimDevice::with_defaults("SIM:1").unwrap();
-    let mut q = a.hcq().queue().unwrap();
+    let mut q = a.engine().queue().unwrap();
     // "B has finished everything": B would free memory its queued kernels still use
-    q.signal(b.hcq().timeline().signal(), 1 << 40).unwrap();
+    q.signal(b.engine().timeline().signal(), 1 << 40).unwrap();
     // SAFETY: breaks the contract on purpose (a signal of another device's timeline): the
     // command processor refusing it is what this test checks; nothing else runs.
-    let v = unsafe { a.hcq().submit(0, &mut q) }.unwrap();
-    let e = a.hcq().wait(v).unwrap_err();
+    let v = unsafe { a.engine().submit(0, &mut q) }.unwrap();
+    let e = a.engine().wait(v).unwrap_err();
     assert!(
         matches!(e.root(), Error::InvalidArgument { what: "a signal command may not target a timeline", .. }),
         "{e}"
     );
-    assert_eq!(b.hcq().timeline().completed().get(), 0, "B's timeline moved");
+    assert_eq!(b.engine().timeline().completed().get(), 0, "B's timeline moved");
     // B is unaffected
-    let mut qb = b.hcq().queue().unwrap();
+    let mut qb = b.engine().queue().unwrap();
     qb.memory_barrier().unwrap();
-    let vb = submit!(b.hcq(), 0, &mut qb).unwrap();
-    b.hcq().wait(vb).unwrap();
-    assert_eq!(b.hcq().timeline().completed(), vb);
+    let vb = submit!(b.engine(), 0, &mut qb).unwrap();
+    b.engine().wait(vb).unwrap();
+    assert_eq!(b.engine().timeline().completed(), vb);
 }
 
 #[test]
@@ -106,14 +106,14 @@ fn a_queue_can_wait_on_another_devices_timeline() {
     let _ = mem;
     a.faults().set_latency(Duration::from_millis(30));
     let ka = kernargs(&a, 8, 77);
-    let mut qa = a.hcq().queue().unwrap();
+    let mut qa = a.engine().queue().unwrap();
     qa.exec(prog, ka, [1; 3], [1; 3]).unwrap();
-    let va = submit!(a.hcq(), 0, &mut qa).unwrap();
-    let mut qb = b.hcq().queue().unwrap();
-    qb.wait(a.hcq().timeline().signal(), va.get()).unwrap();
+    let va = submit!(a.engine(), 0, &mut qa).unwrap();
+    let mut qb = b.engine().queue().unwrap();
+    qb.wait(a.engine().timeline().signal(), va.get()).unwrap();
     qb.copy(b_dst.addr(), b_src.addr() + 8, 8).unwrap();
-    submit!(b.hcq(), 1, &mut qb).unwrap();
-    b.hcq().synchronize().unwrap();
+    submit!(b.engine(), 1, &mut qb).unwrap();
+    b.engine().synchronize().unwrap();
     assert_eq!(b_dst.read(0, Width::U64).unwrap(), 77);
 }
 
@@ -122,17 +122,17 @@ fn replay_with_patched_values_gives_the_new_results() {
     let dev = SimDevice::with_defaults("SIM").unwrap();
     let out = dev.alloc(64).unwrap();
     let prog = store_program(&dev, out.clone());
-    let mut q = dev.hcq().queue().unwrap();
+    let mut q = dev.engine().queue().unwrap();
     q.exec(prog, kernargs(&dev, 0, 1), [1; 3], [1; 3]).unwrap();
-    submit!(dev.hcq(), 0, &mut q).unwrap();
-    dev.hcq().synchronize().unwrap();
+    submit!(dev.engine(), 0, &mut q).unwrap();
+    dev.engine().synchronize().unwrap();
     assert_eq!(out.read(0, Width::U64).unwrap(), 1);
     for i in 2..50u64 {
         // new kernel arguments (another slot, another value): patch only the kernarg address
         let ka = kernargs(&dev, (i % 8) * 8, i * 10);
         q.patch(1, Field::Kernargs, ka).unwrap();
-        submit!(dev.hcq(), 0, &mut q).unwrap();
-        dev.hcq().synchronize().unwrap();
+        submit!(dev.engine(), 0, &mut q).unwrap();
+        dev.engine().synchronize().unwrap();
         assert_eq!(out.read(((i % 8) * 8) as usize, Width::U64).unwrap(), i * 10);
     }
 }
@@ -142,25 +142,25 @@ fn a_stalled_device_is_waited_for() {
     // progress restarts the timeout clock: 6 submissions × 60 ms is longer than the 150 ms
     // timeout, but the timeline moves every 60 ms
     let dev = SimDevice::with_defaults("SIM").unwrap();
-    dev.hcq().timeline().set_policy(WaitPolicy::with_timeout_ms(150));
+    dev.engine().timeline().set_policy(WaitPolicy::with_timeout_ms(150));
     let prog = dev.register(0, |_, _, _| Ok(())).unwrap();
     dev.faults().set_latency(Duration::from_millis(20));
     for _ in 0..6 {
-        let mut q = dev.hcq().queue().unwrap();
+        let mut q = dev.engine().queue().unwrap();
         q.exec(prog, 0, [1; 3], [1; 3]).unwrap();
-        submit!(dev.hcq(), 0, &mut q).unwrap();
+        submit!(dev.engine(), 0, &mut q).unwrap();
     }
     let t = Instant::now();
-    dev.hcq().synchronize().unwrap();
+    dev.engine().synchronize().unwrap();
     assert!(t.elapsed() > Duration::from_millis(150), "the run really outlasted the timeout");
     // and a single stall shorter than the timeout is not a hang
     dev.faults().clear();
     dev.faults().stall_at(3 * 6 + 1, Duration::from_millis(100));
-    let mut q = dev.hcq().queue().unwrap();
+    let mut q = dev.engine().queue().unwrap();
     q.exec(prog, 0, [1; 3], [1; 3]).unwrap();
-    submit!(dev.hcq(), 0, &mut q).unwrap();
-    dev.hcq().synchronize().unwrap();
-    assert!(!dev.hcq().timeline().is_hung());
+    submit!(dev.engine(), 0, &mut q).unwrap();
+    dev.engine().synchronize().unwrap();
+    assert!(!dev.engine().timeline().is_hung());
 }
 
 /// How late a thread that sleeps `d` wakes up right now: the scheduling delay of this machine
@@ -175,19 +175,19 @@ fn wake_up_delay(d: Duration) -> Duration {
 fn a_hung_device_times_out_within_ten_percent_and_reports_hung() {
     let dev = SimDevice::with_defaults("SIM:3").unwrap();
     let timeout = Duration::from_millis(300);
-    dev.hcq().timeline().set_policy(WaitPolicy::with_timeout_ms(300));
+    dev.engine().timeline().set_policy(WaitPolicy::with_timeout_ms(300));
     let prog = dev.register(0, |_, _, _| Ok(())).unwrap();
     dev.faults().hang_at(1); // the exec after the timeline wait never runs
-    let mut q = dev.hcq().queue().unwrap();
+    let mut q = dev.engine().queue().unwrap();
     q.exec(prog, 0, [1; 3], [1; 3]).unwrap();
-    let v = submit!(dev.hcq(), 0, &mut q).unwrap();
+    let v = submit!(dev.engine(), 0, &mut q).unwrap();
     // Calibration: a plain sleep of the same length, in the same window, on another thread. On
     // a shared 2-core machine both wake-ups are delayed alike; the wait may take 10% more than
     // the timeout plus that measured delay (and the one measured just before), no more.
     let before = wake_up_delay(Duration::from_millis(20));
     let calibration = std::thread::spawn(move || wake_up_delay(timeout));
     let t = Instant::now();
-    let e = dev.hcq().synchronize().unwrap_err();
+    let e = dev.engine().synchronize().unwrap_err();
     let took = t.elapsed();
     let slack = calibration.join().unwrap().max(before);
     assert!(
@@ -200,31 +200,31 @@ fn a_hung_device_times_out_within_ten_percent_and_reports_hung() {
         }
         other => panic!("expected a timeout, got {other:?}"),
     }
-    assert!(dev.hcq().timeline().is_hung());
-    let mut q2 = dev.hcq().queue().unwrap();
-    assert!(matches!(submit!(dev.hcq(), 0, &mut q2), Err(Error::DeviceHung { .. })));
+    assert!(dev.engine().timeline().is_hung());
+    let mut q2 = dev.engine().queue().unwrap();
+    assert!(matches!(submit!(dev.engine(), 0, &mut q2), Err(Error::DeviceHung { .. })));
 }
 
 #[test]
 fn a_command_processor_that_stops_reading_is_a_hang_not_corruption() {
     let dev = SimDevice::with_defaults("SIM").unwrap();
-    dev.hcq().timeline().set_policy(WaitPolicy::with_timeout_ms(100));
+    dev.engine().timeline().set_policy(WaitPolicy::with_timeout_ms(100));
     dev.faults().stop_reading(true);
-    let mut q = dev.hcq().queue().unwrap();
+    let mut q = dev.engine().queue().unwrap();
     q.memory_barrier().unwrap();
-    submit!(dev.hcq(), 0, &mut q).unwrap();
-    assert!(matches!(dev.hcq().synchronize(), Err(Error::Timeout { .. })));
+    submit!(dev.engine(), 0, &mut q).unwrap();
+    assert!(matches!(dev.engine().synchronize(), Err(Error::Timeout { .. })));
 }
 
 #[test]
 fn the_doorbell_write_is_visible_in_the_mock_mmio_log() {
     let dev = SimDevice::with_defaults("SIM").unwrap();
     dev.mmio().set_logging(true);
-    let mut q = dev.hcq().queue().unwrap();
+    let mut q = dev.engine().queue().unwrap();
     q.memory_barrier().unwrap();
     let words = q.words().len();
-    submit!(dev.hcq(), 0, &mut q).unwrap();
-    dev.hcq().synchronize().unwrap();
+    submit!(dev.engine(), 0, &mut q).unwrap();
+    dev.engine().synchronize().unwrap();
     let log = dev.mmio().take_log();
     let bell: Vec<_> = log.iter().filter(|a| a.offset == 0 && a.kind == hcq_sim::AccessKind::Write).collect();
     assert_eq!(bell.len(), 1);
@@ -266,15 +266,15 @@ fn ring_wrap_under_a_slow_consumer_never_overwrites_unconsumed_commands() {
         let cmds = 1 + next() % 6; // 1..=6 execs: 5 + 11*n + 5 words, up to 76 of 96
         let delay = next() % 4;
         dev.faults().set_latency(Duration::from_micros(if delay == 0 { 30 } else { 0 }));
-        let mut q = dev.hcq().queue().unwrap();
+        let mut q = dev.engine().queue().unwrap();
         for _ in 0..cmds {
-            let ka = dev.hcq().lock().kernargs(&expect.to_le_bytes(), 8, 8).unwrap();
+            let ka = dev.engine().lock().kernargs(&expect.to_le_bytes(), 8, 8).unwrap();
             q.exec(prog, ka, [1; 3], [1; 3]).unwrap();
             expect += 1;
         }
-        submit!(dev.hcq(), 0, &mut q).unwrap();
+        submit!(dev.engine(), 0, &mut q).unwrap();
     }
-    dev.hcq().synchronize().unwrap();
+    dev.engine().synchronize().unwrap();
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len() as u64, expect);
     assert!(seen.iter().copied().eq(0..expect), "commands ran out of order or were overwritten");
@@ -330,7 +330,7 @@ fn the_sim_device_works_through_the_registry_buffers_and_programs() {
     assert!(dev.allocator().used_bytes() > 0);
     drop((input, output));
     assert_eq!(dev.allocator().used_bytes(), 0);
-    assert!(dev.hcq().is_some());
+    assert!(dev.engine().is_some());
     let report = reg.enumerate();
     assert!(report.iter().any(|r| r.name == "SIM" && r.result.is_ok()));
 }
@@ -338,7 +338,7 @@ fn the_sim_device_works_through_the_registry_buffers_and_programs() {
 #[test]
 fn hazard_tracking_adds_exactly_the_cross_device_waits_needed() {
     use hcq::deps::Access;
-    use hcq::hcq::Hazards;
+    use hcq::engine::Hazards;
     use hcq::queue::Command;
     let a = SimDevice::with_defaults("SIM").unwrap();
     let b = two_engines("SIM:1");
@@ -350,13 +350,13 @@ fn hazard_tracking_adds_exactly_the_cross_device_waits_needed() {
     a.faults().set_latency(Duration::from_millis(30));
     // A writes shared[8..16] (slowly)
     let ka = kernargs(&a, 8, 4242);
-    let va = submit_tracked!(a.hcq(), 0, &mut hz, &[Access::write(key, 8, 16)], |q, _| q
+    let va = submit_tracked!(a.engine(), 0, &mut hz, &[Access::write(key, 8, 16)], |q, _| q
         .exec(prog_a, ka, [1; 3], [1; 3])
         .map(|_| ()))
     .unwrap();
     // B reads shared[8..16] into out: must wait for A's write (RAW across devices)
     let mut seen_waits = Vec::new();
-    submit_tracked!(b.hcq(), 1, &mut hz, &[Access::read(key, 8, 16), Access::write(out.addr(), 0, 8)], |q, _| {
+    submit_tracked!(b.engine(), 1, &mut hz, &[Access::read(key, 8, 16), Access::write(out.addr(), 0, 8)], |q, _| {
         for i in 0..q.len() {
             if let Some(Command::Wait { addr, value }) = q.command(i) {
                 seen_waits.push((addr, value));
@@ -365,19 +365,19 @@ fn hazard_tracking_adds_exactly_the_cross_device_waits_needed() {
         q.copy(out.addr(), shared.addr() + 8, 8).map(|_| ())
     })
     .unwrap();
-    b.hcq().synchronize().unwrap();
+    b.engine().synchronize().unwrap();
     assert_eq!(out.read(0, Width::U64).unwrap(), 4242, "B saw A's write");
-    let a_tl = a.hcq().timeline().signal().addr();
+    let a_tl = a.engine().timeline().signal().addr();
     assert!(seen_waits.contains(&(a_tl, va.get())), "a wait on A's timeline was added: {seen_waits:?}");
     // B touching a disjoint range needs no wait on A: only its own timeline wait remains
     let mut waits = 0;
-    submit_tracked!(b.hcq(), 1, &mut hz, &[Access::write(key, 32, 40)], |q, _| {
+    submit_tracked!(b.engine(), 1, &mut hz, &[Access::write(key, 32, 40)], |q, _| {
         waits = (0..q.len()).filter(|&i| matches!(q.command(i), Some(Command::Wait { .. }))).count();
         q.memory_barrier().map(|_| ())
     })
     .unwrap();
     assert_eq!(waits, 1, "only the device's own timeline wait");
-    b.hcq().synchronize().unwrap();
+    b.engine().synchronize().unwrap();
 }
 
 #[test]

@@ -155,7 +155,7 @@ fn a_launch_whose_wait_fails_still_keeps_its_buffers_alive() {
     let (h, dev) = sim("SIM");
     register_fill(&h);
     let fill = dev.load_program(&image("fill")).unwrap();
-    let hcq = h.sim().hcq();
+    let hcq = h.sim().engine();
     hcq.timeline().set_policy(hcq::signal::WaitPolicy::with_timeout_ms(30));
     let a = buffer(&dev);
     a.allocate().unwrap();

@@ -11,7 +11,7 @@ use crate::capture::RdCapture;
 use crate::maps;
 use crate::memfd::{MemfdBacking, ObjTable};
 use crate::user::{copy_in, copy_out};
-use hcq_kgsl::backend::KgslIoctl;
+use hcq_kgsl::ioctl::KgslIoctl;
 use hcq_kgsl::uapi::*;
 use hcq_sim_adreno::dispatch::{DEFAULT_MAX_STEPS, Ir3Dispatch};
 use hcq_sim_adreno::kgsl::SimKgsl;

@@ -13,7 +13,7 @@
 
 use crate::memfd::{MemfdBacking, ObjTable};
 use crate::user::{copy_in, copy_out};
-use hcq_kgsl::msm::backend::MsmIoctl;
+use hcq_kgsl::msm::ioctl::MsmIoctl;
 use hcq_kgsl::msm::uapi::*;
 use hcq_sim_adreno::SimMsm;
 use hcq_sim_adreno::dispatch::Ir3Dispatch;

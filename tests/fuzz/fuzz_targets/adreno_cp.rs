@@ -8,7 +8,7 @@
 #![no_main]
 
 use hcq_adreno::pm4::{op, pkt4, pkt7};
-use hcq_sim_adreno::cp::{ComputeState, Cp, Dispatch, GpuMemory, Outcome, SparseMemory};
+use hcq_sim_adreno::cp::{ComputeState, Cp, ShaderCore, GpuMemory, Outcome, SparseMemory};
 use libfuzzer_sys::fuzz_target;
 
 const IBS: [u64; 4] = [0x10_0000, 0x11_0000, 0x12_0000, 0x13_0000];
@@ -19,7 +19,7 @@ const BUDGET: u64 = 1 << 14;
 
 struct Count(u32);
 
-impl Dispatch for Count {
+impl ShaderCore for Count {
     fn dispatch(&mut self, s: &ComputeState<'_>, _mem: &mut dyn GpuMemory) -> hcq::Result<()> {
         assert!(s.local.iter().all(|l| (1..=1024).contains(l)));
         self.0 += 1;

@@ -5,12 +5,12 @@
 #![no_main]
 
 use hcq_adreno::pm4::Decoder;
-use hcq_sim_adreno::cp::{ComputeState, Cp, Dispatch, GpuMemory, SparseMemory};
+use hcq_sim_adreno::cp::{ComputeState, Cp, ShaderCore, GpuMemory, SparseMemory};
 use libfuzzer_sys::fuzz_target;
 
 struct Count(u32);
 
-impl Dispatch for Count {
+impl ShaderCore for Count {
     fn dispatch(&mut self, s: &ComputeState<'_>, _mem: &mut dyn GpuMemory) -> hcq::Result<()> {
         assert!(s.local.iter().all(|l| (1..=1024).contains(l)));
         self.0 += 1;

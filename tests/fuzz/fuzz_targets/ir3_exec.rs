@@ -10,7 +10,7 @@
 
 use std::hint::black_box;
 
-use hcq_ir3::exec::{Buffers, Dispatch, Interp, Meta, Program};
+use hcq_ir3::exec::{Buffers, Dispatch, Interp, Meta, Shader};
 use hcq_ir3::isa::{Body, Cat0, Cat0Op, Flags, Instr};
 use libfuzzer_sys::fuzz_target;
 
@@ -43,7 +43,7 @@ fuzz_target!(|data: &[u8]| {
         merged_regs: data[0] & 0x80 != 0,
         const_demotion: data[1] & 0x80 != 0,
     };
-    let prog = Program { instrs, meta };
+    let prog = Shader { instrs, meta };
     let mut mem = Buffers { bufs: vec![(0x1_0000_0000, vec![0; 4096])] };
     let mut it = Interp::new();
     it.max_steps = 20_000;

@@ -13,7 +13,7 @@
 use clap::{Parser, Subcommand};
 use hcq_board_comma::{COMMA, smoke};
 use hcq_kgsl::Kgsl;
-use hcq_sim_adreno::cp::{ComputeState, Dispatch, GpuMemory};
+use hcq_sim_adreno::cp::{ComputeState, GpuMemory, ShaderCore};
 use hcq_sim_adreno::kgsl::SimKgsl;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -59,7 +59,7 @@ enum Cmd {
 /// The smoke IB has no dispatch; one would be a bug.
 struct NoDispatch;
 
-impl Dispatch for NoDispatch {
+impl ShaderCore for NoDispatch {
     fn dispatch(&mut self, _: &ComputeState<'_>, _: &mut dyn GpuMemory) -> hcq::Result<()> {
         Err(hcq::Error::Unsupported { what: "hcq-comma: the smoke IB dispatches nothing", value: 0 })
     }

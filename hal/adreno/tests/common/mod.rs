@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Program};
-use hcq_sim_adreno::cp::{ComputeState, Dispatch, GpuMemory, SparseMemory};
+use hcq_sim_adreno::cp::{ComputeState, GpuMemory, ShaderCore, SparseMemory};
 use std::sync::Arc;
 
 pub const CODE: u64 = 0x10_0000;
@@ -58,7 +58,7 @@ pub struct Seen {
     pub wgid_reg: u8,
 }
 
-impl Dispatch for Recorder {
+impl ShaderCore for Recorder {
     fn dispatch(&mut self, s: &ComputeState<'_>, mem: &mut dyn GpuMemory) -> hcq::Result<()> {
         // Touch memory the way a shader would: write a marker after the constant block.
         mem.write32(SCRATCH + 8, s.groups[0])?;

@@ -90,11 +90,11 @@ impl<'a> ElfObject<'a> {
     ) -> Result<()> {
         let arch = self.arch;
         let width = match (arch, r.ty) {
-            (Arch::X86_64, R_X86_64_NONE) | (Arch::Aarch64, R_AARCH64_NONE_0 | R_AARCH64_NONE) => return Ok(()),
-            (Arch::X86_64, R_X86_64_64) | (Arch::Aarch64, R_AARCH64_ABS64) => 8,
-            (Arch::X86_64, R_X86_64_PC32 | R_X86_64_PLT32 | R_X86_64_32 | R_X86_64_32S) => 4,
+            (Machine::X86_64, R_X86_64_NONE) | (Machine::Aarch64, R_AARCH64_NONE_0 | R_AARCH64_NONE) => return Ok(()),
+            (Machine::X86_64, R_X86_64_64) | (Machine::Aarch64, R_AARCH64_ABS64) => 8,
+            (Machine::X86_64, R_X86_64_PC32 | R_X86_64_PLT32 | R_X86_64_32 | R_X86_64_32S) => 4,
             (
-                Arch::Aarch64,
+                Machine::Aarch64,
                 R_AARCH64_PREL32
                 | R_AARCH64_ADR_PREL_PG_HI21
                 | R_AARCH64_ADD_ABS_LO12_NC
@@ -137,7 +137,7 @@ impl<'a> ElfObject<'a> {
         let sa = i128::from(s) + i128::from(r.addend);
         let field = slice_mut(image, place, width, "elf load image")?;
         match arch {
-            Arch::X86_64 => match r.ty {
+            Machine::X86_64 => match r.ty {
                 R_X86_64_64 => field.copy_from_slice(&(sa as u64).to_le_bytes()),
                 R_X86_64_32 => write_u32(field, fit_u32(sa)?),
                 R_X86_64_32S => write_u32(field, fit_i32(sa)? as u32),
@@ -160,7 +160,7 @@ impl<'a> ElfObject<'a> {
                     write_u32(field, value as u32);
                 }
             },
-            Arch::Aarch64 => {
+            Machine::Aarch64 => {
                 let insn = read_u32(field);
                 let patched = match r.ty {
                     R_AARCH64_ABS64 => {

@@ -103,7 +103,7 @@ impl Memory for Buffers {
     }
 }
 
-/// Program metadata a dispatch needs (from `programs[].adreno` of a bundle, or Mesa's variant).
+/// Shader metadata a dispatch needs (from `programs[].adreno` of a bundle, or Mesa's variant).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Meta {
     /// Full / half register footprint (information: the interpreter always has 64 registers).
@@ -154,14 +154,14 @@ impl Meta {
 
 /// A decoded program with its metadata.
 #[derive(Clone, Debug)]
-pub struct Program {
+pub struct Shader {
     pub instrs: Vec<Instr>,
     pub meta: Meta,
 }
 
-impl Program {
-    pub fn new(image: &[u8], meta: Meta) -> Result<Program, ImageError> {
-        Ok(Program { instrs: decode_image(image)?, meta })
+impl Shader {
+    pub fn new(image: &[u8], meta: Meta) -> Result<Shader, ImageError> {
+        Ok(Shader { instrs: decode_image(image)?, meta })
     }
 }
 
@@ -338,12 +338,12 @@ impl Default for Interp {
 }
 
 /// Run one dispatch with a fresh interpreter and the default step limit.
-pub fn run(program: &Program, d: &Dispatch, mem: &mut dyn Memory) -> Result<Stats, ExecError> {
+pub fn run(program: &Shader, d: &Dispatch, mem: &mut dyn Memory) -> Result<Stats, ExecError> {
     Interp::new().run(program, d, mem)
 }
 
 struct Ctx<'a> {
-    prog: &'a Program,
+    prog: &'a Shader,
     consts: &'a [u8],
     images: Images<'a>,
     mem: &'a mut dyn Memory,
@@ -358,7 +358,7 @@ struct Ctx<'a> {
 /// A conservative bound on the full and half regids a program reads or writes: the highest
 /// register operand plus the instruction's extent ((rptN), vector size, address pairs), or
 /// everything when it uses relative addressing; the preloaded id registers included.
-fn reg_span(prog: &Program) -> (u8, u8) {
+fn reg_span(prog: &Shader) -> (u8, u8) {
     let mut hi = 0usize;
     let mut bump = |r: Reg, extent: usize| hi = hi.max(r.0 as usize + extent);
     let m = prog.meta;
@@ -483,14 +483,14 @@ impl Interp {
 
     /// Run every work-group of the dispatch in order (no image descriptors: a cat5 fetch or
     /// ldib/stib fails with [`ExecError::Image`]).
-    pub fn run(&mut self, prog: &Program, d: &Dispatch, mem: &mut dyn Memory) -> Result<Stats, ExecError> {
+    pub fn run(&mut self, prog: &Shader, d: &Dispatch, mem: &mut dyn Memory) -> Result<Stats, ExecError> {
         self.run_with_images(prog, d, Images::default(), mem)
     }
 
     /// [`Interp::run`] with the dispatch's textures, samplers and IBOs.
     pub fn run_with_images(
         &mut self,
-        prog: &Program,
+        prog: &Shader,
         d: &Dispatch,
         images: Images<'_>,
         mem: &mut dyn Memory,
@@ -927,7 +927,7 @@ fn store(wave: &mut Wave, dst: Reg, half: bool, float: bool, sat: bool, v: &mut 
 mod tests {
     use super::*;
 
-    fn prog(words: &[u64]) -> Program {
+    fn prog(words: &[u64]) -> Shader {
         let meta = Meta {
             fregs: 1,
             hregs: 0,
@@ -939,7 +939,7 @@ mod tests {
             const_demotion: false,
         };
         let image: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        Program::new(&image, meta).unwrap()
+        Shader::new(&image, meta).unwrap()
     }
 
     #[test]

@@ -78,7 +78,7 @@ pub struct Bundle {
     pub manifest: Value,
     pub mem: hcq_ir3::exec::Buffers,
     /// Decoded programs by manifest program index.
-    pub programs: Vec<Option<hcq_ir3::exec::Program>>,
+    pub programs: Vec<Option<hcq_ir3::exec::Shader>>,
 }
 
 pub fn load_bundle(dir: &Path) -> Bundle {
@@ -96,7 +96,7 @@ pub fn load_bundle(dir: &Path) -> Bundle {
         mem.bufs.push((buffer_base(id), data));
     }
     let n = m["programs"].as_array().unwrap().len();
-    let mut programs: Vec<Option<hcq_ir3::exec::Program>> = (0..n).map(|_| None).collect();
+    let mut programs: Vec<Option<hcq_ir3::exec::Shader>> = (0..n).map(|_| None).collect();
     for p in self::programs(dir, &m) {
         let a = &p.adreno;
         let meta = hcq_ir3::exec::Meta {
@@ -121,7 +121,7 @@ pub fn load_bundle(dir: &Path) -> Bundle {
         );
         assert_eq!(from_regs, hcq_ir3::exec::Meta { shmem: from_regs.shmem, ..meta }, "{}: Meta::from_regs", p.name);
         assert!(from_regs.shmem >= meta.shmem);
-        programs[p.index] = Some(hcq_ir3::exec::Program::new(&p.image, meta).unwrap());
+        programs[p.index] = Some(hcq_ir3::exec::Shader::new(&p.image, meta).unwrap());
     }
     Bundle { name: dir.file_name().unwrap().to_string_lossy().into_owned(), manifest: m, mem, programs }
 }

@@ -21,14 +21,14 @@
 //! `renderD191` whose driver is `msm` (opened in turn, not listed: a node an `LD_PRELOAD`
 //! device answers exists only to `open`).
 
-pub mod backend;
+pub mod ioctl;
 pub mod uapi;
 
-use crate::backend::Mapping;
 use crate::flags::MemFlags;
+use crate::ioctl::Mapping;
 use crate::kernel::{BufferList, GpuKernel, Imported, Interface};
 use crate::{Context, DeviceInfo, FreeAfter, GpuObject, MapOwner, UserMapping};
-pub use backend::{DriverVersion, MsmIoctl, RustixMsm};
+pub use ioctl::{DriverVersion, MsmIoctl, RustixMsm};
 use hcq::error::device_name;
 use hcq::mmio::VolatileRegion;
 use hcq::{Error, Result};

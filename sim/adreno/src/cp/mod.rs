@@ -141,7 +141,7 @@ pub mod image_regs {
 }
 
 /// Runs dispatches (the shader interpreter plugs in here).
-pub trait Dispatch {
+pub trait ShaderCore {
     /// Execute `state` over `mem`; an error stops the CP (a shader fault).
     fn dispatch(&mut self, state: &ComputeState<'_>, mem: &mut dyn GpuMemory) -> Result<()>;
 }
@@ -310,7 +310,13 @@ impl Cp {
     }
 
     /// Start running the IB of `dwords` words at `addr`. A previous run must have finished.
-    pub fn submit(&mut self, addr: u64, dwords: u32, mem: &mut dyn GpuMemory, d: &mut dyn Dispatch) -> Result<Outcome> {
+    pub fn submit(
+        &mut self,
+        addr: u64,
+        dwords: u32,
+        mem: &mut dyn GpuMemory,
+        d: &mut dyn ShaderCore,
+    ) -> Result<Outcome> {
         if !self.stack.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "adreno sim: a submission is still blocked in a wait",
@@ -326,7 +332,7 @@ impl Cp {
     }
 
     /// Continue after [`Outcome::Blocked`] (re-evaluating the wait).
-    pub fn resume(&mut self, mem: &mut dyn GpuMemory, d: &mut dyn Dispatch) -> Result<Outcome> {
+    pub fn resume(&mut self, mem: &mut dyn GpuMemory, d: &mut dyn ShaderCore) -> Result<Outcome> {
         while let Some(top) = self.stack.last().copied() {
             if top.pos >= top.len {
                 self.stack.pop();
@@ -364,7 +370,7 @@ impl Cp {
         size: u32,
         wptr: u32,
         mem: &mut dyn GpuMemory,
-        d: &mut dyn Dispatch,
+        d: &mut dyn ShaderCore,
     ) -> Result<(Outcome, u32)> {
         if size == 0 || wptr >= size {
             return Err(Error::InvalidArgument {
@@ -411,7 +417,7 @@ impl Cp {
     }
 
     /// Execute the packet at `f.pos` (the top frame).
-    fn step(&mut self, f: Frame, mem: &mut dyn GpuMemory, d: &mut dyn Dispatch) -> Result<Step> {
+    fn step(&mut self, f: Frame, mem: &mut dyn GpuMemory, d: &mut dyn ShaderCore) -> Result<Step> {
         // Errors name the word's offset in its IB, or its ring index.
         let at = f.index(f.pos);
         let hdr = mem.read32(f.addr(f.pos))?;
@@ -678,7 +684,7 @@ impl Cp {
         Ok(())
     }
 
-    fn exec(&mut self, groups: [u32; 3], mem: &mut dyn GpuMemory, d: &mut dyn Dispatch) -> Result<()> {
+    fn exec(&mut self, groups: [u32; 3], mem: &mut dyn GpuMemory, d: &mut dyn ShaderCore) -> Result<()> {
         let r = |reg: u32| self.reg(reg);
         let shader = self.shader_at.ok_or(mismatch("CP_EXEC_CS without a loaded shader", 0, 0))?;
         let consts = self.consts_at.ok_or(mismatch("CP_EXEC_CS without loaded constants", 0, 0))?;

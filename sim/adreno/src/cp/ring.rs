@@ -8,7 +8,7 @@
 //! pointer to `CP_RB_RPTR` and, unless `CP_RB_CNTL.NO_UPDATE` is set, to the RPTR shadow at
 //! `CP_RB_RPTR_ADDR`.
 
-use super::{Cp, Dispatch, GpuMemory, Outcome};
+use super::{Cp, GpuMemory, Outcome, ShaderCore};
 use hcq::mmio::{MmioBus, Width};
 use hcq::{Error, Result};
 use hcq_adreno::a6xx::regs::{CP_RB_BASE, CP_RB_CNTL, CP_RB_RPTR, CP_RB_RPTR_ADDR};
@@ -46,7 +46,7 @@ impl RingCp {
         regs: &dyn MmioBus,
         wptr: u64,
         mem: &mut dyn GpuMemory,
-        d: &mut dyn Dispatch,
+        d: &mut dyn ShaderCore,
     ) -> Result<Outcome> {
         self.doorbells += 1;
         let base = read64(regs, CP_RB_BASE::OFFSET)?;

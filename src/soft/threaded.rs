@@ -1,6 +1,6 @@
 //! Soft devices on std: one thread per engine runs a [`SoftCp`] over the engine's ring.
 //!
-//! A [`SoftDevice`] owns an [`Hcq`] (timeline, rings, kernel-argument pool), a register file
+//! A [`SoftDevice`] owns an [`Engine`] (timeline, rings, kernel-argument pool), a register file
 //! with one doorbell and one read-pointer register per engine, and the command-processor
 //! threads. Each thread polls its doorbell for a short spin window after work (so a
 //! submit→signal round trip costs well under a microsecond of wake-up), then sleeps on the
@@ -25,12 +25,12 @@
 //! ([`super::engine`], re-exported here); this module is the threaded driver.
 
 use super::Step;
-use super::engine::{self, Target};
-pub use super::engine::{
+use super::cp::{self, Target};
+pub use super::cp::{
     DOORBELL, Executor, MAX_ENGINES, RPTR, SoftConfig, SoftContext, doorbell_offset, regs_bytes, rptr_offset,
 };
+use crate::engine::{Engine, Submitter};
 use crate::error::{Error, Result};
-use crate::hcq::{Hcq, Submitter};
 use crate::mmio::{HostRegion, MmioBus, Width};
 use crate::signal::{StdHooks, WaitHooks};
 use crate::stamp::Stamp;
@@ -201,7 +201,7 @@ pub fn wait_started(started: &AtomicUsize, n: usize) {
 /// A device whose command processors are host threads, or the threads that submit: see
 /// [`SoftDevice::run_inline`].
 pub struct SoftDevice {
-    hcq: Arc<Hcq>,
+    hcq: Arc<Engine>,
     regs: Arc<dyn DeviceRegs>,
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
@@ -231,10 +231,10 @@ impl SoftDevice {
         let n = config.engines.len();
         let inline: Arc<[AtomicBool]> = (0..n).map(|_| AtomicBool::new(false)).collect();
         let bell_bus: Arc<dyn MmioBus + Send> = Arc::new(RegsAsBus { regs: regs.clone(), inline: inline.clone() });
-        let engine::Carved { name, engines, cps, kpool, kmem, kernarg_base, timeline, mem } =
-            engine::carve(name, config, bell_bus)?;
+        let cp::Carved { name, engines, cps, kpool, kmem, kernarg_base, timeline, mem } =
+            cp::carve(name, config, bell_bus)?;
         let hooks: Arc<dyn WaitHooks> = Arc::new(StdHooks);
-        let hcq = Arc::new(Hcq::new(name.clone(), timeline, engine::encoder(), engines, kpool, hooks)?);
+        let hcq = Arc::new(Engine::new(name.clone(), timeline, cp::encoder(), engines, kpool, hooks)?);
         let shared = Arc::new(Shared { stop: AtomicBool::new(false), started: AtomicUsize::new(0) });
         let memory = Arc::new(SoftContext::new(kmem, kernarg_base, Some(hcq.clone())));
         let cps: Vec<Arc<ThreadCp>> = cps
@@ -269,13 +269,13 @@ impl SoftDevice {
     }
 
     /// The engine state (timeline, queues, submission).
-    pub fn hcq(&self) -> &Hcq {
+    pub fn engine(&self) -> &Engine {
         &self.hcq
     }
 
     /// The engine state, shared (for parts of a backend that outlive a borrow, e.g. an
     /// allocator recording profile events).
-    pub fn hcq_arc(&self) -> &Arc<Hcq> {
+    pub fn hcq_arc(&self) -> &Arc<Engine> {
         &self.hcq
     }
 
@@ -314,7 +314,7 @@ impl SoftDevice {
     ///
     /// When the CP thread is busy with the ring, or a command must wait for a signal that is
     /// not there yet (another engine's, another device's) or the executor holds it, the rest is
-    /// handed to the CP thread and this waits like [`Hcq::wait`]. Ordering, timeline and fault
+    /// handed to the CP thread and this waits like [`Engine::wait`]. Ordering, timeline and fault
     /// semantics are those of the CP thread: a command that fails (or an executor that panics)
     /// faults the device and this returns that fault.
     ///
@@ -411,7 +411,7 @@ impl Drop for SoftDevice {
         self.shared.stop.store(true, Ordering::Release);
         for e in 0..self.threads.len() {
             // wake sleeping CPs; the value is the current write pointer, so nothing new runs
-            let wptr = self.hcq.engines()[e].wptr();
+            let wptr = self.hcq.channels()[e].wptr();
             let _ = self.regs.write(doorbell_offset(e), Width::U64, wptr);
         }
         for t in self.threads.drain(..) {
@@ -462,8 +462,8 @@ struct ThreadCp {
     regs: Arc<dyn DeviceRegs>,
     exec: Arc<dyn Executor>,
     memory: Arc<SoftContext>,
-    hcq: Arc<Hcq>,
-    state: Mutex<engine::EngineCp>,
+    hcq: Arc<Engine>,
+    state: Mutex<cp::EngineCp>,
     /// Per engine: an inline driver holds `state` (shared with the doorbell bus).
     inline: Arc<[AtomicBool]>,
 }
@@ -472,7 +472,7 @@ impl ThreadCp {
     /// Run what the ring holds, through new doorbell writes, until it is idle, blocked or
     /// held; publish the read pointer once. An error or a panic of the executor faults the
     /// device and is returned.
-    fn drive(&self, st: &mut engine::EngineCp) -> Result<Step> {
+    fn drive(&self, st: &mut cp::EngineCp) -> Result<Step> {
         let r = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| self.drain(st)));
         match r {
             Ok(Ok(step)) => Ok(step),
@@ -481,7 +481,7 @@ impl ThreadCp {
         }
     }
 
-    fn drain(&self, st: &mut engine::EngineCp) -> Result<Step> {
+    fn drain(&self, st: &mut cp::EngineCp) -> Result<Step> {
         let db = doorbell_offset(self.engine);
         let start = st.cp.rptr();
         let t = Target { exec: &*self.exec, ctx: &self.memory, timeline: self.hcq.timeline().signal() };
@@ -587,7 +587,7 @@ impl ThreadCp {
 
 /// The fault recorded for a panic on engine `engine`'s command processor: the device is
 /// unusable until reset, and the message says what panicked.
-fn panic_error(hcq: &Hcq, engine: usize, payload: &(dyn core::any::Any + Send)) -> Error {
+fn panic_error(hcq: &Engine, engine: usize, payload: &(dyn core::any::Any + Send)) -> Error {
     let msg = payload
         .downcast_ref::<&str>()
         .copied()
@@ -636,7 +636,7 @@ mod tests {
     #[test]
     fn a_soft_device_runs_a_queue_and_signals_its_timeline() {
         let dev = SoftDevice::new("SOFT", &SoftConfig::default(), Arc::new(Regs::new(2)), Arc::new(Nop)).unwrap();
-        let hcq = dev.hcq();
+        let hcq = dev.engine();
         let mut q = hcq.queue().unwrap();
         q.exec(1, 0, [1; 3], [1; 3]).unwrap();
         let v = submit!(hcq, 0, &mut q).unwrap();
@@ -664,7 +664,7 @@ mod tests {
         }
     }
 
-    fn exec_queue(hcq: &Hcq, n: usize) -> crate::queue::HwQueue {
+    fn exec_queue(hcq: &Engine, n: usize) -> crate::queue::HwQueue {
         let mut q = hcq.queue().unwrap();
         for _ in 0..n {
             q.exec(1, 0, [1; 3], [1; 3]).unwrap();
@@ -676,7 +676,7 @@ mod tests {
     fn an_inline_run_executes_on_the_calling_thread_and_completes_the_timeline() {
         let exec = Arc::new(WhoRan::default());
         let dev = SoftDevice::new("SOFT", &SoftConfig::default(), Arc::new(Regs::new(4)), exec.clone()).unwrap();
-        let hcq = dev.hcq();
+        let hcq = dev.engine();
         let mut q = exec_queue(hcq, 3);
         for _ in 0..10 {
             dev.run_inline(0, |s| submit!(s, 0, &mut q)).unwrap();
@@ -689,14 +689,14 @@ mod tests {
         // Miri's scheduler may preempt it while it does
         let here = ran.iter().filter(|t| **t == me).count();
         assert!(here == 30 || cfg!(miri) && here > 0, "{here} of 30 commands ran on the caller");
-        assert_eq!(dev.rptr(0).unwrap(), hcq.engines()[0].wptr(), "the read pointer is published");
+        assert_eq!(dev.rptr(0).unwrap(), hcq.channels()[0].wptr(), "the read pointer is published");
     }
 
     #[test]
     fn an_inline_run_behind_a_blocked_wait_hands_over_to_the_cp_thread() {
         let exec = Arc::new(WhoRan::default());
         let dev = SoftDevice::new("SOFT", &SoftConfig::default(), Arc::new(Regs::new(4)), exec.clone()).unwrap();
-        let hcq = dev.hcq();
+        let hcq = dev.engine();
         let gate = super::super::HOST_SIGNALS.alloc(0);
         let mut blocked = hcq.queue().unwrap();
         blocked.wait(&gate, 1).unwrap();
@@ -726,7 +726,7 @@ mod tests {
             .map(|i| {
                 let dev = dev.clone();
                 std::thread::spawn(move || {
-                    let hcq = dev.hcq();
+                    let hcq = dev.engine();
                     let mut q = exec_queue(hcq, 2);
                     for _ in 0..200 {
                         if i % 2 == 0 {
@@ -742,7 +742,7 @@ mod tests {
         for w in workers {
             w.join().unwrap();
         }
-        dev.hcq().synchronize().unwrap();
+        dev.engine().synchronize().unwrap();
         assert_eq!(exec.threads.lock().unwrap().len(), 4 * 200 * 2);
         // a submission stranded by a lost doorbell would wait for the CP thread's 50 ms nap:
         // 800 of them would take far longer than this
@@ -759,27 +759,27 @@ mod tests {
         let exec = Arc::new(WhoRan::default());
         let cfg = SoftConfig { max_in_flight: 16, ..SoftConfig::default() };
         let dev = Arc::new(SoftDevice::new("SOFT", &cfg, Arc::new(Regs::new(4)), exec.clone()).unwrap());
-        dev.hcq().timeline().set_policy(crate::signal::WaitPolicy::with_timeout_ms(5_000));
+        dev.engine().timeline().set_policy(crate::signal::WaitPolicy::with_timeout_ms(5_000));
         let stop = Arc::new(AtomicBool::new(false));
         let flooder = {
             let (dev, stop) = (dev.clone(), stop.clone());
             std::thread::spawn(move || {
-                let mut q = exec_queue(dev.hcq(), 1);
+                let mut q = exec_queue(dev.engine(), 1);
                 let mut n = 0u64;
                 while !stop.load(Ordering::Acquire) {
-                    submit!(dev.hcq(), 0, &mut q).unwrap();
+                    submit!(dev.engine(), 0, &mut q).unwrap();
                     n += 1;
                 }
                 n
             })
         };
-        let mut q = exec_queue(dev.hcq(), 1);
+        let mut q = exec_queue(dev.engine(), 1);
         for _ in 0..500 {
             dev.run_inline(0, |s| submit!(s, 0, &mut q)).unwrap();
         }
         stop.store(true, Ordering::Release);
         let flooded = flooder.join().unwrap();
-        dev.hcq().synchronize().unwrap();
+        dev.engine().synchronize().unwrap();
         assert_eq!(exec.threads.lock().unwrap().len() as u64, 500 + flooded);
     }
 
@@ -800,7 +800,7 @@ mod tests {
     fn a_panic_on_the_command_processor_faults_the_device_and_wakes_every_waiter() {
         let exec = Arc::new(Panics { delay: Duration::from_millis(100) });
         let dev = Arc::new(SoftDevice::new("SOFT", &SoftConfig::default(), Arc::new(Regs::new(2)), exec).unwrap());
-        let hcq = dev.hcq();
+        let hcq = dev.engine();
         // the default policy: without the fault, these waits would last the 30 s timeout
         assert!(hcq.timeline().policy().timeout_ns >= 30_000_000_000);
         let mut q = hcq.queue().unwrap();
@@ -810,7 +810,7 @@ mod tests {
         let waiters: Vec<_> = (0..3)
             .map(|_| {
                 let d = dev.clone();
-                std::thread::spawn(move || d.hcq().wait(v).map(|_| Instant::now()))
+                std::thread::spawn(move || d.engine().wait(v).map(|_| Instant::now()))
             })
             .collect();
         let e = hcq.synchronize().unwrap_err();
@@ -832,7 +832,7 @@ mod tests {
     #[test]
     fn a_bad_signal_address_faults_the_device_instead_of_hanging() {
         let dev = SoftDevice::new("SOFT", &SoftConfig::default(), Arc::new(Regs::new(2)), Arc::new(Nop)).unwrap();
-        let hcq = dev.hcq();
+        let hcq = dev.engine();
         let mut q = hcq.queue().unwrap();
         q.signal_at(0x10, 1).unwrap();
         submit!(hcq, 0, &mut q).unwrap();

@@ -1,6 +1,6 @@
 //! The soft command processor: what both drivers of a soft device share.
 //!
-//! A soft device is one [`Hcq`] (timeline, rings, kernel-argument pool, [`SoftEncoder`]) whose
+//! A soft device is one [`Engine`] (timeline, rings, kernel-argument pool, [`SoftEncoder`]) whose
 //! rings a [`SoftCp`] reads like a hardware command processor: from its read pointer up to the
 //! write pointer in the engine's doorbell register, one packet at a time. This module is that
 //! command processor, once:
@@ -14,14 +14,14 @@
 //!   [`HOST_SIGNALS`](super::HOST_SIGNALS) pool, the device's own timeline signal reached
 //!   without a pool lookup).
 //!
-//! Two drivers run it: [`runner::SoftDevice`](super::runner::SoftDevice) (std: one thread per
+//! Two drivers run it: [`runner::SoftDevice`](super::threaded::SoftDevice) (std: one thread per
 //! engine, or the submitting thread with `run_inline`) and
 //! [`inline::InlineDevice`](super::inline::InlineDevice) (no threads: every wait of the device
 //! drives it; bare metal, `no_std`).
 
 use super::{SoftCp, SoftEncoder, SoftTarget, Step, host_signals};
+use crate::engine::{Channel, Engine};
 use crate::error::{Error, Result};
-use crate::hcq::{Engine, Hcq};
 use crate::mmio::{HostRegion, MmioBus, Width};
 use crate::queue::Command;
 use crate::ring::{CommandRing, Doorbell, KernargPool};
@@ -31,7 +31,7 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 crate::register! {
-    /// Engine `i`'s doorbell in a soft device's register block: the host writes the ring's new
+    /// Channel `i`'s doorbell in a soft device's register block: the host writes the ring's new
     /// write pointer (monotonic, in words) here after the words are in the ring.
     pub DOORBELL @ 0x0 [64 ; 0x10] : u64 {
         /// Write pointer, in 32-bit words since the ring was created.
@@ -40,7 +40,7 @@ crate::register! {
 }
 
 crate::register! {
-    /// Engine `i`'s read pointer in a soft device's register block, written by its command
+    /// Channel `i`'s read pointer in a soft device's register block, written by its command
     /// processor: every command before it has run.
     pub RPTR @ 0x8 [64 ; 0x10] : u64 {
         /// Read pointer, in 32-bit words since the ring was created.
@@ -109,21 +109,21 @@ pub struct SoftContext {
     kernargs: Arc<dyn MmioBus + Send + Sync>,
     kernarg_base: u64,
     extra: spin::RwLock<Vec<(u64, Arc<dyn MmioBus + Send + Sync>)>>,
-    hcq: Option<Arc<Hcq>>,
+    hcq: Option<Arc<Engine>>,
 }
 
 impl SoftContext {
     /// The context of a device whose pool `kernargs` the device sees at `kernarg_base`; `hcq`:
     /// its engine state, on a threaded device.
-    pub(crate) fn new(kernargs: Arc<dyn MmioBus + Send + Sync>, kernarg_base: u64, hcq: Option<Arc<Hcq>>) -> Self {
+    pub(crate) fn new(kernargs: Arc<dyn MmioBus + Send + Sync>, kernarg_base: u64, hcq: Option<Arc<Engine>>) -> Self {
         Self { kernargs, kernarg_base, extra: spin::RwLock::new(Vec::new()), hcq }
     }
 
     /// The device's engine state (its profiler, its timeline), on a device whose command
-    /// processors run on threads of their own ([`SoftDevice`](super::runner::SoftDevice)).
+    /// processors run on threads of their own ([`SoftDevice`](super::threaded::SoftDevice)).
     /// `None` on an [`InlineDevice`](super::inline::InlineDevice), whose command processors
     /// run inside the engine's own waits.
-    pub fn hcq(&self) -> Option<&Hcq> {
+    pub fn engine(&self) -> Option<&Engine> {
         self.hcq.as_deref()
     }
 
@@ -170,7 +170,7 @@ impl SoftContext {
 /// Sizes of a soft device.
 #[derive(Clone, Debug)]
 pub struct SoftConfig {
-    /// Engine names; one ring and one command processor each.
+    /// Channel names; one ring and one command processor each.
     pub engines: Vec<&'static str>,
     /// Bytes per command ring (a multiple of 4).
     pub ring_bytes: usize,
@@ -251,17 +251,17 @@ impl MmioBus for RingWindow {
 pub(crate) struct Carved {
     /// The device's name.
     pub name: crate::error::DeviceName,
-    /// The engines, for [`Hcq::new`].
-    pub engines: Vec<Engine>,
+    /// The engines, for [`Engine::new`].
+    pub engines: Vec<Channel>,
     /// One consumer per engine.
     pub cps: Vec<EngineCp>,
-    /// The kernel-argument pool, for [`Hcq::new`].
+    /// The kernel-argument pool, for [`Engine::new`].
     pub kpool: KernargPool,
     /// The pool's memory and its device address, for the [`SoftContext`].
     pub kmem: Arc<dyn MmioBus + Send + Sync>,
     /// Device address of the pool.
     pub kernarg_base: u64,
-    /// The timeline signal (from [`HOST_SIGNALS`](super::HOST_SIGNALS)), for [`Hcq::new`].
+    /// The timeline signal (from [`HOST_SIGNALS`](super::HOST_SIGNALS)), for [`Engine::new`].
     pub timeline: crate::signal::OwnedSignal,
     /// The device memory the rings and the kernel-argument pool are carved from.
     pub mem: Arc<HostRegion>,
@@ -302,7 +302,7 @@ pub(crate) fn carve(name: &str, config: &SoftConfig, bells: Arc<dyn MmioBus + Se
         let bell = Doorbell { bus: bells.clone(), offset: doorbell_offset(e), width: Width::U64 };
         let ring = CommandRing::new(ring_mem.clone(), config.max_in_flight, bell)?;
         cps.push(EngineCp { engine: e, cp: SoftCp::new(), n: 0, ring: ring_mem, words: ring.capacity_words() });
-        engines.push(Engine::new(ename, ring));
+        engines.push(Channel::new(ename, ring));
     }
     // CAST: as above.
     let koff = carve.alloc(config.kernarg_bytes as u64, 4096)? as usize;

@@ -1,21 +1,21 @@
 //! The HCQ engine: how work reaches a device and how the host learns it is done.
 //!
-//! An [`Hcq`] ties together a device's [`Timeline`], its engines (a compute engine, a copy
-//! engine, ...: each a [`CommandRing`](crate::ring::CommandRing) and doorbell, or an
+//! An [`Engine`] ties together a device's [`Timeline`], its channels (one per hardware queue:
+//! compute, copy, ...: each a [`CommandRing`](crate::ring::CommandRing) and doorbell, or an
 //! indirect-buffer pool and submit hook, the two [`Shape`]s of [`crate::submit`]), a
 //! [`KernargPool`], a backend [`Encoder`] and a [`Profiler`]. Backends (the CPU device, the
 //! simulated devices, Adreno over KGSL) build one and implement the device-facing parts: the
 //! command processor on the other end of the rings, memory, and the wait hooks.
 //!
-//! Submission: [`Hcq::lock`] takes the device's submit lock (one order across engines) and gives
+//! Submission: [`Engine::lock`] takes the device's submit lock (one order across channels) and gives
 //! a [`Submitter`]; kernel arguments allocated through it are stamped with the timeline value of
 //! the submission that will use them; [`Submitter::submit`] patches the queue's timeline wait
-//! (previous value) and signal (new value), copies the words into the engine's ring or IB slot,
+//! (previous value) and signal (new value), copies the words into the channel's ring or IB slot,
 //! takes the value for good and then issues the backend's barrier and rings the doorbell (or
 //! calls the submit hook). Nothing on this path allocates. The submit lock (which guards the
 //! kernel-argument pool) and the ring locks under it may be held across a wait for ring or pool
 //! space, so with `std` they are sleeping locks ([`crate::sync::Lock`]). Every [`Stamp`] this
-//! returns is also what the allocator's deferred frees wait for ([`Hcq`] is a
+//! returns is also what the allocator's deferred frees wait for ([`Engine`] is a
 //! [`Completion`](crate::allocator::Completion)).
 
 use crate::deps::{Access, DepsTracker};
@@ -24,7 +24,7 @@ use crate::profile::Profiler;
 use crate::queue::{Encoder, HwQueue};
 use crate::ring::KernargPool;
 use crate::signal::{OwnedSignal, WaitHooks};
-use crate::stamp::{EngineId, Stamp};
+use crate::stamp::{ChannelId, Stamp};
 use crate::submit::{Shape, Submission};
 use crate::sync::{Lock, LockGuard};
 use crate::timeline::Timeline;
@@ -45,27 +45,27 @@ pub struct TimelinePoint {
 /// wrote or read each byte range (keyed by base buffer, e.g. its device address).
 pub type Hazards = DepsTracker<TimelinePoint>;
 
-/// One engine of a device: a ring and its doorbell, or an indirect-buffer pool and its submit
+/// One channel of a device's engine (a compute or copy queue): a ring and its doorbell, or an indirect-buffer pool and its submit
 /// hook ([`Shape`]).
-pub struct Engine {
+pub struct Channel {
     name: &'static str,
     ring: Lock<Shape>,
 }
 
-impl Engine {
-    /// An engine called `name` ("compute", "copy") over `shape`: a
+impl Channel {
+    /// A channel called `name` ("compute", "copy") over `shape`: a
     /// [`CommandRing`](crate::ring::CommandRing) or an
     /// [`IbPool`](crate::submit::IbPool).
     pub fn new(name: &'static str, shape: impl Into<Shape>) -> Self {
         Self { name, ring: Lock::new(shape.into()) }
     }
 
-    /// The engine's name.
+    /// The channel's name.
     pub fn name(&self) -> &'static str {
         self.name
     }
 
-    /// True for an indirect-buffer engine.
+    /// True for an indirect-buffer channel.
     pub fn is_ib(&self) -> bool {
         #[cfg(feature = "ib")]
         return matches!(*self.ring.lock(), Shape::Ib(_));
@@ -85,10 +85,10 @@ impl Engine {
 }
 
 /// A device's HCQ state.
-pub struct Hcq {
+pub struct Engine {
     timeline: Timeline,
     encoder: Arc<dyn Encoder>,
-    engines: Vec<Engine>,
+    channels: Vec<Channel>,
     /// The submit lock, guarding the kernel-argument pool (only a submitter uses it). Held
     /// across waits for ring or pool space: a sleeping lock on std.
     submit: Lock<KernargPool>,
@@ -96,34 +96,34 @@ pub struct Hcq {
     profiler: Profiler,
 }
 
-impl core::fmt::Debug for Hcq {
+impl core::fmt::Debug for Engine {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Hcq").field("timeline", &self.timeline).field("engines", &self.engines.len()).finish()
+        f.debug_struct("Engine").field("timeline", &self.timeline).field("channels", &self.channels.len()).finish()
     }
 }
 
-impl Hcq {
+impl Engine {
     /// Build the engine state of device `name`. `timeline` is the device's timeline signal (it is
-    /// reset to 0 and from now on moved only by the engine and the device), `engines` must not
+    /// reset to 0 and from now on moved only by the engine and the device), `channels` must not
     /// be empty.
     pub fn new(
         name: DeviceName,
         timeline: OwnedSignal,
         encoder: Arc<dyn Encoder>,
-        engines: Vec<Engine>,
+        channels: Vec<Channel>,
         kernargs: KernargPool,
         hooks: Arc<dyn WaitHooks>,
     ) -> Result<Self> {
-        if engines.is_empty() || engines.len() > 256 {
+        if channels.is_empty() || channels.len() > 256 {
             return Err(Error::InvalidArgument {
-                what: "an HCQ device needs 1 to 256 engines",
-                value: engines.len() as u64,
+                what: "an HCQ device needs 1 to 256 channels",
+                value: channels.len() as u64,
             });
         }
         Ok(Self {
             timeline: Timeline::new(name, timeline),
             encoder,
-            engines,
+            channels,
             submit: Lock::new(kernargs),
             hooks,
             profiler: Profiler::new(1 << 16),
@@ -145,21 +145,21 @@ impl Hcq {
         &self.profiler
     }
 
-    /// The engines.
-    pub fn engines(&self) -> &[Engine] {
-        &self.engines
+    /// The channels.
+    pub fn channels(&self) -> &[Channel] {
+        &self.channels
     }
 
-    /// The engine `id` names, if the device has it.
-    pub fn engine(&self, id: EngineId) -> Option<&Engine> {
-        self.engines.get(id.index())
+    /// The channel `id` names, if the device has it.
+    pub fn channel(&self, id: ChannelId) -> Option<&Channel> {
+        self.channels.get(id.index())
     }
 
-    /// The id of the engine called `name` ("compute", "copy"), if the device has one.
-    pub fn engine_id(&self, name: &str) -> Option<EngineId> {
-        let i = self.engines.iter().position(|e| e.name == name)?;
-        // CAST: a device has at most 256 engines (`Hcq::new` refuses more).
-        Some(EngineId::new(i as u8))
+    /// The id of the channel called `name` ("compute", "copy"), if the device has one.
+    pub fn channel_id(&self, name: &str) -> Option<ChannelId> {
+        let i = self.channels.iter().position(|e| e.name == name)?;
+        // CAST: a device has at most 256 channels (`Engine::new` refuses more).
+        Some(ChannelId::new(i as u8))
     }
 
     /// A new queue for this device, encoded with its backend's encoder. Building it is safe;
@@ -173,12 +173,12 @@ impl Hcq {
         Submitter { hcq: self, kernargs: self.submit.lock() }
     }
 
-    /// Submit `q` on engine `engine` (shorthand for `lock().submit(..)`); returns the timeline
+    /// Submit `q` on channel `engine` (shorthand for `lock().submit(..)`); returns the timeline
     /// value that marks its completion.
     ///
     /// # Safety
     /// As [`Submitter::submit`]: the device runs `q`'s commands as they are.
-    pub unsafe fn submit(&self, engine: impl Into<EngineId>, q: &mut HwQueue) -> Result<Stamp> {
+    pub unsafe fn submit(&self, engine: impl Into<ChannelId>, q: &mut HwQueue) -> Result<Stamp> {
         // SAFETY: the caller's contract is `Submitter::submit`'s.
         unsafe { self.lock().submit(engine, q) }
     }
@@ -194,7 +194,7 @@ impl Hcq {
     /// byte range they read or write (the tracker orders only what it is told).
     pub unsafe fn submit_tracked(
         &self,
-        engine: impl Into<EngineId>,
+        engine: impl Into<ChannelId>,
         hazards: &mut Hazards,
         accesses: &[Access],
         build: impl FnOnce(&mut HwQueue, &mut Submitter<'_>) -> Result<()>,
@@ -271,18 +271,18 @@ impl Hcq {
     }
 }
 
-impl crate::allocator::Completion for Hcq {
+impl crate::allocator::Completion for Engine {
     fn passed(&self, stamp: Stamp) -> bool {
         self.timeline.passed(stamp)
     }
     fn wait(&self, stamp: Stamp) -> Result<()> {
-        Hcq::wait(self, stamp)
+        Engine::wait(self, stamp)
     }
 }
 
 /// The submit lock of a device, held while kernel arguments are filled and a queue is submitted.
 pub struct Submitter<'a> {
-    hcq: &'a Hcq,
+    hcq: &'a Engine,
     kernargs: LockGuard<'a, KernargPool>,
 }
 
@@ -300,7 +300,7 @@ impl Submitter<'_> {
         self.kernargs.alloc(data, size, align, stamp, &self.hcq.timeline, &*self.hcq.hooks)
     }
 
-    /// Submit `q` on engine `engine`: reserve the next timeline value, patch the queue's timeline
+    /// Submit `q` on channel `engine`: reserve the next timeline value, patch the queue's timeline
     /// wait/signal, write the ring (or an IB slot), then the backend's barrier and the doorbell
     /// (or the submit hook). Returns the value that marks completion.
     ///
@@ -333,7 +333,7 @@ impl Submitter<'_> {
     /// compile:
     ///
     /// ```compile_fail,E0133
-    /// fn repro(hcq: &hcq::hcq::Hcq) -> hcq::Result<()> {
+    /// fn repro(hcq: &hcq::engine::Engine) -> hcq::Result<()> {
     ///     let mut q = hcq.queue()?;
     ///     let mut s = hcq.lock();
     ///     let ka = s.kernargs(&0x8u64.to_le_bytes(), 8, 8)?; // a "pointer" to address 0x8
@@ -344,7 +344,7 @@ impl Submitter<'_> {
     /// ```
     ///
     /// ```compile_fail,E0133
-    /// fn repro(hcq: &hcq::hcq::Hcq) -> hcq::Result<()> {
+    /// fn repro(hcq: &hcq::engine::Engine) -> hcq::Result<()> {
     ///     let mut q = hcq.queue()?;
     ///     q.exec(0, 0x8, [1; 3], [1; 3])?;
     ///     hcq.submit(0, &mut q)?;
@@ -356,24 +356,25 @@ impl Submitter<'_> {
     /// [`Program::call`](crate::program::Program::call) and the runner):
     ///
     /// ```
-    /// fn submit_barrier(hcq: &hcq::hcq::Hcq) -> hcq::Result<hcq::stamp::Stamp> {
+    /// fn submit_barrier(hcq: &hcq::engine::Engine) -> hcq::Result<hcq::stamp::Stamp> {
     ///     let mut q = hcq.queue()?;
     ///     q.memory_barrier()?;
     ///     // SAFETY: a barrier accesses no memory and writes no signal.
     ///     unsafe { hcq.lock().submit(0, &mut q) }
     /// }
-    /// fn submit_barrier_too(hcq: &hcq::hcq::Hcq) -> hcq::Result<hcq::stamp::Stamp> {
+    /// fn submit_barrier_too(hcq: &hcq::engine::Engine) -> hcq::Result<hcq::stamp::Stamp> {
     ///     let mut q = hcq.queue()?;
     ///     q.memory_barrier()?;
     ///     // SAFETY: as above.
     ///     unsafe { hcq.submit(0, &mut q) }
     /// }
     /// ```
-    pub unsafe fn submit(&mut self, engine: impl Into<EngineId>, q: &mut HwQueue) -> Result<Stamp> {
+    pub unsafe fn submit(&mut self, engine: impl Into<ChannelId>, q: &mut HwQueue) -> Result<Stamp> {
         let hcq = self.hcq;
         let engine = engine.into();
-        let eng =
-            hcq.engine(engine).ok_or(Error::InvalidArgument { what: "engine index", value: engine.index() as u64 })?;
+        let eng = hcq
+            .channel(engine)
+            .ok_or(Error::InvalidArgument { what: "channel index", value: engine.index() as u64 })?;
         q.finish()?;
         hcq.timeline.check()?;
         let next = self.next_value();
@@ -406,7 +407,7 @@ mod tests {
     /// that dies as it is kicked).
     #[derive(Default)]
     struct Bell {
-        hcq: OnceLock<Weak<Hcq>>,
+        hcq: OnceLock<Weak<Engine>>,
         fault_on_kick: AtomicBool,
     }
 
@@ -428,7 +429,7 @@ mod tests {
     }
 
     /// A one-engine device with a `ring_words` ring that nothing consumes.
-    fn rig(ring_words: usize, timeout_ms: u64) -> (Arc<Hcq>, Arc<Bell>) {
+    fn rig(ring_words: usize, timeout_ms: u64) -> (Arc<Engine>, Arc<Bell>) {
         let pool = SignalPool::new();
         let bell = Arc::new(Bell::default());
         let ring = CommandRing::new(
@@ -438,11 +439,11 @@ mod tests {
         )
         .unwrap();
         let kernargs = KernargPool::new(Arc::new(HostRegion::new(256, 8).unwrap()), 0x1000, 8);
-        let hcq = Hcq::new(
+        let hcq = Engine::new(
             device_name("T"),
             pool.alloc(0),
             Arc::new(SoftEncoder),
-            alloc::vec![Engine::new("compute", ring)],
+            alloc::vec![Channel::new("compute", ring)],
             kernargs,
             Arc::new(StdHooks),
         )
@@ -454,13 +455,13 @@ mod tests {
     }
 
     /// Submit a queue of barriers, signals of the test's own slots and waits (no exec, no copy).
-    fn submit(hcq: &Hcq, q: &mut HwQueue) -> Result<Stamp> {
+    fn submit(hcq: &Engine, q: &mut HwQueue) -> Result<Stamp> {
         // SAFETY: the test queues hold barriers only: no memory is accessed, no slot written
         // but the timeline's by the engine.
         unsafe { hcq.submit(0, q) }
     }
 
-    fn barrier_queue(hcq: &Hcq) -> HwQueue {
+    fn barrier_queue(hcq: &Engine) -> HwQueue {
         let mut q = hcq.queue().unwrap();
         q.memory_barrier().unwrap();
         q
@@ -529,18 +530,18 @@ mod tests {
         )
         .unwrap();
         let kernargs = KernargPool::new(Arc::new(HostRegion::new(256, 8).unwrap()), 0x1000, 8);
-        let hcq = Hcq::new(
+        let hcq = Engine::new(
             device_name("T"),
             pool.alloc(0),
             Arc::new(SoftEncoder),
-            alloc::vec![Engine::new("compute", ibs)],
+            alloc::vec![Channel::new("compute", ibs)],
             kernargs,
             Arc::new(StdHooks),
         )
         .unwrap();
         hcq.timeline().set_policy(WaitPolicy::with_timeout_ms(20));
-        assert!(hcq.engines()[0].is_ib());
-        assert_eq!(hcq.engines()[0].ring_words(), 64);
+        assert!(hcq.channels()[0].is_ib());
+        assert_eq!(hcq.channels()[0].ring_words(), 64);
         let mut stamps = Vec::new();
         for i in 0..5u64 {
             if i >= 3 {

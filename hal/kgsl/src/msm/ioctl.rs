@@ -6,7 +6,7 @@
 //! plain Rust slices.
 
 use super::uapi::*;
-use crate::backend::{Mapping, Raw};
+use crate::ioctl::{Mapping, Raw};
 use rustix::fd::OwnedFd;
 use rustix::io::Errno;
 use std::os::fd::BorrowedFd;
