@@ -5,9 +5,10 @@
 #   HCQ_BIN=target/release/hcq bash tools/test_qcom_capture.sh [MODEL ...]     (default: qcom_small)
 #
 # For each model (tools/models/MODEL.py), with openpilot's flags FLOAT16=1 NOLOCALS=1 JIT_BATCH_SIZE=0 and IMAGE=$QCOM_IMAGE
-# (default 0: the virtual device and hcq's QCOM device do not execute image kernels before the vimg/qimg merge):
+# (default 0; CI runs QCOM_IMAGE=1, openpilot's image kernels):
 #   - export under `hcq vkgsl --`; the bundle must name the flags, have one HCQ graph holding every kernel, fp16 weights;
-#   - `hcq run DIR --device QCOM:SIM --check --json` and `hcq vkgsl -- hcq run DIR --device QCOM --check --json` must report
+#   - `hcq run DIR --device QCOM:SIM|MSM+QCOM:SIM --check --json` and `hcq vkgsl -- hcq run DIR --device KGSL+QCOM|MSM+QCOM
+#     --check --json` must report
 #     "outputs_ok": true with an exact comparison (the expected bytes are tinygrad's outputs on the virtual device);
 #   - a second export must be byte-identical (manifest and every file);
 #   - the bundle (only a QCOM graph) is refused by `hcq run --device CPU`, naming the graph it lacks;
@@ -54,11 +55,14 @@ export FLOAT16=1 NOLOCALS=1 JIT_BATCH_SIZE=0 IMAGE="${QCOM_IMAGE:-0}"
 unset DEV
 EXPORT=("$PY" "$ROOT/tools/export_tinygrad.py")
 
-runs_exact() { # runs_exact DIR: QCOM:SIM and QCOM under the virtual node, both exact
+runs_exact() { # runs_exact DIR: on the simulated Adreno through KGSL and MSM, and on QCOM under the virtual
+  # node through both kernel interfaces' real code paths: all exact
   local d="$1" ok=0
-  for dev in SIM VKGSL; do
-    if [ $dev = SIM ]; then out=$("$HCQ_BIN" run "$d" --device QCOM:SIM --check --json --iters 2 2>&1 | tail -1)
-    else out=$("$HCQ_BIN" vkgsl -- "$HCQ_BIN" run "$d" --device QCOM --check --json --iters 2 2>&1 | tail -1); fi
+  for dev in QCOM:SIM MSM+QCOM:SIM vkgsl:KGSL+QCOM vkgsl:MSM+QCOM; do
+    case $dev in
+      vkgsl:*) out=$("$HCQ_BIN" vkgsl -- "$HCQ_BIN" run "$d" --device "${dev#vkgsl:}" --check --json --iters 2 2>&1 | tail -1) ;;
+      *) out=$("$HCQ_BIN" run "$d" --device "$dev" --check --json --iters 2 2>&1 | tail -1) ;;
+    esac
     "$PY" -c 'import json,sys; j=json.loads(sys.argv[1]); sys.exit(0 if j.get("outputs_ok") is True and j.get("arch") == "adreno_a630" else 1)' "$out" \
       || { echo "  $dev: $out"; ok=1; }
   done
@@ -119,14 +123,14 @@ for model in "${MODELS[@]}"; do
   if "$HCQ_BIN" vkgsl -- "${EXPORT[@]}" --model "$ROOT/tools/models/$model.py" --qcom-jit -o "$d" >"$TMP/$model.log" 2>&1; then
     pass "$model: exported with --qcom-jit under hcq vkgsl ($(tail -1 "$TMP/$model.log"))"
     check "$model: manifest records the flags, one HCQ graph, fp16 weights" manifest_ok "$d"
-    check "$model: hcq run --check exact on QCOM:SIM and on QCOM under the virtual node" runs_exact "$d"
+    check "$model: hcq run --check exact on QCOM:SIM, MSM+QCOM:SIM and on KGSL+QCOM, MSM+QCOM under the virtual node" runs_exact "$d"
     "$HCQ_BIN" vkgsl -- "${EXPORT[@]}" --model "$ROOT/tools/models/$model.py" --qcom-jit -o "$d.again" >/dev/null 2>&1
     check "$model: a second export is byte-identical" same_dirs "$d" "$d.again"
     check "$model: the QCOM-only bundle is refused on CPU, naming the graph it lacks" qcom_only_refused_on_cpu "$d"
     if "$HCQ_BIN" vkgsl -- "${EXPORT[@]}" --model "$ROOT/tools/models/$model.py" --qcom-jit --cpu-graph --x86-level x86-64-v3 \
         -o "$d.both" >"$TMP/$model.both.log" 2>&1; then
       pass "$model: exported with --cpu-graph ($(grep "added the CPU graph" "$TMP/$model.both.log"))"
-      check "$model (two graphs): QCOM:SIM and QCOM under the virtual node still exact" runs_exact "$d.both"
+      check "$model (two graphs): QCOM:SIM, MSM+QCOM:SIM and both interfaces under the virtual node still exact" runs_exact "$d.both"
       check "$model (two graphs): the CPU graph is exact on CPU and the QCOM outputs within tolerance of it" cpu_exact_and_close "$d.both"
     else
       fail "$model: --cpu-graph export failed: $(tail -3 "$TMP/$model.both.log")"
@@ -153,7 +157,7 @@ if "$HCQ_BIN" vkgsl -- "$PY" "$TMP/make_pickle.py" "$ROOT" "$TMP/small_tinygrad.
   if "$HCQ_BIN" vkgsl -- "${EXPORT[@]}" --pickle "$TMP/small_tinygrad.pkl" -o "$TMP/pkl" >"$TMP/pkl.log" 2>&1; then
     pass "--pickle exported ($(tail -1 "$TMP/pkl.log"))"
     check "--pickle: manifest records the flags, one HCQ graph" manifest_ok "$TMP/pkl"
-    check "--pickle: hcq run --check exact on QCOM:SIM and on QCOM under the virtual node" runs_exact "$TMP/pkl"
+    check "--pickle: hcq run --check exact on QCOM:SIM, MSM+QCOM:SIM and on KGSL+QCOM, MSM+QCOM under the virtual node" runs_exact "$TMP/pkl"
   else fail "--pickle export failed: $(tail -3 "$TMP/pkl.log")"; fi
 else fail "making the pickle failed: $(tail -3 "$TMP/pickle.log")"; fi
 
