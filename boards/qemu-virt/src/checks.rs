@@ -146,7 +146,8 @@ fn ring() -> Check {
         last = unsafe { hcq.submit(0, &mut q) }.map_err(|e| alloc::format!("{e}"))?;
     }
     dev.run_until(last).map_err(|e| alloc::format!("{e}"))?;
-    let (runs, wptr, rptr) = (exec.0.load(core::sync::atomic::Ordering::Relaxed), hcq.channels()[0].wptr(), dev.rptr(0));
+    let (runs, wptr, rptr) =
+        (exec.0.load(core::sync::atomic::Ordering::Relaxed), hcq.channels()[0].wptr(), dev.rptr(0));
     let value = s.value();
     drop(s);
     ensure(runs == 100 && value == 100, || alloc::format!("{runs} of 100 launches ran, signal at {value}"))?;
