@@ -8,7 +8,7 @@
 #![no_main]
 
 use hcq_adreno::pm4::{op, pkt4, pkt7};
-use hcq_sim_adreno::cp::{ComputeState, Cp, ShaderCore, GpuMemory, Outcome, SparseMemory};
+use hcq_sim_adreno::cp::{ComputeState, Cp, GpuMemory, Outcome, ShaderCore, SparseMemory};
 use libfuzzer_sys::fuzz_target;
 
 const IBS: [u64; 4] = [0x10_0000, 0x11_0000, 0x12_0000, 0x13_0000];

@@ -5,7 +5,7 @@
 #![no_main]
 
 use hcq_adreno::pm4::Decoder;
-use hcq_sim_adreno::cp::{ComputeState, Cp, ShaderCore, GpuMemory, SparseMemory};
+use hcq_sim_adreno::cp::{ComputeState, Cp, GpuMemory, ShaderCore, SparseMemory};
 use libfuzzer_sys::fuzz_target;
 
 struct Count(u32);
