@@ -79,9 +79,13 @@ fn walk(file: &Hcqb<'_>) {
             assert!(u64::from(im.height) * u64::from(im.pitch) <= b.nbytes);
         }
     }
-    for arch in Arch::ALL {
-        if let Ok(view) = file.for_archs(&[arch]) {
-            assert!(view.programs().all(|p| p.object(arch).is_some()));
+    // a graph picked for a device has that device's objects (a 1.x file has no graphs: it is its
+    // own view, and the runner's pick_arch checks its objects)
+    if file.graphs().next().is_some() {
+        for arch in Arch::ALL {
+            if let Ok(view) = file.for_archs(&[arch]) {
+                assert!(view.programs().all(|p| p.object(arch).is_some()));
+            }
         }
     }
     black_box(inspect(file).len());
