@@ -55,6 +55,9 @@ struct FanShared {
     worker_call_ns: AtomicU64,
     done_lock: Mutex<()>,
     done_cv: Condvar,
+    /// The workers' kernel thread ids (Linux), for keeping them off the launching thread's core.
+    #[cfg(target_os = "linux")]
+    tids: Mutex<Vec<libc::pid_t>>,
 }
 
 /// Worker threads that run the calls of a `core_id` launch in parallel with the launching
@@ -74,6 +77,10 @@ pub(crate) struct FanOut {
     last_end_ns: AtomicU64,
     /// Moving average of the time from one launch's end to the next one's start, in ns.
     gap_ns: AtomicU64,
+    /// The core the launching thread ran on at the last fanned-out launch (-1: none yet); the
+    /// workers are kept off it ([`FanOut::keep_off`]).
+    #[cfg(target_os = "linux")]
+    caller_cpu: core::sync::atomic::AtomicI32,
 }
 
 /// Most launches run without the workers after they were late.
@@ -111,6 +118,8 @@ impl FanOut {
             worker_call_ns: AtomicU64::new(0),
             done_lock: Mutex::new(()),
             done_cv: Condvar::new(),
+            #[cfg(target_os = "linux")]
+            tids: Mutex::new(Vec::with_capacity(workers)),
         });
         let mut ws = Vec::with_capacity(workers);
         for i in 0..workers {
@@ -130,6 +139,8 @@ impl FanOut {
             backoff: AtomicU32::new(0),
             last_end_ns: AtomicU64::new(0),
             gap_ns: AtomicU64::new(0),
+            #[cfg(target_os = "linux")]
+            caller_cpu: core::sync::atomic::AtomicI32::new(-1),
         })
     }
 
@@ -198,6 +209,8 @@ impl FanOut {
             run_tids(s, &job, launch, true);
             return;
         }
+        #[cfg(target_os = "linux")]
+        self.keep_off_caller_cpu();
         let t0 = soft_clock_ns();
         s.call_ns.store(0, Ordering::Relaxed);
         s.caller_claim_ns.store(t0, Ordering::Relaxed);
@@ -252,6 +265,50 @@ impl FanOut {
         drop(g);
         s.caller_sleeping.store(false, Ordering::SeqCst);
         self.finished(t0, job.n);
+    }
+
+    /// Keep the workers off the core this (launching) thread runs on: when it differs from the
+    /// last launch's, every worker's affinity becomes this thread's minus that core.
+    ///
+    /// Why: Linux places a thread woken by a `futex` wake near its waker (wake-affine). A worker
+    /// that slept (the first calls after a load, a caller at 20 Hz) was woken onto the launching
+    /// thread's core and time-shared it while the other core idled: measured on a 2-core VM,
+    /// calls 50 ms apart ran the `matmul` bundle's 4 `core_id` tids at 1.04x of one core, half
+    /// of the launches with the worker running 3 tids to the launching thread's 1 in a serial
+    /// call's time. A thread that cannot run on the waker's core is woken on another one.
+    /// Costs one `sched_getcpu` (vDSO) per launch, and `sched_setaffinity` per worker only when
+    /// the launching thread moved. A worker left with no core (a caller pinned to one core) is
+    /// left as it is.
+    #[cfg(target_os = "linux")]
+    fn keep_off_caller_cpu(&self) {
+        use core::sync::atomic::Ordering::Relaxed;
+        // SAFETY: sched_getcpu takes no arguments and touches no memory of ours.
+        let cpu = unsafe { libc::sched_getcpu() };
+        if cpu < 0 || cpu == self.caller_cpu.load(Relaxed) || cpu as usize >= libc::CPU_SETSIZE as usize {
+            return;
+        }
+        self.caller_cpu.store(cpu, Relaxed);
+        // SAFETY: a zeroed cpu_set_t is the empty set (a plain bit array).
+        let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+        // SAFETY: `set` is a valid, writable cpu_set_t of the size passed; 0 is this thread.
+        if unsafe { libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
+            return;
+        }
+        // SAFETY: `cpu` < CPU_SETSIZE (checked above); CPU_CLR and CPU_COUNT only touch `set`'s bits.
+        let left = unsafe {
+            libc::CPU_CLR(cpu as usize, &mut set);
+            libc::CPU_COUNT(&set)
+        };
+        if left == 0 {
+            return;
+        }
+        let tids = self.shared.tids.lock().unwrap_or_else(|p| p.into_inner());
+        for &tid in tids.iter() {
+            // a failure (a seccomp filter, a cgroup) leaves the worker where the scheduler puts it
+            // SAFETY: `set` is a valid cpu_set_t of the size passed; `tid` is a live worker thread
+            // of this process (the workers outlive this pool's launches).
+            let _ = unsafe { libc::sched_setaffinity(tid, core::mem::size_of::<libc::cpu_set_t>(), &set) };
+        }
     }
 
     /// After a launch of `n` calls that began at `t0`: one that took longer than this thread
@@ -369,6 +426,12 @@ fn run_tids(s: &FanShared, job: &Job, launch: u64, caller: bool) -> u64 {
 }
 
 fn worker(s: Arc<FanShared>) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid takes no arguments and touches no memory.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::pid_t;
+        s.tids.lock().unwrap_or_else(|p| p.into_inner()).push(tid);
+    }
     s.started.fetch_add(1, Ordering::AcqRel);
     let mut seen = 0u64;
     loop {
@@ -454,6 +517,45 @@ mod tests {
     fn a_late_worker_does_not_start_a_solo_run_unless_the_launch_was_slower() {
         assert_eq!(solo_after_a_late_worker(1_000), 0);
         assert!(solo_after_a_late_worker(200_000) >= 1);
+    }
+
+    extern "C" fn nothing(_tid: u64) {}
+
+    /// After a fanned-out launch the worker may not run on the launching thread's core (where
+    /// a futex wake-up would put it, to time-share that core while another one idles), and
+    /// may run on every other core the launching thread may use. Fails without `keep_off`:
+    /// the worker's mask then holds every core.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_worker_is_kept_off_the_launching_threads_core() {
+        // SAFETY: zeroed cpu_set_t is the empty set; the calls below write only `mine`/`theirs`.
+        let mut mine: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+        let size = core::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: a valid cpu_set_t of `size` bytes; 0 is this thread.
+        assert_eq!(unsafe { libc::sched_getaffinity(0, size, &mut mine) }, 0);
+        // SAFETY: reads `mine`'s bits only.
+        if unsafe { libc::CPU_COUNT(&mine) } < 2 {
+            panic!("this test needs a machine with two cores this thread may run on");
+        }
+        let fan = FanOut::new(1).unwrap();
+        let job = Job { f: nothing as *const () as usize, args: [0; MAX_ARGS], nargs: 1, slot: 0, n: 2 };
+        fan.run(job);
+        let cpu = fan.caller_cpu.load(Ordering::Relaxed);
+        assert!(cpu >= 0, "the launch recorded the launching thread's core");
+        let tid = fan.shared.tids.lock().unwrap()[0];
+        // SAFETY: as above.
+        let mut theirs: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+        // SAFETY: a valid cpu_set_t of `size` bytes; `tid` is the pool's live worker.
+        assert_eq!(unsafe { libc::sched_getaffinity(tid, size, &mut theirs) }, 0);
+        for c in 0..libc::CPU_SETSIZE as usize {
+            // SAFETY: c < CPU_SETSIZE; reads bits only.
+            let (m, t) = unsafe { (libc::CPU_ISSET(c, &mine), libc::CPU_ISSET(c, &theirs)) };
+            if c == cpu as usize {
+                assert!(!t, "the worker may still run on the launching thread's core {c}");
+            } else {
+                assert_eq!(m, t, "core {c}: the worker's mask differs from the launching thread's");
+            }
+        }
     }
 
     #[test]
