@@ -17,7 +17,7 @@
 //! run inline by the soft command processor), the SIM device running the host's CPU objects
 //! (`hcq_sim::cpu::SimBackend`: one exec packet per kernel through the simulated command
 //! processors and their mock-MMIO doorbells), and the Adreno 630 over KGSL or its simulation
-//! (`hcq_kgsl::device::QcomBackend`: PM4 indirect buffers).
+//! (`hcq_qcom::device::QcomBackend`: PM4 indirect buffers).
 //!
 //! A backend with checks of its own before anything is allocated (the CPU's x86-64 level)
 //! does them in [`Backend::prepare`]; a caller with a smaller budget than the device's

@@ -23,7 +23,7 @@ use hcq::runner::{Backend, Runner};
 use hcq::stamp::Stamp;
 use hcq_cpu::backend::CpuBackend;
 use hcq_cpu::device::CpuDevice;
-use hcq_kgsl::device::{QcomBackend, QcomDevice};
+use hcq_qcom::device::{QcomBackend, QcomDevice};
 use hcq_sim::cpu::SimBackend;
 use std::path::Path;
 use std::sync::Arc;

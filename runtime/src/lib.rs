@@ -29,7 +29,7 @@
 //! `SIM:1` (the host's CPU objects on simulated command processors, `hcq_sim::cpu`), `QCOM` (an
 //! Adreno 630 through `/dev/kgsl-3d0`, else through the mainline MSM DRM driver's render node;
 //! `KGSL+QCOM` and `MSM+QCOM` name the kernel interface) and `QCOM:SIM` (the same driver path
-//! against a simulated KGSL and GPU, `hcq_kgsl`; `MSM+QCOM:SIM` through the MSM path). [`open_default`] opens the device `$DEV` names (`DEV=QCOM`,
+//! against a simulated KGSL and GPU, `hcq_qcom`; `MSM+QCOM:SIM` through the MSM path). [`open_default`] opens the device `$DEV` names (`DEV=QCOM`,
 //! `DEV=QCOM:SIM`), else `CPU`. Any other name is looked up in the [`registry`] so that an
 //! unknown or absent device says why; [`devices`] reports every kind (`hcq devices`).
 //!
@@ -59,7 +59,7 @@ use hcq::signal::WaitPolicy;
 use hcq::stamp::Stamp;
 use hcq_cpu::backend::CpuBackend;
 use hcq_cpu::device::CpuDevice;
-use hcq_kgsl::device::{QcomBackend, QcomDevice};
+use hcq_qcom::device::{QcomBackend, QcomDevice};
 use hcq_sim::cpu::SimBackend;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -76,9 +76,9 @@ pub fn registry() -> Registry {
     let r = Registry::new();
     r.register(hcq_cpu::device::cpu_kind());
     r.register(hcq_sim::sim_kind());
-    r.register(hcq_kgsl::device::qcom_kind());
-    r.register(hcq_kgsl::device::kgsl_qcom_kind());
-    r.register(hcq_kgsl::device::msm_qcom_kind());
+    r.register(hcq_qcom::device::qcom_kind());
+    r.register(hcq_qcom::device::kgsl_qcom_kind());
+    r.register(hcq_qcom::device::msm_qcom_kind());
     r.register(hcq_sim_adreno::qcom_sim_kind());
     r.register(hcq_sim_adreno::kgsl_qcom_sim_kind());
     r.register(hcq_sim_adreno::msm_qcom_sim_kind());

@@ -93,7 +93,7 @@ fn every_a630_example_gives_the_kgsl_outputs_on_msm_qcom_under_the_virtual_rende
         for dev in ["MSM+QCOM", "KGSL+QCOM"] {
             // `--check` compares the outputs with the bundle's expected bytes; the JSON line
             // says which device ran and how far the outputs are from the expected ones (the
-            // byte-for-byte comparison of the two interfaces is hal/kgsl/tests/msm.rs's)
+            // byte-for-byte comparison of the two interfaces is hal/qcom/tests/msm.rs's)
             let out = under_vkgsl(&["run", &d, "--device", dev, "--check", "--json", "--iters", "2"], &[]);
             let (so, se) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
             assert!(out.status.success(), "{d} on {dev}: {se}\n{so}");

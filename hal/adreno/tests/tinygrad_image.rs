@@ -1,6 +1,6 @@
 //! A real tinygrad image kernel against tinygrad's own dispatch of it: the matmul
 //! `r_4_8_16_4_4` (2 textures, 2 samplers, 1 IBO, fp16 inputs) that
-//! `hal/kgsl/tests/data/tinygrad_image/capture.py` recorded from tinygrad 0.14 on
+//! `hal/qcom/tests/data/tinygrad_image/capture.py` recorded from tinygrad 0.14 on
 //! `DEV=QCOM:IR3 FLOAT16=1 IMAGE=1` under the virtual KGSL node: its blob, `programs[].adreno`
 //! metadata (IMAGE-SCHEMA.md), kernarg block and the PM4 words of `QCOMComputeQueue.exec`.
 //!

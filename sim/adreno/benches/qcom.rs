@@ -7,7 +7,7 @@ use divan::Bencher;
 use divan::counter::ItemsCount;
 use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::runner::Runner;
-use hcq_kgsl::device::{QcomBackend, QcomDevice};
+use hcq_qcom::device::{QcomBackend, QcomDevice};
 
 fn main() {
     divan::main();

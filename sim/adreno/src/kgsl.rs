@@ -20,8 +20,8 @@
 use crate::cp::{Cp, GpuMemory, Outcome, ShaderCore};
 use crate::dispatch::ArgSlots;
 use hcq::mmio::{MmioBus, VolatileRegion, Width};
-use hcq_kgsl::ioctl::{KgslIoctl, Mapping};
-use hcq_kgsl::uapi::*;
+use hcq_qcom::ioctl::{KgslIoctl, Mapping};
+use hcq_qcom::uapi::*;
 use rustix::io::Errno;
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::collections::{BTreeMap, HashMap, VecDeque};

@@ -5,15 +5,15 @@
 //! - [`cp`]: the command processor, a PM4 interpreter over GPU memory ([`cp::Cp`], and
 //!   [`cp::RingCp`] for the bare-metal ring registers), with a [`cp::ShaderCore`] hook for the
 //!   shader core;
-//! - [`kgsl`]: [`SimKgsl`], a simulated KGSL: `hcq_kgsl::ioctl::KgslIoctl` over host memory
+//! - [`kgsl`]: [`SimKgsl`], a simulated KGSL: `hcq_qcom::ioctl::KgslIoctl` over host memory
 //!   whose submissions run on the CP;
 //! - [`msm`]: [`SimMsm`], the simulated MSM DRM driver over the same simulated GPU
-//!   (`hcq_kgsl::msm::MsmIoctl`, the `MSM+QCOM:SIM` device);
+//!   (`hcq_qcom::msm::MsmIoctl`, the `MSM+QCOM:SIM` device);
 //! - [`dispatch`]: [`Ir3Dispatch`], the shader core: each `CP_EXEC_CS` runs on `hcq-ir3`'s
 //!   interpreter, its argument addresses checked against the allocations ([`ArgSlots`]);
 //! - [`images`]: the texture, sampler and IBO descriptors of a dispatch, decoded and checked.
 //!
-//! [`open`] makes the `QCOM:SIM` device (`hcq_kgsl::device::QcomDevice` over a [`SimKgsl`]
+//! [`open`] makes the `QCOM:SIM` device (`hcq_qcom::device::QcomDevice` over a [`SimKgsl`]
 //! with the ir3 core) and [`qcom_sim_kind`] is its registry entry; [`open_msm`] makes
 //! `MSM+QCOM:SIM` (the same device over a [`SimMsm`]), with [`msm_qcom_sim_kind`] and
 //! [`kgsl_qcom_sim_kind`] (`KGSL+QCOM:SIM`, `QCOM:SIM` by its interface's name).
@@ -32,7 +32,7 @@ pub use msm::SimMsm;
 
 use hcq::Result;
 use hcq::device::Device;
-use hcq_kgsl::device::QcomDevice;
+use hcq_qcom::device::QcomDevice;
 use std::sync::Arc;
 
 /// Open `QCOM:SIM`: the QCOM device over a simulated KGSL whose shader core is the ir3

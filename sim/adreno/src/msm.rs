@@ -1,6 +1,6 @@
 //! A simulated MSM DRM driver: an [`MsmIoctl`] over the same simulated GPU as [`SimKgsl`] (its
 //! memory, command processor, shader core and fault reporting), so `MSM+QCOM:SIM` runs the MSM
-//! code path of hcq-kgsl on the very simulator `QCOM:SIM` runs the KGSL one on.
+//! code path of hcq-qcom on the very simulator `QCOM:SIM` runs the KGSL one on.
 //!
 //! The MSM ioctls are answered as `drivers/gpu/drm/msm` answers them, on top of the simulated
 //! KGSL's objects, contexts and timestamps:
@@ -23,10 +23,10 @@
 //!   on Linux) and lets the GPU see it.
 
 use crate::kgsl::{Backing, SimKgsl};
-use hcq_kgsl::ioctl::{KgslIoctl, Mapping};
-use hcq_kgsl::msm::ioctl::{DriverVersion, MsmIoctl};
-use hcq_kgsl::msm::uapi::*;
-use hcq_kgsl::uapi::{
+use hcq_qcom::ioctl::{KgslIoctl, Mapping};
+use hcq_qcom::msm::ioctl::{DriverVersion, MsmIoctl};
+use hcq_qcom::msm::uapi::*;
+use hcq_qcom::uapi::{
     CommandObject, DrawctxtCreate, DrawctxtDestroy, GPU_EVENT_TIMESTAMP, GPUOBJ_FREE_ON_EVENT, GpuCommand,
     GpuEventTimestamp, GpuobjAlloc, GpuobjFree, GpuobjInfo, MapUserMem, SharedmemFree, WaitTimestampCtxtid,
 };
@@ -142,8 +142,8 @@ impl MsmIoctl for SimMsm {
         if arg.pipe != MSM_PIPE_3D0 || arg.pad != 0 {
             return Err(Errno::INVAL);
         }
-        let mut d = hcq_kgsl::uapi::DevInfo::default();
-        self.kgsl.get_property(hcq_kgsl::uapi::PROP_DEVICE_INFO, zerocopy::IntoBytes::as_mut_bytes(&mut d))?;
+        let mut d = hcq_qcom::uapi::DevInfo::default();
+        self.kgsl.get_property(hcq_qcom::uapi::PROP_DEVICE_INFO, zerocopy::IntoBytes::as_mut_bytes(&mut d))?;
         arg.value = match arg.param {
             MSM_PARAM_GPU_ID => d.gpu_id.into(),
             MSM_PARAM_CHIP_ID => d.chip_id.into(),

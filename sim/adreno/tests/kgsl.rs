@@ -5,8 +5,8 @@ use hcq::Error;
 use hcq::mmio::{MmioBus, Width};
 use hcq::queue::Command;
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue, Program};
-use hcq_kgsl::flags::{ContextFlags, MemFlags};
-use hcq_kgsl::{Context, FreeAfter, GpuObject, Kgsl};
+use hcq_qcom::flags::{ContextFlags, MemFlags};
+use hcq_qcom::{Context, FreeAfter, GpuObject, Kgsl};
 use hcq_sim_adreno::cp::{ComputeState, GpuMemory, ShaderCore};
 use hcq_sim_adreno::kgsl::SimKgsl;
 use std::sync::Arc;
@@ -181,7 +181,7 @@ fn objects_are_released_only_after_their_timestamp() {
 
 #[test]
 fn submissions_are_captured_in_rd_format() {
-    use hcq_kgsl::capture::Capturing;
+    use hcq_qcom::capture::Capturing;
     let cap = Arc::new(Capturing::new(SimKgsl::new(Box::new(Fake)), "hcq-test"));
     let k = Kgsl::with_backend(cap.clone()).unwrap();
     let ctx = k.create_context(ContextFlags::compute()).unwrap();
@@ -261,53 +261,53 @@ struct Recording {
     waits: std::sync::Mutex<Vec<u32>>,
 }
 
-impl hcq_kgsl::ioctl::KgslIoctl for Recording {
+impl hcq_qcom::ioctl::KgslIoctl for Recording {
     fn get_property(&self, ty: u32, out: &mut [u8]) -> Result<(), rustix::io::Errno> {
         self.sim.get_property(ty, out)
     }
-    fn drawctxt_create(&self, arg: &mut hcq_kgsl::uapi::DrawctxtCreate) -> Result<(), rustix::io::Errno> {
+    fn drawctxt_create(&self, arg: &mut hcq_qcom::uapi::DrawctxtCreate) -> Result<(), rustix::io::Errno> {
         self.sim.drawctxt_create(arg)
     }
-    fn drawctxt_destroy(&self, arg: &hcq_kgsl::uapi::DrawctxtDestroy) -> Result<(), rustix::io::Errno> {
+    fn drawctxt_destroy(&self, arg: &hcq_qcom::uapi::DrawctxtDestroy) -> Result<(), rustix::io::Errno> {
         self.sim.drawctxt_destroy(arg)
     }
-    fn gpuobj_alloc(&self, arg: &mut hcq_kgsl::uapi::GpuobjAlloc) -> Result<(), rustix::io::Errno> {
+    fn gpuobj_alloc(&self, arg: &mut hcq_qcom::uapi::GpuobjAlloc) -> Result<(), rustix::io::Errno> {
         self.sim.gpuobj_alloc(arg)
     }
-    fn gpuobj_info(&self, arg: &mut hcq_kgsl::uapi::GpuobjInfo) -> Result<(), rustix::io::Errno> {
+    fn gpuobj_info(&self, arg: &mut hcq_qcom::uapi::GpuobjInfo) -> Result<(), rustix::io::Errno> {
         self.sim.gpuobj_info(arg)
     }
     fn gpuobj_free(
         &self,
-        arg: &hcq_kgsl::uapi::GpuobjFree,
-        event: Option<&hcq_kgsl::uapi::GpuEventTimestamp>,
+        arg: &hcq_qcom::uapi::GpuobjFree,
+        event: Option<&hcq_qcom::uapi::GpuEventTimestamp>,
     ) -> Result<(), rustix::io::Errno> {
         self.sim.gpuobj_free(arg, event)
     }
-    fn map_user_mem(&self, arg: &mut hcq_kgsl::uapi::MapUserMem) -> Result<(), rustix::io::Errno> {
+    fn map_user_mem(&self, arg: &mut hcq_qcom::uapi::MapUserMem) -> Result<(), rustix::io::Errno> {
         self.sim.map_user_mem(arg)
     }
-    fn sharedmem_free(&self, arg: &hcq_kgsl::uapi::SharedmemFree) -> Result<(), rustix::io::Errno> {
+    fn sharedmem_free(&self, arg: &hcq_qcom::uapi::SharedmemFree) -> Result<(), rustix::io::Errno> {
         self.sim.sharedmem_free(arg)
     }
     fn gpu_command(
         &self,
-        arg: &mut hcq_kgsl::uapi::GpuCommand,
-        cmds: &[hcq_kgsl::uapi::CommandObject],
+        arg: &mut hcq_qcom::uapi::GpuCommand,
+        cmds: &[hcq_qcom::uapi::CommandObject],
     ) -> Result<(), rustix::io::Errno> {
         self.sim.gpu_command(arg, cmds)
     }
-    fn wait_timestamp(&self, arg: &hcq_kgsl::uapi::WaitTimestampCtxtid) -> Result<(), rustix::io::Errno> {
+    fn wait_timestamp(&self, arg: &hcq_qcom::uapi::WaitTimestampCtxtid) -> Result<(), rustix::io::Errno> {
         self.waits.lock().unwrap().push(arg.timestamp);
         self.sim.wait_timestamp(arg)
     }
-    fn read_timestamp(&self, arg: &mut hcq_kgsl::uapi::ReadTimestampCtxtid) -> Result<(), rustix::io::Errno> {
+    fn read_timestamp(&self, arg: &mut hcq_qcom::uapi::ReadTimestampCtxtid) -> Result<(), rustix::io::Errno> {
         self.sim.read_timestamp(arg)
     }
-    fn mmap(&self, len: usize, offset: u64) -> Result<hcq_kgsl::ioctl::Mapping, rustix::io::Errno> {
+    fn mmap(&self, len: usize, offset: u64) -> Result<hcq_qcom::ioctl::Mapping, rustix::io::Errno> {
         self.sim.mmap(len, offset)
     }
-    unsafe fn munmap(&self, m: &hcq_kgsl::ioctl::Mapping) {
+    unsafe fn munmap(&self, m: &hcq_qcom::ioctl::Mapping) {
         // SAFETY: forwarded: the caller's contract is the simulated backend's.
         unsafe { self.sim.munmap(m) }
     }
@@ -334,7 +334,7 @@ fn the_sleep_hook_waits_for_the_oldest_submission_in_flight() {
     // SAFETY: the simulated KGSL runs the IB on its CP over its own bounds-checked memory: an address outside every allocation is a GPU fault, never a host access.
     let t2 = unsafe { k.submit(&ctx, ib.gpuaddr(), 4) }.unwrap();
     assert!(t2 != t1);
-    let hooks = hcq_kgsl::TimestampHooks::new(k.clone(), ctx.clone());
+    let hooks = hcq_qcom::TimestampHooks::new(k.clone(), ctx.clone());
     hooks.sleep(0);
     assert_eq!(io.waits.lock().unwrap().last(), Some(&t1), "the older submission, not the newest ({t2})");
     sim.pause(false);
@@ -349,12 +349,12 @@ fn the_sleep_hook_waits_for_the_oldest_submission_in_flight() {
 /// instead of writing memory that is no longer the GPU's.
 #[test]
 fn an_object_freed_while_still_mapped_is_a_fault_for_the_gpu() {
-    use hcq_kgsl::ioctl::KgslIoctl;
+    use hcq_qcom::ioctl::KgslIoctl;
     use zerocopy::FromZeros;
     let r = rig();
     let obj = r.k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
     // the raw ioctl, with the object's mapping still alive (`Kgsl::free` unmaps first)
-    r.sim.gpuobj_free(&hcq_kgsl::uapi::GpuobjFree { id: obj.id(), ..FromZeros::new_zeroed() }, None).unwrap();
+    r.sim.gpuobj_free(&hcq_qcom::uapi::GpuobjFree { id: obj.id(), ..FromZeros::new_zeroed() }, None).unwrap();
     let mut q = r.queue();
     q.push(Command::Signal { addr: obj.gpuaddr(), value: 7 }).unwrap();
     let ts = r.submit(&q);
@@ -384,7 +384,7 @@ fn the_sleep_hook_does_not_return_at_once_when_nothing_is_in_flight() {
     // SAFETY: the simulated KGSL runs the IB on its CP over its own bounds-checked memory: an address outside every allocation is a GPU fault, never a host access.
     let ts = unsafe { k.submit(&ctx, ib.gpuaddr(), 4) }.unwrap();
     k.wait(&ctx, ts, 1000).unwrap();
-    let hooks = hcq_kgsl::TimestampHooks::new(k.clone(), ctx.clone());
+    let hooks = hcq_qcom::TimestampHooks::new(k.clone(), ctx.clone());
     let t = Instant::now();
     for _ in 0..20 {
         hooks.sleep(0);

@@ -3,7 +3,7 @@
 //! Built as `target/release/libhcq_vkgsl.so` and loaded with `LD_PRELOAD` (or through
 //! `hcq vkgsl -- CMD ARGS...`), it makes `/dev/kgsl-3d0` exist in any process: `open` of the
 //! node returns a memfd the library answers `ioctl`s on ([`device::VDev`], the msm KGSL
-//! driver's structs and errno values) with hcq-kgsl's simulated KGSL (`SimKgsl`: the simulated
+//! driver's structs and errno values) with hcq-qcom's simulated KGSL (`SimKgsl`: the simulated
 //! command processor, the ir3 interpreter as its shader core). GPU objects live in that memfd
 //! at offset `id << 12` ([`memfd`]), so the client's own `mmap` maps them, and the device
 //! learns where (the GPU address of a `USE_CPU_MAP` object) from `/proc/self/maps` ([`maps`]).

@@ -13,8 +13,8 @@
 
 use crate::memfd::{MemfdBacking, ObjTable};
 use crate::user::{copy_in, copy_out};
-use hcq_kgsl::msm::ioctl::MsmIoctl;
-use hcq_kgsl::msm::uapi::*;
+use hcq_qcom::msm::ioctl::MsmIoctl;
+use hcq_qcom::msm::uapi::*;
 use hcq_sim_adreno::SimMsm;
 use hcq_sim_adreno::dispatch::Ir3Dispatch;
 use rustix::io::Errno;

@@ -4,7 +4,7 @@
 //! `drm_ioctl`'s errno values and size protocol.
 
 use hcq_adreno::pm4::{op, pkt7};
-use hcq_kgsl::msm::uapi::*;
+use hcq_qcom::msm::uapi::*;
 use hcq_vkgsl::render::VMsm;
 use rustix::io::Errno;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};

@@ -14,10 +14,10 @@ space limit, in seconds (boards/hcq/tests/cli.rs, every_gpu_corpus_entry_is_refu
 Deterministic: a rerun rewrites identical files.
 
 The `image-*` entries start from a second base: tinygrad's image matmul `r_4_8_16_4_4` as
-hal/kgsl/tests/data/tinygrad_image/capture.py recorded it (two float16 textures with samplers, one
+hal/qcom/tests/data/tinygrad_image/capture.py recorded it (two float16 textures with samplers, one
 float32 IBO; IMAGE-SCHEMA.md), its three images as scratch buffers of height x pitch bytes. Each
 makes one image field hostile; its `expect` file holds the words the refusal must contain
-(hal/kgsl/tests/image.rs checks that each is refused at load for that reason, naming program 0).
+(hal/qcom/tests/image.rs checks that each is refused at load for that reason, naming program 0).
 """
 import hashlib
 import json

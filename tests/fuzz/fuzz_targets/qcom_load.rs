@@ -15,7 +15,7 @@
 use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::device::DeviceLimits;
 use hcq::runner::Runner;
-use hcq_kgsl::device::QcomBackend;
+use hcq_qcom::device::QcomBackend;
 use hcq_sim_adreno::dispatch::Ir3Dispatch;
 use libfuzzer_sys::fuzz_target;
 
@@ -35,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
         max_kernel_args: 64,
         max_grid: [u32::MAX; 3],
         gpu: Some(hcq::device::GpuLimits {
-            max_total_groups: hcq_kgsl::device::SIM_MAX_GROUPS,
+            max_total_groups: hcq_qcom::device::SIM_MAX_GROUPS,
             ..hcq_adreno::program::A630_LIMITS
         }),
     };

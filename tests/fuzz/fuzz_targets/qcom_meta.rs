@@ -17,7 +17,7 @@ use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::bundle::model::{BundleModel, Launch};
 use hcq::device::DeviceLimits;
 use hcq::runner::Runner;
-use hcq_kgsl::device::QcomBackend;
+use hcq_qcom::device::QcomBackend;
 use hcq_sim_adreno::dispatch::Ir3Dispatch;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;

@@ -4,10 +4,10 @@
 use hcq::Error;
 use hcq::mmio::{MmioBus, Width};
 use hcq::signal::WaitHooks;
-use hcq_kgsl::flags::{ContextFlags, MemFlags};
-use hcq_kgsl::ioctl::{KgslIoctl, Mapping};
-use hcq_kgsl::uapi::*;
-use hcq_kgsl::{FreeAfter, Kgsl, TimestampHooks};
+use hcq_qcom::flags::{ContextFlags, MemFlags};
+use hcq_qcom::ioctl::{KgslIoctl, Mapping};
+use hcq_qcom::uapi::*;
+use hcq_qcom::{FreeAfter, Kgsl, TimestampHooks};
 use rustix::io::Errno;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};

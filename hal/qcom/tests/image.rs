@@ -10,7 +10,7 @@ use hcq::bundle::model::{
 };
 use hcq::bundle::{Arch, ArgView, BufferRole};
 use hcq::runner::Runner;
-use hcq_kgsl::device::QcomBackend;
+use hcq_qcom::device::QcomBackend;
 use std::path::PathBuf;
 
 fn data(name: &str) -> Vec<u8> {

@@ -1,9 +1,9 @@
-"""Capture one tinygrad image dispatch (tinygrad 0.14, DEV=QCOM:IR3 FLOAT16=1 IMAGE=1) for hal/kgsl/tests/image_stream.rs.
+"""Capture one tinygrad image dispatch (tinygrad 0.14, DEV=QCOM:IR3 FLOAT16=1 IMAGE=1) for hal/qcom/tests/image_stream.rs.
 
 Run under the virtual KGSL node, from the repository root:
 
   cargo build -p hcq-vkgsl && HCQ_VKGSL_LIB=target/debug/libhcq_vkgsl.so \
-    cargo run -p hcq-cli -- vkgsl -- /work/wt/venv-tg/bin/python hal/kgsl/tests/data/tinygrad_image/capture.py
+    cargo run -p hcq-cli -- vkgsl -- /work/wt/venv-tg/bin/python hal/qcom/tests/data/tinygrad_image/capture.py
 
 tinygrad's own QCOMDevice opens /dev/kgsl-3d0 (the virtual A630), compiles a small image matmul with Mesa's ir3 (tinymesa)
 and dispatches it. `QCOMComputeQueue.exec` is wrapped: for the first dispatch whose program uses textures or IBOs it records
@@ -75,7 +75,7 @@ stem = entry["function_name"]
 (here / f"{stem}.a630.bin").write_bytes(blob)
 (here / f"{stem}.adreno.json").write_text(json.dumps(entry, indent=1) + "\n")
 (here / "dispatch.json").write_text(json.dumps({
-  "program": stem, "produced_by": "hal/kgsl/tests/data/tinygrad_image/capture.py: tinygrad 0.14 QCOMComputeQueue.exec on "
+  "program": stem, "produced_by": "hal/qcom/tests/data/tinygrad_image/capture.py: tinygrad 0.14 QCOMComputeQueue.exec on "
   f"DEV={os.environ['DEV']} FLOAT16={os.environ['FLOAT16']} IMAGE={os.environ['IMAGE']}",
   "global_size": c["global_size"], "local_size": c["local_size"], "vals": c["vals"],
   "addrs": {"kernargs": c["kernargs"], "code": c["code"], "stack": c["stack"], "border_color": c["border"], "dummy": c["dummy"],

@@ -405,7 +405,7 @@ impl Kgsl {
     /// outside `unsafe` does not compile:
     ///
     /// ```compile_fail,E0133
-    /// fn run(k: &hcq_kgsl::Kgsl, ctx: &hcq_kgsl::Context) {
+    /// fn run(k: &hcq_qcom::Kgsl, ctx: &hcq_qcom::Context) {
     ///     let _ = k.submit(ctx, 0x1000, 4);
     /// }
     /// ```

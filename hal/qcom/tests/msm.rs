@@ -1,4 +1,4 @@
-//! The QCOM device through the MSM DRM interface (`hcq_kgsl::msm::Msm`) on the simulated MSM
+//! The QCOM device through the MSM DRM interface (`hcq_qcom::msm::Msm`) on the simulated MSM
 //! driver (`hcq_sim_adreno::SimMsm`, the same simulated GPU as `QCOM:SIM`): every example bundle
 //! with Adreno 630 objects gives the same outputs on both kernel interfaces; and the errors a
 //! user meets — a missing node, another driver's node, a chip the encoder cannot drive, a
@@ -12,14 +12,14 @@ use hcq::mmio::{MmioBus, Width};
 use hcq::queue::Command;
 use hcq::runner::Runner;
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue};
-use hcq_kgsl::device::{QcomBackend, QcomDevice};
-use hcq_kgsl::flags::MemFlags;
-use hcq_kgsl::ioctl::Mapping;
-use hcq_kgsl::kernel::{Access, BufferList, GpuKernel, Interface};
-use hcq_kgsl::msm::Msm;
-use hcq_kgsl::msm::ioctl::{DriverVersion, MsmIoctl};
-use hcq_kgsl::msm::uapi::*;
-use hcq_kgsl::{FreeAfter, GpuObject};
+use hcq_qcom::device::{QcomBackend, QcomDevice};
+use hcq_qcom::flags::MemFlags;
+use hcq_qcom::ioctl::Mapping;
+use hcq_qcom::kernel::{Access, BufferList, GpuKernel, Interface};
+use hcq_qcom::msm::Msm;
+use hcq_qcom::msm::ioctl::{DriverVersion, MsmIoctl};
+use hcq_qcom::msm::uapi::*;
+use hcq_qcom::{FreeAfter, GpuObject};
 use hcq_sim_adreno::dispatch::Ir3Dispatch;
 use hcq_sim_adreno::{SimKgsl, SimMsm};
 use rustix::io::Errno;
@@ -156,7 +156,7 @@ fn a_missing_node_is_device_unavailable_naming_the_node() {
     let msg = e.to_string();
     assert!(msg.contains("/nonexistent/dri/renderD128") && msg.contains("MSM+QCOM"), "{msg}");
     // No msm node anywhere on this machine (or only other drivers'): the probe says so.
-    if std::env::var_os(hcq_kgsl::msm::NODE_ENV).is_none() && !Path::new("/sys/module/msm").exists() {
+    if std::env::var_os(hcq_qcom::msm::NODE_ENV).is_none() && !Path::new("/sys/module/msm").exists() {
         let e = Msm::open().unwrap_err();
         assert!(matches!(e.root(), Error::DeviceUnavailable { .. }), "{e}");
         let msg = e.to_string();

@@ -11,9 +11,9 @@ use hcq::mmio::{MmioBus, Width};
 use hcq::queue::Command;
 use hcq::runner::{Backend, KernelLaunch, Runner};
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue};
-use hcq_kgsl::device::{QcomBackend, QcomDevice};
-use hcq_kgsl::flags::MemFlags;
-use hcq_kgsl::kernel::{Access, BufferList};
+use hcq_qcom::device::{QcomBackend, QcomDevice};
+use hcq_qcom::flags::MemFlags;
+use hcq_qcom::kernel::{Access, BufferList};
 use hcq_sim_adreno::dispatch::{ArgSlots, Ir3Dispatch};
 use hcq_sim_adreno::kgsl::SimKgsl;
 use std::sync::Arc;
@@ -98,9 +98,9 @@ fn the_rd_capture_of_a_run_holds_the_runners_command_buffer() {
 /// An encoder and IB on `dev` for hand-made submissions.
 struct Raw {
     q: Pm4Queue,
-    ib: hcq_kgsl::GpuObject,
-    mem: hcq_kgsl::GpuObject,
-    _scratch: hcq_kgsl::GpuObject,
+    ib: hcq_qcom::GpuObject,
+    mem: hcq_qcom::GpuObject,
+    _scratch: hcq_qcom::GpuObject,
 }
 
 fn raw(dev: &QcomDevice) -> Raw {
@@ -385,56 +385,56 @@ struct FailingAlloc {
     ok: std::sync::atomic::AtomicUsize,
 }
 
-impl hcq_kgsl::ioctl::KgslIoctl for FailingAlloc {
+impl hcq_qcom::ioctl::KgslIoctl for FailingAlloc {
     fn get_property(&self, ty: u32, out: &mut [u8]) -> Result<(), rustix::io::Errno> {
         self.sim.get_property(ty, out)
     }
-    fn drawctxt_create(&self, arg: &mut hcq_kgsl::uapi::DrawctxtCreate) -> Result<(), rustix::io::Errno> {
+    fn drawctxt_create(&self, arg: &mut hcq_qcom::uapi::DrawctxtCreate) -> Result<(), rustix::io::Errno> {
         self.sim.drawctxt_create(arg)
     }
-    fn drawctxt_destroy(&self, arg: &hcq_kgsl::uapi::DrawctxtDestroy) -> Result<(), rustix::io::Errno> {
+    fn drawctxt_destroy(&self, arg: &hcq_qcom::uapi::DrawctxtDestroy) -> Result<(), rustix::io::Errno> {
         self.sim.drawctxt_destroy(arg)
     }
-    fn gpuobj_alloc(&self, arg: &mut hcq_kgsl::uapi::GpuobjAlloc) -> Result<(), rustix::io::Errno> {
+    fn gpuobj_alloc(&self, arg: &mut hcq_qcom::uapi::GpuobjAlloc) -> Result<(), rustix::io::Errno> {
         use std::sync::atomic::Ordering;
         if self.ok.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_err() {
             return Err(rustix::io::Errno::NOMEM);
         }
         self.sim.gpuobj_alloc(arg)
     }
-    fn gpuobj_info(&self, arg: &mut hcq_kgsl::uapi::GpuobjInfo) -> Result<(), rustix::io::Errno> {
+    fn gpuobj_info(&self, arg: &mut hcq_qcom::uapi::GpuobjInfo) -> Result<(), rustix::io::Errno> {
         self.sim.gpuobj_info(arg)
     }
     fn gpuobj_free(
         &self,
-        arg: &hcq_kgsl::uapi::GpuobjFree,
-        event: Option<&hcq_kgsl::uapi::GpuEventTimestamp>,
+        arg: &hcq_qcom::uapi::GpuobjFree,
+        event: Option<&hcq_qcom::uapi::GpuEventTimestamp>,
     ) -> Result<(), rustix::io::Errno> {
         self.sim.gpuobj_free(arg, event)
     }
-    fn map_user_mem(&self, arg: &mut hcq_kgsl::uapi::MapUserMem) -> Result<(), rustix::io::Errno> {
+    fn map_user_mem(&self, arg: &mut hcq_qcom::uapi::MapUserMem) -> Result<(), rustix::io::Errno> {
         self.sim.map_user_mem(arg)
     }
-    fn sharedmem_free(&self, arg: &hcq_kgsl::uapi::SharedmemFree) -> Result<(), rustix::io::Errno> {
+    fn sharedmem_free(&self, arg: &hcq_qcom::uapi::SharedmemFree) -> Result<(), rustix::io::Errno> {
         self.sim.sharedmem_free(arg)
     }
     fn gpu_command(
         &self,
-        arg: &mut hcq_kgsl::uapi::GpuCommand,
-        cmds: &[hcq_kgsl::uapi::CommandObject],
+        arg: &mut hcq_qcom::uapi::GpuCommand,
+        cmds: &[hcq_qcom::uapi::CommandObject],
     ) -> Result<(), rustix::io::Errno> {
         self.sim.gpu_command(arg, cmds)
     }
-    fn wait_timestamp(&self, arg: &hcq_kgsl::uapi::WaitTimestampCtxtid) -> Result<(), rustix::io::Errno> {
+    fn wait_timestamp(&self, arg: &hcq_qcom::uapi::WaitTimestampCtxtid) -> Result<(), rustix::io::Errno> {
         self.sim.wait_timestamp(arg)
     }
-    fn read_timestamp(&self, arg: &mut hcq_kgsl::uapi::ReadTimestampCtxtid) -> Result<(), rustix::io::Errno> {
+    fn read_timestamp(&self, arg: &mut hcq_qcom::uapi::ReadTimestampCtxtid) -> Result<(), rustix::io::Errno> {
         self.sim.read_timestamp(arg)
     }
-    fn mmap(&self, len: usize, offset: u64) -> Result<hcq_kgsl::ioctl::Mapping, rustix::io::Errno> {
+    fn mmap(&self, len: usize, offset: u64) -> Result<hcq_qcom::ioctl::Mapping, rustix::io::Errno> {
         self.sim.mmap(len, offset)
     }
-    unsafe fn munmap(&self, m: &hcq_kgsl::ioctl::Mapping) {
+    unsafe fn munmap(&self, m: &hcq_qcom::ioctl::Mapping) {
         // SAFETY: forwarded: the caller's contract is the simulated backend's.
         unsafe { self.sim.munmap(m) }
     }

@@ -211,7 +211,7 @@ impl QcomDevice {
     /// it outside `unsafe` does not compile:
     ///
     /// ```compile_fail,E0133
-    /// fn run(dev: &hcq_kgsl::device::QcomDevice, list: &mut hcq_kgsl::kernel::BufferList) {
+    /// fn run(dev: &hcq_qcom::device::QcomDevice, list: &mut hcq_qcom::kernel::BufferList) {
     ///     let _ = dev.submit_and_wait(0x1000, 4, list, 10);
     /// }
     /// ```
@@ -239,7 +239,7 @@ impl Device for QcomDevice {
     fn load_program(&self, _image: &hcq::program::ProgramImage) -> Result<Arc<dyn hcq::program::Program>> {
         Err(Error::Unsupported {
             what: "QCOM programs load from a bundle's adreno_a630 object and its programs[].adreno metadata \
-                   (hcq::runner::Runner with hcq_kgsl::device::QcomBackend); a ProgramImage carries no a630 metadata",
+                   (hcq::runner::Runner with hcq_qcom::device::QcomBackend); a ProgramImage carries no a630 metadata",
             value: 0,
         })
     }

@@ -6,12 +6,12 @@
 //!
 //! One `#[test]` on purpose: the counter is process-wide.
 
-use hcq_kgsl::flags::MemFlags;
-use hcq_kgsl::ioctl::Mapping;
-use hcq_kgsl::kernel::{Access, BufferList, GpuKernel};
-use hcq_kgsl::msm::Msm;
-use hcq_kgsl::msm::ioctl::{DriverVersion, MsmIoctl};
-use hcq_kgsl::msm::uapi::*;
+use hcq_qcom::flags::MemFlags;
+use hcq_qcom::ioctl::Mapping;
+use hcq_qcom::kernel::{Access, BufferList, GpuKernel};
+use hcq_qcom::msm::Msm;
+use hcq_qcom::msm::ioctl::{DriverVersion, MsmIoctl};
+use hcq_qcom::msm::uapi::*;
 use rustix::io::Errno;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::os::fd::BorrowedFd;
