@@ -34,6 +34,10 @@ use crate::timeline::Timeline;
 use alloc::boxed::Box;
 #[cfg(feature = "ib")]
 use alloc::sync::Arc;
+#[cfg(feature = "ib")]
+use alloc::vec;
+#[cfg(feature = "ib")]
+use alloc::vec::Vec;
 
 /// One shape of submission (see the module docs).
 pub trait Submission {
@@ -85,6 +89,11 @@ pub trait IbSubmit: Send {
 #[cfg(feature = "ib")]
 /// Indirect buffers in device-visible memory: fixed-size slots used round-robin, each reused
 /// only once the timeline passed the stamp of the submission that used it last.
+///
+/// The pool's memory is the pool's: the device only reads it (an IB is never a write target;
+/// on KGSL the object is GPU-read-only) and nothing else on the host writes it. The pool keeps
+/// a host copy of what it wrote to each slot and, when a slot is reused, stores only the words
+/// that differ from it.
 pub struct IbPool {
     mem: Arc<dyn MmioBus + Send>,
     device_base: u64,
@@ -97,6 +106,13 @@ pub struct IbPool {
     pending: Option<(u64, u64, Stamp)>,
     barrier: Barrier,
     hook: Box<dyn IbSubmit>,
+    /// What the pool last wrote to each slot (`slot_bytes / 4` words a slot), and how many
+    /// words at each slot's start are known to hold it. A slot is written again only where the
+    /// new IB differs: a replayed call, whose words change only at its patched marks (timeline
+    /// wait and signal, kernel arguments), costs a host-memory compare and a few device stores
+    /// instead of a store per word.
+    shadow: Vec<u32>,
+    known: Vec<usize>,
 }
 
 #[cfg(feature = "ib")]
@@ -144,17 +160,20 @@ impl IbPool {
                 capacity: mem.size() as u64,
             });
         }
+        // CAST: a slot count that fits memory fits a usize.
+        let n = slots as usize;
         Ok(Self {
             mem,
             device_base,
             slot_bytes,
             slots,
             next: 0,
-            // CAST: a slot count that fits memory fits a usize.
-            flight: InFlight::new(slots, slots as usize),
+            flight: InFlight::new(slots, n),
             pending: None,
             barrier,
             hook,
+            shadow: vec![0; n * (slot_bytes / 4)],
+            known: vec![0; n],
         })
     }
 
@@ -183,6 +202,37 @@ impl IbPool {
     pub fn barrier(&self) -> &Barrier {
         &self.barrier
     }
+
+    /// Make slot `slot` (at byte `off`) hold `words`: where the host copy says the slot holds
+    /// a word already, store only the words that differ (compared in blocks, so an unchanged
+    /// block costs a compare); past what is known, store every word. On an error the slot is
+    /// taken as unknown, so the next IB there is written whole.
+    fn write_slot(&mut self, slot: usize, off: usize, words: &[u32]) -> Result<()> {
+        /// Words compared at a time (an unchanged block is one slice compare).
+        const BLOCK: usize = 32;
+        let per_slot = self.slot_bytes / 4;
+        let shadow = &mut self.shadow[slot * per_slot..][..words.len()];
+        let was_known = self.known[slot];
+        let known = was_known.min(words.len());
+        self.known[slot] = 0;
+        let mem = &*self.mem;
+        for (b, (new, old)) in words[..known].chunks(BLOCK).zip(shadow[..known].chunks_mut(BLOCK)).enumerate() {
+            if new == old {
+                continue;
+            }
+            for (i, (n, o)) in new.iter().zip(old.iter_mut()).enumerate() {
+                if n != o {
+                    mem.write(off + 4 * (b * BLOCK + i), crate::mmio::Width::U32, u64::from(*n))?;
+                    *o = *n;
+                }
+            }
+        }
+        write_words(mem, off + 4 * known, &words[known..])?;
+        shadow[known..].copy_from_slice(&words[known..]);
+        // the words past this IB are what they were: still known when they were
+        self.known[slot] = words.len().max(was_known);
+        Ok(())
+    }
 }
 
 #[cfg(feature = "ib")]
@@ -204,7 +254,7 @@ impl Submission for IbPool {
         let slot = self.next % self.slots;
         // CAST: `slot * slot_bytes` lies inside the pool's memory, whose size is a usize.
         let off = (slot as usize) * self.slot_bytes;
-        write_words(&*self.mem, off, words)?;
+        self.write_slot(slot as usize, off, words)?;
         self.next += 1;
         self.flight.push(self.next, stamp);
         self.pending = Some((self.slot_addr(slot), bytes, stamp));
@@ -394,6 +444,89 @@ mod tests {
             ]
         );
         assert_eq!(p.position(), 3);
+    }
+
+    /// Device memory that counts its stores, and can refuse them from the `fail_at`-th on.
+    struct Counting {
+        mem: Arc<HostRegion>,
+        stores: core::sync::atomic::AtomicUsize,
+        fail_at: core::sync::atomic::AtomicUsize,
+    }
+    impl MmioBus for Counting {
+        fn size(&self) -> usize {
+            self.mem.size()
+        }
+        fn read(&self, o: usize, w: Width) -> Result<u64> {
+            self.mem.read(o, w)
+        }
+        fn write(&self, o: usize, w: Width, v: u64) -> Result<()> {
+            use core::sync::atomic::Ordering::SeqCst;
+            if self.stores.fetch_add(1, SeqCst) >= self.fail_at.load(SeqCst) {
+                return Err(Error::OutOfBounds { what: "test store refused", offset: o as u64, len: 4, limit: 0 });
+            }
+            self.mem.write(o, w, v)
+        }
+    }
+
+    /// A reused slot gets stores only where the new IB differs from what the pool wrote there
+    /// (a replayed call: its patched marks), and reads back whole; a slot never written, and
+    /// the part of a longer IB past what the slot held, are written word by word; a failed
+    /// write leaves the slot unknown, so the next IB there is written whole. On the old pool
+    /// every IB cost a store per word.
+    #[test]
+    fn a_reused_slot_is_stored_only_where_the_ib_changed() {
+        use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+        let mem = Arc::new(HostRegion::new(2 * 256, 8).unwrap());
+        let bus =
+            Arc::new(Counting { mem: mem.clone(), stores: AtomicUsize::new(0), fail_at: AtomicUsize::new(usize::MAX) });
+        let hook = Hook { log: Log::default(), mem: mem.clone(), base: BASE };
+        let mut p = IbPool::new(bus.clone(), BASE, 256, Barrier::Host, Box::new(hook)).unwrap();
+        let tl = Timeline::new(device_name("T"), SignalPool::new().alloc(0));
+        tl.set_policy(WaitPolicy::with_timeout_ms(20));
+        let stores = || bus.stores.swap(0, SeqCst);
+        let slot0 = |n: usize| (0..n).map(|i| mem.read(4 * i, Width::U32).unwrap() as u32).collect::<Vec<_>>();
+        let mut ib: Vec<u32> = (0..60).map(|i| 0x7000_0000 | i).collect();
+        submit(&mut p, &ib, 1, &tl).unwrap();
+        assert_eq!(stores(), 60, "a fresh slot: every word");
+        submit(&mut p, &[9; 8], 2, &tl).unwrap();
+        stores();
+        tl.signal().set(2);
+        // the replay: the same IB with its wait and signal values patched
+        ib[3] = 0xdead;
+        ib[57] = 0xbeef;
+        submit(&mut p, &ib, 3, &tl).unwrap();
+        assert_eq!(stores(), 2, "only the two patched words");
+        assert_eq!(slot0(60), ib);
+        // slot 1 held 8 words: a 20-word IB there stores the changed ones of the 8 and the 12 after
+        tl.signal().set(3);
+        let mut b = alloc::vec![9u32; 20];
+        b[1] = 1;
+        submit(&mut p, &b, 4, &tl).unwrap();
+        assert_eq!(stores(), 1 + 12);
+        // a shorter IB in slot 0 keeps the rest of the slot known: the long one after it costs 1
+        tl.signal().set(4);
+        submit(&mut p, &ib[..10], 5, &tl).unwrap();
+        assert_eq!(stores(), 0, "the first 10 words are there already");
+        submit(&mut p, &b, 6, &tl).unwrap();
+        tl.signal().set(6);
+        ib[40] = 1;
+        submit(&mut p, &ib, 7, &tl).unwrap();
+        assert_eq!(stores(), 1);
+        assert_eq!(slot0(60), ib);
+        // a store refused mid-IB: the write fails, and the next IB in that slot is stored whole
+        tl.signal().set(7);
+        submit(&mut p, &b, 8, &tl).unwrap();
+        tl.signal().set(8);
+        ib[0] = 2;
+        ib[59] = 2;
+        bus.fail_at.store(1, SeqCst);
+        stores();
+        assert!(submit(&mut p, &ib, 9, &tl).is_err());
+        bus.fail_at.store(usize::MAX, SeqCst);
+        stores();
+        submit(&mut p, &ib, 9, &tl).unwrap();
+        assert_eq!(stores(), 60, "unknown after the failure: every word again");
+        assert_eq!(slot0(60), ib);
     }
 
     #[test]
