@@ -19,13 +19,9 @@ command -v "$CC_BIN" >/dev/null 2>&1 || skip "$CC_BIN not found (tinygrad's CPU 
 command -v python3 >/dev/null 2>&1 || skip "python3 not found"
 command -v objcopy >/dev/null 2>&1 || skip "objcopy not found (the C floor links the bundle's objects with renamed symbols; apt-get install binutils)"
 
-PY="$VENV/bin/python"
-if ! { [ -x "$PY" ] && "$PY" -c 'import importlib.metadata as m, numpy; assert m.version("tinygrad") == "0.14.0"' 2>/dev/null; }; then
-  mkdir -p "$(dirname "$VENV")"
-  python3 -m venv "$VENV" >/dev/null 2>&1 || skip "cannot create a venv at $VENV (python3 -m venv failed)"
-  "$PY" -m pip install --quiet --disable-pip-version-check --retries 1 --timeout 30 tinygrad==0.14.0 numpy >/dev/null 2>&1 \
-    || skip "pip install tinygrad==0.14.0 numpy failed (no network or no package index?)"
-fi
+# shellcheck source=tools/tg_venv.sh
+. "$ROOT/tools/tg_venv.sh"
+tg_venv "$VENV" || skip "$TG_VENV_ERROR"
 
 if [ -z "${HCQ_BIN:-}" ]; then
   (cd "$ROOT" && cargo build --release -q -p hcq-cli --bin hcq) || { echo "FAIL: cargo build --release -p hcq-cli"; exit 1; }

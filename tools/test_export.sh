@@ -42,14 +42,9 @@ case "$(uname -m)" in x86_64|amd64) ;; *) skip "the exporter needs an x86-64 hos
 command -v "$CC_BIN" >/dev/null 2>&1 || skip "$CC_BIN not found (tinygrad's CPU backend compiles kernels with clang; apt-get install clang)"
 command -v python3 >/dev/null 2>&1 || skip "python3 not found"
 
-PY="$VENV/bin/python"
-PY_OK='import importlib.metadata as m, numpy; assert m.version("tinygrad") == "0.14.0" and m.version("tinymesa") == "25.2.7.2"'
-if ! { [ -x "$PY" ] && "$PY" -c "$PY_OK" 2>/dev/null; }; then
-  mkdir -p "$(dirname "$VENV")"
-  python3 -m venv "$VENV" >/dev/null 2>&1 || skip "cannot create a venv at $VENV (python3 -m venv failed)"
-  "$PY" -m pip install --quiet --disable-pip-version-check --retries 1 --timeout 60 tinygrad==0.14.0 numpy tinymesa==25.2.7.2 >/dev/null 2>&1 \
-    || skip "pip install tinygrad==0.14.0 numpy tinymesa==25.2.7.2 failed (no network or no package index?)"
-fi
+# shellcheck source=tools/tg_venv.sh
+. "$ROOT/tools/tg_venv.sh"
+tg_venv "$VENV" || skip "$TG_VENV_ERROR"
 
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT

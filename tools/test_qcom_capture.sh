@@ -40,14 +40,9 @@ check() { local what="$1"; shift; if "$@"; then pass "$what"; else fail "$what";
 LIB="${HCQ_VKGSL_LIB:-$(dirname "$HCQ_BIN")/libhcq_vkgsl.so}"
 [ -f "$LIB" ] || skip "no libhcq_vkgsl.so at $LIB (cargo build --release -p hcq-vkgsl)"
 export HCQ_VKGSL_LIB="$LIB"
-PY="$VENV/bin/python"
-PY_OK='import importlib.metadata as m, numpy; assert m.version("tinygrad") == "0.14.0" and m.version("tinymesa") == "25.2.7.2"'
-if ! { [ -x "$PY" ] && "$PY" -c "$PY_OK" 2>/dev/null; }; then
-  mkdir -p "$(dirname "$VENV")"
-  python3 -m venv "$VENV" >/dev/null 2>&1 || skip "cannot create a venv at $VENV"
-  "$PY" -m pip install --quiet --disable-pip-version-check --retries 1 --timeout 60 tinygrad==0.14.0 numpy tinymesa==25.2.7.2 >/dev/null 2>&1 \
-    || skip "pip install tinygrad==0.14.0 numpy tinymesa==25.2.7.2 failed"
-fi
+# shellcheck source=tools/tg_venv.sh
+. "$ROOT/tools/tg_venv.sh"
+tg_venv "$VENV" || skip "$TG_VENV_ERROR"
 
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
