@@ -54,7 +54,8 @@ use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::device::{DeviceReport, Registry};
 use hcq::error::ResultExt;
 use hcq::profile::Profiler;
-use hcq::runner::{Model as RunModel, Runner};
+use hcq::profile::{Event, EventKind};
+use hcq::runner::{Backend, Model as RunModel, Runner};
 use hcq::signal::WaitPolicy;
 use hcq::stamp::Stamp;
 use hcq_cpu::backend::CpuBackend;
@@ -63,12 +64,23 @@ use hcq_qcom::device::{QcomBackend, QcomDevice};
 use hcq_sim::cpu::SimBackend;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use hcq::bundle::Arch;
 pub use hcq::dtype::DType;
 pub use hcq::error::{Error, Result};
 pub use hcq::runner::CheckReport;
+
+/// `$e` for the runner of any device (`$r` bound to it).
+macro_rules! each {
+    ($self:expr, $r:ident => $e:expr) => {
+        match $self {
+            Loaded::Cpu($r) => $e,
+            Loaded::Sim($r) => $e,
+            Loaded::Qcom($r) => $e,
+        }
+    };
+}
 
 /// The registry of every device kind this build knows (CPU, SIM, QCOM, QCOM:SIM): what
 /// `hcq devices` lists and what explains a name that does not open.
@@ -343,10 +355,6 @@ impl Device {
         };
         let ctx = || format!("bundle {label}");
         let file = Hcqb::parse(&bytes).with_context(ctx)?;
-        // every graph of a bundle takes the same inputs and returns the same outputs (shapes included)
-        let io = file.graph_view(0).unwrap_or(file);
-        let inputs = io.inputs().enumerate().map(|(i, t)| Tensor::new(format!("input{i}"), &t)).collect();
-        let outputs = io.outputs().enumerate().map(|(i, t)| Tensor::new(format!("output{i}"), &t)).collect();
         let allow = self.opts.allow_native;
         let runner = match &self.backed {
             Backed::Cpu(cpu) => {
@@ -370,10 +378,34 @@ impl Device {
                 Loaded::Qcom(Box::new(r))
             }
         };
-        let in_views: Vec<hcq::bundle::ArgView> = file.inputs().map(|t| t.view).collect();
-        let bind_refused = in_views.iter().map(|v| bind_refusal(&file, v)).collect();
+        // the views of the graph the runner runs (a bundle with one graph per target); every
+        // graph takes the same inputs and returns the same outputs (shapes included)
+        let graph = each!(&runner, r => r.graph());
+        let io = graph.and_then(|g| file.graph_view(g)).unwrap_or(file);
+        let inputs = io.inputs().enumerate().map(|(i, t)| Tensor::new(format!("input{i}"), &t)).collect();
+        let outputs = io.outputs().enumerate().map(|(i, t)| Tensor::new(format!("output{i}"), &t)).collect();
+        let in_views: Vec<hcq::bundle::ArgView> = io.inputs().map(|t| t.view).collect();
+        let out_views: Vec<hcq::bundle::ArgView> = io.outputs().map(|t| t.view).collect();
+        let bind_refused = in_views.iter().map(|v| bind_refusal(&io, v)).collect();
         let bound = vec![None; in_views.len()];
-        Ok(Model { runner, inputs, outputs, device: self.name.clone(), pending: None, in_views, bind_refused, bound })
+        let mut m = Model {
+            runner,
+            inputs,
+            outputs,
+            device: self.name.clone(),
+            pending: None,
+            in_views,
+            out_views,
+            bind_refused,
+            bound,
+            call_name: None,
+            calls: 0,
+        };
+        if self.opts.profile {
+            let name = format!("call {}", RunModel::name(&m));
+            m.call_name = m.engine().map(|h| h.profiler().intern(&name));
+        }
+        Ok(m)
     }
 
     /// QCOM devices opened with [`Options::capture_rd`]: the freedreno `.rd` capture of every
@@ -426,7 +458,18 @@ pub struct Model {
     in_views: Vec<hcq::bundle::ArgView>,
     bind_refused: Vec<Option<&'static str>>,
     bound: Vec<Option<u64>>,
+    out_views: Vec<hcq::bundle::ArgView>,
+    /// While profiling: the interned name of the call events ([`Model::run`] records one).
+    call_name: Option<u32>,
+    /// Calls run or submitted (the call events' argument).
+    calls: u64,
 }
+
+/// The alignment in bytes the caller's memory of a bound input needs
+/// ([`Model::bind_input`]): the kernels' vector loads (tinygrad's `float4` is 16-aligned). On
+/// QCOM an input a kernel reads as an image needs 64 (its texture base); that bind is refused
+/// with the launch named.
+pub const BIND_ALIGN: usize = 16;
 
 /// Why input `view` of `file` cannot be bound to caller memory: a kernel argument that reaches
 /// across its edge, a copy launch or an output that touches it.
@@ -461,16 +504,6 @@ fn lookup(what: &'static str, list: &[Tensor], name: &str) -> Result<usize> {
     })
 }
 
-macro_rules! each {
-    ($self:expr, $r:ident => $e:expr) => {
-        match $self {
-            Loaded::Cpu($r) => $e,
-            Loaded::Sim($r) => $e,
-            Loaded::Qcom($r) => $e,
-        }
-    };
-}
-
 impl Model {
     /// The inputs (what [`Model::set_input`] takes).
     pub fn inputs(&self) -> &[Tensor] {
@@ -503,7 +536,8 @@ impl Model {
     }
 
     /// Copy `data` (exactly the input's size) into input `name` (`"input0"`). Waits for a
-    /// submitted call first.
+    /// submitted call first. Refused while the input is bound to caller memory
+    /// ([`Model::bind_input`]: write that memory instead, or bind the input back first).
     pub fn set_input(&mut self, name: &str, data: &[u8]) -> Result<()> {
         let i = lookup("model input name", &self.inputs, name)?;
         self.set_input_at(i, data)
@@ -511,18 +545,28 @@ impl Model {
 
     /// [`Model::set_input`] by position.
     pub fn set_input_at(&mut self, i: usize, data: &[u8]) -> Result<()> {
+        index("model input index", i, self.inputs.len())?;
+        if self.bound[i].is_some() {
+            return Err(Error::InvalidArgument {
+                what: "input is bound to caller memory (write that memory, or bind it back first)",
+                value: i as u64,
+            })
+            .with_context(|| format!("set_input {}", self.inputs[i].name));
+        }
         self.settle()?;
-        each!(&self.runner, r => r.set_input(i, data))
+        each!(&self.runner, r => r.set_input(i, data)).with_context(|| format!("set_input {}", self.inputs[i].name))
     }
 
     /// Bind input `name` to the caller's `len` bytes at `ptr`, zero-copy: every later call
     /// reads the input there (the caller writes it between calls, not while one runs); a null
-    /// `ptr` binds it back to the model's own memory. On `CPU` the kernels take the pointer; on
-    /// `QCOM`/`QCOM:SIM` the memory is mapped for the GPU (KGSL `MAP_USER_MEM`,
-    /// [`QcomBackend::bind_host`]) and the launches' constant blocks point at it. Waits for a
-    /// submitted call first. Refused for other devices, for a size other than the input's, a
-    /// pointer not 64-byte aligned (an image's texture base), and inputs whose memory a copy
-    /// launch, an output or a kernel argument reaching across its edge also uses.
+    /// `ptr` binds it back to the model's own memory (with the contents it had before). On
+    /// `CPU` the kernels take the pointer; on `QCOM`/`QCOM:SIM` the memory is mapped for the GPU
+    /// (KGSL `MAP_USER_MEM`, [`QcomBackend::bind_host`]: its CPU cache lines are cleaned when it
+    /// is bound, so later writes reach the GPU where the CPU cache is coherent with it, as
+    /// tinygrad assumes) and the launches' constant blocks point at it. Waits for a submitted
+    /// call first. Refused for `SIM`, for a size other than the input's, a pointer not
+    /// [`BIND_ALIGN`]-aligned, and inputs whose memory a copy launch, an output or a kernel
+    /// argument reaching across its edge also uses.
     ///
     /// # Safety
     /// `[ptr, ptr + len)` must stay allocated and valid for the reads (and writes) the kernels
@@ -531,7 +575,18 @@ impl Model {
     /// call runs.
     pub unsafe fn bind_input(&mut self, name: &str, ptr: *mut u8, len: usize) -> Result<()> {
         let i = lookup("model input name", &self.inputs, name)?;
+        // SAFETY: the caller's contract is this function's.
+        unsafe { self.bind_input_at(i, ptr, len) }
+    }
+
+    /// [`Model::bind_input`] by position.
+    ///
+    /// # Safety
+    /// As [`Model::bind_input`].
+    pub unsafe fn bind_input_at(&mut self, i: usize, ptr: *mut u8, len: usize) -> Result<()> {
+        index("model input index", i, self.inputs.len())?;
         let v = self.in_views[i];
+        let name = self.inputs[i].name.clone();
         let ctx = || format!("bind_input {name}");
         if let Some(why) = self.bind_refused[i] {
             return Err(Error::Unsupported { what: why, value: i as u64 }).with_context(ctx);
@@ -545,9 +600,13 @@ impl Model {
                 })
                 .with_context(ctx);
             }
-            if !(ptr as u64).is_multiple_of(64) {
-                return Err(Error::Misaligned { what: "bound memory address", value: ptr as u64, align: 64 })
-                    .with_context(ctx);
+            if !(ptr as usize).is_multiple_of(BIND_ALIGN) {
+                return Err(Error::Misaligned {
+                    what: "bound memory address",
+                    value: ptr as u64,
+                    align: BIND_ALIGN as u64,
+                })
+                .with_context(ctx);
             }
         }
         self.settle()?;
@@ -580,10 +639,28 @@ impl Model {
         Ok(())
     }
 
+    /// Whether input `i` is bound to caller memory ([`Model::bind_input`]).
+    pub fn is_bound(&self, i: usize) -> bool {
+        self.bound.get(i).is_some_and(Option::is_some)
+    }
+
     /// One forward pass: submit and wait.
+    #[inline]
     pub fn run(&mut self) -> Result<()> {
         self.settle()?;
-        each!(&mut self.runner, r => r.call())
+        let t0 = if self.call_name.is_some() { hcq::soft::threaded::soft_clock_ns() } else { 0 };
+        each!(&mut self.runner, r => r.call())?;
+        self.record_call(t0);
+        Ok(())
+    }
+
+    /// While profiling: the call's span as an event (the run's own, around its kernels).
+    fn record_call(&mut self, start_ns: u64) {
+        if let (Some(n), Some(h)) = (self.call_name, self.engine()) {
+            let end_ns = hcq::soft::threaded::soft_clock_ns();
+            h.profiler().record(Event { kind: EventKind::Call, name: n, start_ns, end_ns, arg: self.calls });
+        }
+        self.calls += 1;
     }
 
     /// Start one forward pass without waiting for it; [`Model::wait`] waits. A second submit
@@ -596,29 +673,74 @@ impl Model {
             Loaded::Qcom(r) => r.backend_mut().submit_call()?.get(),
         };
         self.pending = Some(stamp);
+        self.calls += 1;
         Ok(())
+    }
+
+    /// Whether a call [`Model::submit`]ted was not waited for yet.
+    pub fn in_flight(&self) -> bool {
+        self.pending.is_some()
     }
 
     /// Wait for the call [`Model::submit`] started (at once when none is in flight). With a
     /// timeout, a device that makes no progress for that long is hung and the wait is an
     /// [`Error::Timeout`]; without one, the device's policy applies (30 s by default).
+    /// [`Model::wait_for`] gives up without hanging the device.
     pub fn wait(&mut self, timeout: Option<Duration>) -> Result<()> {
         let Some(stamp) = self.pending else { return Ok(()) };
-        let hcq = self.engine();
-        let res = match (hcq, timeout) {
+        let res = match (self.engine(), timeout) {
             (Some(h), Some(t)) => {
                 let tl = h.timeline();
                 let before = tl.policy();
                 tl.set_policy(WaitPolicy { timeout_ns: u64::try_from(t.as_nanos()).unwrap_or(u64::MAX), ..before });
-                let r = h.wait(Stamp::new(stamp));
+                let r = self.wait_stamp(Stamp::new(stamp));
                 tl.set_policy(before);
                 r
             }
-            (Some(h), None) => h.wait(Stamp::new(stamp)),
+            (Some(_), None) => self.wait_stamp(Stamp::new(stamp)),
             (None, _) => Ok(()),
         };
         self.pending = None;
         res
+    }
+
+    /// Wait up to `timeout` for the call [`Model::submit`] started: `true` when it is done (at
+    /// once when none is in flight), `false` when it is still running after `timeout` — it stays
+    /// in flight (wait again, or drop the model, which waits) and the device is not declared
+    /// hung. A fault or hang of the device is an error.
+    pub fn wait_for(&mut self, timeout: Duration) -> Result<bool> {
+        let Some(stamp) = self.pending else { return Ok(true) };
+        let st = Stamp::new(stamp);
+        if let Some(h) = self.engine() {
+            let deadline = Instant::now() + timeout;
+            let mut polls = 0u32;
+            while !h.timeline().passed(st) {
+                h.timeline().check()?;
+                if Instant::now() >= deadline {
+                    return Ok(false);
+                }
+                polls = polls.wrapping_add(1);
+                if polls < 256 {
+                    core::hint::spin_loop();
+                } else if polls < 2048 {
+                    std::thread::yield_now();
+                } else {
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            }
+        }
+        let res = self.wait_stamp(st);
+        self.pending = None;
+        res.map(|()| true)
+    }
+
+    /// Wait for `st` on the device's timeline (QCOM: through the backend, which names the
+    /// fault a simulated KGSL reports).
+    fn wait_stamp(&self, st: Stamp) -> Result<()> {
+        match &self.runner {
+            Loaded::Qcom(r) => r.backend().wait(st),
+            _ => self.engine().map_or(Ok(()), |h| h.wait(st)),
+        }
     }
 
     fn settle(&mut self) -> Result<()> {
@@ -641,6 +763,7 @@ impl Model {
 
     /// [`Model::output`] by position.
     pub fn output_at(&mut self, i: usize) -> Result<Vec<u8>> {
+        index("model output index", i, self.outputs.len())?;
         self.settle()?;
         each!(&self.runner, r => r.output(i))
     }
@@ -648,13 +771,34 @@ impl Model {
     /// Copy output `name` into `out` (exactly its size).
     pub fn read_output(&mut self, name: &str, out: &mut [u8]) -> Result<()> {
         let i = lookup("model output name", &self.outputs, name)?;
-        let n = self.outputs[i].nbytes;
-        if out.len() as u64 != n {
-            return Err(Error::Mismatch { what: "model output size", expected: n, found: out.len() as u64 })
-                .with_context(|| format!("output {name}"));
+        self.read_output_at(i, out)
+    }
+
+    /// [`Model::read_output`] by position: straight from the device memory into `out`, with no
+    /// allocation (after a submitted call).
+    pub fn read_output_at(&mut self, i: usize, out: &mut [u8]) -> Result<()> {
+        index("model output index", i, self.outputs.len())?;
+        let v = self.out_views[i];
+        if out.len() as u64 != v.nbytes {
+            return Err(Error::Mismatch { what: "model output size", expected: v.nbytes, found: out.len() as u64 })
+                .with_context(|| format!("output {}", self.outputs[i].name));
         }
-        out.copy_from_slice(&self.output_at(i)?);
-        Ok(())
+        self.settle()?;
+        each!(&self.runner, r => r.backend().read(v.buffer as usize, v.offset, out))
+    }
+
+    /// Output `i`'s bytes where they lie, when the device's memory is the host's (`CPU`):
+    /// `Some(pointer)` to [`Tensor::nbytes`] bytes, valid until the next call, input write,
+    /// bind or drop of the model (after a submitted call). `None` on the other devices (read
+    /// them with [`Model::read_output_at`]).
+    pub fn output_in_place(&mut self, i: usize) -> Result<Option<*const u8>> {
+        index("model output index", i, self.outputs.len())?;
+        self.settle()?;
+        let v = self.out_views[i];
+        Ok(match &self.runner {
+            Loaded::Cpu(r) => Some((r.backend().buffer_addrs()[v.buffer as usize] + v.offset) as usize as *const u8),
+            _ => None,
+        })
     }
 
     /// Compare every output that has expected bytes in the bundle with what the last call left.
@@ -688,6 +832,56 @@ impl Model {
             .with_context(|| path.display().to_string())?;
         Ok(p.events().len())
     }
+
+    /// Start recording events on a model whose device was opened without
+    /// [`Options::profile`] (or again after [`Model::profile_end`]): every call's span from here
+    /// on, and on `CPU` and `SIM` each kernel and copy (QCOM's launch timestamps are chosen at
+    /// open). Events recorded before on the device are dropped. Waits for a submitted call.
+    pub fn profile_begin(&mut self) -> Result<()> {
+        self.settle()?;
+        let name = format!("call {}", self.name());
+        let Some(h) = self.engine() else {
+            return Err(Error::Unsupported {
+                what: "profiling before the model's first launch was recorded",
+                value: 0,
+            });
+        };
+        let p = h.profiler();
+        p.clear();
+        p.set_enabled(true);
+        self.call_name = Some(p.intern(&name));
+        Ok(())
+    }
+
+    /// Write what was recorded since [`Model::profile_begin`] as [`Model::write_profile`] does,
+    /// and stop recording; returns the number of events. An error without a begin.
+    pub fn profile_end(&mut self, path: &Path) -> Result<usize> {
+        self.settle()?;
+        if self.call_name.is_none() {
+            return Err(Error::InvalidArgument { what: "profile end without a profile begin", value: 0 });
+        }
+        let n = self.write_profile(path);
+        if let Some(h) = self.engine() {
+            h.profiler().set_enabled(false);
+        }
+        self.call_name = None;
+        n
+    }
+}
+
+impl Drop for Model {
+    fn drop(&mut self) {
+        // nothing is freed under the device, and no bound memory is used after the drop: the
+        // call in flight finishes first (the backends' own drops wait for their last
+        // submission too)
+        if let Err(e) = self.settle() {
+            log::warn!("dropping model {}: waiting for its call in flight: {e}", self.name());
+        }
+    }
+}
+
+fn index(what: &'static str, i: usize, n: usize) -> Result<()> {
+    if i < n { Ok(()) } else { Err(Error::OutOfBounds { what, offset: i as u64, len: 1, limit: n as u64 }) }
 }
 
 /// The profiler of a model's device ([`Model::profiler`]), kept alive by the handle.
