@@ -5,7 +5,7 @@
     print(m.inputs, m.outputs)                   # name, shape (tuple), dtype (numpy)
     (y,) = m.run(np.arange(16, dtype=np.float32))
     m.run(x, wait=False); (y,) = m.wait(timeout_ms=100)
-    frame = np.zeros(16, np.float32); m.bind(0, frame)   # zero-copy: write frame, then m.run()
+    frame = np.zeros(16, np.float32); m.bind(0, frame)   # zero-copy (CPU, QCOM): write frame, then m.run()
     with m.profile("trace.json"): m.run()
     m.close()
 
@@ -378,7 +378,9 @@ class Model:
         """Bind input `i` to caller memory, zero-copy: a C-contiguous numpy array of the input's
         shape and dtype (kept alive while bound; write it in place, then `run()`), or an integer
         address of the input's size (which must stay valid until unbound or closed); None
-        unbinds. CPU device only; the memory must be aligned to 16 bytes."""
+        unbinds. CPU reads it where it lies; QCOM and QCOM:SIM import its pages for the GPU
+        (KGSL MAP_USER_MEM); SIM cannot (HCQ_ERR_UNSUPPORTED). The memory must be aligned to 16
+        bytes (HCQ_ERR_MISALIGNED); unbinding and close() wait for the calls that use it."""
         if array_or_pointer is None:
             ptr, keep = None, None
         elif isinstance(array_or_pointer, int):
