@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, RwLock};
 /// A tensor's name and shape as the header hands them out.
 pub(crate) type Info = (CString, Vec<u64>);
 
-/// An open model and the host copies of its outputs that `hcq_model_output_ptr` hands out on
-/// devices whose memory is not the host's (allocated once, at load).
+/// An open model and the host copies of its outputs that `hcq_model_output_ptr` hands out
+/// where the front door cannot point at them in place (allocated at the first such call).
 pub(crate) struct Live {
     pub model: hcq_runtime::Model,
     pub staging: Vec<Vec<u8>>,
@@ -31,11 +31,7 @@ pub(crate) struct ModelCell {
 impl ModelCell {
     pub(crate) fn new(model: hcq_runtime::Model) -> Self {
         let info = |t: &hcq_runtime::Tensor| (CString::new(t.name.clone()).unwrap_or_default(), t.shape.clone());
-        let staging = if model.device() == "CPU" {
-            Vec::new() // outputs are read where they lie (`Model::output_in_place`)
-        } else {
-            model.outputs().iter().map(|t| vec![0u8; t.nbytes as usize]).collect()
-        };
+        let staging = vec![Vec::new(); model.outputs().len()];
         ModelCell {
             infos_in: model.inputs().iter().map(info).collect(),
             infos_out: model.outputs().iter().map(info).collect(),

@@ -227,6 +227,7 @@ pub extern "C" fn hcq_model_output_ptr(m: hcq_model, i: usize, ptr: *mut *const 
                 None => {
                     // a host copy, kept in the model's cell until the next call asks again
                     let buf = &mut l.staging[i];
+                    buf.resize(l.model.outputs()[i].nbytes as usize, 0);
                     l.model.read_output_at(i, buf)?;
                     buf.as_ptr()
                 }
