@@ -117,6 +117,20 @@ int main(int argc, char **argv) {
                 }
             }
             printf("bound input: 3 frames PASS (zero-copy)\n");
+            /* refused binds name what is wrong, and leave the frame bound */
+            hcq_status bad[3] = {
+                hcq_model_bind_input(m, 0, (char *)frame + 4, in0.nbytes),
+                hcq_model_bind_input(m, 0, frame, in0.nbytes - 4),
+                hcq_model_bind_input(m, 0, NULL, in0.nbytes),
+            };
+            hcq_status want[3] = {HCQ_ERR_MISALIGNED, HCQ_ERR_SIZE, HCQ_ERR_NULL_POINTER};
+            for (int k = 0; k < 3; k++) {
+                if (bad[k] != want[k]) {
+                    fprintf(stderr, "bad bind %d: %s, expected %s\n", k, hcq_status_name(bad[k]), hcq_status_name(want[k]));
+                    return 1;
+                }
+            }
+            printf("bad binds: %s %s %s\n", hcq_status_name(bad[0]), hcq_status_name(bad[1]), hcq_status_name(bad[2]));
             CHECK(hcq_model_bind_input(m, 0, NULL, 0)); /* unbind: waits for the calls */
             free(result);
         }

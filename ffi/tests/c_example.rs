@@ -1,6 +1,7 @@
 //! The C example (`examples/c/hcq_example.c`) built against `include/hcq.h` and this build's
 //! `libhcq.so` with the system C compiler, and run on the sample bundles: it checks the outputs
-//! against the bundles' expected bytes, the error statuses, and chain100 with a bound input.
+//! against the bundles' expected bytes, the error statuses, and chain100 with a bound input (on
+//! CPU and on QCOM:SIM, where the frame is imported with KGSL `MAP_USER_MEM`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,11 +44,11 @@ fn the_c_example_builds_and_checks_the_sample_bundles() {
         .status()
         .expect("a C compiler (cc)");
     assert!(st.success(), "compiling examples/c/hcq_example.c failed");
-    for bundle in ["chain100", "mlp"] {
+    for (bundle, device) in [("chain100", "CPU"), ("mlp", "CPU"), ("chain100", "QCOM:SIM")] {
         let out = Command::new(&exe)
             .env("LD_LIBRARY_PATH", &lib)
             .arg(root.join("examples").join(bundle))
-            .arg("CPU")
+            .arg(device)
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
@@ -55,7 +56,9 @@ fn the_c_example_builds_and_checks_the_sample_bundles() {
         assert!(text.contains("check PASS"), "{text}");
         assert!(text.contains("HCQ_ERR_SIZE") && text.contains("HCQ_ERR_CLOSED"), "{text}");
         if bundle == "chain100" {
-            assert!(text.contains("bound input: 3 frames PASS"), "{text}");
+            // zero-copy on QCOM:SIM too: the frame's pages imported with KGSL MAP_USER_MEM
+            assert!(text.contains("bound input: 3 frames PASS"), "{device}: {text}");
+            assert!(text.contains("bad binds: HCQ_ERR_MISALIGNED HCQ_ERR_SIZE HCQ_ERR_NULL_POINTER"), "{text}");
         }
     }
 }

@@ -1,8 +1,14 @@
 """Figures of the Python package, in one run: the overhead of `m.run` over the native call
 (chain100 on CPU), and resident memory over many calls.
 
-    python python/bench/overhead.py [--bench target/release/hcq_bench] [--calls 20000] [--rss-calls 1000000]
-                                    [--tinygrad]
+    python python/bench/overhead.py [--hcq target/release/hcq] [--rounds 5] [--bench target/release/hcq_bench]
+                                    [--calls 20000] [--rss-calls 1000000] [--tinygrad]
+
+`--hcq`: the `hcq` binary; the issue's figure, the Python overhead per `m.run` on top of the
+native call, is `m.run()` median minus `hcq run BUNDLE --device CPU --iters CALLS --json`'s
+`call_us_median` (the front door's `Model::run`, which the C ABI calls), measured in `--rounds`
+interleaved rounds in this run (a round: one `hcq run`, then CALLS `m.run()` and `m.run(x)`);
+the medians of the rounds are reported.
 
 `--bench`: the compiled examples/c/hcq_bench.c (linked against the same libhcq.so), whose
 medians of hcq_model_run and hcq_model_call are the native side, measured in the same run.
@@ -13,6 +19,7 @@ checks it computes what hcq does.
 """
 
 import argparse
+import json
 import os
 import resource
 import subprocess
@@ -41,6 +48,28 @@ def rss_kib():
         return int(f.read().split()[1]) * resource.getpagesize() // 1024
 
 
+def against_hcq_run(m, x, a):
+    """Interleaved rounds of `hcq run --json` (its call_us_median) and `m.run()` / `m.run(x)`
+    medians: the Python overhead per call over the native one, as the issue defines it."""
+    cmd = [a.hcq, "run", a.bundle, "--device", "CPU", "--iters", str(a.calls), "--json"]
+    native, bare, with_x = [], [], []
+    for _ in range(a.rounds):
+        res = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        native.append(json.loads(res.stdout.strip().splitlines()[-1])["call_us_median"] * 1e3)
+        bare.append(median_ns(lambda: m.run(), a.calls))
+        with_x.append(median_ns(lambda: m.run(x), a.calls))
+    med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
+    n, b, w = med(native), med(bare), med(with_x)
+    print(f"{' '.join(cmd[1:])}: call_us_median per round {[round(v / 1e3, 2) for v in native]}")
+    print(f"m.run() median per round {[round(v / 1e3, 2) for v in bare]}; "
+          f"m.run(x) {[round(v / 1e3, 2) for v in with_x]}")
+    print(f"{'hcq run call_us_median':40s} median {n / 1e3:7.2f} us ({a.rounds} rounds)")
+    print(f"{'m.run()':40s} median {b / 1e3:7.2f} us")
+    print(f"{'m.run(x)':40s} median {w / 1e3:7.2f} us")
+    print(f"Python overhead per m.run over hcq run: {(b - n) / 1e3:.2f} us (m.run(x), which also copies "
+          f"the input in and returns a new output array: {(w - n) / 1e3:.2f} us)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bundle", default=os.path.join(ROOT, "examples/chain100"))
@@ -48,6 +77,8 @@ def main():
     ap.add_argument("--calls", type=int, default=20000)
     ap.add_argument("--rss-calls", type=int, default=1000000)
     ap.add_argument("--tinygrad", action="store_true")
+    ap.add_argument("--hcq", default=None, help="the hcq binary: compare m.run with `hcq run` in the same run")
+    ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args()
     print(f"libhcq {hcq.__version__} at {hcq.library_path()}")
     m = hcq.load(a.bundle, device="CPU")
@@ -62,6 +93,8 @@ def main():
         ("m.run(x)       (copy in, new output)", median_ns(lambda: m.run(x), a.calls)),
         ("m.run(x, out=) (copy in, into out)", median_ns(lambda: m.run(x, out=out), a.calls)),
     ]
+    if a.hcq:
+        against_hcq_run(m, x, a)
     native = {}
     if a.bench:
         res = subprocess.run([a.bench, a.bundle, str(a.calls)], capture_output=True, text=True, check=True)

@@ -5,7 +5,7 @@
     print(m.inputs, m.outputs)                   # name, shape (tuple), dtype (numpy)
     (y,) = m.run(np.arange(16, dtype=np.float32))
     m.run(x, wait=False); (y,) = m.wait(timeout_ms=100)
-    frame = np.zeros(16, np.float32); m.bind(0, frame)   # zero-copy: write frame, then m.run()
+    frame = np.zeros(16, np.float32); m.bind(0, frame)   # zero-copy (CPU, QCOM): write frame, then m.run()
     with m.profile("trace.json"): m.run()
     m.close()
 
@@ -108,6 +108,12 @@ _model_read_output = _fn("hcq_model_read_output", _Handle, c_size_t, c_void_p, c
 _model_output_ptr = _fn("hcq_model_output_ptr", _Handle, c_size_t, POINTER(c_void_p), POINTER(c_size_t))
 _model_call = _fn("hcq_model_call", _Handle, POINTER(c_void_p), POINTER(c_size_t), c_size_t, POINTER(c_void_p),
                   POINTER(c_size_t), c_size_t)
+# The hot path's own function object (`_lib[...]` is a new one), without argtypes: `m.run` passes it
+# arguments prebuilt per model as ctypes objects of the declared types (the handle struct, the
+# pointer and length arrays, c_size_t counts), which skips the per-argument conversion (about 1 us
+# of the 7-argument call).
+_model_call_prebuilt = _lib["hcq_model_call"]
+_model_call_prebuilt.restype = c_int32
 _model_check = _fn("hcq_model_check", _Handle, POINTER(c_int32), POINTER(c_size_t))
 _model_profile_begin = _fn("hcq_model_profile_begin", _Handle)
 _model_profile_end = _fn("hcq_model_profile_end", _Handle, c_char_p, POINTER(c_size_t))
@@ -267,6 +273,9 @@ class Model:
         self._out_ptrs = (c_void_p * max(1, self._n_out))()
         self._out_lens = (c_size_t * max(1, self._n_out))(*[t.nbytes for t in self.outputs])
         self._bound = [None] * self._n_in  # keeps bound arrays alive while bound
+        # hcq_model_call's arguments, as ctypes objects of its declared parameter types
+        self._call_args = (handle, self._in_ptrs, self._in_lens, c_size_t(self._n_in), self._out_ptrs,
+                           self._out_lens, c_size_t(self._n_out))
         # the pointer arrays above are shared by the calls of this model: one call at a time
         self._lock = threading.Lock()
 
@@ -352,7 +361,7 @@ class Model:
                 _raise(s)
             return None
         outs = self._outs() if out is None else self._into(out)
-        s = _model_call(self._h, ptrs, self._in_lens, self._n_in, self._out_ptrs, self._out_lens, self._n_out)
+        s = _model_call_prebuilt(*self._call_args)
         if s:
             _raise(s)
         return outs
@@ -378,7 +387,9 @@ class Model:
         """Bind input `i` to caller memory, zero-copy: a C-contiguous numpy array of the input's
         shape and dtype (kept alive while bound; write it in place, then `run()`), or an integer
         address of the input's size (which must stay valid until unbound or closed); None
-        unbinds. CPU device only; the memory must be aligned to 16 bytes."""
+        unbinds. CPU reads it where it lies; QCOM and QCOM:SIM import its pages for the GPU
+        (KGSL MAP_USER_MEM); SIM cannot (HCQ_ERR_UNSUPPORTED). The memory must be aligned to 16
+        bytes (HCQ_ERR_MISALIGNED); unbinding and close() wait for the calls that use it."""
         if array_or_pointer is None:
             ptr, keep = None, None
         elif isinstance(array_or_pointer, int):

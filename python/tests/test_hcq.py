@@ -143,9 +143,10 @@ def test_other_devices_run_the_same_bundle(device):
     m.run(x + 1, wait=False)
     np.testing.assert_allclose(m.wait(timeout_ms=30000)[0], x + 101)
     np.testing.assert_allclose(m.output_view(0), x + 101)  # a host copy on these devices
-    with pytest.raises(hcq.Error, match="CPU device only") as e:
-        m.bind(0, np.zeros(16, np.float32))
-    assert e.value.name == "HCQ_ERR_UNSUPPORTED"
+    if device == "SIM":
+        with pytest.raises(hcq.Error, match="SIM") as e:
+            m.bind(0, np.zeros(16, np.float32))
+        assert e.value.name == "HCQ_ERR_UNSUPPORTED"
     m.close()
 
 
@@ -222,7 +223,12 @@ def test_close_from_another_thread_waits_for_the_running_call(slow):
     assert all(e.name == "HCQ_ERR_CLOSED" for e in errs)
 
 
-def test_bind_is_zero_copy_and_checked(chain):
+@pytest.mark.parametrize("device", ["CPU", "QCOM:SIM"])
+def test_bind_is_zero_copy_and_checked(device):
+    """m.bind on CPU and on QCOM:SIM (the frame's pages imported with KGSL MAP_USER_MEM): the
+    output follows the frame written in place, with no copy; misaligned, NULL, wrong-size and
+    wrong-dtype memory is refused by name."""
+    chain = hcq.load(bundle("chain100"), device=device)
     frame = np.zeros(16, np.float32)
     chain.bind(0, frame)
     for f in range(3):
@@ -251,6 +257,33 @@ def test_bind_is_zero_copy_and_checked(chain):
         chain.bind(0, np.zeros(32, np.float32)[::2])
     with pytest.raises(hcq.Error, match="model input index"):
         chain.bind(3, None)
+    with pytest.raises(hcq.Error, match="ptr is NULL") as e:
+        chain.bind(0, 0)
+    assert e.value.name == "HCQ_ERR_NULL_POINTER"
+    # close with a call in flight on a bound frame: the close waits for it
+    chain.bind(0, frame)
+    chain.run(wait=False)
+    chain.close()
+    del frame
+
+
+VKGSL = os.environ.get("HCQ_VKGSL_LIB") or os.path.join(ROOT, "target", "release", "libhcq_vkgsl.so")
+
+
+@pytest.mark.skipif(not os.path.exists(VKGSL), reason="no libhcq_vkgsl.so (cargo build --release -p hcq-vkgsl)")
+def test_bind_is_zero_copy_on_qcom_through_the_virtual_kgsl_node():
+    """Under libhcq_vkgsl.so (what `hcq vkgsl --` preloads), device QCOM opens /dev/kgsl-3d0 and
+    m.bind imports the frame with the MAP_USER_MEM ioctl: the output follows the frame."""
+    script = ("import numpy as np, hcq\n"
+              f"m = hcq.load({bundle('chain100')!r}, device='KGSL+QCOM')\n"
+              "f = np.zeros(16, np.float32); m.bind(0, f)\n"
+              "for k in range(3):\n"
+              "    f[:] = np.arange(16) + 1000 * k\n"
+              "    np.testing.assert_array_equal(m.run()[0], f + 100)\n"
+              "m.bind(0, None); m.close(); print('bound PASS')\n")
+    env = dict(os.environ, LD_PRELOAD=VKGSL)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0 and "bound PASS" in out.stdout, out.stdout + out.stderr
 
 
 def test_output_view_is_the_last_calls_output_without_a_copy(chain):

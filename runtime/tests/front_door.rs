@@ -170,3 +170,83 @@ fn qcom_sim_keeps_an_rd_capture_when_asked() {
     assert!(rd.len() > 64, "{} bytes", rd.len());
     assert!(hcq_runtime::open("CPU").unwrap().rd_capture().is_none());
 }
+
+fn chain100() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/chain100")
+}
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+/// What the C ABI needs of the front door, on CPU and QCOM:SIM: outputs read by index straight
+/// into the caller's buffer (and pointed at where they lie on CPU only), a submitted call
+/// reported in flight until it is waited for (`wait_for` gives true), inputs and outputs by an
+/// index out of range named as such, `set_input` on a bound input refused (it would write memory
+/// no kernel reads) and accepted again once the input is bound back.
+#[test]
+fn by_index_outputs_in_flight_state_and_set_input_on_a_bound_input() {
+    for device in ["CPU", "QCOM:SIM"] {
+        let mut m = hcq_runtime::open(device).unwrap().load(&chain100()).unwrap();
+        let x: Vec<u8> = (0..16).flat_map(|i| (i as f32).to_le_bytes()).collect();
+        m.set_input_at(0, &x).unwrap();
+        m.submit().unwrap();
+        assert!(m.in_flight(), "{device}");
+        assert!(m.wait_for(Duration::from_secs(30)).unwrap(), "{device}");
+        assert!(!m.in_flight(), "{device}");
+        let mut y = [0u8; 64];
+        m.read_output_at(0, &mut y).unwrap();
+        assert_eq!(f32s(&y)[5], 105.0, "{device}");
+        let e = m.read_output_at(0, &mut y[..60]).unwrap_err();
+        assert!(matches!(e.root(), Error::Mismatch { .. }), "{device}: {e}");
+        let e = m.read_output_at(1, &mut y).unwrap_err();
+        assert!(matches!(e.root(), Error::OutOfBounds { .. }) && e.to_string().contains("model output index"), "{e}");
+        let e = m.set_input_at(2, &x).unwrap_err();
+        assert!(matches!(e.root(), Error::OutOfBounds { .. }), "{device}: {e}");
+        let place = m.output_in_place(0).unwrap();
+        assert_eq!(place.is_some(), device == "CPU", "{device}");
+        if let Some(p) = place {
+            // SAFETY: the front door points at the output's 64 bytes, valid until the next call.
+            let here = unsafe { core::slice::from_raw_parts(p, 64) };
+            assert_eq!(here, &y[..], "the output where it lies is the one read");
+        }
+        #[repr(C, align(64))]
+        struct Frame([f32; 16]);
+        let mut frame = Box::new(Frame([1.0; 16]));
+        // SAFETY: the frame outlives the calls: it is bound back (which waits) before it drops.
+        unsafe { m.bind_input_at(0, frame.0.as_mut_ptr().cast(), 64) }.unwrap();
+        assert!(m.is_bound(0));
+        let e = m.set_input_at(0, &x).unwrap_err();
+        assert!(e.to_string().contains("bound to caller memory"), "{device}: {e}");
+        m.run().unwrap();
+        assert_eq!(f32s(&m.output_at(0).unwrap())[0], 101.0, "{device}");
+        frame.0[0] = 2.0;
+        m.run().unwrap();
+        assert_eq!(f32s(&m.output_at(0).unwrap())[0], 102.0, "{device}: read in place");
+        // SAFETY: null binds back to the model's memory.
+        unsafe { m.bind_input_at(0, std::ptr::null_mut(), 0) }.unwrap();
+        drop(frame);
+        m.set_input_at(0, &x).unwrap();
+        m.run().unwrap();
+        assert_eq!(f32s(&m.output_at(0).unwrap())[5], 105.0, "{device}");
+    }
+}
+
+/// `profile_begin` and `profile_end` on a device opened without profiling: the calls between
+/// them are recorded as call events (and on CPU their kernels) into the Perfetto file; an end
+/// without a begin is an error.
+#[test]
+fn profiling_begins_and_ends_on_a_model() {
+    let mut m = hcq_runtime::open("CPU").unwrap().load(&chain100()).unwrap();
+    m.run().unwrap();
+    let path = std::env::temp_dir().join(format!("hcq-front-door-begin-{}.json", std::process::id()));
+    assert!(m.profile_end(&path).is_err(), "an end without a begin");
+    m.profile_begin().unwrap();
+    m.run().unwrap();
+    m.run().unwrap();
+    let n = m.profile_end(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    assert!(n >= 200, "two calls of 100 kernels and their spans: {n} events");
+    assert_eq!(text.matches("call chain100").count(), 2, "one call event per run");
+}
