@@ -276,6 +276,8 @@ mod lru;
 
 #[cfg(feature = "std")]
 pub use host::HostAllocator;
+#[cfg(feature = "std")]
+pub(crate) use host::advise_huge_pages;
 
 #[cfg(feature = "std")]
 mod host;

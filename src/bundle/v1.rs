@@ -264,6 +264,7 @@ pub fn read_regular(path: &Path, within: Option<&Path>, check_len: impl FnOnce(u
         Error::OutOfMemory { device: crate::error::device_name("host"), requested: len, used: 0 }
             .context(path.display().to_string())
     })?;
+    crate::allocator::advise_huge_pages(bytes.as_mut_ptr(), bytes.capacity());
     // One byte past the stated length tells a file that grew from one that did not.
     (&mut file).take(len.saturating_add(1)).read_to_end(&mut bytes).map_err(os)?;
     if bytes.len() as u64 != len {

@@ -37,6 +37,22 @@ fn every_sample_bundle_runs_and_matches_its_expected_outputs() {
     }
 }
 
+/// `--json` reports the load (reading the bundle to a model ready to call) and the first call,
+/// as positive times: `tools/bench_load.py` reads both, with `--iters 0` (no timed calls).
+#[test]
+fn json_reports_load_and_first_call_times() {
+    for b in ["examples/chain100", "examples/mlp"] {
+        let out = hcq(&["run", b, "--iters", "0", "--json"]);
+        assert!(out.status.success(), "{b}: {}", String::from_utf8_lossy(&out.stderr));
+        let j = last_json(&out);
+        assert_eq!(j["calls"], 0, "{b}");
+        for k in ["load_us", "first_call_us"] {
+            let v = j[k].as_f64().unwrap_or_else(|| panic!("{b}: {k} missing or not a number: {j}"));
+            assert!(v > 0.0 && v < 60e6, "{b}: {k} = {v} us");
+        }
+    }
+}
+
 #[test]
 fn packed_files_run_like_their_directories() {
     let tmp = std::env::temp_dir().join(format!("hcq-cli-test-{}", std::process::id()));
