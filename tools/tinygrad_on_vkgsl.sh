@@ -150,8 +150,8 @@ for f in "${files[@]}"; do
     if [ "$rc" = 124 ]; then echo "FAIL: $f on $dev: timed out after $TIMEOUT s (a hang)"; status=1; fi
     grep -E "^PASSED" "$log" | sed 's/^PASSED //' | sort >"$log.passed" || true
     # pytest's subtests: a test whose subtests fail is still PASSED; each failed subtest is
-    # `SUBFAILED[params] id`, kept here as `id[params]`
-    grep -E "^SUBFAILED\[" "$log" | sed -E 's/^SUBFAILED\[(.*)\] (test\/[^ ]+).*$/\2[\1]/' | sort -u >"$log.subfailed" || true
+    # `SUBFAILED[params] id` or `SUBFAILED(key=value) id`, kept here as `id[params]`
+    grep -E "^SUBFAILED[[(]" "$log" | sed -E 's/^SUBFAILED(\[(.*)\]|\((.*)\)) (test\/[^ ]+).*$/\4[\2\3]/' | sort -u >"$log.subfailed" || true
   done
   cpu="$RUN/$name.CPU.log.passed"
   qcom="$RUN/$name.QCOM.log.passed"
