@@ -357,3 +357,14 @@ fn rpt_walks_consecutive_registers_and_r_sources() {
         [mov_imm(R3Y, 1), mov_imm(R3Y + 1, 2), mov_imm(R3Y + 2, 3), rpt_add, cat2(ADD_U, R1X, reg(R1X + 2), imm(0))];
     assert_eq!(collect(&body, 1, 0), vec![13]);
 }
+
+/// clz.b of 0 is all ones (not 32): Mesa's ir3 compiles NIR `ufind_msb(x)` (-1 for x = 0) as
+/// `sel.b32 (31 - clz.b x), x, (clz.b x)`, which yields clz.b(0) itself for x = 0 (seen in the
+/// shader tinymesa 25.2.7.2 builds for tinygrad's u64 -> f32 cast: instructions 24-30, `sub.u
+/// r6.y, 31, r5.y` / `sel.b32 r6.y, r6.y, r0.z, r5.y`); with 32 there, u64 1 cast to f32 was 0.
+#[test]
+fn clz_b_of_zero_is_all_ones() {
+    const CLZ_B: u64 = 53;
+    let out = collect(&[cat2(CLZ_B, R1X, reg(R0X), 0)], 8, 0);
+    assert_eq!(out, vec![u32::MAX, 31, 30, 30, 29, 29, 29, 29]);
+}

@@ -87,7 +87,10 @@ pub(super) fn cat2(cx: &mut Ctx, wave: &mut Wave, c: &Cat2, fl: &Flags, pc: usiz
             }
             MullU => map2(&mut a[..n], &b[..n], |x, y| (x & 0xffff) * (y & 0xffff)),
             BfrevB => map1(&mut a[..n], u32::reverse_bits),
-            ClzB => map1(&mut a[..n], u32::leading_zeros),
+            // clz.b(0) is all ones, not 32: Mesa's ir3 builds NIR ufind_msb(x) (-1 at 0) as
+            // `sel.b32 (31 - clz.b x), x, (clz.b x)` (the tinygrad u64 -> f32 shaders rely on it; see
+            // tests/exec.rs clz_b_of_zero_is_all_ones; ../shared/notes/adreno-ir3-isa.md §12).
+            ClzB => map1(&mut a[..n], |x| if x == 0 { u32::MAX } else { x.leading_zeros() }),
             ClzS => map1(&mut a[..n], |x| {
                 let v = x as i32;
                 if v < 0 { (!x).leading_zeros() } else { x.leading_zeros() }
