@@ -22,7 +22,7 @@
 # target/tg-run, so that `test.helpers` imports; never copied into the repository). The DEV=CPU runs
 # compile with clang. Environment:
 #   TG_VENV        default ~/.cache/hcq/tg-venv-tinygrad0.14.0-torch2.9.1, kept between runs and clones;
-#                  created (or completed) here when a pin in PINS below is missing or differs:
+#                  created (or completed) by tools/tg_venv.sh when a pin below is missing or differs:
 #                  tinygrad 0.14.0, tinymesa 25.2.7.2 (DEV=QCOM:IR3 compiles with it), torch 2.9.1
 #                  (test_ops and test_dtype compare against it; PyPI's Linux wheel with its CUDA
 #                  libraries: several minutes and ~7 GB the first time), numpy, pytest, hypothesis
@@ -42,19 +42,10 @@ skip() {
 SRC="$ROOT/../shared/reference/tinygrad/test"
 [ -d "$SRC" ] || skip "tinygrad's tests are not at $SRC"
 command -v clang >/dev/null || skip "clang not found (tinygrad's DEV=CPU compiles its kernels with it; apt-get install clang)"
-PINS=(tinygrad==0.14.0 tinymesa==25.2.7.2 torch==2.9.1 numpy==2.4.6 pytest==9.2.0 hypothesis==6.170.17)
 VENV="${TG_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/hcq/tg-venv-tinygrad0.14.0-torch2.9.1}"
-PY="$VENV/bin/python"
-PY_OK="import importlib.metadata as m; pins = dict(p.split('==') for p in '${PINS[*]}'.split()); \
-bad = {k: m.version(k) for k in pins if m.version(k) != pins[k]}; assert not bad, bad"
-if ! { [ -x "$PY" ] && "$PY" -c "$PY_OK" >/dev/null 2>&1; }; then
-  echo "installing ${PINS[*]} into $VENV"
-  mkdir -p "$(dirname "$VENV")"
-  [ -x "$PY" ] || python3 -m venv "$VENV" || skip "cannot create a venv at $VENV (python3 -m venv failed)"
-  "$PY" -m pip install --quiet --disable-pip-version-check --retries 2 --timeout 120 "${PINS[@]}" \
-    || skip "pip install ${PINS[*]} into $VENV failed (no network or no package index?)"
-  "$PY" -c "$PY_OK" || skip "the venv at $VENV does not hold ${PINS[*]}"
-fi
+# shellcheck source=tools/tg_venv.sh
+. "$ROOT/tools/tg_venv.sh"
+tg_venv "$VENV" torch==2.9.1 numpy==2.4.6 pytest==9.2.0 hypothesis==6.170.17 || skip "$TG_VENV_ERROR"
 LIB="${HCQ_VKGSL_LIB:-$ROOT/target/release/libhcq_vkgsl.so}"
 [ -f "$LIB" ] || cargo build --release -q -p hcq-vkgsl
 RUN="${TG_RUN_DIR:-$ROOT/target/tg-run}"
