@@ -279,6 +279,16 @@ pub trait Model {
     fn check(&self) -> Result<CheckReport>;
 }
 
+/// `e` in the bundle location `what i` or `what i (name)` ("launch 3 (E_4)"): one function for
+/// every load step, not a formatting closure each.
+#[inline(never)]
+fn located(e: Error, what: &'static str, i: usize, name: Option<&str>) -> Error {
+    match name {
+        Some(name) => e.context(format!("{what} {i} ({name})")),
+        None => e.context(format!("{what} {i}")),
+    }
+}
+
 /// A bundle loaded through a [`Backend`].
 pub struct Runner<B: Backend> {
     backend: B,
@@ -327,8 +337,9 @@ impl<B: Backend> Runner<B> {
         backend.prepare(bundle, arch)?;
         let mut addrs = Vec::with_capacity(bundle.n_buffers());
         for (i, b) in bundle.buffers().enumerate() {
-            let bytes = limits.alloc_size("buffer nbytes", b.nbytes).with_context(|| format!("buffer {i}"))?;
-            let a = backend.alloc(i, bytes, b.initial.unwrap_or_default()).with_context(|| format!("buffer {i}"))?;
+            let bytes = limits.alloc_size("buffer nbytes", b.nbytes).map_err(|e| located(e, "buffer", i, None))?;
+            let a =
+                backend.alloc(i, bytes, b.initial.unwrap_or_default()).map_err(|e| located(e, "buffer", i, None))?;
             addrs.push(a);
         }
         let mut programs = Vec::with_capacity(bundle.n_programs());
@@ -339,7 +350,7 @@ impl<B: Backend> Runner<B> {
             });
             let prog = obj
                 .and_then(|o| backend.load_program(i, &p, arch, o))
-                .with_context(|| format!("program {i} ({})", p.name))?;
+                .map_err(|e| located(e, "program", i, Some(p.name)))?;
             programs.push(prog);
         }
         let mut kernels = 0;
@@ -356,7 +367,7 @@ impl<B: Backend> Runner<B> {
                         limit: programs.len() as u64,
                     });
                     prog.and_then(|p| backend.record_kernel(p, &KernelLaunch { index: li, kernel: &k, args: &args }))
-                        .with_context(|| format!("launch {li} ({})", k.name))?;
+                        .map_err(|e| located(e, "launch", li, Some(k.name)))?;
                     kernels += 1;
                 }
                 LaunchRef::Copy { dst, src } => backend
@@ -365,7 +376,7 @@ impl<B: Backend> Runner<B> {
                         addrs[src.buffer as usize] + src.offset,
                         dst.nbytes,
                     )
-                    .with_context(|| format!("launch {li} (copy)"))?,
+                    .map_err(|e| located(e, "launch", li, Some("copy")))?,
             }
         }
         backend.finish()?;

@@ -4,11 +4,36 @@ use super::{Allocator, BufferSpec, Completion, DeviceMemory, Shown, is_exhaustio
 use crate::error::{DeviceName, Error, Result, device_name};
 use crate::stamp::Stamp;
 use alloc::boxed::Box;
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-type Cache = BTreeMap<(u64, BufferSpec), Vec<DeviceMemory>>;
+/// Cached blocks by `(size, spec)`, sorted by that key and searched by bisection. The keys are
+/// few (one per distinct size and spec) and stay until the cache is emptied (a list that runs
+/// empty keeps its key), so a new key's insert is rare; a sorted vector costs no B-tree code in
+/// a `no_std` image and searches as fast.
+#[derive(Default)]
+struct Cache(Vec<((u64, BufferSpec), Vec<DeviceMemory>)>);
+
+impl Cache {
+    /// The list of `key`, if it has one.
+    fn get_mut(&mut self, key: &(u64, BufferSpec)) -> Option<&mut Vec<DeviceMemory>> {
+        let i = self.0.binary_search_by(|(k, _)| k.cmp(key)).ok()?;
+        Some(&mut self.0[i].1)
+    }
+
+    /// The list of `key`, made empty first if it has none.
+    fn list(&mut self, key: (u64, BufferSpec)) -> &mut Vec<DeviceMemory> {
+        let i = match self.0.binary_search_by(|(k, _)| k.cmp(&key)) {
+            Ok(i) => i,
+            Err(i) => {
+                self.0.insert(i, (key, Vec::new()));
+                i
+            }
+        };
+        &mut self.0[i].1
+    }
+}
 
 /// A block the device may still use: it goes back once the device passes `stamp`.
 struct Pending {
@@ -238,7 +263,7 @@ impl LruAllocator {
             st.cached = 0;
             core::mem::take(&mut st.cache)
         };
-        for ((_, spec), blocks) in cache {
+        for ((_, spec), blocks) in cache.0 {
             for mem in blocks {
                 self.backend.free(mem, &spec);
             }
@@ -318,12 +343,7 @@ impl Allocator for LruAllocator {
             return;
         }
         st.cached = st.cached.saturating_add(size);
-        match st.cache.get_mut(&(size, *spec)) {
-            Some(list) => list.push(mem),
-            None => {
-                st.cache.insert((size, *spec), alloc::vec![mem]);
-            }
-        }
+        st.cache.list((size, *spec)).push(mem);
     }
 
     fn copy_in(&self, dst: &DeviceMemory, offset: u64, src: &[u8]) -> Result<()> {

@@ -84,6 +84,8 @@ pub(crate) fn image(width: u32, height: u32, pitch: u32, format: DType, nbytes: 
 }
 
 /// A graph's `first .. first + len` range lies inside a table of `n` records.
+/// (`BundleModel::validate` only: the `.hcqb` parser checks its graph ranges itself.)
+#[cfg(feature = "alloc")]
 pub(crate) fn span(what: &'static str, first: u32, len: u32, n: usize) -> Result<()> {
     match (first as u64).checked_add(len as u64) {
         Some(end) if end <= n as u64 => Ok(()),

@@ -28,12 +28,16 @@
 //! "launch 3 arg 1" location, only the values involved.
 
 pub mod raw;
+mod refs;
+mod validate;
+
+pub use refs::{BufferRef, GpuRef, GraphRef, ImageRef, KernelRef, LaunchRef, ParamRef, ProgramRef, TensorRef};
 
 use zerocopy::byteorder::{LE, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use super::crc::crc32;
-use super::{Arch, ArgView, BufferRole, GraphTarget, Loc, at, check};
+use super::{Arch, ArgView, BufferRole, GraphTarget, check};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use raw::{NONE32, NONE64, SectionKind};
@@ -168,230 +172,6 @@ impl<'a> Pools<'a> {
     }
 }
 
-/// A base buffer of a parsed file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BufferRef<'a> {
-    /// Size in bytes.
-    pub nbytes: u64,
-    /// Declared element type.
-    pub dtype: DType,
-    /// What it holds.
-    pub role: BufferRole,
-    /// It also holds an output.
-    pub also_output: bool,
-    /// Starting bytes (at most `nbytes`; the rest starts zeroed).
-    pub initial: Option<&'a [u8]>,
-    /// The image it backs, if any.
-    pub image: Option<ImageRef>,
-}
-
-/// The image a buffer backs (IMAGE-SCHEMA).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ImageRef {
-    /// Texels per row.
-    pub width: u32,
-    /// Rows.
-    pub height: u32,
-    /// Bytes from one row to the next.
-    pub pitch: u32,
-    /// Channel type (`F16` or `F32`).
-    pub format: DType,
-}
-
-/// A graph of a parsed file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GraphRef<'a> {
-    /// Name.
-    pub name: &'a str,
-    /// The devices it is for.
-    pub target: GraphTarget,
-    /// The architecture whose objects produced its expected outputs.
-    pub expected_from: Arch,
-    /// Number of buffers, inputs, outputs, programs and launches.
-    pub counts: [u32; 5],
-}
-
-/// A model input or output of a parsed file.
-#[derive(Clone, Copy, Debug)]
-pub struct TensorRef<'a> {
-    /// Where it sits.
-    pub view: ArgView,
-    /// Expected bytes after a run (outputs that have them; exactly `view.nbytes` long).
-    pub expected: Option<&'a [u8]>,
-    shape: &'a [U64<LE>],
-}
-
-impl<'a> TensorRef<'a> {
-    /// Row-major shape.
-    pub fn shape(&self) -> impl ExactSizeIterator<Item = u64> + 'a {
-        self.shape.iter().map(|d| d.get())
-    }
-}
-
-/// One signature parameter of a parsed file.
-#[derive(Clone, Copy, Debug)]
-pub struct ParamRef<'a> {
-    /// Name, if recorded.
-    pub name: Option<&'a str>,
-    /// Slot (its position).
-    pub slot: u32,
-    /// Element or integer type.
-    pub dtype: DType,
-    /// A buffer pointer rather than an integer.
-    pub is_buffer: bool,
-    shape: &'a [U64<LE>],
-}
-
-impl<'a> ParamRef<'a> {
-    /// Declared shape (element count for buffers; empty for scalars).
-    pub fn shape(&self) -> impl ExactSizeIterator<Item = u64> + 'a {
-        self.shape.iter().map(|d| d.get())
-    }
-}
-
-/// A program of a parsed file.
-#[derive(Clone, Copy, Debug)]
-pub struct ProgramRef<'a> {
-    /// Kernel name (not unique in a bundle).
-    pub name: &'a str,
-    /// Entry symbol.
-    pub symbol: &'a str,
-    /// Number of leading buffer parameters.
-    pub n_buffer_args: u32,
-    /// Slot of the thread index, if any.
-    pub core_id_arg: Option<u32>,
-    /// Opaque Adreno metadata (the v1 manifest's `adreno` object as JSON), if present.
-    pub adreno: Option<&'a [u8]>,
-    pools: Pools<'a>,
-    params: &'a [raw::Param],
-    vars: &'a [raw::StrRef],
-    objects: &'a [raw::Object],
-}
-
-impl<'a> ProgramRef<'a> {
-    fn param_at(&self, p: &raw::Param) -> Result<ParamRef<'a>> {
-        Ok(ParamRef {
-            name: self.pools.str(p.name)?,
-            slot: p.slot.get(),
-            dtype: dtype(p.dtype)?,
-            is_buffer: p.flags & raw::PARAM_IS_BUFFER != 0,
-            shape: self.pools.dims(p.dims_first, p.dims_len)?,
-        })
-    }
-
-    /// The signature, in slot order.
-    pub fn params(&self) -> impl ExactSizeIterator<Item = ParamRef<'a>> + 'a {
-        let this = *self;
-        self.params.iter().map(move |p| {
-            this.param_at(p).unwrap_or(ParamRef { name: None, slot: 0, dtype: DType::U8, is_buffer: false, shape: &[] })
-        })
-    }
-
-    /// Number of signature parameters.
-    pub fn n_params(&self) -> usize {
-        self.params.len()
-    }
-
-    /// Names of the integer parameters, in order.
-    pub fn vars(&self) -> impl ExactSizeIterator<Item = &'a str> + 'a {
-        let pools = self.pools;
-        self.vars.iter().map(move |v| pools.req_str(*v).unwrap_or(""))
-    }
-
-    /// The object for `arch`, if the bundle has one.
-    pub fn object(&self, arch: Arch) -> Option<&'a [u8]> {
-        self.objects().find(|(a, _)| *a == arch).map(|(_, b)| b)
-    }
-
-    /// Every object with its architecture.
-    pub fn objects(&self) -> impl Iterator<Item = (Arch, &'a [u8])> + 'a {
-        let pools = self.pools;
-        self.objects.iter().filter_map(move |o| Some((Arch::from_code(o.arch.get()).ok()?, pools.blob(o.blob).ok()??)))
-    }
-}
-
-/// A kernel launch of a parsed file.
-#[derive(Clone, Copy, Debug)]
-pub struct KernelRef<'a> {
-    /// Program index.
-    pub program: u32,
-    /// Kernel name.
-    pub name: &'a str,
-    /// CPU grid; with `core_id_arg`, `global_size[0]` calls.
-    pub global_size: [u32; 3],
-    /// CPU local size (meaningless on CPU).
-    pub local_size: [u32; 3],
-    /// Slot of the thread index, if any.
-    pub core_id_arg: Option<u32>,
-    /// The Adreno grid, if present.
-    pub gpu: Option<GpuRef<'a>>,
-    args: &'a [raw::Arg],
-    vals: &'a [raw::Val],
-}
-
-impl<'a> KernelRef<'a> {
-    /// Buffer arguments, one per buffer parameter.
-    pub fn args(&self) -> impl ExactSizeIterator<Item = ArgView> + 'a {
-        self.args.iter().map(arg_view)
-    }
-
-    /// Argument `j`.
-    pub fn arg(&self, j: usize) -> Option<ArgView> {
-        self.args.get(j).map(arg_view)
-    }
-
-    /// Number of arguments.
-    pub fn n_args(&self) -> usize {
-        self.args.len()
-    }
-
-    /// Integer values, one per var; `None` exactly at the `core_id_arg` slot.
-    pub fn vals(&self) -> impl ExactSizeIterator<Item = Option<i64>> + 'a {
-        self.vals.iter().map(val)
-    }
-
-    /// Indices of the arguments the kernel writes, ascending.
-    pub fn outs(&self) -> impl Iterator<Item = u32> + 'a {
-        self.args.iter().enumerate().filter(|(_, a)| a.flags & raw::ARG_OUT != 0).map(|(j, _)| j as u32)
-    }
-
-    /// Indices of the arguments the kernel reads, ascending.
-    pub fn ins(&self) -> impl Iterator<Item = u32> + 'a {
-        self.args.iter().enumerate().filter(|(_, a)| a.flags & raw::ARG_IN != 0).map(|(j, _)| j as u32)
-    }
-}
-
-/// The Adreno dispatch of a kernel launch.
-#[derive(Clone, Copy, Debug)]
-pub struct GpuRef<'a> {
-    /// Work-group count.
-    pub global_size: [u32; 3],
-    /// Work-group size.
-    pub local_size: [u32; 3],
-    vals: &'a [raw::Val],
-}
-
-impl<'a> GpuRef<'a> {
-    /// Integer arguments of the GPU kernel.
-    pub fn vals(&self) -> impl ExactSizeIterator<Item = i64> + 'a {
-        self.vals.iter().map(|v| v.value.get())
-    }
-}
-
-/// One launch of a parsed file.
-#[derive(Clone, Copy, Debug)]
-pub enum LaunchRef<'a> {
-    /// Call a program.
-    Kernel(KernelRef<'a>),
-    /// memcpy `dst.nbytes` bytes.
-    Copy {
-        /// Destination.
-        dst: ArgView,
-        /// Source.
-        src: ArgView,
-    },
-}
-
 /// The bytes of section `kind`: aligned, after the header, inside the file, size = count ×
 /// record size. (Overlaps and checksums are checked separately.)
 fn locate<'a>(bytes: &'a [u8], header: &Meta, kind: SectionKind) -> Result<&'a [u8]> {
@@ -462,6 +242,32 @@ fn check_overlaps(header: &Meta) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The accessors of one table of records: its length (`n_…`), record `i` (`None` past the end)
+/// and every record in order (the table's own name). Records of a parsed file always decode,
+/// so the iterator's length is the table's.
+macro_rules! table_accessors {
+    (
+        $(#[$n_doc:meta])* $n:ident,
+        $(#[$one_doc:meta])* $one:ident,
+        $(#[$all_doc:meta])* $all:ident: $item:ty => $try:ident
+    ) => {
+        $(#[$n_doc])*
+        pub fn $n(&self) -> usize {
+            self.$all.len()
+        }
+
+        $(#[$one_doc])*
+        pub fn $one(&self, i: usize) -> Option<$item> {
+            self.$try(i).ok()
+        }
+
+        $(#[$all_doc])*
+        pub fn $all(&self) -> impl ExactSizeIterator<Item = $item> + '_ {
+            (0..self.$all.len()).filter_map(|i| self.$one(i)).exact_len(self.$all.len())
+        }
+    };
 }
 
 impl<'a> Hcqb<'a> {
@@ -586,143 +392,6 @@ impl<'a> Hcqb<'a> {
         e.offset.get().saturating_add((i as u64).saturating_mul(kind.record_size() as u64))
     }
 
-    /// The whole file: the header's strings, the graph and image tables, then every graph
-    /// (the rules of [`BundleModel::validate`](super::model::BundleModel::validate)), and that
-    /// buffers sharing stored starting bytes (weights stored once for two graphs) agree on
-    /// their size and element type.
-    fn validate_file(&self) -> Result<()> {
-        let h = &self.meta;
-        self.pools.req_str(h.model)?;
-        self.pools.req_str(h.tinygrad_version)?;
-        self.pools.str(h.level_x86_64)?;
-        self.pools.str(h.level_aarch64)?;
-        Arch::from_code(h.expected_from as u32)?;
-        let mut prev: Option<u32> = None;
-        for (k, im) in self.images.iter().enumerate() {
-            let b = im.buffer.get();
-            let rec = self.record_at(SectionKind::Images, k);
-            if prev.is_some_and(|p| p >= b) {
-                return Err(malformed("hcqb image table", rec, "images must be ascending by buffer, one per buffer"));
-            }
-            prev = Some(b);
-            let buf = self.buffers.get(b as usize).ok_or(Error::OutOfBounds {
-                what: "image buffer index",
-                offset: b as u64,
-                len: 1,
-                limit: self.buffers.len() as u64,
-            });
-            buf.and_then(|buf| {
-                let format = dtype(im.format)?;
-                check::image(im.width.get(), im.height.get(), im.pitch.get(), format, buf.nbytes.get())
-            })
-            .map_err(|e| at(e, Loc::Image(b as usize)))?;
-        }
-        for (a, x) in self.buffers.iter().enumerate() {
-            if x.initial.offset.get() == NONE64 {
-                continue;
-            }
-            for y in &self.buffers[a + 1..] {
-                let same =
-                    y.initial.offset.get() == x.initial.offset.get() && y.initial.len.get() == x.initial.len.get();
-                if same && (y.nbytes.get() != x.nbytes.get() || y.dtype != x.dtype) {
-                    return Err(at(
-                        Error::Mismatch {
-                            what: "hcqb buffers sharing stored bytes (weights stored once) declare different sizes",
-                            expected: x.nbytes.get(),
-                            found: y.nbytes.get(),
-                        },
-                        Loc::Buffer(a),
-                    ));
-                }
-            }
-        }
-        if self.graphs.is_empty() {
-            return self.validate();
-        }
-        let first = self.graph_view_checked(0)?;
-        for g in 0..self.graphs.len() {
-            let view = self.graph_view_checked(g)?;
-            let r = &self.graphs[g];
-            self.pools.req_str(r.name).map_err(|e| at(e, Loc::Graph(g)))?;
-            Arch::from_code(r.expected_from as u32).map_err(|e| at(e, Loc::Graph(g)))?;
-            check::graph_target(r.target, self.graphs.iter().map(|o| o.target), g).map_err(|e| at(e, Loc::Graph(g)))?;
-            view.validate().map_err(|e| at(e, Loc::Graph(g)))?;
-            check::same_counts(first.inputs.len(), view.inputs.len(), first.outputs.len(), view.outputs.len())
-                .map_err(|e| at(e, Loc::Graph(g)))?;
-            for k in 0..view.inputs.len() {
-                let (a, b) = (first.try_tensor(SectionKind::Inputs, k)?, view.try_tensor(SectionKind::Inputs, k)?);
-                check::same_tensor("graph input vs the first graph's", a.view, b.view)
-                    .and_then(|()| check::same_shape(a.shape(), b.shape()))
-                    .map_err(|e| at(at(e, Loc::Input(k)), Loc::Graph(g)))?;
-            }
-            for k in 0..view.outputs.len() {
-                let (a, b) = (first.try_tensor(SectionKind::Outputs, k)?, view.try_tensor(SectionKind::Outputs, k)?);
-                check::same_tensor("graph output vs the first graph's", a.view, b.view)
-                    .and_then(|()| check::same_shape(a.shape(), b.shape()))
-                    .map_err(|e| at(at(e, Loc::Output(k)), Loc::Graph(g)))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Graph `g` as a view, its ranges checked.
-    fn graph_view_checked(&self, g: usize) -> Result<Hcqb<'a>> {
-        let r = self.graphs.get(g).ok_or(Error::OutOfBounds {
-            what: "graph index",
-            offset: g as u64,
-            len: 1,
-            limit: self.graphs.len() as u64,
-        })?;
-        fn part<'t, T>(what: &'static str, table: &'t [T], first: U32<LE>, len: U32<LE>) -> Result<&'t [T]> {
-            sub(table, first, len).ok_or(Error::OutOfBounds {
-                what,
-                offset: first.get() as u64,
-                len: len.get() as u64,
-                limit: table.len() as u64,
-            })
-        }
-        let mk = || -> Result<Hcqb<'a>> {
-            let mut meta = self.meta;
-            meta.expected_from = r.expected_from;
-            Ok(Hcqb {
-                meta,
-                buffer_base: r.buffers_first.get(),
-                view_of: Some(g as u32),
-                buffers: part("graph buffer range", self.buffers, r.buffers_first, r.buffers_len)?,
-                inputs: part("graph input range", self.inputs, r.inputs_first, r.inputs_len)?,
-                outputs: part("graph output range", self.outputs, r.outputs_first, r.outputs_len)?,
-                programs: part("graph program range", self.programs, r.programs_first, r.programs_len)?,
-                launches: part("graph launch range", self.launches, r.launches_first, r.launches_len)?,
-                ..*self
-            })
-        };
-        mk().map_err(|e| at(e, Loc::Graph(g)))
-    }
-
-    /// The rules of one graph (the whole file when it has no graph table).
-    fn validate(&self) -> Result<()> {
-        for i in 0..self.buffers.len() {
-            self.try_buffer(i).map_err(|e| at(e, Loc::Buffer(i)))?;
-        }
-        for i in 0..self.inputs.len() {
-            self.check_tensor(SectionKind::Inputs, i).map_err(|e| at(e, Loc::Input(i)))?;
-        }
-        for i in 0..self.outputs.len() {
-            self.check_tensor(SectionKind::Outputs, i).map_err(|e| at(e, Loc::Output(i)))?;
-        }
-        for i in 0..self.programs.len() {
-            self.check_program(i)?;
-        }
-        for i in 0..self.launches.len() {
-            self.check_launch(i)?;
-        }
-        Ok(())
-    }
-
-    fn buffer_nbytes(&self, i: u32) -> Option<u64> {
-        self.buffers.get(i as usize).map(|b| b.nbytes.get())
-    }
-
     fn try_buffer(&self, i: usize) -> Result<BufferRef<'a>> {
         let b = self.buffers.get(i).ok_or(Error::OutOfBounds {
             what: "buffer index",
@@ -768,13 +437,6 @@ impl<'a> Hcqb<'a> {
         })
     }
 
-    fn check_tensor(&self, kind: SectionKind, i: usize) -> Result<()> {
-        let t = self.try_tensor(kind, i)?;
-        let bytes = check::footprint(t.view.dtype, t.shape())?;
-        let expected = t.expected.map(|e| e.len() as u64);
-        check::tensor(t.view, self.buffer_nbytes(t.view.buffer), self.buffers.len(), bytes, expected)
-    }
-
     fn try_program(&self, i: usize) -> Result<ProgramRef<'a>> {
         let p = self.programs.get(i).ok_or(Error::OutOfBounds {
             what: "program index",
@@ -806,53 +468,6 @@ impl<'a> Hcqb<'a> {
                 "object range outside the object table",
             ))?,
         })
-    }
-
-    fn program_shape(&self, i: u32) -> Option<check::ProgramShape> {
-        let p = self.programs.get(i as usize)?;
-        Some(check::ProgramShape {
-            n_buffer_args: p.n_buffer_args.get(),
-            n_params: p.params_len.get() as usize,
-            n_vars: p.vars_len.get() as usize,
-            core_id_arg: opt_u32(p.core_id_arg),
-            n_objects: p.objects_len.get() as usize,
-        })
-    }
-
-    fn check_program(&self, i: usize) -> Result<()> {
-        let p = self.try_program(i).map_err(|e| at(e, Loc::Program(i)))?;
-        for (j, raw_param) in p.params.iter().enumerate() {
-            let param = p.param_at(raw_param).map_err(|e| at(e, Loc::Param(i, j)))?;
-            check::param(j, param.slot, param.is_buffer, p.n_buffer_args)
-                .and_then(|()| check::footprint(param.dtype, param.shape()).map(|_| ()))
-                .map_err(|e| at(e, Loc::Param(i, j)))?;
-        }
-        for (j, v) in p.vars.iter().enumerate() {
-            self.pools.req_str(*v).map_err(|e| at(e, Loc::Var(i, j)))?;
-        }
-        let mut seen = 0u32;
-        for (j, o) in p.objects.iter().enumerate() {
-            let arch = Arch::from_code(o.arch.get()).map_err(|e| at(e, Loc::Object(i, j)))?;
-            if seen & (1 << arch.code()) != 0 {
-                let rec = self.record_at(SectionKind::Programs, i);
-                return Err(at(
-                    malformed("hcqb program table", rec, "two objects for one architecture"),
-                    Loc::Object(i, j),
-                ));
-            }
-            seen |= 1 << arch.code();
-            if self.pools.blob(o.blob).map_err(|e| at(e, Loc::Object(i, j)))?.is_none() {
-                let rec = self.record_at(SectionKind::Programs, i);
-                return Err(at(malformed("hcqb program table", rec, "object without bytes"), Loc::Object(i, j)));
-            }
-        }
-        let shape = self.program_shape(i as u32).ok_or(Error::OutOfBounds {
-            what: "program index",
-            offset: i as u64,
-            len: 1,
-            limit: self.programs.len() as u64,
-        })?;
-        check::program(&shape).map_err(|e| at(e, Loc::Program(i)))
     }
 
     fn raw_launch(&self, i: usize) -> Result<RawLaunch<'a>> {
@@ -922,54 +537,6 @@ impl<'a> Hcqb<'a> {
             }
             kind => Err(Error::Unsupported { what: "hcqb launch kind", value: kind as u64 }),
         }
-    }
-
-    fn check_launch(&self, i: usize) -> Result<()> {
-        let launch = self.try_launch(i).map_err(|e| at(e, Loc::Launch(i)))?;
-        let n_buffers = self.buffers.len();
-        let k = match launch {
-            LaunchRef::Copy { dst, src } => {
-                check::view("copy destination view", dst, self.buffer_nbytes(dst.buffer), n_buffers)
-                    .map_err(|e| at(e, Loc::CopyDst(i)))?;
-                check::view("copy source view", src, self.buffer_nbytes(src.buffer), n_buffers)
-                    .map_err(|e| at(e, Loc::CopySrc(i)))?;
-                return check::copy_sizes(dst, src).map_err(|e| at(e, Loc::Launch(i)));
-            }
-            LaunchRef::Kernel(k) => k,
-        };
-        let shape = check::KernelShape {
-            n_args: k.args.len(),
-            n_vals: k.vals.len(),
-            core_id_arg: k.core_id_arg,
-            global_size: k.global_size,
-        };
-        let ps = self.program_shape(k.program);
-        check::kernel(k.program, &shape, ps.as_ref(), self.programs.len()).map_err(|e| at(e, Loc::Launch(i)))?;
-        let p = self.try_program(k.program as usize).map_err(|e| at(e, Loc::Launch(i)))?;
-        for (j, a) in k.args.iter().enumerate() {
-            let arg = decode_arg(a).map_err(|e| at(e, Loc::LaunchArg(i, j)))?;
-            let param_bytes = match p.params.get(j) {
-                Some(raw_param) => p.param_at(raw_param).and_then(|param| check::footprint(param.dtype, param.shape())),
-                None => Ok(0),
-            };
-            param_bytes
-                .and_then(|pb| check::kernel_arg(arg, self.buffer_nbytes(arg.buffer), n_buffers, pb))
-                .map_err(|e| at(e, Loc::LaunchArg(i, j)))?;
-        }
-        for (j, v) in k.vals.iter().enumerate() {
-            check::val(j, val(v), p.n_buffer_args, p.core_id_arg).map_err(|e| at(e, Loc::LaunchVal(i, j)))?;
-        }
-        if let Some(gpu) = k.gpu {
-            for (j, v) in gpu.vals.iter().enumerate() {
-                if v.flags & raw::VAL_PRESENT == 0 {
-                    return Err(at(
-                        malformed("hcqb value table", j as u64, "GPU values cannot be null"),
-                        Loc::GpuVal(i, j),
-                    ));
-                }
-            }
-        }
-        Ok(())
     }
 
     /// The whole file (exactly the header's file size).
@@ -1109,19 +676,13 @@ impl<'a> Hcqb<'a> {
         Arch::from_code(self.meta.expected_from as u32).unwrap_or(Arch::X86_64)
     }
 
-    /// Number of programs.
-    pub fn n_programs(&self) -> usize {
-        self.programs.len()
-    }
-
-    /// Program `i`.
-    pub fn program(&self, i: usize) -> Option<ProgramRef<'a>> {
-        self.try_program(i).ok()
-    }
-
-    /// All programs, by index.
-    pub fn programs(&self) -> impl ExactSizeIterator<Item = ProgramRef<'a>> + '_ {
-        (0..self.programs.len()).filter_map(|i| self.program(i)).exact_len(self.programs.len())
+    table_accessors! {
+        /// Number of programs.
+        n_programs,
+        /// Program `i`.
+        program,
+        /// All programs, by index.
+        programs: ProgramRef<'a> => try_program
     }
 
     /// The object of program `prog` for `arch`.
@@ -1129,19 +690,13 @@ impl<'a> Hcqb<'a> {
         self.program(prog)?.object(arch)
     }
 
-    /// Number of buffers.
-    pub fn n_buffers(&self) -> usize {
-        self.buffers.len()
-    }
-
-    /// Buffer `i`.
-    pub fn buffer(&self, i: usize) -> Option<BufferRef<'a>> {
-        self.try_buffer(i).ok()
-    }
-
-    /// All buffers, by index.
-    pub fn buffers(&self) -> impl ExactSizeIterator<Item = BufferRef<'a>> + '_ {
-        (0..self.buffers.len()).filter_map(|i| self.buffer(i)).exact_len(self.buffers.len())
+    table_accessors! {
+        /// Number of buffers.
+        n_buffers,
+        /// Buffer `i`.
+        buffer,
+        /// All buffers, by index.
+        buffers: BufferRef<'a> => try_buffer
     }
 
     /// Starting bytes of buffer `buf`, if it has any.
@@ -1161,19 +716,13 @@ impl<'a> Hcqb<'a> {
             .exact_len(self.outputs.len())
     }
 
-    /// Number of launches.
-    pub fn n_launches(&self) -> usize {
-        self.launches.len()
-    }
-
-    /// Launch `i`.
-    pub fn launch(&self, i: usize) -> Option<LaunchRef<'a>> {
-        self.try_launch(i).ok()
-    }
-
-    /// All launches, in execution order.
-    pub fn launches(&self) -> impl ExactSizeIterator<Item = LaunchRef<'a>> + '_ {
-        (0..self.launches.len()).filter_map(|i| self.launch(i)).exact_len(self.launches.len())
+    table_accessors! {
+        /// Number of launches.
+        n_launches,
+        /// Launch `i`.
+        launch,
+        /// All launches, in execution order.
+        launches: LaunchRef<'a> => try_launch
     }
 }
 

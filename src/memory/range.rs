@@ -1,6 +1,6 @@
 //! [`RangeAllocator`]: good-fit allocation with coalescing over an address range.
 
-use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::collections::BTreeSet;
 
 use crate::{Error, Result};
 
@@ -12,7 +12,8 @@ const SCAN_LIMIT: usize = 16;
 ///
 /// Free space is kept in two ordered indexes on the host heap (by start address for coalescing,
 /// by size for good-fit); live allocations in a third, so [`free`](Self::free) needs only the
-/// address. Nothing is ever written into the managed range, which may be device memory, a
+/// address. All three are sets of `u64` pairs (one B-tree instantiation: a `no_std` image links
+/// its code once). Nothing is ever written into the managed range, which may be device memory, a
 /// virtual-address window or anything else addressed by `u64`.
 ///
 /// Policy: [`alloc`](Self::alloc) looks at the smallest free blocks that are large enough, up to
@@ -29,12 +30,12 @@ const SCAN_LIMIT: usize = 16;
 pub struct RangeAllocator {
     base: u64,
     size: u64,
-    /// Free blocks: start -> size.
-    free_by_start: BTreeMap<u64, u64>,
+    /// Free blocks: (start, size).
+    free_by_start: BTreeSet<(u64, u64)>,
     /// The same free blocks, ordered by (size, start).
     free_by_size: BTreeSet<(u64, u64)>,
-    /// Live allocations: start -> size.
-    used: BTreeMap<u64, u64>,
+    /// Live allocations: (start, size); starts are unique.
+    used: BTreeSet<(u64, u64)>,
     free_bytes: u64,
 }
 
@@ -46,6 +47,12 @@ fn fit(start: u64, len: u64, size: u64, mask: u64) -> Option<u64> {
     (aligned.checked_add(size)? <= start + len).then_some(aligned)
 }
 
+/// The size of the block that starts at `start` in a set of (start, size) blocks with unique
+/// starts.
+fn block_at(blocks: &BTreeSet<(u64, u64)>, start: u64) -> Option<u64> {
+    blocks.range((start, 0)..).next().filter(|&&(s, _)| s == start).map(|&(_, len)| len)
+}
+
 impl RangeAllocator {
     /// An allocator whose whole range `[base, base + size)` is free.
     ///
@@ -55,9 +62,9 @@ impl RangeAllocator {
         let mut a = RangeAllocator {
             base,
             size,
-            free_by_start: BTreeMap::new(),
+            free_by_start: BTreeSet::new(),
             free_by_size: BTreeSet::new(),
-            used: BTreeMap::new(),
+            used: BTreeSet::new(),
             free_bytes: size,
         };
         if size > 0 {
@@ -96,7 +103,7 @@ impl RangeAllocator {
         if end < block_end {
             self.insert_free(end, block_end - end);
         }
-        self.used.insert(addr, size);
+        self.used.insert((addr, size));
         self.free_bytes -= size;
         Ok(addr)
     }
@@ -138,14 +145,15 @@ impl RangeAllocator {
     /// allocation (never allocated, already freed, or inside an allocation). On error the
     /// allocator is unchanged.
     pub fn free(&mut self, addr: u64) -> Result<u64> {
-        let Some(size) = self.used.remove(&addr) else {
+        let Some(size) = self.allocation_size(addr) else {
             return Err(Error::InvalidArgument {
                 what: "range allocator: free of an address that is not a live allocation",
                 value: addr,
             });
         };
+        self.used.remove(&(addr, size));
         let (mut start, mut len) = (addr, size);
-        if let Some((&left, &left_len)) = self.free_by_start.range(..addr).next_back()
+        if let Some(&(left, left_len)) = self.free_by_start.range(..(addr, 0)).next_back()
             && left + left_len == addr
         {
             self.remove_free(left, left_len);
@@ -153,7 +161,7 @@ impl RangeAllocator {
             len += left_len;
         }
         let end = addr + size;
-        if let Some(&right_len) = self.free_by_start.get(&end) {
+        if let Some(right_len) = block_at(&self.free_by_start, end) {
             self.remove_free(end, right_len);
             len += right_len;
         }
@@ -163,12 +171,12 @@ impl RangeAllocator {
     }
 
     fn insert_free(&mut self, start: u64, len: u64) {
-        self.free_by_start.insert(start, len);
+        self.free_by_start.insert((start, len));
         self.free_by_size.insert((len, start));
     }
 
     fn remove_free(&mut self, start: u64, len: u64) {
-        self.free_by_start.remove(&start);
+        self.free_by_start.remove(&(start, len));
         self.free_by_size.remove(&(len, start));
     }
 
@@ -194,7 +202,7 @@ impl RangeAllocator {
 
     /// The size of the live allocation that starts at `addr`, if there is one.
     pub fn allocation_size(&self, addr: u64) -> Option<u64> {
-        self.used.get(&addr).copied()
+        block_at(&self.used, addr)
     }
 
     /// Number of live allocations.
@@ -229,11 +237,11 @@ mod tests {
     /// indexes agree, and the byte counter matches.
     fn check_invariants(a: &RangeAllocator) {
         assert_eq!(a.free_by_start.len(), a.free_by_size.len());
-        for (&s, &l) in &a.free_by_start {
+        for &(s, l) in &a.free_by_start {
             assert!(a.free_by_size.contains(&(l, s)));
         }
-        let mut blocks: Vec<(u64, u64, bool)> = a.free_by_start.iter().map(|(&s, &l)| (s, l, true)).collect();
-        blocks.extend(a.used.iter().map(|(&s, &l)| (s, l, false)));
+        let mut blocks: Vec<(u64, u64, bool)> = a.free_by_start.iter().map(|&(s, l)| (s, l, true)).collect();
+        blocks.extend(a.used.iter().map(|&(s, l)| (s, l, false)));
         blocks.sort();
         let mut at = a.base;
         let mut prev_free = false;
@@ -465,7 +473,7 @@ mod tests {
                                 live.push((p, len));
                             }
                             Err(Error::OutOfSpace { .. }) => {
-                                for (&s, &l) in &a.free_by_start {
+                                for &(s, l) in &a.free_by_start {
                                     prop_assert!(fit(s, l, len, align - 1).is_none(), "a free block could hold it");
                                 }
                             }

@@ -23,6 +23,13 @@ fn show<T: core::fmt::Display>(r: &Result<T, Error>) -> String {
     }
 }
 
+/// An error as a check's message (one function for every call site, not a formatting closure
+/// each).
+#[inline(never)]
+fn text(e: Error) -> String {
+    alloc::format!("{e}")
+}
+
 fn ensure(ok: bool, what: impl FnOnce() -> String) -> Check {
     if ok { Ok(()) } else { Err(what()) }
 }
@@ -47,8 +54,8 @@ fn heap() -> Check {
 /// The bump allocator aligns, packs and refuses what does not fit.
 fn bump() -> Check {
     let mut b = BumpAllocator::new(4096, 0x1000, false);
-    let a = b.alloc(100, 64).map_err(|e| alloc::format!("{e}"))?;
-    let c = b.alloc(10, 256).map_err(|e| alloc::format!("{e}"))?;
+    let a = b.alloc(100, 64).map_err(text)?;
+    let c = b.alloc(10, 256).map_err(text)?;
     ensure(a == 0x1000 && c == 0x1100, || alloc::format!("got {a:#x}, {c:#x}"))?;
     let e = b.alloc(4000, 8);
     ensure(matches!(e, Err(Error::OutOfSpace { .. })), || alloc::format!("overfull request gave {}", show(&e)))
@@ -58,12 +65,12 @@ fn bump() -> Check {
 fn range() -> Check {
     let mut r = RangeAllocator::new(0x10_0000, 1 << 20);
     let ids: Result<Vec<u64>, Error> = (0..4).map(|_| r.alloc(64 << 10, 4096)).collect();
-    let ids = ids.map_err(|e| alloc::format!("{e}"))?;
-    r.free(ids[1]).map_err(|e| alloc::format!("{e}"))?;
-    let again = r.alloc(32 << 10, 4096).map_err(|e| alloc::format!("{e}"))?;
+    let ids = ids.map_err(text)?;
+    r.free(ids[1]).map_err(text)?;
+    let again = r.alloc(32 << 10, 4096).map_err(text)?;
     ensure(again == ids[1], || alloc::format!("got {again:#x}, want the hole {:#x}", ids[1]))?;
     for a in [ids[0], again, ids[2], ids[3]] {
-        r.free(a).map_err(|e| alloc::format!("{e}"))?;
+        r.free(a).map_err(text)?;
     }
     ensure(r.free_bytes() == 1 << 20 && r.largest_free() == 1 << 20, || {
         alloc::format!("after freeing all: {} free, largest block {}", r.free_bytes(), r.largest_free())
@@ -94,13 +101,12 @@ fn lru() -> Check {
     let lru =
         LruAllocator::new("ARENA", Box::new(Arena(spin::Mutex::new(RangeAllocator::new(0x1000_0000, 256 << 10)))));
     let spec = BufferSpec::default();
-    let e = |e: Error| alloc::format!("{e}");
-    let a = lru.alloc(128 << 10, &spec).map_err(e)?;
-    let b = lru.alloc(64 << 10, &spec).map_err(e)?;
+    let a = lru.alloc(128 << 10, &spec).map_err(text)?;
+    let b = lru.alloc(64 << 10, &spec).map_err(text)?;
     let a_addr = a.addr();
     lru.free(a, &spec);
     ensure(lru.cached_bytes() == 128 << 10, || alloc::format!("{} bytes cached", lru.cached_bytes()))?;
-    let again = lru.alloc(128 << 10, &spec).map_err(e)?;
+    let again = lru.alloc(128 << 10, &spec).map_err(text)?;
     ensure(again.addr() == a_addr && lru.cached_bytes() == 0, || {
         alloc::format!("the same size got {:#x}, not the cached {a_addr:#x}", again.addr())
     })?;
@@ -133,19 +139,19 @@ impl Executor for Nop {
 fn ring() -> Check {
     let exec = Arc::new(Nop(Default::default()));
     let cfg = SoftConfig { ring_bytes: 256, kernarg_bytes: 256, max_in_flight: 4, ..SoftConfig::compact() };
-    let dev = InlineDevice::new("RING", &cfg, exec.clone(), crate::time::now_ns).map_err(|e| alloc::format!("{e}"))?;
+    let dev = InlineDevice::new("RING", &cfg, exec.clone(), crate::time::now_ns).map_err(text)?;
     let hcq = dev.engine();
     let s = HOST_SIGNALS.alloc(0);
     let mut last = hcq::stamp::Stamp::ZERO;
     for i in 1..=100u64 {
-        let mut q = hcq.queue().map_err(|e| alloc::format!("{e}"))?;
-        q.exec(0, 0, [1; 3], [1; 3]).map_err(|e| alloc::format!("{e}"))?;
-        q.signal_at(s.addr(), i).map_err(|e| alloc::format!("{e}"))?;
+        let mut q = hcq.queue().map_err(text)?;
+        q.exec(0, 0, [1; 3], [1; 3]).map_err(text)?;
+        q.signal_at(s.addr(), i).map_err(text)?;
         // SAFETY: the exec runs the check's counting executor (it reads no memory) and the
         // signal writes a slot this check owns.
-        last = unsafe { hcq.submit(0, &mut q) }.map_err(|e| alloc::format!("{e}"))?;
+        last = unsafe { hcq.submit(0, &mut q) }.map_err(text)?;
     }
-    dev.run_until(last).map_err(|e| alloc::format!("{e}"))?;
+    dev.run_until(last).map_err(text)?;
     let (runs, wptr, rptr) =
         (exec.0.load(core::sync::atomic::Ordering::Relaxed), hcq.channels()[0].wptr(), dev.rptr(0));
     let value = s.value();
@@ -168,12 +174,12 @@ impl WaitHooks for Clock {
 fn signal() -> Check {
     let pool = SignalPool::new();
     let s = pool.alloc(7);
-    s.wait(7, &WaitPolicy::with_timeout_ms(5), &Clock, &device_name("SIG")).map_err(|e| alloc::format!("{e}"))?;
+    s.wait(7, &WaitPolicy::with_timeout_ms(5), &Clock, &device_name("SIG")).map_err(text)?;
     let t0 = crate::time::now_ns();
     let e = s.wait(9, &WaitPolicy::with_timeout_ms(5), &Clock, &device_name("SIG"));
     let waited_ms = (crate::time::now_ns() - t0) / 1_000_000;
     let want = Error::Timeout { device: device_name("SIG"), awaited: 9, last: 7, timeout_ms: 5 };
-    ensure(e.as_ref().err() == Some(&want), || alloc::format!("unreached wait gave {}", show(&e.map(|()| 0))))?;
+    ensure(e.as_ref().err() == Some(&want), || alloc::format!("unreached wait gave {}", show(&e.map(|()| 0u64))))?;
     ensure((5..1000).contains(&waited_ms), || alloc::format!("the 5 ms timeout took {waited_ms} ms"))?;
     drop(s);
     Ok(())
@@ -184,15 +190,15 @@ fn signal() -> Check {
 fn fault() -> Check {
     let dev =
         InlineDevice::new("FAULT", &SoftConfig::compact(), Arc::new(Nop(Default::default())), crate::time::now_ns)
-            .map_err(|e| alloc::format!("{e}"))?;
+            .map_err(text)?;
     let hcq = dev.engine();
-    let mut q = hcq.queue().map_err(|e| alloc::format!("{e}"))?;
-    q.signal_at(0x10, 1).map_err(|e| alloc::format!("{e}"))?;
+    let mut q = hcq.queue().map_err(text)?;
+    q.signal_at(0x10, 1).map_err(text)?;
     // SAFETY: the one signal names no slot at all: the command processor refuses it.
-    let v = unsafe { hcq.submit(0, &mut q) }.map_err(|e| alloc::format!("{e}"))?;
+    let v = unsafe { hcq.submit(0, &mut q) }.map_err(text)?;
     let e = dev.run_until(v);
     ensure(matches!(e.as_ref().map_err(|e| e.root()), Err(Error::InvalidArgument { value: 0x10, .. })), || {
-        alloc::format!("a bad signal address gave {}", show(&e.map(|()| 0)))
+        alloc::format!("a bad signal address gave {}", show(&e.map(|()| 0u64)))
     })
 }
 

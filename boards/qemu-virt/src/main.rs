@@ -64,9 +64,9 @@ fn bad_access() {
 /// Most bytes of code and constants (`.text` + `.rodata`, without the embedded bundles) the
 /// image may have. The runtime image (`--no-default-features`: boot, heap, the core's bundle
 /// runner and soft device, the ELF loader) has the 128 KiB goal of a small bare-metal runtime;
-/// the test image adds the on-target checks of the core (`checks`, about 27 KiB) and may have
-/// 16 KiB more. A run fails when its image is over.
-const IMAGE_BUDGET: usize = if cfg!(feature = "checks") { 144 * 1024 } else { 128 * 1024 };
+/// the test image adds the on-target checks of the core (`checks`, about 21 KiB) and may have
+/// 8 KiB more (its goal is 128 KiB too; it is at 134.6 KiB). A run fails when its image is over.
+const IMAGE_BUDGET: usize = if cfg!(feature = "checks") { 136 * 1024 } else { 128 * 1024 };
 
 #[unsafe(no_mangle)]
 extern "C" fn rust_main() -> ! {

@@ -552,40 +552,42 @@ impl<'a> ElfObject<'a> {
                 found = Some((index, sym));
             }
         }
-        let ctx = || format!("entry symbol `{name}`");
-        let (index, sym) = found
-            .ok_or(Error::Malformed { what: "elf symbol table", at: count, reason: "no defined symbol of this name" })
-            .with_context(ctx)?;
-        if sym.kind() != STT_FUNC {
-            return Err(Error::Malformed {
-                what: "elf symbol",
-                at: index,
-                reason: "entry symbol is not a function (STT_FUNC)",
-            })
-            .with_context(ctx);
-        }
-        let shndx = usize::from(sym.shndx);
-        let (section, base) = match (self.sections.get(shndx), self.layout.sections.get(shndx).copied().flatten()) {
-            (Some(section), Some(base)) if section.flags & SHF_EXECINSTR != 0 => (section, base),
-            _ => {
+        // the symbol's checks, then its location once
+        let offset = || -> Result<u64> {
+            let (index, sym) = found.ok_or(Error::Malformed {
+                what: "elf symbol table",
+                at: count,
+                reason: "no defined symbol of this name",
+            })?;
+            if sym.kind() != STT_FUNC {
                 return Err(Error::Malformed {
                     what: "elf symbol",
                     at: index,
-                    reason: "entry symbol is not in a loaded executable section",
-                })
-                .with_context(ctx);
+                    reason: "entry symbol is not a function (STT_FUNC)",
+                });
             }
+            let shndx = usize::from(sym.shndx);
+            let (section, base) = match (self.sections.get(shndx), self.layout.sections.get(shndx).copied().flatten()) {
+                (Some(section), Some(base)) if section.flags & SHF_EXECINSTR != 0 => (section, base),
+                _ => {
+                    return Err(Error::Malformed {
+                        what: "elf symbol",
+                        at: index,
+                        reason: "entry symbol is not in a loaded executable section",
+                    });
+                }
+            };
+            if sym.value >= section.size {
+                return Err(Error::OutOfBounds {
+                    what: "entry symbol value",
+                    offset: sym.value,
+                    len: 1,
+                    limit: section.size,
+                });
+            }
+            Ok(base + sym.value)
         };
-        if sym.value >= section.size {
-            return Err(Error::OutOfBounds {
-                what: "entry symbol value",
-                offset: sym.value,
-                len: 1,
-                limit: section.size,
-            })
-            .with_context(ctx);
-        }
-        Ok(base + sym.value)
+        offset().with_context(|| format!("entry symbol `{name}`"))
     }
 
     fn compute_layout(&self) -> Result<Layout> {
@@ -599,43 +601,40 @@ impl<'a> ElfObject<'a> {
                 offsets.push(None);
                 continue;
             }
-            let ctx = || format!("section {index} ({})", self.section_name(index));
-            if section.flags & SHF_TLS != 0 {
-                return Err(Error::Unsupported { what: "thread-local (SHF_TLS) section", value: index as u64 })
-                    .with_context(ctx);
-            }
-            let align = section.align.max(1);
-            if !align.is_power_of_two() {
-                return Err(Error::Malformed {
-                    what: "elf section header",
-                    at: index as u64,
-                    reason: "sh_addralign is not a power of two",
-                })
-                .with_context(ctx);
-            }
-            if align > MAX_SECTION_ALIGN {
-                return Err(Error::Unsupported { what: "elf section alignment above 4096", value: align })
-                    .with_context(ctx);
-            }
-            if section.kind == SHT_PROGBITS {
-                slice(self.bytes, section.offset, section.size, "elf section data").with_context(ctx)?;
-            }
-            let start = align_up(cursor, align);
-            let end = start.and_then(|s| s.checked_add(section.size));
-            match (start, end) {
-                (Some(start), Some(end)) if end <= MAX_IMAGE_SIZE => {
-                    offsets.push(Some(start));
-                    cursor = end;
+            // the section's checks, then its location once
+            let placed = (|| -> Result<(u64, u64, u64)> {
+                if section.flags & SHF_TLS != 0 {
+                    return Err(Error::Unsupported { what: "thread-local (SHF_TLS) section", value: index as u64 });
                 }
-                _ => {
-                    return Err(Error::OutOfSpace {
+                let align = section.align.max(1);
+                if !align.is_power_of_two() {
+                    return Err(Error::Malformed {
+                        what: "elf section header",
+                        at: index as u64,
+                        reason: "sh_addralign is not a power of two",
+                    });
+                }
+                if align > MAX_SECTION_ALIGN {
+                    return Err(Error::Unsupported { what: "elf section alignment above 4096", value: align });
+                }
+                if section.kind == SHT_PROGBITS {
+                    slice(self.bytes, section.offset, section.size, "elf section data")?;
+                }
+                let start = align_up(cursor, align);
+                let end = start.and_then(|s| s.checked_add(section.size));
+                match (start, end) {
+                    (Some(start), Some(end)) if end <= MAX_IMAGE_SIZE => Ok((start, end, align)),
+                    _ => Err(Error::OutOfSpace {
                         what: "elf load image",
                         requested: end.unwrap_or(u64::MAX),
                         capacity: MAX_IMAGE_SIZE,
-                    })
-                    .with_context(ctx);
+                    }),
                 }
-            }
+            })();
+            let (start, end, align) =
+                placed.with_context(|| format!("section {index} ({})", self.section_name(index)))?;
+            offsets.push(Some(start));
+            cursor = end;
             max_align = max_align.max(align);
         }
         // cursor <= MAX_IMAGE_SIZE, so this cannot overflow.
@@ -649,72 +648,68 @@ impl<'a> ElfObject<'a> {
             if section.kind != SHT_RELA && section.kind != SHT_REL {
                 continue;
             }
-            let ctx = || format!("relocation section {index} ({})", self.section_name(index));
-            let target = section.info as usize;
-            let Some(target_section) = self.sections.get(target) else {
-                return Err(Error::OutOfBounds {
-                    what: "relocation section sh_info (target section index)",
-                    offset: target as u64,
-                    len: 1,
-                    limit: self.sections.len() as u64,
-                })
-                .with_context(ctx);
-            };
-            if c_str(self.shstrtab, section.name, "elf section name").ok() == Some(b".rela.eh_frame".as_slice()) {
-                continue;
-            }
-            if self.layout.sections.get(target).copied().flatten().is_none() {
-                continue; // relocations for debug info or other unloaded sections
-            }
-            if section.kind == SHT_REL {
-                return Err(Error::Unsupported {
-                    what: "SHT_REL relocation section (only SHT_RELA)",
-                    value: index as u64,
-                })
-                .with_context(ctx);
-            }
-            if target_section.kind == SHT_NOBITS {
-                return Err(Error::Malformed {
-                    what: "elf section header",
-                    at: index as u64,
-                    reason: "relocations target a SHT_NOBITS section",
-                })
-                .with_context(ctx);
-            }
-            if section.entsize != RELA_SIZE {
-                return Err(Error::Mismatch {
-                    what: "SHT_RELA sh_entsize",
-                    expected: RELA_SIZE,
-                    found: section.entsize,
-                })
-                .with_context(ctx);
-            }
-            if !section.size.is_multiple_of(RELA_SIZE) {
-                return Err(Error::Malformed {
-                    what: "elf section header",
-                    at: index as u64,
-                    reason: "SHT_RELA size is not a multiple of 24",
-                })
-                .with_context(ctx);
-            }
-            if symtab_index != Some(section.link as usize) {
-                return Err(Error::Malformed {
-                    what: "elf section header",
-                    at: index as u64,
-                    reason: "SHT_RELA sh_link is not the symbol table",
-                })
-                .with_context(ctx);
-            }
-            let bytes = slice(self.bytes, section.offset, section.size, "elf relocation entries").with_context(ctx)?;
-            // the size is a multiple of 24 (checked above), so the records cover the bytes exactly
-            let entries = <[raw::Rela]>::ref_from_bytes(bytes)
-                .map_err(|_| Error::Malformed {
+            // the section's checks, then its location once
+            let set = (|| -> Result<Option<RelaSet<'a>>> {
+                let target = section.info as usize;
+                let Some(target_section) = self.sections.get(target) else {
+                    return Err(Error::OutOfBounds {
+                        what: "relocation section sh_info (target section index)",
+                        offset: target as u64,
+                        len: 1,
+                        limit: self.sections.len() as u64,
+                    });
+                };
+                if c_str(self.shstrtab, section.name, "elf section name").ok() == Some(b".rela.eh_frame".as_slice()) {
+                    return Ok(None);
+                }
+                if self.layout.sections.get(target).copied().flatten().is_none() {
+                    return Ok(None); // relocations for debug info or other unloaded sections
+                }
+                if section.kind == SHT_REL {
+                    return Err(Error::Unsupported {
+                        what: "SHT_REL relocation section (only SHT_RELA)",
+                        value: index as u64,
+                    });
+                }
+                if target_section.kind == SHT_NOBITS {
+                    return Err(Error::Malformed {
+                        what: "elf section header",
+                        at: index as u64,
+                        reason: "relocations target a SHT_NOBITS section",
+                    });
+                }
+                if section.entsize != RELA_SIZE {
+                    return Err(Error::Mismatch {
+                        what: "SHT_RELA sh_entsize",
+                        expected: RELA_SIZE,
+                        found: section.entsize,
+                    });
+                }
+                if !section.size.is_multiple_of(RELA_SIZE) {
+                    return Err(Error::Malformed {
+                        what: "elf section header",
+                        at: index as u64,
+                        reason: "SHT_RELA size is not a multiple of 24",
+                    });
+                }
+                if symtab_index != Some(section.link as usize) {
+                    return Err(Error::Malformed {
+                        what: "elf section header",
+                        at: index as u64,
+                        reason: "SHT_RELA sh_link is not the symbol table",
+                    });
+                }
+                let bytes = slice(self.bytes, section.offset, section.size, "elf relocation entries")?;
+                // the size is a multiple of 24 (checked above), so the records cover the bytes exactly
+                let entries = <[raw::Rela]>::ref_from_bytes(bytes).map_err(|_| Error::Malformed {
                     what: "elf section header",
                     at: index as u64,
                     reason: "SHT_RELA entries are not whole Elf64_Rela records",
-                })
-                .with_context(ctx)?;
-            sets.push(RelaSet { index, target, entries });
+                })?;
+                Ok(Some(RelaSet { index, target, entries }))
+            })();
+            let set = set.with_context(|| format!("relocation section {index} ({})", self.section_name(index)))?;
+            sets.extend(set);
         }
         Ok(sets)
     }
@@ -800,34 +795,32 @@ fn find_symtab<'a>(bytes: &'a [u8], sections: &[Section]) -> Result<(Option<usiz
         found = Some((index, *section));
     }
     let Some((index, section)) = found else { return Ok((None, &[], &[])) };
-    let ctx = || format!("symbol table (section {index})");
-    if section.entsize != SYM_SIZE {
-        return Err(Error::Mismatch { what: "SHT_SYMTAB sh_entsize", expected: SYM_SIZE, found: section.entsize })
-            .with_context(ctx);
-    }
-    if !section.size.is_multiple_of(SYM_SIZE) {
-        return Err(Error::Malformed {
-            what: "elf section header",
-            at: index as u64,
-            reason: "SHT_SYMTAB size is not a multiple of 24",
-        })
-        .with_context(ctx);
-    }
-    let symtab = slice(bytes, section.offset, section.size, "elf symbol table").with_context(ctx)?;
-    let strtab = match sections.get(section.link as usize) {
-        Some(s) if s.kind == SHT_STRTAB => {
-            slice(bytes, s.offset, s.size, "elf symbol string table").with_context(ctx)?
+    // the table's checks, then its location once
+    let tables = || -> Result<(Option<usize>, &'a [u8], &'a [u8])> {
+        if section.entsize != SYM_SIZE {
+            return Err(Error::Mismatch { what: "SHT_SYMTAB sh_entsize", expected: SYM_SIZE, found: section.entsize });
         }
-        _ => {
+        if !section.size.is_multiple_of(SYM_SIZE) {
             return Err(Error::Malformed {
                 what: "elf section header",
                 at: index as u64,
-                reason: "SHT_SYMTAB sh_link is not a string table",
-            })
-            .with_context(ctx);
+                reason: "SHT_SYMTAB size is not a multiple of 24",
+            });
         }
+        let symtab = slice(bytes, section.offset, section.size, "elf symbol table")?;
+        let strtab = match sections.get(section.link as usize) {
+            Some(s) if s.kind == SHT_STRTAB => slice(bytes, s.offset, s.size, "elf symbol string table")?,
+            _ => {
+                return Err(Error::Malformed {
+                    what: "elf section header",
+                    at: index as u64,
+                    reason: "SHT_SYMTAB sh_link is not a string table",
+                });
+            }
+        };
+        Ok((Some(index), symtab, strtab))
     };
-    Ok((Some(index), symtab, strtab))
+    tables().with_context(|| format!("symbol table (section {index})"))
 }
 
 #[cfg(test)]
