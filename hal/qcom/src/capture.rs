@@ -6,8 +6,10 @@
 use crate::flags::MemFlags;
 use crate::ioctl::{KgslIoctl, Mapping};
 use crate::uapi::*;
+use hcq::device::GpuLimits;
 use hcq::mmio::{MmioBus, VolatileRegion, Width};
 use hcq_adreno::rd::RdWriter;
+use hcq_ir3::isa::Instr;
 use rustix::io::Errno;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -157,7 +159,10 @@ impl<B: KgslIoctl> KgslIoctl for Capturing<B> {
     fn describe(&self) -> &'static str {
         self.inner.describe()
     }
-    fn is_simulator(&self) -> bool {
-        self.inner.is_simulator()
+    fn gpu_limits(&self, chip: GpuLimits) -> GpuLimits {
+        self.inner.gpu_limits(chip)
+    }
+    fn unsupported_instruction(&self, ins: &Instr) -> Option<&'static str> {
+        self.inner.unsupported_instruction(ins)
     }
 }

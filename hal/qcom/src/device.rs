@@ -6,10 +6,14 @@
 //!
 //! A load picks the bundle's `adreno_a630` objects; before anything is allocated the core checks
 //! every size against the limits the device states ([`QcomDevice`]'s `Device::limits`: the
-//! a630's [`A630_LIMITS`](hcq_adreno::program::A630_LIMITS), with a work-group budget on
-//! `QCOM:SIM`) and [`Backend::prepare`] validates each program (`hcq_adreno::Program::from_json`:
-//! the metadata against itself and its blob; the shader code decoded, with an `end` and branch
-//! targets inside it) and each launch against its program. Then it uploads each shader image once; allocates every base
+//! kernel interface's [`GpuKernel::gpu_limits`], the a630's
+//! [`A630_LIMITS`](hcq_adreno::program::A630_LIMITS) on hardware, with the simulator's
+//! work-group budget on `QCOM:SIM`) and [`Backend::prepare`] validates each program
+//! (`hcq_adreno::Program::from_json`: the metadata against itself and its blob; the shader code
+//! decoded, with an `end` and branch targets inside it), each launch against its program, and
+//! last every instruction against what the backend's shader core runs
+//! ([`GpuKernel::unsupported_instruction`]: everything on hardware, what the ir3 interpreter
+//! runs on `QCOM:SIM`). Then it uploads each shader image once; allocates every base
 //! buffer as a KGSL GPU object; lays out each launch's constant block as
 //! `programs[].adreno.consts` says (argument addresses, integer values, immediates, local size)
 //! in its own slot of one constant object; and captures the launch list as one core `HwQueue`
@@ -58,10 +62,6 @@ use std::sync::{Arc, Mutex};
 pub const DEFAULT_TIMEOUT_MS: u32 = 60_000;
 /// Largest single allocation (the simulated KGSL's limit; a630 GPU memory is shared RAM).
 pub const MAX_ALLOC_BYTES: u64 = 1 << 32;
-/// Work-groups one dispatch may have on `QCOM:SIM`: the ir3 interpreter runs each in turn, so
-/// the simulator states a budget (2^16, 128× the largest dispatch of the sample bundles) where
-/// the a630 has only its per-dimension grid.
-pub const SIM_MAX_GROUPS: u64 = 1 << 16;
 
 /// An opened QCOM device (see the module docs).
 pub struct QcomDevice {
@@ -72,8 +72,6 @@ pub struct QcomDevice {
     capture: Option<Arc<Capturing<Arc<dyn KgslIoctl>>>>,
     alloc: LruAllocator,
     timeout_ms: u32,
-    /// The backend is a simulator (`QCOM:SIM`): its limits and instruction set apply.
-    simulated: bool,
 }
 
 impl core::fmt::Debug for QcomDevice {
@@ -160,7 +158,6 @@ impl QcomDevice {
         kgsl: Arc<dyn GpuKernel>,
         capture: Option<Arc<Capturing<Arc<dyn KgslIoctl>>>>,
     ) -> Result<Arc<QcomDevice>> {
-        let simulated = kgsl.is_simulator();
         let ctx = Arc::new(kgsl.create_context()?);
         let backend = KgslAllocator { kgsl: kgsl.clone(), ctx: ctx.clone(), objs: Mutex::new(HashMap::new()) };
         Ok(Arc::new(QcomDevice {
@@ -170,7 +167,6 @@ impl QcomDevice {
             ctx,
             capture,
             timeout_ms: DEFAULT_TIMEOUT_MS,
-            simulated,
         }))
     }
 
@@ -189,15 +185,11 @@ impl QcomDevice {
         self.capture.as_ref().map(|c| c.bytes())
     }
 
-    /// What one program and one dispatch may ask for: the a630's limits, and on `QCOM:SIM` at
-    /// most [`SIM_MAX_GROUPS`] work-groups per dispatch.
+    /// What one program and one dispatch may ask for: what the kernel interface states
+    /// ([`GpuKernel::gpu_limits`]: the chip's on a kernel node, the simulator's own on
+    /// `QCOM:SIM`).
     pub fn gpu_limits(&self) -> GpuLimits {
-        let a630 = hcq_adreno::program::A630_LIMITS;
-        if self.simulated {
-            GpuLimits { max_total_groups: a630.max_total_groups.min(SIM_MAX_GROUPS), ..a630 }
-        } else {
-            a630
-        }
+        self.kgsl.gpu_limits()
     }
 
     /// Submit the IB of `bytes` at `ib`, referencing `buffers`, and wait for it
@@ -991,7 +983,6 @@ impl Backend for QcomBackend {
     /// allocated (the limits were checked by the core just before): a bundle the device would
     /// refuse at its first launch is refused here, with nothing allocated.
     fn prepare(&mut self, bundle: &Hcqb<'_>, arch: Arch) -> Result<()> {
-        let sim = self.dev.simulated;
         let mut progs = Vec::with_capacity(bundle.n_programs());
         for (i, p) in bundle.programs().enumerate() {
             let prog = p
@@ -1000,7 +991,7 @@ impl Backend for QcomBackend {
                     what: "bundle has no object for this architecture",
                     value: arch.code().into(),
                 })
-                .and_then(|o| validate_program(&p, o, false))
+                .and_then(|o| validate_program(&p, o))
                 .with_context(|| format!("program {i} ({})", p.name))?;
             progs.push(prog);
         }
@@ -1014,12 +1005,10 @@ impl Backend for QcomBackend {
             });
             prog.and_then(|p| check_launch(p, &k)).with_context(|| format!("launch {i} ({})", k.name))?;
         }
-        // Last, what only the simulator lacks: the metadata and the launches are the bundle's
-        // own errors, reported first.
-        if sim {
-            for (i, (prog, p)) in progs.iter().zip(bundle.programs()).enumerate() {
-                sim_instructions(prog).with_context(|| format!("program {i} ({})", p.name))?;
-            }
+        // Last, what the backend's shader core lacks (the simulator's interpreter): the metadata
+        // and the launches are the bundle's own errors, reported first.
+        for (i, (prog, p)) in progs.iter().zip(bundle.programs()).enumerate() {
+            check_shader_support(prog, &*self.dev.kgsl).with_context(|| format!("program {i} ({})", p.name))?;
         }
         self.prepared = progs.into_iter().map(Some).collect();
         Ok(())
@@ -1031,7 +1020,11 @@ impl Backend for QcomBackend {
         }
         let prog = match self.prepared.get_mut(index).and_then(Option::take) {
             Some(p) => p,
-            None => validate_program(p, object, self.dev.simulated)?,
+            None => {
+                let prog = validate_program(p, object)?;
+                check_shader_support(&prog, &*self.dev.kgsl)?;
+                prog
+            }
         };
         let code = Fresh::new(&self.dev.kgsl, self.dev.kgsl.alloc(prog.image.len() as u64, MemFlags::USE_CPU_MAP)?);
         write_words(code.get(), 0, &prog.image)?;
@@ -1249,9 +1242,9 @@ impl Drop for QcomBackend {
 /// Validate a program for the QCOM device: its metadata against itself and its blob
 /// ([`Program::from_json`]), its address slots against the bundle program's buffer parameters,
 /// and its shader code: every instruction from the entry decodes, branch targets lie inside the
-/// code, an `end` is there (an all-zero or cut image has none), and on `QCOM:SIM` (`sim`) every
-/// instruction is one the ir3 interpreter runs.
-pub fn validate_program(p: &ProgramRef<'_>, object: &[u8], sim: bool) -> Result<Program> {
+/// code, and an `end` is there (an all-zero or cut image has none). What the device's shader
+/// core runs is [`check_shader_support`]'s.
+pub fn validate_program(p: &ProgramRef<'_>, object: &[u8]) -> Result<Program> {
     use hcq_ir3::isa::{Body, Cat0Op};
     let meta = p.adreno.ok_or(Error::Malformed {
         what: "bundle program",
@@ -1272,9 +1265,6 @@ pub fn validate_program(p: &ProgramRef<'_>, object: &[u8], sim: bool) -> Result<
         Error::Malformed { what: "adreno shader code", at: prog.entry.into(), reason: "not a6xx ir3 instructions" }
             .context(e.to_string())
     })?;
-    if sim {
-        sim_instructions(&prog)?;
-    }
     let mut ends = false;
     for (i, ins) in instrs.iter().enumerate() {
         if let Some(t) = ins.branch_target(i)
@@ -1293,13 +1283,6 @@ pub fn validate_program(p: &ProgramRef<'_>, object: &[u8], sim: bool) -> Result<
         {
             ends = true;
         }
-        if sim && let Some(name) = hcq_ir3::exec::refused(ins) {
-            return Err(Error::Unsupported {
-                what: "adreno shader instruction the QCOM:SIM interpreter does not run (instruction index)",
-                value: i as u64,
-            })
-            .map_err(|e| e.context(format!("instruction {i}: {name}")));
-        }
     }
     if !ends {
         return Err(Error::Malformed {
@@ -1311,22 +1294,25 @@ pub fn validate_program(p: &ProgramRef<'_>, object: &[u8], sim: bool) -> Result<
     Ok(prog)
 }
 
-/// On `QCOM:SIM`: every instruction of `prog` (decoded by [`validate_program`]) is one the ir3
-/// interpreter runs.
-fn sim_instructions(prog: &Program) -> Result<()> {
-    use hcq_ir3::isa::Body;
+/// Every instruction of `prog` (validated by [`validate_program`]) is one the shader core
+/// behind `kernel` runs ([`GpuKernel::unsupported_instruction`]: on hardware every one, on
+/// `QCOM:SIM` those the ir3 interpreter runs); the error names the instruction, its index and
+/// the backend.
+pub fn check_shader_support(prog: &Program, kernel: &dyn GpuKernel) -> Result<()> {
     // CAST: the entry lies inside the image (checked by `from_json`).
     let instrs = hcq_ir3::decode_image(&prog.image[prog.entry as usize..]).map_err(|e| {
         Error::Malformed { what: "adreno shader code", at: prog.entry.into(), reason: "not a6xx ir3 instructions" }
             .context(e.to_string())
     })?;
     for (i, ins) in instrs.iter().enumerate() {
-        if let Body::Unsupported(name) = ins.body {
+        if let Some(name) = kernel.unsupported_instruction(ins) {
             return Err(Error::Unsupported {
-                what: "adreno shader instruction the QCOM:SIM interpreter does not run (instruction index)",
+                what: "adreno shader instruction the device's shader core does not run (instruction index)",
                 value: i as u64,
             })
-            .map_err(|e| e.context(format!("instruction {i}: {name}")));
+            .map_err(|e| {
+                e.context(format!("instruction {i}: {name}; shader core: {}", kernel.describe().trim_end_matches(',')))
+            });
         }
     }
     Ok(())

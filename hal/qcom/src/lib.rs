@@ -22,6 +22,7 @@
 pub mod capture;
 pub mod device;
 pub mod flags;
+mod forward;
 pub mod ioctl;
 pub mod kernel;
 pub mod msm;
@@ -468,8 +469,11 @@ impl kernel::GpuKernel for Kgsl {
     fn describe(&self) -> &'static str {
         self.io.describe()
     }
-    fn is_simulator(&self) -> bool {
-        self.io.is_simulator()
+    fn gpu_limits(&self) -> hcq::device::GpuLimits {
+        self.io.gpu_limits(kernel::chip_limits(self.generation))
+    }
+    fn unsupported_instruction(&self, ins: &hcq_ir3::isa::Instr) -> Option<&'static str> {
+        self.io.unsupported_instruction(ins)
     }
     fn create_context(&self) -> Result<Context> {
         Kgsl::create_context(self, ContextFlags::compute())

@@ -379,10 +379,20 @@ fn a_copy_launch_runs_as_cp_memcpy_after_the_kernel() {
     assert!(!r.check().unwrap().ok, "a zero input changes the output");
 }
 
-/// The simulated KGSL, with every `GPUOBJ_ALLOC` after the first `ok` refused (`ENOMEM`).
+/// The simulated KGSL, with every `GPUOBJ_ALLOC` after the first `ok` refused (`ENOMEM`),
+/// stating `limits` in place of the simulator's when set, and (`refuse_end`) a shader core that
+/// does not run `end`.
 struct FailingAlloc {
     sim: Arc<SimKgsl>,
     ok: std::sync::atomic::AtomicUsize,
+    limits: Option<hcq::device::GpuLimits>,
+    refuse_end: bool,
+}
+
+impl FailingAlloc {
+    fn new(sim: Arc<SimKgsl>) -> Self {
+        Self { sim, ok: usize::MAX.into(), limits: None, refuse_end: false }
+    }
 }
 
 impl hcq_qcom::ioctl::KgslIoctl for FailingAlloc {
@@ -444,8 +454,86 @@ impl hcq_qcom::ioctl::KgslIoctl for FailingAlloc {
     fn note_program(&self, shader_addr: u64, arg_slots: &[(u32, u32)]) {
         self.sim.note_program(shader_addr, arg_slots)
     }
-    fn is_simulator(&self) -> bool {
-        true
+    fn describe(&self) -> &'static str {
+        self.sim.describe()
+    }
+    fn gpu_limits(&self, chip: hcq::device::GpuLimits) -> hcq::device::GpuLimits {
+        self.limits.unwrap_or(self.sim.gpu_limits(chip))
+    }
+    fn unsupported_instruction(&self, ins: &hcq_ir3::isa::Instr) -> Option<&'static str> {
+        use hcq_ir3::isa::{Body, Cat0Op};
+        match ins.body {
+            Body::Cat0(c) if self.refuse_end && c.op == Cat0Op::End => Some("end (refused by this test's core)"),
+            _ => self.sim.unsupported_instruction(ins),
+        }
+    }
+}
+
+/// The device states the limits its backend states: a backend narrower than the chip (8
+/// work-groups per dispatch) gets a bundle past them (elementwise: 32 work-groups) refused at
+/// load, naming the limit, before anything is allocated (every allocation after the backend's
+/// own timeline object fails here, so an allocation would be the error).
+#[test]
+fn a_backend_stating_smaller_limits_gets_a_bundle_refused_before_any_allocation() {
+    let bytes = bundle("elementwise");
+    let file = Hcqb::parse(&bytes).unwrap();
+    let sim = Arc::new(SimKgsl::new(Box::new(Ir3Dispatch::new())));
+    let chip = hcq_qcom::kernel::chip_limits(hcq_adreno::chip::Generation::A6xx);
+    let small = hcq::device::GpuLimits { max_total_groups: 8, ..chip };
+    let io = Arc::new(FailingAlloc { limits: Some(small), ..FailingAlloc::new(sim.clone()) });
+    let dev = QcomDevice::with_backend("QCOM:SIM", io.clone(), false).unwrap();
+    assert_eq!(dev.gpu_limits(), small);
+    assert_eq!(hcq::device::Device::limits(&*dev).gpu, Some(small));
+    let b = QcomBackend::new(dev).unwrap();
+    io.ok.store(0, std::sync::atomic::Ordering::Release);
+    let live = sim.live_blocks();
+    let e = Runner::load(b, &file).unwrap_err().to_string();
+    assert!(e.contains("max work-groups per dispatch") && e.contains('8'), "{e}");
+    assert!(!e.contains("allocation of"), "refused by an allocation, not the limits: {e}");
+    assert_eq!(sim.live_blocks(), live - 1, "only the backend's own timeline object, freed with it");
+}
+
+/// The simulator states its own limits, and they are the device's: the chip's with at most
+/// `SIM_MAX_GROUPS` work-groups per dispatch, through both kernel interfaces and through an `.rd`
+/// capture around the simulated KGSL (whose `Arc` forwards the provided methods too).
+#[test]
+fn the_simulators_stated_limits_are_the_devices() {
+    let chip = hcq_qcom::kernel::chip_limits(hcq_adreno::chip::Generation::A6xx);
+    let sim = hcq_sim_adreno::limits::gpu_limits(chip);
+    assert_eq!(sim.max_total_groups, hcq_sim_adreno::SIM_MAX_GROUPS);
+    assert_eq!(hcq::device::GpuLimits { max_total_groups: chip.max_total_groups, ..sim }, chip);
+    for dev in
+        [hcq_sim_adreno::open(false), hcq_sim_adreno::open(true), hcq_sim_adreno::open_msm(false)].map(Result::unwrap)
+    {
+        assert_eq!(dev.gpu_limits(), sim, "{}", hcq::device::Device::name(&*dev));
+        assert_eq!(hcq::device::Device::limits(&*dev).gpu, Some(sim));
+    }
+}
+
+/// A program with an instruction the backend's shader core states it does not run is refused at
+/// load, naming the instruction, its index and the core, before anything of the bundle is
+/// allocated; the same bundle loads where the core runs it.
+#[test]
+fn a_program_with_an_instruction_the_backends_core_refuses_is_refused_at_load() {
+    let bytes = bundle("elementwise");
+    let file = Hcqb::parse(&bytes).unwrap();
+    for refuse_end in [true, false] {
+        let sim = Arc::new(SimKgsl::new(Box::new(Ir3Dispatch::new())));
+        let io = Arc::new(FailingAlloc { refuse_end, ..FailingAlloc::new(sim.clone()) });
+        let dev = QcomDevice::with_backend("QCOM:SIM", io.clone(), false).unwrap();
+        let b = QcomBackend::new(dev).unwrap();
+        match Runner::load(b, &file) {
+            Err(e) if refuse_end => {
+                let e = e.to_string();
+                assert!(e.contains("shader core does not run") && e.contains("end (refused"), "{e}");
+                assert!(e.contains("program 0") && e.contains("simulated KGSL"), "{e}");
+            }
+            Ok(mut m) if !refuse_end => {
+                m.call().unwrap();
+                assert!(m.check().unwrap().ok);
+            }
+            r => panic!("refuse_end {refuse_end}: {:?}", r.map(|_| ()).map_err(|e| e.to_string())),
+        }
     }
 }
 
@@ -463,7 +551,7 @@ fn a_load_that_fails_at_any_allocation_frees_every_object_it_made() {
             let sim = Arc::new(
                 SimKgsl::new(Box::new(Ir3Dispatch::new().with_arg_slots(slots.clone()))).with_arg_slots(slots),
             );
-            let io = Arc::new(FailingAlloc { sim: sim.clone(), ok: usize::MAX.into() });
+            let io = Arc::new(FailingAlloc::new(sim.clone()));
             let dev = QcomDevice::with_backend("QCOM:SIM", io.clone(), false).unwrap();
             let live = sim.live_blocks();
             io.ok.store(ok, std::sync::atomic::Ordering::Release);

@@ -19,7 +19,9 @@
 
 use crate::cp::{Cp, GpuMemory, Outcome, ShaderCore};
 use crate::dispatch::ArgSlots;
+use hcq::device::GpuLimits;
 use hcq::mmio::{MmioBus, VolatileRegion, Width};
+use hcq_ir3::isa::Instr;
 use hcq_qcom::ioctl::{KgslIoctl, Mapping};
 use hcq_qcom::uapi::*;
 use rustix::io::Errno;
@@ -620,7 +622,10 @@ impl KgslIoctl for SimKgsl {
     fn describe(&self) -> &'static str {
         "simulated KGSL + ir3 interpreter,"
     }
-    fn is_simulator(&self) -> bool {
-        true
+    fn gpu_limits(&self, chip: GpuLimits) -> GpuLimits {
+        crate::limits::gpu_limits(chip)
+    }
+    fn unsupported_instruction(&self, ins: &Instr) -> Option<&'static str> {
+        crate::limits::unsupported_instruction(ins)
     }
 }

@@ -23,6 +23,8 @@
 //!   on Linux) and lets the GPU see it.
 
 use crate::kgsl::{Backing, SimKgsl};
+use hcq::device::GpuLimits;
+use hcq_ir3::isa::Instr;
 use hcq_qcom::ioctl::{KgslIoctl, Mapping};
 use hcq_qcom::msm::ioctl::{DriverVersion, MsmIoctl};
 use hcq_qcom::msm::uapi::*;
@@ -378,7 +380,10 @@ impl MsmIoctl for SimMsm {
     fn describe(&self) -> &'static str {
         "simulated MSM DRM + ir3 interpreter,"
     }
-    fn is_simulator(&self) -> bool {
-        true
+    fn gpu_limits(&self, chip: GpuLimits) -> GpuLimits {
+        crate::limits::gpu_limits(chip)
+    }
+    fn unsupported_instruction(&self, ins: &Instr) -> Option<&'static str> {
+        crate::limits::unsupported_instruction(ins)
     }
 }
