@@ -6,7 +6,8 @@
 //!   [`cp::RingCp`] for the bare-metal ring registers), with a [`cp::ShaderCore`] hook for the
 //!   shader core;
 //! - [`kgsl`]: [`SimKgsl`], a simulated KGSL: `hcq_qcom::ioctl::KgslIoctl` over host memory
-//!   whose submissions run on the CP;
+//!   whose submissions run on the CP; [`hooked`]: [`HookedKgsl`], the same with a test's hook
+//!   in front (refuse a call, record one, state other limits);
 //! - [`msm`]: [`SimMsm`], the simulated MSM DRM driver over the same simulated GPU
 //!   (`hcq_qcom::msm::MsmIoctl`, the `MSM+QCOM:SIM` device);
 //! - [`dispatch`]: [`Ir3Dispatch`], the shader core: each `CP_EXEC_CS` runs on `hcq-ir3`'s
@@ -24,12 +25,14 @@ extern crate alloc;
 
 pub mod cp;
 pub mod dispatch;
+pub mod hooked;
 pub mod images;
 pub mod kgsl;
 pub mod limits;
 pub mod msm;
 
 pub use dispatch::{ArgSlots, Ir3Dispatch};
+pub use hooked::{HookedKgsl, KgslCall, KgslHook};
 pub use kgsl::{SIM_CHIP_ID, SimKgsl};
 pub use limits::SIM_MAX_GROUPS;
 pub use msm::SimMsm;
