@@ -1,5 +1,5 @@
 //! The one mechanism behind every "a shared `X` is an `X`" impl of this crate's traits
-//! ([`KgslIoctl`](crate::ioctl::KgslIoctl), [`MsmIoctl`](crate::msm::MsmIoctl),
+//! ([`KgslIoctl`](crate::kgsl::ioctl::KgslIoctl), [`MsmIoctl`](crate::msm::MsmIoctl),
 //! [`GpuKernel`](crate::kernel::GpuKernel) for `Arc<T>`): [`forward_to_deref!`] writes each
 //! method, provided ones included, as a call of the same method on `**self`, so a wrapper can
 //! never fall back to a trait default its inner implementation overrides.

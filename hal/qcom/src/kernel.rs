@@ -1,4 +1,4 @@
-//! The kernel interface the QCOM device runs on: [`GpuKernel`], implemented by [`crate::Kgsl`]
+//! The kernel interface the QCOM device runs on: [`GpuKernel`], implemented by [`crate::kgsl::Kgsl`]
 //! (Qualcomm's KGSL, `/dev/kgsl-3d0`: Android, comma's AGNOS) and [`crate::msm::Msm`] (the
 //! mainline MSM DRM driver, `/dev/dri/renderD*`). Both drive the same Adreno with the same PM4
 //! stream; what differs is how memory, queues, submissions and fences are named:
@@ -18,11 +18,35 @@
 
 use crate::flags::MemFlags;
 use crate::msm::uapi::{GemSubmitBo, MSM_SUBMIT_BO_READ, MSM_SUBMIT_BO_WRITE};
-use crate::{Context, DeviceInfo, FreeAfter, GpuObject, UserMapping};
+use crate::{Context, FreeAfter, GpuObject, UserMapping};
 use hcq::device::GpuLimits;
 use hcq::{Error, Result};
 use hcq_adreno::chip::Generation;
 use hcq_ir3::isa::Instr;
+
+/// What the kernel says about the GPU (KGSL `DEVICE_GETPROPERTY(DEVICE_INFO)`, MSM
+/// `GET_PARAM`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// `core << 24 | major << 16 | minor << 8 | patch` (a630: 0x0603000p).
+    pub chip_id: u32,
+    /// Marketing id (630).
+    pub gpu_id: u32,
+    /// GMEM bytes (1 MiB on a630).
+    pub gmem_bytes: u64,
+    /// GMEM base address.
+    pub gmem_base: u64,
+    /// The GPU MMU is on.
+    pub mmu_enabled: bool,
+}
+
+impl DeviceInfo {
+    /// `(core, major, minor, patch)` of the chip id.
+    pub fn revision(&self) -> (u8, u8, u8, u8) {
+        let c = self.chip_id.to_be_bytes();
+        (c[0], c[1], c[2], c[3])
+    }
+}
 
 /// Which kernel interface a device talks to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

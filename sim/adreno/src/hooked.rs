@@ -7,8 +7,9 @@
 use crate::SimKgsl;
 use hcq::device::GpuLimits;
 use hcq_ir3::isa::Instr;
-use hcq_qcom::ioctl::{KgslIoctl, Mapping};
-use hcq_qcom::uapi::*;
+use hcq_qcom::Mapping;
+use hcq_qcom::kgsl::ioctl::KgslIoctl;
+use hcq_qcom::kgsl::uapi::*;
 use rustix::io::Errno;
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 //! - [`cp`]: the command processor, a PM4 interpreter over GPU memory ([`cp::Cp`], and
 //!   [`cp::RingCp`] for the bare-metal ring registers), with a [`cp::ShaderCore`] hook for the
 //!   shader core;
-//! - [`kgsl`]: [`SimKgsl`], a simulated KGSL: `hcq_qcom::ioctl::KgslIoctl` over host memory
+//! - [`kgsl`]: [`SimKgsl`], a simulated KGSL: `hcq_qcom::kgsl::ioctl::KgslIoctl` over host memory
 //!   whose submissions run on the CP; [`hooked`]: [`HookedKgsl`], the same with a test's hook
 //!   in front (refuse a call, record one, state other limits);
 //! - [`msm`]: [`SimMsm`], the simulated MSM DRM driver over the same simulated GPU

@@ -6,7 +6,8 @@ use hcq::mmio::{MmioBus, Width};
 use hcq::queue::Command;
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue, Program};
 use hcq_qcom::flags::{ContextFlags, MemFlags};
-use hcq_qcom::{Context, FreeAfter, GpuObject, Kgsl};
+use hcq_qcom::kgsl::Kgsl;
+use hcq_qcom::{Context, FreeAfter, GpuObject};
 use hcq_sim_adreno::cp::{ComputeState, GpuMemory, ShaderCore};
 use hcq_sim_adreno::kgsl::SimKgsl;
 use hcq_sim_adreno::{HookedKgsl, KgslCall, KgslHook};
@@ -182,7 +183,7 @@ fn objects_are_released_only_after_their_timestamp() {
 
 #[test]
 fn submissions_are_captured_in_rd_format() {
-    use hcq_qcom::capture::Capturing;
+    use hcq_qcom::kgsl::capture::Capturing;
     let cap = Arc::new(Capturing::new(SimKgsl::new(Box::new(Fake)), "hcq-test"));
     let k = Kgsl::with_backend(cap.clone()).unwrap();
     let ctx = k.create_context(ContextFlags::compute()).unwrap();
@@ -307,12 +308,12 @@ fn the_sleep_hook_waits_for_the_oldest_submission_in_flight() {
 /// instead of writing memory that is no longer the GPU's.
 #[test]
 fn an_object_freed_while_still_mapped_is_a_fault_for_the_gpu() {
-    use hcq_qcom::ioctl::KgslIoctl;
+    use hcq_qcom::kgsl::ioctl::KgslIoctl;
     use zerocopy::FromZeros;
     let r = rig();
     let obj = r.k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
     // the raw ioctl, with the object's mapping still alive (`Kgsl::free` unmaps first)
-    r.sim.gpuobj_free(&hcq_qcom::uapi::GpuobjFree { id: obj.id(), ..FromZeros::new_zeroed() }, None).unwrap();
+    r.sim.gpuobj_free(&hcq_qcom::kgsl::uapi::GpuobjFree { id: obj.id(), ..FromZeros::new_zeroed() }, None).unwrap();
     let mut q = r.queue();
     q.push(Command::Signal { addr: obj.gpuaddr(), value: 7 }).unwrap();
     let ts = r.submit(&q);

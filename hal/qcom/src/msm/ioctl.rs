@@ -6,7 +6,8 @@
 //! plain Rust slices.
 
 use super::uapi::*;
-use crate::ioctl::{Mapping, Raw};
+use crate::Mapping;
+use crate::kgsl::ioctl::Raw;
 use hcq::device::GpuLimits;
 use hcq_ir3::isa::Instr;
 use rustix::fd::OwnedFd;

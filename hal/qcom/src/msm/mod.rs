@@ -25,9 +25,9 @@ pub mod ioctl;
 pub mod uapi;
 
 use crate::flags::MemFlags;
-use crate::ioctl::Mapping;
 use crate::kernel::{BufferList, GpuKernel, Imported, Interface};
-use crate::{Context, DeviceInfo, FreeAfter, GpuObject, MapOwner, UserMapping};
+use crate::memory::MapOwner;
+use crate::{Context, DeviceInfo, FreeAfter, GpuObject, Mapping, UserMapping};
 use hcq::error::device_name;
 use hcq::mmio::VolatileRegion;
 use hcq::{Error, Result};

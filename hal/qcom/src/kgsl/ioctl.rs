@@ -3,28 +3,14 @@
 //! fake) implements the same trait; user pointers inside the uapi structs are filled in by the
 //! real backend only, so implementations see plain Rust slices.
 
-use crate::uapi::*;
+use super::uapi::*;
+use crate::Mapping;
 use core::ptr::NonNull;
 use hcq::device::GpuLimits;
 use hcq_ir3::isa::Instr;
 use rustix::fd::OwnedFd;
 use rustix::io::Errno;
 use zerocopy::IntoBytes;
-
-/// A CPU mapping of a GPU object.
-#[derive(Debug)]
-pub struct Mapping {
-    /// Start.
-    pub ptr: NonNull<u8>,
-    /// Length in bytes.
-    pub len: usize,
-}
-
-// SAFETY: a Mapping is an address range; access goes through GpuObject, which hands out
-// volatile word accessors only.
-unsafe impl Send for Mapping {}
-// SAFETY: as above.
-unsafe impl Sync for Mapping {}
 
 /// The KGSL ioctls this crate uses. Errors are the raw errno of the call.
 pub trait KgslIoctl: Send + Sync {

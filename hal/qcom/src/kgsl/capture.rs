@@ -3,9 +3,10 @@
 //! object and the submitted IBs to a freedreno `.rd` capture (Mesa's `cffdump` decodes it;
 //! `hcq_adreno::rd::read` reads it back).
 
+use super::ioctl::KgslIoctl;
+use super::uapi::*;
+use crate::Mapping;
 use crate::flags::MemFlags;
-use crate::ioctl::{KgslIoctl, Mapping};
-use crate::uapi::*;
 use hcq::device::GpuLimits;
 use hcq::mmio::{MmioBus, VolatileRegion, Width};
 use hcq_adreno::rd::RdWriter;
