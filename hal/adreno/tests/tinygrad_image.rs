@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../kgsl/tests/data/tinygrad_image")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../qcom/tests/data/tinygrad_image")
 }
 
 struct Capture {
