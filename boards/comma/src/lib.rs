@@ -19,7 +19,8 @@ use hcq_adreno::a6xx::events;
 use hcq_adreno::pm4::raw::event_write as ev;
 use hcq_adreno::pm4::{op, pkt7};
 use hcq_qcom::flags::{ContextFlags, MemFlags};
-use hcq_qcom::{DeviceInfo, FreeAfter, Kgsl};
+use hcq_qcom::kgsl::Kgsl;
+use hcq_qcom::{DeviceInfo, FreeAfter};
 
 /// A board: what it is, what runs on it and where it goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,7 +58,7 @@ pub const COMMA: BoardProfile = BoardProfile {
     chip_id: 0x0603_0001,
     // 1 MiB (Linux's a630 catalog entry: gmem = SZ_1M).
     gmem_bytes: 1 << 20,
-    kgsl_node: hcq_qcom::DEFAULT_NODE,
+    kgsl_node: hcq_qcom::kgsl::DEFAULT_NODE,
     default_device: "QCOM",
     target: "aarch64-unknown-linux-gnu",
     os: "AGNOS (comma's Ubuntu-based aarch64 Linux)",

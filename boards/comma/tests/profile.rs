@@ -3,7 +3,8 @@
 //! wrapper makes QCOM the default device without overriding the user's choice.
 
 use hcq_board_comma::{COMMA, SMOKE_FENCE, SMOKE_VALUE, smoke};
-use hcq_qcom::{DeviceInfo, Kgsl};
+use hcq_qcom::DeviceInfo;
+use hcq_qcom::kgsl::Kgsl;
 use hcq_sim_adreno::cp::{ComputeState, GpuMemory, ShaderCore};
 use hcq_sim_adreno::kgsl::{SIM_CHIP_ID, SimKgsl};
 use std::process::Command;
@@ -51,7 +52,7 @@ fn the_profile_is_the_adreno_630_that_kgsl_and_the_sim_describe() {
     assert_eq!(COMMA.chip_id, 0x0603_0001);
     assert_eq!(COMMA.chip_id, SIM_CHIP_ID, "the simulated KGSL is the comma's GPU");
     assert_eq!(COMMA.kgsl_node, "/dev/kgsl-3d0");
-    assert_eq!(COMMA.kgsl_node, hcq_qcom::DEFAULT_NODE);
+    assert_eq!(COMMA.kgsl_node, hcq_qcom::kgsl::DEFAULT_NODE);
     assert_eq!(COMMA.default_device, "QCOM");
     assert_eq!(COMMA.target, "aarch64-unknown-linux-gnu");
     let k = sim();

@@ -1,4 +1,4 @@
-//! The kernel interface the QCOM device runs on: [`GpuKernel`], implemented by [`crate::Kgsl`]
+//! The kernel interface the QCOM device runs on: [`GpuKernel`], implemented by [`crate::kgsl::Kgsl`]
 //! (Qualcomm's KGSL, `/dev/kgsl-3d0`: Android, comma's AGNOS) and [`crate::msm::Msm`] (the
 //! mainline MSM DRM driver, `/dev/dri/renderD*`). Both drive the same Adreno with the same PM4
 //! stream; what differs is how memory, queues, submissions and fences are named:
@@ -18,8 +18,35 @@
 
 use crate::flags::MemFlags;
 use crate::msm::uapi::{GemSubmitBo, MSM_SUBMIT_BO_READ, MSM_SUBMIT_BO_WRITE};
-use crate::{Context, DeviceInfo, FreeAfter, GpuObject, UserMapping};
+use crate::{Context, FreeAfter, GpuObject, UserMapping};
+use hcq::device::GpuLimits;
 use hcq::{Error, Result};
+use hcq_adreno::chip::Generation;
+use hcq_ir3::isa::Instr;
+
+/// What the kernel says about the GPU (KGSL `DEVICE_GETPROPERTY(DEVICE_INFO)`, MSM
+/// `GET_PARAM`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// `core << 24 | major << 16 | minor << 8 | patch` (a630: 0x0603000p).
+    pub chip_id: u32,
+    /// Marketing id (630).
+    pub gpu_id: u32,
+    /// GMEM bytes (1 MiB on a630).
+    pub gmem_bytes: u64,
+    /// GMEM base address.
+    pub gmem_base: u64,
+    /// The GPU MMU is on.
+    pub mmu_enabled: bool,
+}
+
+impl DeviceInfo {
+    /// `(core, major, minor, patch)` of the chip id.
+    pub fn revision(&self) -> (u8, u8, u8, u8) {
+        let c = self.chip_id.to_be_bytes();
+        (c[0], c[1], c[2], c[3])
+    }
+}
 
 /// Which kernel interface a device talks to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -37,6 +64,16 @@ impl Interface {
             Interface::Kgsl => "KGSL",
             Interface::Msm => "MSM",
         }
+    }
+}
+
+/// What one program and one dispatch may ask of a chip of `generation`: the limits the PM4
+/// encoder chosen for it ([`hcq_adreno::compute_encoder`]) drives (the a630's
+/// [`A630_LIMITS`](hcq_adreno::program::A630_LIMITS)). A kernel node runs the chip under these;
+/// a backend may state narrower ones ([`GpuKernel::gpu_limits`]).
+pub fn chip_limits(generation: Generation) -> GpuLimits {
+    match generation {
+        Generation::A6xx => hcq_adreno::program::A630_LIMITS,
     }
 }
 
@@ -154,8 +191,15 @@ pub trait GpuKernel: Send + Sync + core::fmt::Debug {
     fn driver(&self) -> String;
     /// What the backend is (the node's driver, or a simulator's description).
     fn describe(&self) -> &'static str;
-    /// Whether the backend is a simulator (its limits and instruction set apply).
-    fn is_simulator(&self) -> bool;
+    /// What one program and one dispatch may ask for on this backend: the chip's limits
+    /// ([`chip_limits`]) as the backend runs it (a kernel node: the chip's; a simulator adds
+    /// its own budget). The device states these and the core checks a bundle against them
+    /// before anything is allocated.
+    fn gpu_limits(&self) -> GpuLimits;
+    /// Why the shader core behind this backend cannot run `ins`, if it cannot (a simulator's
+    /// interpreter refuses what it does not model); `None` for every instruction hardware runs.
+    /// The device refuses a program with such an instruction at load.
+    fn unsupported_instruction(&self, ins: &Instr) -> Option<&'static str>;
 
     /// Create a context (KGSL draw context, MSM submit queue).
     fn create_context(&self) -> Result<Context>;
@@ -214,60 +258,25 @@ pub trait GpuKernel: Send + Sync + core::fmt::Debug {
 
 /// A shared kernel interface is one (the device and its backends hold `Arc<dyn GpuKernel>`).
 impl<T: GpuKernel + ?Sized> GpuKernel for std::sync::Arc<T> {
-    fn interface(&self) -> Interface {
-        (**self).interface()
-    }
-    fn info(&self) -> DeviceInfo {
-        (**self).info()
-    }
-    fn driver(&self) -> String {
-        (**self).driver()
-    }
-    fn describe(&self) -> &'static str {
-        (**self).describe()
-    }
-    fn is_simulator(&self) -> bool {
-        (**self).is_simulator()
-    }
-    fn create_context(&self) -> Result<Context> {
-        (**self).create_context()
-    }
-    fn destroy_context(&self, ctx: Context) -> Result<()> {
-        (**self).destroy_context(ctx)
-    }
-    fn alloc(&self, size: u64, flags: MemFlags) -> Result<GpuObject> {
-        (**self).alloc(size, flags)
-    }
-    fn free(&self, obj: GpuObject, after: FreeAfter) -> Result<()> {
-        (**self).free(obj, after)
-    }
-    unsafe fn map_user(&self, ptr: *mut u8, len: usize) -> Result<UserMapping> {
-        // SAFETY: forwarded: the caller's contract is the inner interface's.
-        unsafe { (**self).map_user(ptr, len) }
-    }
-    fn unmap_user(&self, m: UserMapping, ctx: &Context, after: u32, timeout_ms: u32) -> Result<()> {
-        (**self).unmap_user(m, ctx, after, timeout_ms)
-    }
-    fn import_dmabuf(&self, fd: std::os::fd::BorrowedFd<'_>) -> Result<Imported> {
-        (**self).import_dmabuf(fd)
-    }
-    fn release_import(&self, imp: Imported) -> Result<()> {
-        (**self).release_import(imp)
-    }
-    unsafe fn submit(&self, ctx: &Context, ib: u64, bytes: u64, buffers: &mut BufferList) -> Result<u32> {
-        // SAFETY: forwarded: the caller's contract is the inner interface's.
-        unsafe { (**self).submit(ctx, ib, bytes, buffers) }
-    }
-    fn retired(&self, ctx: &Context) -> Result<u32> {
-        (**self).retired(ctx)
-    }
-    fn wait(&self, ctx: &Context, fence: u32, timeout_ms: u32) -> Result<()> {
-        (**self).wait(ctx, fence, timeout_ms)
-    }
-    fn fault_report(&self) -> Option<String> {
-        (**self).fault_report()
-    }
-    fn note_program(&self, shader_addr: u64, arg_slots: &[(u32, u32)]) {
-        (**self).note_program(shader_addr, arg_slots)
+    crate::forward::forward_to_deref! {
+        fn interface(&self) -> Interface;
+        fn info(&self) -> DeviceInfo;
+        fn driver(&self) -> String;
+        fn describe(&self) -> &'static str;
+        fn gpu_limits(&self) -> GpuLimits;
+        fn unsupported_instruction(&self, ins: &Instr) -> Option<&'static str>;
+        fn create_context(&self) -> Result<Context>;
+        fn destroy_context(&self, ctx: Context) -> Result<()>;
+        fn alloc(&self, size: u64, flags: MemFlags) -> Result<GpuObject>;
+        fn free(&self, obj: GpuObject, after: FreeAfter) -> Result<()>;
+        unsafe fn map_user(&self, ptr: *mut u8, len: usize) -> Result<UserMapping>;
+        fn unmap_user(&self, m: UserMapping, ctx: &Context, after: u32, timeout_ms: u32) -> Result<()>;
+        fn import_dmabuf(&self, fd: std::os::fd::BorrowedFd<'_>) -> Result<Imported>;
+        fn release_import(&self, imp: Imported) -> Result<()>;
+        unsafe fn submit(&self, ctx: &Context, ib: u64, bytes: u64, buffers: &mut BufferList) -> Result<u32>;
+        fn retired(&self, ctx: &Context) -> Result<u32>;
+        fn wait(&self, ctx: &Context, fence: u32, timeout_ms: u32) -> Result<()>;
+        fn fault_report(&self) -> Option<String>;
+        fn note_program(&self, shader_addr: u64, arg_slots: &[(u32, u32)]);
     }
 }

@@ -16,6 +16,7 @@ use hcq_qcom::flags::MemFlags;
 use hcq_qcom::kernel::{Access, BufferList};
 use hcq_sim_adreno::dispatch::{ArgSlots, Ir3Dispatch};
 use hcq_sim_adreno::kgsl::SimKgsl;
+use hcq_sim_adreno::{HookedKgsl, KgslCall, KgslHook};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -379,73 +380,113 @@ fn a_copy_launch_runs_as_cp_memcpy_after_the_kernel() {
     assert!(!r.check().unwrap().ok, "a zero input changes the output");
 }
 
-/// The simulated KGSL, with every `GPUOBJ_ALLOC` after the first `ok` refused (`ENOMEM`).
+/// A hook on the simulated KGSL: every `GPUOBJ_ALLOC` after the first `ok` refused (`ENOMEM`),
+/// `limits` stated in place of the simulator's when set, and (`refuse_end`) a shader core that
+/// does not run `end`.
 struct FailingAlloc {
-    sim: Arc<SimKgsl>,
     ok: std::sync::atomic::AtomicUsize,
+    limits: Option<hcq::device::GpuLimits>,
+    refuse_end: bool,
 }
 
-impl hcq_qcom::ioctl::KgslIoctl for FailingAlloc {
-    fn get_property(&self, ty: u32, out: &mut [u8]) -> Result<(), rustix::io::Errno> {
-        self.sim.get_property(ty, out)
+impl FailingAlloc {
+    /// The simulated KGSL behind a hook that changes nothing until told.
+    fn hooked(sim: &Arc<SimKgsl>) -> HookedKgsl<Self> {
+        Self::hooked_with(sim, None, false)
     }
-    fn drawctxt_create(&self, arg: &mut hcq_qcom::uapi::DrawctxtCreate) -> Result<(), rustix::io::Errno> {
-        self.sim.drawctxt_create(arg)
+
+    fn hooked_with(sim: &Arc<SimKgsl>, limits: Option<hcq::device::GpuLimits>, refuse_end: bool) -> HookedKgsl<Self> {
+        HookedKgsl::new(sim.clone(), Self { ok: usize::MAX.into(), limits, refuse_end })
     }
-    fn drawctxt_destroy(&self, arg: &hcq_qcom::uapi::DrawctxtDestroy) -> Result<(), rustix::io::Errno> {
-        self.sim.drawctxt_destroy(arg)
-    }
-    fn gpuobj_alloc(&self, arg: &mut hcq_qcom::uapi::GpuobjAlloc) -> Result<(), rustix::io::Errno> {
+}
+
+impl KgslHook for FailingAlloc {
+    fn before(&self, call: KgslCall<'_>) -> Result<(), rustix::io::Errno> {
         use std::sync::atomic::Ordering;
-        if self.ok.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_err() {
+        if let KgslCall::GpuobjAlloc(_) = call
+            && self.ok.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_err()
+        {
             return Err(rustix::io::Errno::NOMEM);
         }
-        self.sim.gpuobj_alloc(arg)
+        Ok(())
     }
-    fn gpuobj_info(&self, arg: &mut hcq_qcom::uapi::GpuobjInfo) -> Result<(), rustix::io::Errno> {
-        self.sim.gpuobj_info(arg)
+    fn gpu_limits(&self, sim: hcq::device::GpuLimits) -> hcq::device::GpuLimits {
+        self.limits.unwrap_or(sim)
     }
-    fn gpuobj_free(
-        &self,
-        arg: &hcq_qcom::uapi::GpuobjFree,
-        event: Option<&hcq_qcom::uapi::GpuEventTimestamp>,
-    ) -> Result<(), rustix::io::Errno> {
-        self.sim.gpuobj_free(arg, event)
+    fn unsupported_instruction(&self, ins: &hcq_ir3::isa::Instr, sim: Option<&'static str>) -> Option<&'static str> {
+        use hcq_ir3::isa::{Body, Cat0Op};
+        match ins.body {
+            Body::Cat0(c) if self.refuse_end && c.op == Cat0Op::End => Some("end (refused by this test's core)"),
+            _ => sim,
+        }
     }
-    fn map_user_mem(&self, arg: &mut hcq_qcom::uapi::MapUserMem) -> Result<(), rustix::io::Errno> {
-        self.sim.map_user_mem(arg)
+}
+
+/// The device states the limits its backend states: a backend narrower than the chip (8
+/// work-groups per dispatch) gets a bundle past them (elementwise: 32 work-groups) refused at
+/// load, naming the limit, before anything is allocated (every allocation after the backend's
+/// own timeline object fails here, so an allocation would be the error).
+#[test]
+fn a_backend_stating_smaller_limits_gets_a_bundle_refused_before_any_allocation() {
+    let bytes = bundle("elementwise");
+    let file = Hcqb::parse(&bytes).unwrap();
+    let sim = Arc::new(SimKgsl::new(Box::new(Ir3Dispatch::new())));
+    let chip = hcq_qcom::kernel::chip_limits(hcq_adreno::chip::Generation::A6xx);
+    let small = hcq::device::GpuLimits { max_total_groups: 8, ..chip };
+    let io = Arc::new(FailingAlloc::hooked_with(&sim, Some(small), false));
+    let dev = QcomDevice::with_backend("QCOM:SIM", io.clone(), false).unwrap();
+    assert_eq!(dev.gpu_limits(), small);
+    assert_eq!(hcq::device::Device::limits(&*dev).gpu, Some(small));
+    let b = QcomBackend::new(dev).unwrap();
+    io.hook().ok.store(0, std::sync::atomic::Ordering::Release);
+    let live = sim.live_blocks();
+    let e = Runner::load(b, &file).unwrap_err().to_string();
+    assert!(e.contains("max work-groups per dispatch") && e.contains('8'), "{e}");
+    assert!(!e.contains("allocation of"), "refused by an allocation, not the limits: {e}");
+    assert_eq!(sim.live_blocks(), live - 1, "only the backend's own timeline object, freed with it");
+}
+
+/// The simulator states its own limits, and they are the device's: the chip's with at most
+/// `SIM_MAX_GROUPS` work-groups per dispatch, through both kernel interfaces and through an `.rd`
+/// capture around the simulated KGSL (whose `Arc` forwards the provided methods too).
+#[test]
+fn the_simulators_stated_limits_are_the_devices() {
+    let chip = hcq_qcom::kernel::chip_limits(hcq_adreno::chip::Generation::A6xx);
+    let sim = hcq_sim_adreno::limits::gpu_limits(chip);
+    assert_eq!(sim.max_total_groups, hcq_sim_adreno::SIM_MAX_GROUPS);
+    assert_eq!(hcq::device::GpuLimits { max_total_groups: chip.max_total_groups, ..sim }, chip);
+    for dev in
+        [hcq_sim_adreno::open(false), hcq_sim_adreno::open(true), hcq_sim_adreno::open_msm(false)].map(Result::unwrap)
+    {
+        assert_eq!(dev.gpu_limits(), sim, "{}", hcq::device::Device::name(&*dev));
+        assert_eq!(hcq::device::Device::limits(&*dev).gpu, Some(sim));
     }
-    fn sharedmem_free(&self, arg: &hcq_qcom::uapi::SharedmemFree) -> Result<(), rustix::io::Errno> {
-        self.sim.sharedmem_free(arg)
-    }
-    fn gpu_command(
-        &self,
-        arg: &mut hcq_qcom::uapi::GpuCommand,
-        cmds: &[hcq_qcom::uapi::CommandObject],
-    ) -> Result<(), rustix::io::Errno> {
-        self.sim.gpu_command(arg, cmds)
-    }
-    fn wait_timestamp(&self, arg: &hcq_qcom::uapi::WaitTimestampCtxtid) -> Result<(), rustix::io::Errno> {
-        self.sim.wait_timestamp(arg)
-    }
-    fn read_timestamp(&self, arg: &mut hcq_qcom::uapi::ReadTimestampCtxtid) -> Result<(), rustix::io::Errno> {
-        self.sim.read_timestamp(arg)
-    }
-    fn mmap(&self, len: usize, offset: u64) -> Result<hcq_qcom::ioctl::Mapping, rustix::io::Errno> {
-        self.sim.mmap(len, offset)
-    }
-    unsafe fn munmap(&self, m: &hcq_qcom::ioctl::Mapping) {
-        // SAFETY: forwarded: the caller's contract is the simulated backend's.
-        unsafe { self.sim.munmap(m) }
-    }
-    fn fault_report(&self) -> Option<String> {
-        self.sim.fault_report()
-    }
-    fn note_program(&self, shader_addr: u64, arg_slots: &[(u32, u32)]) {
-        self.sim.note_program(shader_addr, arg_slots)
-    }
-    fn is_simulator(&self) -> bool {
-        true
+}
+
+/// A program with an instruction the backend's shader core states it does not run is refused at
+/// load, naming the instruction, its index and the core, before anything of the bundle is
+/// allocated; the same bundle loads where the core runs it.
+#[test]
+fn a_program_with_an_instruction_the_backends_core_refuses_is_refused_at_load() {
+    let bytes = bundle("elementwise");
+    let file = Hcqb::parse(&bytes).unwrap();
+    for refuse_end in [true, false] {
+        let sim = Arc::new(SimKgsl::new(Box::new(Ir3Dispatch::new())));
+        let io = Arc::new(FailingAlloc::hooked_with(&sim, None, refuse_end));
+        let dev = QcomDevice::with_backend("QCOM:SIM", io.clone(), false).unwrap();
+        let b = QcomBackend::new(dev).unwrap();
+        match Runner::load(b, &file) {
+            Err(e) if refuse_end => {
+                let e = e.to_string();
+                assert!(e.contains("shader core does not run") && e.contains("end (refused"), "{e}");
+                assert!(e.contains("program 0") && e.contains("simulated KGSL"), "{e}");
+            }
+            Ok(mut m) if !refuse_end => {
+                m.call().unwrap();
+                assert!(m.check().unwrap().ok);
+            }
+            r => panic!("refuse_end {refuse_end}: {:?}", r.map(|_| ()).map_err(|e| e.to_string())),
+        }
     }
 }
 
@@ -463,10 +504,10 @@ fn a_load_that_fails_at_any_allocation_frees_every_object_it_made() {
             let sim = Arc::new(
                 SimKgsl::new(Box::new(Ir3Dispatch::new().with_arg_slots(slots.clone()))).with_arg_slots(slots),
             );
-            let io = Arc::new(FailingAlloc { sim: sim.clone(), ok: usize::MAX.into() });
+            let io = Arc::new(FailingAlloc::hooked(&sim));
             let dev = QcomDevice::with_backend("QCOM:SIM", io.clone(), false).unwrap();
             let live = sim.live_blocks();
-            io.ok.store(ok, std::sync::atomic::Ordering::Release);
+            io.hook().ok.store(ok, std::sync::atomic::Ordering::Release);
             let mut b = match QcomBackend::new(dev.clone()) {
                 Ok(b) => b,
                 Err(e) => {

@@ -4,10 +4,12 @@
 use hcq::Error;
 use hcq::mmio::{MmioBus, Width};
 use hcq::signal::WaitHooks;
+use hcq_qcom::Mapping;
 use hcq_qcom::flags::{ContextFlags, MemFlags};
-use hcq_qcom::ioctl::{KgslIoctl, Mapping};
-use hcq_qcom::uapi::*;
-use hcq_qcom::{FreeAfter, Kgsl, TimestampHooks};
+use hcq_qcom::kgsl::Kgsl;
+use hcq_qcom::kgsl::ioctl::KgslIoctl;
+use hcq_qcom::kgsl::uapi::*;
+use hcq_qcom::{FreeAfter, TimestampHooks};
 use rustix::io::Errno;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};

@@ -6,8 +6,8 @@
 //!
 //! One `#[test]` on purpose: the counter is process-wide.
 
+use hcq_qcom::Mapping;
 use hcq_qcom::flags::MemFlags;
-use hcq_qcom::ioctl::Mapping;
 use hcq_qcom::kernel::{Access, BufferList, GpuKernel};
 use hcq_qcom::msm::Msm;
 use hcq_qcom::msm::ioctl::{DriverVersion, MsmIoctl};

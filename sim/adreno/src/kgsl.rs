@@ -19,9 +19,12 @@
 
 use crate::cp::{Cp, GpuMemory, Outcome, ShaderCore};
 use crate::dispatch::ArgSlots;
+use hcq::device::GpuLimits;
 use hcq::mmio::{MmioBus, VolatileRegion, Width};
-use hcq_qcom::ioctl::{KgslIoctl, Mapping};
-use hcq_qcom::uapi::*;
+use hcq_ir3::isa::Instr;
+use hcq_qcom::Mapping;
+use hcq_qcom::kgsl::ioctl::KgslIoctl;
+use hcq_qcom::kgsl::uapi::*;
 use rustix::io::Errno;
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -620,7 +623,10 @@ impl KgslIoctl for SimKgsl {
     fn describe(&self) -> &'static str {
         "simulated KGSL + ir3 interpreter,"
     }
-    fn is_simulator(&self) -> bool {
-        true
+    fn gpu_limits(&self, chip: GpuLimits) -> GpuLimits {
+        crate::limits::gpu_limits(chip)
+    }
+    fn unsupported_instruction(&self, ins: &Instr) -> Option<&'static str> {
+        crate::limits::unsupported_instruction(ins)
     }
 }

@@ -5,13 +5,16 @@
 //! - [`cp`]: the command processor, a PM4 interpreter over GPU memory ([`cp::Cp`], and
 //!   [`cp::RingCp`] for the bare-metal ring registers), with a [`cp::ShaderCore`] hook for the
 //!   shader core;
-//! - [`kgsl`]: [`SimKgsl`], a simulated KGSL: `hcq_qcom::ioctl::KgslIoctl` over host memory
-//!   whose submissions run on the CP;
+//! - [`kgsl`]: [`SimKgsl`], a simulated KGSL: `hcq_qcom::kgsl::ioctl::KgslIoctl` over host memory
+//!   whose submissions run on the CP; [`hooked`]: [`HookedKgsl`], the same with a test's hook
+//!   in front (refuse a call, record one, state other limits);
 //! - [`msm`]: [`SimMsm`], the simulated MSM DRM driver over the same simulated GPU
 //!   (`hcq_qcom::msm::MsmIoctl`, the `MSM+QCOM:SIM` device);
 //! - [`dispatch`]: [`Ir3Dispatch`], the shader core: each `CP_EXEC_CS` runs on `hcq-ir3`'s
 //!   interpreter, its argument addresses checked against the allocations ([`ArgSlots`]);
-//! - [`images`]: the texture, sampler and IBO descriptors of a dispatch, decoded and checked.
+//! - [`images`]: the texture, sampler and IBO descriptors of a dispatch, decoded and checked;
+//! - [`limits`]: what the simulated GPU states to the device through both interfaces: its
+//!   work-group budget ([`SIM_MAX_GROUPS`]) and the instructions its interpreter does not run.
 //!
 //! [`open`] makes the `QCOM:SIM` device (`hcq_qcom::device::QcomDevice` over a [`SimKgsl`]
 //! with the ir3 core) and [`qcom_sim_kind`] is its registry entry; [`open_msm`] makes
@@ -22,12 +25,16 @@ extern crate alloc;
 
 pub mod cp;
 pub mod dispatch;
+pub mod hooked;
 pub mod images;
 pub mod kgsl;
+pub mod limits;
 pub mod msm;
 
 pub use dispatch::{ArgSlots, Ir3Dispatch};
+pub use hooked::{HookedKgsl, KgslCall, KgslHook};
 pub use kgsl::{SIM_CHIP_ID, SimKgsl};
+pub use limits::SIM_MAX_GROUPS;
 pub use msm::SimMsm;
 
 use hcq::Result;

@@ -23,13 +23,16 @@
 //!   on Linux) and lets the GPU see it.
 
 use crate::kgsl::{Backing, SimKgsl};
-use hcq_qcom::ioctl::{KgslIoctl, Mapping};
-use hcq_qcom::msm::ioctl::{DriverVersion, MsmIoctl};
-use hcq_qcom::msm::uapi::*;
-use hcq_qcom::uapi::{
+use hcq::device::GpuLimits;
+use hcq_ir3::isa::Instr;
+use hcq_qcom::Mapping;
+use hcq_qcom::kgsl::ioctl::KgslIoctl;
+use hcq_qcom::kgsl::uapi::{
     CommandObject, DrawctxtCreate, DrawctxtDestroy, GPU_EVENT_TIMESTAMP, GPUOBJ_FREE_ON_EVENT, GpuCommand,
     GpuEventTimestamp, GpuobjAlloc, GpuobjFree, GpuobjInfo, MapUserMem, SharedmemFree, WaitTimestampCtxtid,
 };
+use hcq_qcom::msm::ioctl::{DriverVersion, MsmIoctl};
+use hcq_qcom::msm::uapi::*;
 use rustix::io::Errno;
 use std::collections::HashMap;
 use std::os::fd::BorrowedFd;
@@ -142,8 +145,8 @@ impl MsmIoctl for SimMsm {
         if arg.pipe != MSM_PIPE_3D0 || arg.pad != 0 {
             return Err(Errno::INVAL);
         }
-        let mut d = hcq_qcom::uapi::DevInfo::default();
-        self.kgsl.get_property(hcq_qcom::uapi::PROP_DEVICE_INFO, zerocopy::IntoBytes::as_mut_bytes(&mut d))?;
+        let mut d = hcq_qcom::kgsl::uapi::DevInfo::default();
+        self.kgsl.get_property(hcq_qcom::kgsl::uapi::PROP_DEVICE_INFO, zerocopy::IntoBytes::as_mut_bytes(&mut d))?;
         arg.value = match arg.param {
             MSM_PARAM_GPU_ID => d.gpu_id.into(),
             MSM_PARAM_CHIP_ID => d.chip_id.into(),
@@ -378,7 +381,10 @@ impl MsmIoctl for SimMsm {
     fn describe(&self) -> &'static str {
         "simulated MSM DRM + ir3 interpreter,"
     }
-    fn is_simulator(&self) -> bool {
-        true
+    fn gpu_limits(&self, chip: GpuLimits) -> GpuLimits {
+        crate::limits::gpu_limits(chip)
+    }
+    fn unsupported_instruction(&self, ins: &Instr) -> Option<&'static str> {
+        crate::limits::unsupported_instruction(ins)
     }
 }

@@ -6,9 +6,11 @@ use hcq::mmio::{MmioBus, Width};
 use hcq::queue::Command;
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue, Program};
 use hcq_qcom::flags::{ContextFlags, MemFlags};
-use hcq_qcom::{Context, FreeAfter, GpuObject, Kgsl};
+use hcq_qcom::kgsl::Kgsl;
+use hcq_qcom::{Context, FreeAfter, GpuObject};
 use hcq_sim_adreno::cp::{ComputeState, GpuMemory, ShaderCore};
 use hcq_sim_adreno::kgsl::SimKgsl;
+use hcq_sim_adreno::{HookedKgsl, KgslCall, KgslHook};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -181,7 +183,7 @@ fn objects_are_released_only_after_their_timestamp() {
 
 #[test]
 fn submissions_are_captured_in_rd_format() {
-    use hcq_qcom::capture::Capturing;
+    use hcq_qcom::kgsl::capture::Capturing;
     let cap = Arc::new(Capturing::new(SimKgsl::new(Box::new(Fake)), "hcq-test"));
     let k = Kgsl::with_backend(cap.clone()).unwrap();
     let ctx = k.create_context(ContextFlags::compute()).unwrap();
@@ -255,61 +257,18 @@ fn a_stalled_cp_queues_ibs_and_runs_them_in_order_when_it_resumes() {
     assert!(r.sim.fault().is_none());
 }
 
-/// The simulated KGSL with every `WAITTIMESTAMP` recorded.
+/// A hook recording the timestamp of every `WAITTIMESTAMP`.
+#[derive(Default)]
 struct Recording {
-    sim: Arc<SimKgsl>,
     waits: std::sync::Mutex<Vec<u32>>,
 }
 
-impl hcq_qcom::ioctl::KgslIoctl for Recording {
-    fn get_property(&self, ty: u32, out: &mut [u8]) -> Result<(), rustix::io::Errno> {
-        self.sim.get_property(ty, out)
-    }
-    fn drawctxt_create(&self, arg: &mut hcq_qcom::uapi::DrawctxtCreate) -> Result<(), rustix::io::Errno> {
-        self.sim.drawctxt_create(arg)
-    }
-    fn drawctxt_destroy(&self, arg: &hcq_qcom::uapi::DrawctxtDestroy) -> Result<(), rustix::io::Errno> {
-        self.sim.drawctxt_destroy(arg)
-    }
-    fn gpuobj_alloc(&self, arg: &mut hcq_qcom::uapi::GpuobjAlloc) -> Result<(), rustix::io::Errno> {
-        self.sim.gpuobj_alloc(arg)
-    }
-    fn gpuobj_info(&self, arg: &mut hcq_qcom::uapi::GpuobjInfo) -> Result<(), rustix::io::Errno> {
-        self.sim.gpuobj_info(arg)
-    }
-    fn gpuobj_free(
-        &self,
-        arg: &hcq_qcom::uapi::GpuobjFree,
-        event: Option<&hcq_qcom::uapi::GpuEventTimestamp>,
-    ) -> Result<(), rustix::io::Errno> {
-        self.sim.gpuobj_free(arg, event)
-    }
-    fn map_user_mem(&self, arg: &mut hcq_qcom::uapi::MapUserMem) -> Result<(), rustix::io::Errno> {
-        self.sim.map_user_mem(arg)
-    }
-    fn sharedmem_free(&self, arg: &hcq_qcom::uapi::SharedmemFree) -> Result<(), rustix::io::Errno> {
-        self.sim.sharedmem_free(arg)
-    }
-    fn gpu_command(
-        &self,
-        arg: &mut hcq_qcom::uapi::GpuCommand,
-        cmds: &[hcq_qcom::uapi::CommandObject],
-    ) -> Result<(), rustix::io::Errno> {
-        self.sim.gpu_command(arg, cmds)
-    }
-    fn wait_timestamp(&self, arg: &hcq_qcom::uapi::WaitTimestampCtxtid) -> Result<(), rustix::io::Errno> {
-        self.waits.lock().unwrap().push(arg.timestamp);
-        self.sim.wait_timestamp(arg)
-    }
-    fn read_timestamp(&self, arg: &mut hcq_qcom::uapi::ReadTimestampCtxtid) -> Result<(), rustix::io::Errno> {
-        self.sim.read_timestamp(arg)
-    }
-    fn mmap(&self, len: usize, offset: u64) -> Result<hcq_qcom::ioctl::Mapping, rustix::io::Errno> {
-        self.sim.mmap(len, offset)
-    }
-    unsafe fn munmap(&self, m: &hcq_qcom::ioctl::Mapping) {
-        // SAFETY: forwarded: the caller's contract is the simulated backend's.
-        unsafe { self.sim.munmap(m) }
+impl KgslHook for Recording {
+    fn before(&self, call: KgslCall<'_>) -> Result<(), rustix::io::Errno> {
+        if let KgslCall::WaitTimestamp(a) = call {
+            self.waits.lock().unwrap().push(a.timestamp);
+        }
+        Ok(())
     }
 }
 
@@ -320,7 +279,7 @@ impl hcq_qcom::ioctl::KgslIoctl for Recording {
 fn the_sleep_hook_waits_for_the_oldest_submission_in_flight() {
     use hcq::signal::WaitHooks;
     let sim = Arc::new(SimKgsl::new(Box::new(Fake)));
-    let io = Arc::new(Recording { sim: sim.clone(), waits: Default::default() });
+    let io = Arc::new(HookedKgsl::new(sim.clone(), Recording::default()));
     let k = Arc::new(Kgsl::with_backend(io.clone()).unwrap());
     let ctx = Arc::new(k.create_context(ContextFlags::compute()).unwrap());
     let ib = k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
@@ -336,11 +295,11 @@ fn the_sleep_hook_waits_for_the_oldest_submission_in_flight() {
     assert!(t2 != t1);
     let hooks = hcq_qcom::TimestampHooks::new(k.clone(), ctx.clone());
     hooks.sleep(0);
-    assert_eq!(io.waits.lock().unwrap().last(), Some(&t1), "the older submission, not the newest ({t2})");
+    assert_eq!(io.hook().waits.lock().unwrap().last(), Some(&t1), "the older submission, not the newest ({t2})");
     sim.pause(false);
     k.wait(&ctx, t2, 1000).unwrap();
     hooks.sleep(0);
-    assert_eq!(io.waits.lock().unwrap().last(), Some(&t2), "nothing in flight: the last submission");
+    assert_eq!(io.hook().waits.lock().unwrap().last(), Some(&t2), "nothing in flight: the last submission");
     assert!(hooks.fault().is_none());
 }
 
@@ -349,12 +308,12 @@ fn the_sleep_hook_waits_for_the_oldest_submission_in_flight() {
 /// instead of writing memory that is no longer the GPU's.
 #[test]
 fn an_object_freed_while_still_mapped_is_a_fault_for_the_gpu() {
-    use hcq_qcom::ioctl::KgslIoctl;
+    use hcq_qcom::kgsl::ioctl::KgslIoctl;
     use zerocopy::FromZeros;
     let r = rig();
     let obj = r.k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
     // the raw ioctl, with the object's mapping still alive (`Kgsl::free` unmaps first)
-    r.sim.gpuobj_free(&hcq_qcom::uapi::GpuobjFree { id: obj.id(), ..FromZeros::new_zeroed() }, None).unwrap();
+    r.sim.gpuobj_free(&hcq_qcom::kgsl::uapi::GpuobjFree { id: obj.id(), ..FromZeros::new_zeroed() }, None).unwrap();
     let mut q = r.queue();
     q.push(Command::Signal { addr: obj.gpuaddr(), value: 7 }).unwrap();
     let ts = r.submit(&q);
@@ -374,7 +333,7 @@ fn an_object_freed_while_still_mapped_is_a_fault_for_the_gpu() {
 fn the_sleep_hook_does_not_return_at_once_when_nothing_is_in_flight() {
     use hcq::signal::WaitHooks;
     let sim = Arc::new(SimKgsl::new(Box::new(Fake)));
-    let io = Arc::new(Recording { sim: sim.clone(), waits: Default::default() });
+    let io = Arc::new(HookedKgsl::new(sim.clone(), Recording::default()));
     let k = Arc::new(Kgsl::with_backend(io.clone()).unwrap());
     let ctx = Arc::new(k.create_context(ContextFlags::compute()).unwrap());
     let ib = k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
@@ -391,6 +350,6 @@ fn the_sleep_hook_does_not_return_at_once_when_nothing_is_in_flight() {
     }
     let took = t.elapsed();
     assert!(took >= std::time::Duration::from_millis(2), "20 sleeps with nothing in flight took {took:?}");
-    assert_eq!(io.waits.lock().unwrap().len(), 1 + 20, "each still asks KGSL (a fault ends the wait)");
+    assert_eq!(io.hook().waits.lock().unwrap().len(), 1 + 20, "each still asks KGSL (a fault ends the wait)");
     assert!(hooks.fault().is_none());
 }

@@ -7,7 +7,7 @@
 
 use crate::memfd::ObjTable;
 use hcq_adreno::rd::RdWriter;
-use hcq_qcom::uapi::CommandObject;
+use hcq_qcom::kgsl::uapi::CommandObject;
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hasher};
 use std::io::Write;

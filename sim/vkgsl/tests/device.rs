@@ -3,7 +3,7 @@
 //! GPU addresses learned from those mappings, and the driver's errno values.
 
 use hcq_adreno::pm4::{op, pkt7};
-use hcq_qcom::uapi::*;
+use hcq_qcom::kgsl::uapi::*;
 use hcq_vkgsl::device::{IOCTL_SETPROPERTY, MEMFLAGS_USE_CPU_MAP, PROP_PWR_CONSTRAINT, TIMESTAMP_QUEUED, VDev};
 use rustix::io::Errno;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};

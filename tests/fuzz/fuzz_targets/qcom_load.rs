@@ -28,21 +28,19 @@ fuzz_target!(|data: &[u8]| {
     let mut bytes = data.to_vec();
     let _ = hcqb::reseal(&mut bytes);
     let Ok(file) = Hcqb::parse(&bytes) else { return };
+    let Ok(dev) = hcq_sim_adreno::open_with(Ir3Dispatch::with_max_steps(STEPS), false) else { return };
+    // The device's own GPU limits (the simulator's), under this target's memory budget.
     let limits = DeviceLimits {
         memory_bytes: BUDGET,
         max_alloc_bytes: BUDGET,
         alloc_align: 4096,
         max_kernel_args: 64,
         max_grid: [u32::MAX; 3],
-        gpu: Some(hcq::device::GpuLimits {
-            max_total_groups: hcq_qcom::device::SIM_MAX_GROUPS,
-            ..hcq_adreno::program::A630_LIMITS
-        }),
+        gpu: Some(dev.gpu_limits()),
     };
     if file.check_limits(&limits).is_err() {
         return;
     }
-    let Ok(dev) = hcq_sim_adreno::open_with(Ir3Dispatch::with_max_steps(STEPS), false) else { return };
     let Ok(backend) = QcomBackend::new(dev) else { return };
     if let Ok(mut m) = Runner::load(backend, &file) {
         backend_timeout(&mut m);

@@ -12,7 +12,7 @@
 
 use clap::{Parser, Subcommand};
 use hcq_board_comma::{COMMA, smoke};
-use hcq_qcom::Kgsl;
+use hcq_qcom::kgsl::Kgsl;
 use hcq_sim_adreno::cp::{ComputeState, GpuMemory, ShaderCore};
 use hcq_sim_adreno::kgsl::SimKgsl;
 use std::process::ExitCode;

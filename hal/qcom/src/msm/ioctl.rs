@@ -6,7 +6,10 @@
 //! plain Rust slices.
 
 use super::uapi::*;
-use crate::ioctl::{Mapping, Raw};
+use crate::Mapping;
+use crate::kgsl::ioctl::Raw;
+use hcq::device::GpuLimits;
+use hcq_ir3::isa::Instr;
 use rustix::fd::OwnedFd;
 use rustix::io::Errno;
 use std::os::fd::BorrowedFd;
@@ -67,9 +70,15 @@ pub trait MsmIoctl: Send + Sync {
     fn describe(&self) -> &'static str {
         "MSM DRM"
     }
-    /// Whether this backend is a simulator (`MSM+QCOM:SIM`).
-    fn is_simulator(&self) -> bool {
-        false
+    /// The limits this backend runs the chip under, given the chip's (see
+    /// `KgslIoctl::gpu_limits`); the kernel node adds none.
+    fn gpu_limits(&self, chip: GpuLimits) -> GpuLimits {
+        chip
+    }
+    /// Why the shader core behind this backend cannot run `ins`, if it cannot (see
+    /// `KgslIoctl::unsupported_instruction`); the kernel node's GPU runs every instruction.
+    fn unsupported_instruction(&self, _ins: &Instr) -> Option<&'static str> {
+        None
     }
 }
 
@@ -171,56 +180,24 @@ impl MsmIoctl for RustixMsm {
 
 /// A shared backend is a backend (a device keeps one; a test keeps a handle to the simulator).
 impl<T: MsmIoctl + ?Sized> MsmIoctl for std::sync::Arc<T> {
-    fn version(&self) -> Result<DriverVersion, Errno> {
-        (**self).version()
-    }
-    fn get_param(&self, arg: &mut Param) -> Result<(), Errno> {
-        (**self).get_param(arg)
-    }
-    fn submitqueue_new(&self, arg: &mut Submitqueue) -> Result<(), Errno> {
-        (**self).submitqueue_new(arg)
-    }
-    fn submitqueue_close(&self, id: u32) -> Result<(), Errno> {
-        (**self).submitqueue_close(id)
-    }
-    fn submitqueue_query(&self, id: u32, param: u32, out: &mut [u8]) -> Result<(), Errno> {
-        (**self).submitqueue_query(id, param, out)
-    }
-    fn gem_new(&self, arg: &mut GemNew) -> Result<(), Errno> {
-        (**self).gem_new(arg)
-    }
-    fn gem_info(&self, arg: &mut GemInfo) -> Result<(), Errno> {
-        (**self).gem_info(arg)
-    }
-    fn gem_close(&self, arg: &GemClose) -> Result<(), Errno> {
-        (**self).gem_close(arg)
-    }
-    fn prime_fd_to_handle(&self, fd: BorrowedFd<'_>, arg: &mut PrimeHandle) -> Result<(), Errno> {
-        (**self).prime_fd_to_handle(fd, arg)
-    }
-    fn gem_submit(&self, arg: &mut GemSubmit, bos: &[GemSubmitBo], cmds: &[GemSubmitCmd]) -> Result<(), Errno> {
-        (**self).gem_submit(arg, bos, cmds)
-    }
-    fn wait_fence(&self, arg: &WaitFence) -> Result<(), Errno> {
-        (**self).wait_fence(arg)
-    }
-    fn mmap(&self, len: usize, offset: u64) -> Result<Mapping, Errno> {
-        (**self).mmap(len, offset)
-    }
-    unsafe fn munmap(&self, m: &Mapping) {
-        // SAFETY: forwarded: the caller's contract is the inner backend's.
-        unsafe { (**self).munmap(m) }
-    }
-    fn fault_report(&self) -> Option<String> {
-        (**self).fault_report()
-    }
-    fn note_program(&self, shader_addr: u64, arg_slots: &[(u32, u32)]) {
-        (**self).note_program(shader_addr, arg_slots)
-    }
-    fn describe(&self) -> &'static str {
-        (**self).describe()
-    }
-    fn is_simulator(&self) -> bool {
-        (**self).is_simulator()
+    crate::forward::forward_to_deref! {
+        fn version(&self) -> Result<DriverVersion, Errno>;
+        fn get_param(&self, arg: &mut Param) -> Result<(), Errno>;
+        fn submitqueue_new(&self, arg: &mut Submitqueue) -> Result<(), Errno>;
+        fn submitqueue_close(&self, id: u32) -> Result<(), Errno>;
+        fn submitqueue_query(&self, id: u32, param: u32, out: &mut [u8]) -> Result<(), Errno>;
+        fn gem_new(&self, arg: &mut GemNew) -> Result<(), Errno>;
+        fn gem_info(&self, arg: &mut GemInfo) -> Result<(), Errno>;
+        fn gem_close(&self, arg: &GemClose) -> Result<(), Errno>;
+        fn prime_fd_to_handle(&self, fd: BorrowedFd<'_>, arg: &mut PrimeHandle) -> Result<(), Errno>;
+        fn gem_submit(&self, arg: &mut GemSubmit, bos: &[GemSubmitBo], cmds: &[GemSubmitCmd]) -> Result<(), Errno>;
+        fn wait_fence(&self, arg: &WaitFence) -> Result<(), Errno>;
+        fn mmap(&self, len: usize, offset: u64) -> Result<Mapping, Errno>;
+        unsafe fn munmap(&self, m: &Mapping);
+        fn fault_report(&self) -> Option<String>;
+        fn note_program(&self, shader_addr: u64, arg_slots: &[(u32, u32)]);
+        fn describe(&self) -> &'static str;
+        fn gpu_limits(&self, chip: GpuLimits) -> GpuLimits;
+        fn unsupported_instruction(&self, ins: &Instr) -> Option<&'static str>;
     }
 }

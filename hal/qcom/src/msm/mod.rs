@@ -25,9 +25,9 @@ pub mod ioctl;
 pub mod uapi;
 
 use crate::flags::MemFlags;
-use crate::ioctl::Mapping;
 use crate::kernel::{BufferList, GpuKernel, Imported, Interface};
-use crate::{Context, DeviceInfo, FreeAfter, GpuObject, MapOwner, UserMapping};
+use crate::memory::MapOwner;
+use crate::{Context, DeviceInfo, FreeAfter, GpuObject, Mapping, UserMapping};
 use hcq::error::device_name;
 use hcq::mmio::VolatileRegion;
 use hcq::{Error, Result};
@@ -63,6 +63,8 @@ pub struct Msm {
     info: DeviceInfo,
     driver: DriverVersion,
     node: String,
+    /// The chip's generation (refused at open when not supported).
+    generation: hcq_adreno::chip::Generation,
 }
 
 impl core::fmt::Debug for Msm {
@@ -135,7 +137,7 @@ impl Msm {
         let chip_id = u32::try_from(chip)
             .map_err(|_| Error::Unsupported { what: "Adreno chip id (wider than 32 bits: a newer GPU)", value: chip })
             .map_err(|e| e.context(at()))?;
-        hcq_adreno::chip::generation(chip_id)
+        let generation = hcq_adreno::chip::generation(chip_id)
             .map_err(|e| e.context(format!("{}: chip {chip_id:#010x}, gpu id {gpu_id}", at())))?;
         let info = DeviceInfo {
             chip_id,
@@ -145,7 +147,7 @@ impl Msm {
             gmem_base,
             mmu_enabled: true,
         };
-        Ok(Msm { io, info, driver, node: node.into() })
+        Ok(Msm { io, info, driver, node: node.into(), generation })
     }
 
     /// The ioctl backend.
@@ -217,8 +219,11 @@ impl GpuKernel for Msm {
     fn describe(&self) -> &'static str {
         self.io.describe()
     }
-    fn is_simulator(&self) -> bool {
-        self.io.is_simulator()
+    fn gpu_limits(&self) -> hcq::device::GpuLimits {
+        self.io.gpu_limits(crate::kernel::chip_limits(self.generation))
+    }
+    fn unsupported_instruction(&self, ins: &hcq_ir3::isa::Instr) -> Option<&'static str> {
+        self.io.unsupported_instruction(ins)
     }
 
     fn create_context(&self) -> Result<Context> {

@@ -3,26 +3,14 @@
 //! fake) implements the same trait; user pointers inside the uapi structs are filled in by the
 //! real backend only, so implementations see plain Rust slices.
 
-use crate::uapi::*;
+use super::uapi::*;
+use crate::Mapping;
 use core::ptr::NonNull;
+use hcq::device::GpuLimits;
+use hcq_ir3::isa::Instr;
 use rustix::fd::OwnedFd;
 use rustix::io::Errno;
 use zerocopy::IntoBytes;
-
-/// A CPU mapping of a GPU object.
-#[derive(Debug)]
-pub struct Mapping {
-    /// Start.
-    pub ptr: NonNull<u8>,
-    /// Length in bytes.
-    pub len: usize,
-}
-
-// SAFETY: a Mapping is an address range; access goes through GpuObject, which hands out
-// volatile word accessors only.
-unsafe impl Send for Mapping {}
-// SAFETY: as above.
-unsafe impl Sync for Mapping {}
 
 /// The KGSL ioctls this crate uses. Errors are the raw errno of the call.
 pub trait KgslIoctl: Send + Sync {
@@ -70,67 +58,40 @@ pub trait KgslIoctl: Send + Sync {
     fn describe(&self) -> &'static str {
         "KGSL"
     }
-    /// Whether this backend is a simulator (`QCOM:SIM`): the device then states the
-    /// simulator's limits (a work-group budget per dispatch) and refuses at load the shader
-    /// instructions its interpreter does not run. The kernel node is not.
-    fn is_simulator(&self) -> bool {
-        false
+    /// The limits this backend runs the chip under, given the chip's (`chip`:
+    /// [`crate::kernel::chip_limits`] of the chip id it reports): the kernel node adds none; a
+    /// simulator states its own (a work-group budget per dispatch).
+    fn gpu_limits(&self, chip: GpuLimits) -> GpuLimits {
+        chip
+    }
+    /// Why the shader core behind this backend cannot run `ins`, if it cannot (a simulator's
+    /// interpreter); the kernel node's GPU runs every instruction (`None`).
+    fn unsupported_instruction(&self, _ins: &Instr) -> Option<&'static str> {
+        None
     }
 }
 
 /// A shared backend is a backend (the device keeps one, a capture wraps another).
 impl<T: KgslIoctl + ?Sized> KgslIoctl for std::sync::Arc<T> {
-    fn get_property(&self, ty: u32, out: &mut [u8]) -> Result<(), Errno> {
-        (**self).get_property(ty, out)
-    }
-    fn drawctxt_create(&self, arg: &mut DrawctxtCreate) -> Result<(), Errno> {
-        (**self).drawctxt_create(arg)
-    }
-    fn drawctxt_destroy(&self, arg: &DrawctxtDestroy) -> Result<(), Errno> {
-        (**self).drawctxt_destroy(arg)
-    }
-    fn gpuobj_alloc(&self, arg: &mut GpuobjAlloc) -> Result<(), Errno> {
-        (**self).gpuobj_alloc(arg)
-    }
-    fn gpuobj_info(&self, arg: &mut GpuobjInfo) -> Result<(), Errno> {
-        (**self).gpuobj_info(arg)
-    }
-    fn gpuobj_free(&self, arg: &GpuobjFree, event: Option<&GpuEventTimestamp>) -> Result<(), Errno> {
-        (**self).gpuobj_free(arg, event)
-    }
-    fn map_user_mem(&self, arg: &mut MapUserMem) -> Result<(), Errno> {
-        (**self).map_user_mem(arg)
-    }
-    fn sharedmem_free(&self, arg: &SharedmemFree) -> Result<(), Errno> {
-        (**self).sharedmem_free(arg)
-    }
-    fn gpu_command(&self, arg: &mut GpuCommand, cmds: &[CommandObject]) -> Result<(), Errno> {
-        (**self).gpu_command(arg, cmds)
-    }
-    fn wait_timestamp(&self, arg: &WaitTimestampCtxtid) -> Result<(), Errno> {
-        (**self).wait_timestamp(arg)
-    }
-    fn read_timestamp(&self, arg: &mut ReadTimestampCtxtid) -> Result<(), Errno> {
-        (**self).read_timestamp(arg)
-    }
-    fn mmap(&self, len: usize, offset: u64) -> Result<Mapping, Errno> {
-        (**self).mmap(len, offset)
-    }
-    unsafe fn munmap(&self, m: &Mapping) {
-        // SAFETY: forwarded: the caller's contract is the inner backend's.
-        unsafe { (**self).munmap(m) }
-    }
-    fn fault_report(&self) -> Option<String> {
-        (**self).fault_report()
-    }
-    fn note_program(&self, shader_addr: u64, arg_slots: &[(u32, u32)]) {
-        (**self).note_program(shader_addr, arg_slots)
-    }
-    fn describe(&self) -> &'static str {
-        (**self).describe()
-    }
-    fn is_simulator(&self) -> bool {
-        (**self).is_simulator()
+    crate::forward::forward_to_deref! {
+        fn get_property(&self, ty: u32, out: &mut [u8]) -> Result<(), Errno>;
+        fn drawctxt_create(&self, arg: &mut DrawctxtCreate) -> Result<(), Errno>;
+        fn drawctxt_destroy(&self, arg: &DrawctxtDestroy) -> Result<(), Errno>;
+        fn gpuobj_alloc(&self, arg: &mut GpuobjAlloc) -> Result<(), Errno>;
+        fn gpuobj_info(&self, arg: &mut GpuobjInfo) -> Result<(), Errno>;
+        fn gpuobj_free(&self, arg: &GpuobjFree, event: Option<&GpuEventTimestamp>) -> Result<(), Errno>;
+        fn map_user_mem(&self, arg: &mut MapUserMem) -> Result<(), Errno>;
+        fn sharedmem_free(&self, arg: &SharedmemFree) -> Result<(), Errno>;
+        fn gpu_command(&self, arg: &mut GpuCommand, cmds: &[CommandObject]) -> Result<(), Errno>;
+        fn wait_timestamp(&self, arg: &WaitTimestampCtxtid) -> Result<(), Errno>;
+        fn read_timestamp(&self, arg: &mut ReadTimestampCtxtid) -> Result<(), Errno>;
+        fn mmap(&self, len: usize, offset: u64) -> Result<Mapping, Errno>;
+        unsafe fn munmap(&self, m: &Mapping);
+        fn fault_report(&self) -> Option<String>;
+        fn note_program(&self, shader_addr: u64, arg_slots: &[(u32, u32)]);
+        fn describe(&self) -> &'static str;
+        fn gpu_limits(&self, chip: GpuLimits) -> GpuLimits;
+        fn unsupported_instruction(&self, ins: &Instr) -> Option<&'static str>;
     }
 }
 

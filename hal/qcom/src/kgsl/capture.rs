@@ -3,11 +3,14 @@
 //! object and the submitted IBs to a freedreno `.rd` capture (Mesa's `cffdump` decodes it;
 //! `hcq_adreno::rd::read` reads it back).
 
+use super::ioctl::KgslIoctl;
+use super::uapi::*;
+use crate::Mapping;
 use crate::flags::MemFlags;
-use crate::ioctl::{KgslIoctl, Mapping};
-use crate::uapi::*;
+use hcq::device::GpuLimits;
 use hcq::mmio::{MmioBus, VolatileRegion, Width};
 use hcq_adreno::rd::RdWriter;
+use hcq_ir3::isa::Instr;
 use rustix::io::Errno;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -157,7 +160,10 @@ impl<B: KgslIoctl> KgslIoctl for Capturing<B> {
     fn describe(&self) -> &'static str {
         self.inner.describe()
     }
-    fn is_simulator(&self) -> bool {
-        self.inner.is_simulator()
+    fn gpu_limits(&self, chip: GpuLimits) -> GpuLimits {
+        self.inner.gpu_limits(chip)
+    }
+    fn unsupported_instruction(&self, ins: &Instr) -> Option<&'static str> {
+        self.inner.unsupported_instruction(ins)
     }
 }
