@@ -19,7 +19,6 @@ use clap::{Parser, Subcommand};
 use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::device::ReportList;
 use hcq::error::{Error, Result, ResultExt};
-use hcq::profile::{Event, EventKind};
 use hcq::runner::{Model as _, TOL_ABS, TOL_REL};
 use hcq_runtime::{Model, Options, bundle_bytes};
 use std::fmt::Write as _;
@@ -289,18 +288,13 @@ fn drive(
     let t0 = Instant::now();
     model.call()?;
     let first_us = t0.elapsed().as_secs_f64() * 1e6;
-    let call_name = prof.map(|p| p.intern(&format!("call {}", model.name())));
     let mut times = CallStats::new(CallStats::SAMPLE, o.iters);
     let progress = std::io::stderr().is_terminal() && o.iters >= 1000;
     for i in 0..o.iters {
-        let start_ns = if o.profile.is_some() { hcq::soft::threaded::soft_clock_ns() } else { 0 };
+        // while profiling, the front door records each call's span (the first call's too)
         let t = Instant::now();
         model.call()?;
         let dt = t.elapsed();
-        if let (Some(p), Some(n), true) = (prof, call_name, o.profile.is_some()) {
-            let end_ns = hcq::soft::threaded::soft_clock_ns();
-            p.record(Event { kind: EventKind::Call, name: n, start_ns, end_ns, arg: i });
-        }
         times.push(dt.as_secs_f64() * 1e6);
         if progress && i % 500 == 0 {
             let _ = write!(std::io::stderr(), "\r  {}/{} calls", i, o.iters);
