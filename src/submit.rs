@@ -90,8 +90,9 @@ pub trait IbSubmit: Send {
 /// Indirect buffers in device-visible memory: fixed-size slots used round-robin, each reused
 /// only once the timeline passed the stamp of the submission that used it last.
 ///
-/// The pool's memory is the pool's: the device only reads it (an IB is never a write target;
-/// on KGSL the object is GPU-read-only) and nothing else on the host writes it. The pool keeps
+/// The pool's memory is the pool's: the device only reads it (the commands the engine submits
+/// never name an IB slot as a write target: `Submitter::submit`'s contract) and nothing else on
+/// the host writes it. The pool keeps
 /// a host copy of what it wrote to each slot and, when a slot is reused, stores only the words
 /// that differ from it.
 pub struct IbPool {
