@@ -387,8 +387,8 @@ pub fn derived_fields(marks: &[Mark]) -> u16 {
 /// [`derived_fields`] are `derived`) that depends on `field`, for the command as it is after the
 /// patch (`new`, holding `value` in `field`). Every word is computed before any is stored, so on
 /// error nothing changes; `Ok(false)` when no mark depends on the field (nothing stored).
-/// Allocates nothing. The shared step of [`HwQueue::patch`] and of backend queues that keep core
-/// [`Mark`]s (`hcq_adreno::Pm4Queue`).
+/// Allocates nothing. The step of [`HwQueue::patch`] after the command is checked, public for
+/// backends that keep core [`Mark`]s over words of their own.
 ///
 /// Errors: as [`Mark::eval`].
 pub fn rewrite_marks(
@@ -463,6 +463,16 @@ pub fn rewrite_marks(
 pub trait Encoder: Send + Sync {
     /// Append the words of `cmd`.
     fn encode(&self, cmd: &Command, w: &mut CmdWriter<'_>) -> Result<()>;
+
+    /// Check `cmd`, a command of the queue as it would be after [`HwQueue::patch`] set its
+    /// `field`, the way [`Encoder::encode`] checks a command (what only the backend knows:
+    /// address alignment, a program's thread limit, ...). Called before any word is written;
+    /// an error refuses the patch and changes nothing. The default accepts every value (the
+    /// marks' forms still refuse a value that does not fit its word).
+    fn check_patch(&self, cmd: &Command, field: Field) -> Result<()> {
+        let _ = (cmd, field);
+        Ok(())
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -543,7 +553,9 @@ impl HwQueue {
         self.push(Command::Wait { addr: self.timeline_addr, value: 0 }).map(|_| ())
     }
 
-    fn push(&mut self, cmd: Command) -> Result<&mut Self> {
+    /// Encode and append `cmd` (any command, as the builder methods below append them);
+    /// returns its index for [`HwQueue::patch`]. On error nothing is appended.
+    pub fn push(&mut self, cmd: Command) -> Result<usize> {
         if self.finished {
             return Err(Error::InvalidArgument {
                 what: "queue is finished: no more commands",
@@ -562,54 +574,59 @@ impl HwQueue {
         }
         let derived = derived_fields(self.marks.get(marks0..).unwrap_or_default());
         self.cmds.push(CmdInfo { cmd, first_mark: marks0 as u32, marks: (self.marks.len() - marks0) as u32, derived });
+        Ok(idx as usize)
+    }
+
+    fn append(&mut self, cmd: Command) -> Result<&mut Self> {
+        self.push(cmd)?;
         Ok(self)
     }
 
     /// Wait until `signal` reaches `value` (another device's timeline stamp, `Stamp::get`; a
     /// kick signal's count, ...).
     pub fn wait(&mut self, signal: &Signal, value: u64) -> Result<&mut Self> {
-        self.push(Command::Wait { addr: signal.addr(), value })
+        self.append(Command::Wait { addr: signal.addr(), value })
     }
 
     /// Set `signal` to `value`.
     pub fn signal(&mut self, signal: &Signal, value: u64) -> Result<&mut Self> {
-        self.push(Command::Signal { addr: signal.addr(), value })
+        self.append(Command::Signal { addr: signal.addr(), value })
     }
 
     /// Wait on the signal value at a raw device address (a signal another backend owns).
     pub fn wait_at(&mut self, addr: u64, value: u64) -> Result<&mut Self> {
-        self.push(Command::Wait { addr, value })
+        self.append(Command::Wait { addr, value })
     }
 
     /// Write `value` to the signal value at a raw device address.
     pub fn signal_at(&mut self, addr: u64, value: u64) -> Result<&mut Self> {
-        self.push(Command::Signal { addr, value })
+        self.append(Command::Signal { addr, value })
     }
 
     /// Write the device clock to `signal`'s timestamp.
     pub fn timestamp(&mut self, signal: &Signal) -> Result<&mut Self> {
-        self.push(Command::Timestamp { addr: signal.timestamp_addr() })
+        self.append(Command::Timestamp { addr: signal.timestamp_addr() })
     }
 
     /// Write the device clock to the 64-bit timestamp at a raw device address (a profiling
     /// slot of the backend's).
     pub fn timestamp_at(&mut self, addr: u64) -> Result<&mut Self> {
-        self.push(Command::Timestamp { addr })
+        self.append(Command::Timestamp { addr })
     }
 
     /// Run `program` with the kernel arguments at `kernargs`.
     pub fn exec(&mut self, program: u64, kernargs: u64, global: [u32; 3], local: [u32; 3]) -> Result<&mut Self> {
-        self.push(Command::Exec { program, kernargs, global, local })
+        self.append(Command::Exec { program, kernargs, global, local })
     }
 
     /// Copy `bytes` from `src` to `dst`.
     pub fn copy(&mut self, dst: u64, src: u64, bytes: u64) -> Result<&mut Self> {
-        self.push(Command::Copy { dst, src, bytes })
+        self.append(Command::Copy { dst, src, bytes })
     }
 
     /// A memory barrier.
     pub fn memory_barrier(&mut self) -> Result<&mut Self> {
-        self.push(Command::Barrier)
+        self.append(Command::Barrier)
     }
 
     /// Append the timeline signal and close the queue; called by the submitter, idempotent.
@@ -646,13 +663,22 @@ impl HwQueue {
         self.cmds.get(i).map(|c| c.cmd)
     }
 
+    /// The marks of command `i` (word indices into [`HwQueue::words`]); empty when there is no
+    /// such command.
+    pub fn marks(&self, i: usize) -> &[Mark] {
+        self.cmds.get(i).map_or(&[], |c| {
+            self.marks.get(c.first_mark as usize..(c.first_mark + c.marks) as usize).unwrap_or_default()
+        })
+    }
+
     /// Change `field` of command `cmd` to `value` and rewrite every word that depends on it:
     /// each place the encoder marked the field, in each form it marked it (see [`Form`]).
-    /// Nothing changes on error. Allocates nothing.
+    /// The patched command is first checked by the encoder ([`Encoder::check_patch`]).
+    /// Nothing changes on error. Allocates nothing (unless the encoder's check does).
     ///
     /// Errors: [`Error::OutOfBounds`] when the command does not exist;
     /// [`Error::InvalidArgument`] when the command has no such field, no word depends on it, or
-    /// a value does not fit its word.
+    /// a value does not fit its word; the encoder's error when its check refuses the command.
     pub fn patch(&mut self, cmd: usize, field: Field, value: u64) -> Result<()> {
         let limit = self.cmds.len() as u64;
         let info = self.cmds.get_mut(cmd).ok_or_else(|| Error::OutOfBounds {
@@ -669,6 +695,7 @@ impl HwQueue {
         if !new.set_field(field, value)? {
             return Err(no_field());
         }
+        self.encoder.check_patch(&new, field)?;
         let first = info.first_mark as usize;
         let marks = self.marks.get(first..first + info.marks as usize).unwrap_or_default();
         if !rewrite_marks(&mut self.words, marks, info.derived, field, value, &new)? {
@@ -823,6 +850,45 @@ mod tests {
         assert!(q.patch(1, Field::Size, 7).is_err(), "not a field of exec");
         assert_eq!(q.words(), &before[..]);
         assert_eq!(q.command(1).and_then(|c| c.field(Field::Global(0))), Some(10));
+    }
+
+    /// [`SoftEncoder`]'s words, but a copy size must be a multiple of 4 (checked at encode and,
+    /// through the hook, at patch).
+    struct Dwords;
+
+    impl Encoder for Dwords {
+        fn encode(&self, cmd: &Command, w: &mut CmdWriter<'_>) -> Result<()> {
+            self.check_patch(cmd, Field::Size)?;
+            SoftEncoder.encode(cmd, w)
+        }
+
+        fn check_patch(&self, cmd: &Command, field: Field) -> Result<()> {
+            match (*cmd, field) {
+                (Command::Copy { bytes, .. }, Field::Size) if !bytes.is_multiple_of(4) => {
+                    Err(Error::InvalidArgument { what: "test copy size: not whole dwords", value: bytes })
+                }
+                _ => Ok(()),
+            }
+        }
+    }
+
+    #[test]
+    fn the_encoders_check_refuses_a_patch_before_anything_is_written() {
+        let pool = SignalPool::new();
+        let tl = pool.alloc(0);
+        let mut q = HwQueue::new(Arc::new(Dwords), &tl).unwrap();
+        let c = q.push(Command::Copy { dst: 0x10, src: 0x20, bytes: 64 }).unwrap();
+        assert_eq!(c, 1, "push returns the index after the timeline wait");
+        let before = q.words().to_vec();
+        // the value fits the word: only the hook can refuse it
+        assert!(q.patch(c, Field::Size, 66).is_err());
+        assert_eq!(q.words(), &before[..], "a refused patch writes nothing");
+        assert_eq!(q.command(c), Some(Command::Copy { dst: 0x10, src: 0x20, bytes: 64 }));
+        q.patch(c, Field::Size, 68).unwrap();
+        q.patch(c, Field::Dst, 0x11).unwrap();
+        assert_eq!(q.command(c), Some(Command::Copy { dst: 0x11, src: 0x20, bytes: 68 }));
+        assert_eq!(q.marks(c).len(), 3, "dst, src and size are marked");
+        assert!(q.marks(9).is_empty());
     }
 
     /// A 64-bit value split over two places that are not adjacent, as two 32-bit marks.

@@ -1,20 +1,19 @@
 //! PM4 encoding and replay costs on the host.
 //!
-//! - `encode_1000_dispatches`: a queue of 1000 exec commands built from scratch (buffers kept
-//!   between iterations, as a reused command buffer would be). Goal < 100 µs.
-//! - `patch_replay_1000_dispatches`: a captured queue of 1000 dispatches between a timeline
+//! - `encode_1000_dispatches`: a core `HwQueue` of 1000 exec commands encoded by the
+//!   `A6xxEncoder` from scratch (the queue emptied with `clear` between iterations, keeping its
+//!   buffers, as a backend recapturing a graph would). Goal < 100 µs.
+//! - `encode_1000_dispatches_core_cmdwriter`: the same commands through the core's `CmdWriter`
+//!   into reused buffers, without the queue.
+//! - `patch_replay_1000_dispatches`: the captured queue of 1000 dispatches between its timeline
 //!   wait and signal, replayed with new values: the wait and signal values and the constant
-//!   block address of every dispatch patched (1002 patches, every marked form rewritten).
-//!   Goal < 20 µs. `..._and_copy` adds copying the words into the IB buffer a submit uses.
-//! - `encode_1000_dispatches_core_hwqueue`: the same through the core `HwQueue` with the
-//!   `A6xxEncoder` (a new queue each time: the core queue has no `clear`; its `CmdWriter`
-//!   appends word by word).
-//! - `patch_replay_1000_dispatches_core_hwqueue`: the captured queue as a core `HwQueue`
-//!   (timeline wait and signal included), the same 1002 patches.
+//!   block address of every dispatch patched (1002 patches, each checked by the encoder's
+//!   `check_patch`, every marked form rewritten). Goal < 20 µs. `..._and_copy` adds copying the
+//!   words into the IB buffer a submit uses.
 
 use divan::{Bencher, black_box};
 use hcq::queue::{CmdWriter, Command, Encoder, Field, HwQueue};
-use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue, Program};
+use hcq_adreno::{A6xxEncoder, EncoderConfig, Program};
 use std::sync::Arc;
 
 fn main() {
@@ -51,19 +50,6 @@ fn exec(h: u64, i: usize) -> Command {
 #[divan::bench]
 fn encode_1000_dispatches(b: Bencher) {
     let (enc, h) = encoder();
-    let mut q = Pm4Queue::with_capacity(enc, N * 64, N);
-    b.bench_local(|| {
-        q.clear();
-        for i in 0..N {
-            q.push(exec(h, i)).unwrap();
-        }
-        black_box(q.words().len())
-    });
-}
-
-#[divan::bench]
-fn encode_1000_dispatches_core_hwqueue(b: Bencher) {
-    let (enc, h) = encoder();
     let pool = hcq::signal::SignalPool::new();
     let tl = pool.alloc(0);
     // one queue, emptied and re-encoded each time (as a backend recapturing a graph would)
@@ -78,7 +64,7 @@ fn encode_1000_dispatches_core_hwqueue(b: Bencher) {
 }
 
 /// The encoder through the core's `CmdWriter` into reused buffers: the core marks without the
-/// cost of growing a new `HwQueue` each time.
+/// queue around them.
 #[divan::bench]
 fn encode_1000_dispatches_core_cmdwriter(b: Bencher) {
     let (enc, h) = encoder();
@@ -94,18 +80,23 @@ fn encode_1000_dispatches_core_cmdwriter(b: Bencher) {
     });
 }
 
-fn captured() -> Pm4Queue {
+/// The captured queue (timeline wait, 1000 dispatches, timeline signal) and the pool that owns
+/// its timeline signal.
+fn captured() -> (HwQueue, hcq::signal::SignalPool) {
     let (enc, h) = encoder();
-    let mut q = Pm4Queue::with_capacity(enc, N * 64 + 64, N + 2);
-    q.push(Command::Wait { addr: 0x2000, value: 1 }).unwrap();
+    let pool = hcq::signal::SignalPool::new();
+    let tl = pool.alloc(0);
+    let mut q = HwQueue::with_capacity(enc, &tl, N * 80, N + 2).unwrap();
     for i in 0..N {
-        q.push(exec(h, i)).unwrap();
+        q.exec(h, kernargs(i), [32, 1, 1], [32, 1, 1]).unwrap();
     }
-    q.push(Command::Signal { addr: 0x2000, value: 2 }).unwrap();
-    q
+    q.finish().unwrap();
+    (q, pool)
 }
 
-fn replay(q: &mut Pm4Queue, round: u64) {
+/// The patches of one replay: the timeline wait and signal values, as the core's submit patches
+/// them, and every dispatch's constant block.
+fn replay(q: &mut HwQueue, round: u64) {
     q.patch(0, Field::Value, round).unwrap();
     for i in 0..N {
         q.patch(i + 1, Field::Kernargs, 0x200_0000 + 0x1000 * (i as u64 + round % 2)).unwrap();
@@ -115,7 +106,7 @@ fn replay(q: &mut Pm4Queue, round: u64) {
 
 #[divan::bench]
 fn patch_replay_1000_dispatches(b: Bencher) {
-    let mut q = captured();
+    let (mut q, _pool) = captured();
     let mut round = 0u64;
     b.bench_local(|| {
         round += 1;
@@ -126,7 +117,7 @@ fn patch_replay_1000_dispatches(b: Bencher) {
 
 #[divan::bench]
 fn patch_replay_1000_dispatches_and_copy(b: Bencher) {
-    let mut q = captured();
+    let (mut q, _pool) = captured();
     let mut ib = vec![0u32; q.words().len()];
     let mut round = 0u64;
     b.bench_local(|| {
@@ -134,33 +125,5 @@ fn patch_replay_1000_dispatches_and_copy(b: Bencher) {
         replay(&mut q, round);
         ib.copy_from_slice(q.words());
         black_box(ib[0])
-    });
-}
-
-fn captured_core() -> (HwQueue, hcq::signal::SignalPool) {
-    let (enc, h) = encoder();
-    let pool = hcq::signal::SignalPool::new();
-    let tl = pool.alloc(0);
-    let mut q = HwQueue::new(enc, &tl).unwrap();
-    for i in 0..N {
-        q.exec(h, kernargs(i), [32, 1, 1], [32, 1, 1]).unwrap();
-    }
-    q.finish().unwrap();
-    (q, pool)
-}
-
-#[divan::bench]
-fn patch_replay_1000_dispatches_core_hwqueue(b: Bencher) {
-    let (mut q, _pool) = captured_core();
-    let mut round = 0u64;
-    b.bench_local(|| {
-        round += 1;
-        // the timeline wait and signal, as the core's submit patches them
-        q.patch(0, Field::Value, round).unwrap();
-        for i in 0..N {
-            q.patch(i + 1, Field::Kernargs, 0x200_0000 + 0x1000 * (i as u64 + round % 2)).unwrap();
-        }
-        q.patch(N + 1, Field::Value, round + 1).unwrap();
-        black_box(q.words()[0])
     });
 }

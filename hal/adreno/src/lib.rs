@@ -5,12 +5,11 @@
 //! - [`pm4`]: TYPE4/TYPE7 packets with parity, an encoder and a decoder (generation-neutral).
 //! - [`a6xx`]: registers (declared with the core's `register!`), events, `CP_LOAD_STATE6`,
 //!   programs, the bare-metal ring and [`A6xxEncoder`], the compute encoder behind the core's
-//!   [`hcq::queue::Encoder`].
+//!   [`hcq::queue::Encoder`]: the core `HwQueue` built with it patches every word that carries
+//!   a command field (derived forms such as `local − 1` and `groups × local` included), and its
+//!   `check_patch` refuses a patched value the encoder would refuse.
 //! - [`program`] (in `a6xx/`): an a630 shader blob plus its bundle metadata becomes a validated
 //!   [`Program`].
-//! - [`queue`]: [`Pm4Queue`], a PM4 command buffer over the core's marks whose every patchable
-//!   word — including derived forms such as `local − 1` and `groups × local` — is rewritten on
-//!   replay (the core `HwQueue` with [`A6xxEncoder`] patches the same words).
 //! - [`rd`]: freedreno `.rd` capture writer and reader.
 //! - [`ring`] (in `a6xx/`): the bare-metal CP ringbuffer ([`ring::A6xxRing`]) over the core's MMIO bus and
 //!   [`hcq::ring::CommandRing`], with the backend's device write barrier before the doorbell.
@@ -28,7 +27,6 @@ pub mod a6xx;
 pub mod chip;
 pub mod hal;
 pub mod pm4;
-pub mod queue;
 pub mod rd;
 pub mod reg;
 
@@ -37,4 +35,3 @@ pub use a6xx::{program, ring};
 pub use a6xx::{A6xxEncoder, EncoderConfig};
 pub use hal::{ComputeEncoder, compute_encoder};
 pub use program::Program;
-pub use queue::Pm4Queue;

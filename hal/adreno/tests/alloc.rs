@@ -1,4 +1,4 @@
-//! The replay hot path allocates nothing: re-encoding into a cleared `Pm4Queue` and patching
+//! The replay hot path allocates nothing: re-encoding into a cleared core `HwQueue` and patching
 //! every dispatch of a captured queue leave a counting global allocator untouched, and so does
 //! running the queue on the simulated CP once its buffers are warm.
 //!
@@ -8,8 +8,7 @@
 mod common;
 
 use common::*;
-use hcq::queue::{Command, Field};
-use hcq_adreno::Pm4Queue;
+use hcq::queue::{Field, HwQueue};
 use hcq_sim_adreno::cp::Cp;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -51,21 +50,20 @@ fn encoding_patching_and_simulating_a_warm_queue_allocate_nothing() {
     let h = enc.add_program(&prog, CODE).unwrap();
     let mut mem = memory();
     mem.write_bytes(CODE, &prog.image).unwrap();
-    let mut q = Pm4Queue::with_capacity(enc, 100 * 64 + 64, 102);
-    let build = |q: &mut Pm4Queue| {
-        q.clear();
-        q.push(Command::Wait { addr: SIGNALS, value: 0 }).unwrap();
+    // The timeline wait (command 0) is on SIGNALS; the signal at the end is on SIGNALS + 8.
+    let mut q = HwQueue::with_capacity(enc, &timeline_at(SIGNALS), 100 * 64 + 64, 102).unwrap();
+    let build = |q: &mut HwQueue| {
+        q.clear().unwrap();
         for i in 0..100u64 {
-            q.push(Command::Exec { program: h, kernargs: CONSTS + 16 * i, global: [2, 1, 1], local: [32, 1, 1] })
-                .unwrap();
+            q.exec(h, CONSTS + 16 * i, [2, 1, 1], [32, 1, 1]).unwrap();
         }
-        q.push(Command::Signal { addr: SIGNALS + 8, value: 1 }).unwrap();
+        q.signal_at(SIGNALS + 8, 1).unwrap();
     };
     build(&mut q);
     let mut cp = Cp::new();
     let mut rec = Recorder::default();
     rec.seen.reserve(1000);
-    let run = |q: &Pm4Queue, mem: &mut hcq_sim_adreno::cp::SparseMemory, cp: &mut Cp, rec: &mut Recorder| {
+    let run = |q: &HwQueue, mem: &mut hcq_sim_adreno::cp::SparseMemory, cp: &mut Cp, rec: &mut Recorder| {
         mem.write_words(IB, q.words()).unwrap();
         cp.submit(IB, q.words().len() as u32, mem, rec).unwrap();
     };

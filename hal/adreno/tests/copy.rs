@@ -5,7 +5,6 @@ mod common;
 
 use common::*;
 use hcq::queue::{Command, Field, HwQueue};
-use hcq_adreno::Pm4Queue;
 use hcq_adreno::pm4::raw::MemCpy;
 use hcq_adreno::pm4::{Packet, decode, op, pkt7_struct};
 use hcq_sim_adreno::cp::{COPY_CHUNK_DWORDS, Cp, Outcome, SparseMemory};
@@ -38,9 +37,10 @@ fn bytes_at(mem: &SparseMemory, addr: u64, n: usize) -> Vec<u8> {
 
 #[test]
 fn a_copy_decodes_back_to_its_command() {
-    let mut q = Pm4Queue::new(encoder());
-    q.push(Command::Copy { dst: 0x1_2345_6780, src: 0xab_cdef_0004, bytes: 0x4_0000_0000 - 4 }).unwrap();
-    let pkts = decode(q.words()).unwrap();
+    let words =
+        encoded(&encoder(), Command::Copy { dst: 0x1_2345_6780, src: 0xab_cdef_0004, bytes: 0x4_0000_0000 - 4 })
+            .unwrap();
+    let pkts = decode(&words).unwrap();
     assert!(matches!(pkts[0], Packet::Type7 { opcode: op::CP_WAIT_FOR_IDLE, .. }));
     assert!(matches!(pkts[1], Packet::Type7 { opcode: op::CP_MEMCPY, payload } if payload.len() == 5));
     let p: MemCpy = pkts[1].payload_as().unwrap();
@@ -49,12 +49,13 @@ fn a_copy_decodes_back_to_its_command() {
     // and the raw layout encodes back to the same words
     let mut w = Vec::new();
     pkt7_struct(&mut w, op::CP_MEMCPY, &p).unwrap();
-    assert_eq!(&w[..], &q.words()[1..]);
+    assert_eq!(&w[..], &words[1..]);
 }
 
 #[test]
 fn copies_the_packet_cannot_hold_are_refused_with_their_reason() {
-    let mut q = Pm4Queue::new(encoder());
+    let mut q = queue(encoder());
+    let before = q.words().to_vec();
     let cases = [
         (Command::Copy { dst: DST, src: SRC, bytes: 0 }, "0 bytes"),
         (Command::Copy { dst: DST, src: SRC, bytes: 6 }, "whole dwords"),
@@ -67,7 +68,8 @@ fn copies_the_packet_cannot_hold_are_refused_with_their_reason() {
         let err = q.push(c).unwrap_err().to_string();
         assert!(err.contains(why), "{c:?}: {err}");
     }
-    assert!(q.words().is_empty());
+    assert_eq!(q.words(), &before[..], "nothing was appended");
+    assert_eq!(q.len(), 1, "only the timeline wait");
 }
 
 proptest! {
@@ -77,8 +79,8 @@ proptest! {
     fn the_simulated_cp_copies_exactly_the_range(off_s in 0u64..1024, off_d in 0u64..1024, dwords in 1u64..2048) {
         let mut mem = copy_memory();
         let (src, dst, n) = (SRC + 4 * off_s, DST + 4 * off_d, 4 * dwords);
-        let mut q = Pm4Queue::new(encoder());
-        q.push(Command::Copy { dst, src, bytes: n }).unwrap();
+        let mut q = queue(encoder());
+        q.copy(dst, src, n).unwrap();
         prop_assert_eq!(run(q.words(), &mut mem, &mut Cp::new()).unwrap(), Outcome::Done);
         let want = bytes_at(&mem, src, n as usize);
         prop_assert_eq!(bytes_at(&mem, dst, n as usize), want);
@@ -92,7 +94,7 @@ proptest! {
 fn a_copy_larger_than_the_cps_buffer_and_a_patched_copy_run() {
     let mut mem = copy_memory();
     let n = 4 * (3 * COPY_CHUNK_DWORDS as u64 + 5);
-    let mut q = Pm4Queue::new(encoder());
+    let mut q = queue(encoder());
     let c = q.push(Command::Copy { dst: DST, src: SRC, bytes: n }).unwrap();
     let mut cp = Cp::new();
     assert_eq!(run(q.words(), &mut mem, &mut cp).unwrap(), Outcome::Done);
@@ -138,13 +140,13 @@ fn an_out_of_range_copy_is_a_fault_at_its_packet_and_writes_nothing() {
         (DST, 0xdead_0000, 4),              // source unmapped
     ] {
         let mut mem = copy_memory();
-        let mut q = Pm4Queue::new(encoder());
-        q.push(Command::Barrier).unwrap();
-        q.push(Command::Copy { dst, src, bytes }).unwrap();
-        q.push(Command::Signal { addr: SIGNALS, value: 9 }).unwrap();
+        let mut q = queue(encoder());
+        let wait = q.words().len();
+        q.memory_barrier().unwrap().copy(dst, src, bytes).unwrap().signal_at(SIGNALS, 9).unwrap();
         let err = run(q.words(), &mut mem, &mut Cp::new()).unwrap_err().to_string();
-        // the barrier is 9 words, the copy's CP_WAIT_FOR_IDLE 1: CP_MEMCPY is word 10
-        assert!(err.contains(&format!("IB {IB:#x} word 10")) && err.contains("outside every allocation"), "{err}");
+        // after the timeline wait, the barrier is 9 words, the copy's CP_WAIT_FOR_IDLE 1
+        let at = format!("IB {IB:#x} word {}", wait + 10);
+        assert!(err.contains(&at) && err.contains("outside every allocation"), "{err}");
         assert!(bytes_at(&mem, DST, REGION).iter().all(|&b| b == 0), "{dst:#x} <- {src:#x}: nothing written");
         assert_eq!(mem.read64(SIGNALS).unwrap(), 0, "the CP stopped at the fault");
     }
@@ -157,7 +159,7 @@ fn timestamps_bracket_each_dispatch_and_grow_with_its_size() {
     let h = enc.add_program(&prog, CODE).unwrap();
     let mut mem = memory();
     mem.write_bytes(CODE, &prog.image).unwrap();
-    let mut q = Pm4Queue::new(enc);
+    let mut q = queue(enc);
     // timestamp, dispatch, timestamp, for dispatches of 1, 64 and 8 work-groups
     let sizes = [1u32, 64, 8];
     q.push(Command::Timestamp { addr: SIGNALS }).unwrap();
@@ -172,8 +174,8 @@ fn timestamps_bracket_each_dispatch_and_grow_with_its_size() {
     let d: Vec<u64> = t.windows(2).map(|w| w[1] - w[0]).collect();
     assert!(d[1] > d[2] && d[2] > d[0], "a dispatch's duration follows its work-groups: {d:?}");
     // the clock keeps going across submissions on the same CP
-    let mut q2 = Pm4Queue::new(encoder());
-    q2.push(Command::Timestamp { addr: SIGNALS + 64 }).unwrap();
+    let mut q2 = queue(encoder());
+    q2.timestamp_at(SIGNALS + 64).unwrap();
     assert_eq!(run(q2.words(), &mut mem, &mut cp).unwrap(), Outcome::Done);
     assert!(mem.read64(SIGNALS + 64).unwrap() > t[3]);
 }
@@ -183,11 +185,7 @@ fn an_event_write_with_the_timestamp_bit_writes_the_same_clock() {
     use hcq_adreno::a6xx::events;
     use hcq_adreno::pm4::raw::event_write as ev;
     let mut mem = memory();
-    let stamp = |addr: u64| {
-        let mut q = Pm4Queue::new(encoder());
-        q.push(Command::Timestamp { addr }).unwrap();
-        q.words().to_vec()
-    };
+    let stamp = |addr: u64| encoded(&encoder(), Command::Timestamp { addr }).unwrap();
     let mut w = stamp(SIGNALS);
     let d0 = events::CACHE_FLUSH_TS << ev::EVENT_SHIFT | 1 << ev::TIMESTAMP_BIT;
     hcq_adreno::pm4::pkt7(&mut w, op::CP_EVENT_WRITE, &[d0, SIGNALS as u32 + 8, 0, 0]).unwrap();

@@ -6,24 +6,24 @@ mod common;
 use common::*;
 use hcq::queue::Form;
 use hcq::queue::{Command, Field, HwQueue};
+use hcq_adreno::Program;
 use hcq_adreno::a6xx::regs;
 use hcq_adreno::pm4::{Packet, decode, op, pkt7};
 use hcq_adreno::reg::Reg;
-use hcq_adreno::{Pm4Queue, Program};
 use hcq_sim_adreno::cp::{Cp, Outcome, SparseMemory};
 use proptest::prelude::*;
 
-fn run(q: &Pm4Queue, mem: &mut SparseMemory, cp: &mut Cp, rec: &mut Recorder) -> hcq::Result<Outcome> {
+fn run(q: &HwQueue, mem: &mut SparseMemory, cp: &mut Cp, rec: &mut Recorder) -> hcq::Result<Outcome> {
     mem.write_bytes(IB, &words_to_bytes(q.words()))?;
     cp.submit(IB, q.words().len() as u32, mem, rec)
 }
 
-fn setup(prog: &Program) -> (Pm4Queue, SparseMemory, u64) {
+fn setup(prog: &Program) -> (HwQueue, SparseMemory, u64) {
     let enc = encoder();
     let mut mem = memory();
     mem.write_bytes(CODE, &prog.image).unwrap();
     let h = enc.add_program(prog, CODE).unwrap();
-    (Pm4Queue::new(enc), mem, h)
+    (queue(enc), mem, h)
 }
 
 #[test]
@@ -115,10 +115,12 @@ proptest! {
 fn a_blocked_wait_resumes_when_the_signal_moves() {
     let (mut q, mut mem, _) = setup(&elementwise());
     mem.write64(SIGNALS, 0xffff_fff0).unwrap();
+    let at = q.words().len(); // after the timeline wait, which passes
     q.push(Command::Wait { addr: SIGNALS, value: 0x1_0000_0002 }).unwrap();
     q.push(Command::Signal { addr: SIGNALS + 64, value: 7 }).unwrap();
     let (mut cp, mut rec) = (Cp::new(), Recorder::default());
-    assert!(matches!(run(&q, &mut mem, &mut cp, &mut rec).unwrap(), Outcome::Blocked { ib: IB, word: 0 }));
+    let out = run(&q, &mut mem, &mut cp, &mut rec).unwrap();
+    assert!(matches!(out, Outcome::Blocked { ib: IB, word } if word as usize == at), "{out:?}");
     mem.write64(SIGNALS, 0x1_0000_0001).unwrap();
     assert!(matches!(cp.resume(&mut mem, &mut rec).unwrap(), Outcome::Blocked { .. }));
     mem.write64(SIGNALS, 0x1_0000_0002).unwrap();
@@ -130,7 +132,7 @@ fn a_blocked_wait_resumes_when_the_signal_moves() {
 fn patching_rewrites_every_form_of_a_value() {
     let prog = elementwise();
     let (mut q, mut mem, h) = setup(&prog);
-    q.push(Command::Wait { addr: SIGNALS, value: 3 }).unwrap();
+    let w = q.push(Command::Wait { addr: SIGNALS, value: 3 }).unwrap();
     let e = q.push(Command::Exec { program: h, kernargs: CONSTS, global: [32, 1, 1], local: [32, 1, 1] }).unwrap();
     let s = q.push(Command::Signal { addr: SIGNALS + 64, value: 1 }).unwrap();
     // Every derived word is marked: local sizes in NDRANGE_0 (one mark per dimension, same
@@ -149,8 +151,8 @@ fn patching_rewrites_every_form_of_a_value() {
     q.patch(e, Field::Local(1), 2).unwrap();
     q.patch(e, Field::Kernargs, CONSTS + 0x1000).unwrap();
     q.patch(s, Field::Value, 0x5_0000_0009).unwrap();
-    q.patch(0, Field::Value, 0x1_8000_0000).unwrap(); // across bit 31: the compare turns signed
-    q.patch(0, Field::Addr, SIGNALS + 128).unwrap();
+    q.patch(w, Field::Value, 0x1_8000_0000).unwrap(); // across bit 31: the compare turns signed
+    q.patch(w, Field::Addr, SIGNALS + 128).unwrap();
     q.patch(s, Field::Addr, SIGNALS + 64).unwrap();
     assert!(q.patch(s, Field::Addr, SIGNALS + 4).is_err(), "a signal is 8-byte aligned");
     assert_eq!(
@@ -160,7 +162,7 @@ fn patching_rewrites_every_form_of_a_value() {
     // The patched stream equals a freshly encoded one, word for word.
     let enc2 = encoder();
     let h2 = enc2.add_program(&prog, CODE).unwrap();
-    let mut fresh = Pm4Queue::new(enc2);
+    let mut fresh = queue(enc2);
     fresh.push(Command::Wait { addr: SIGNALS + 128, value: 0x1_8000_0000 }).unwrap();
     fresh.push(Command::Exec { program: h2, kernargs: CONSTS + 0x1000, global: [4, 1, 3], local: [16, 2, 1] }).unwrap();
     fresh.push(Command::Signal { addr: SIGNALS + 64, value: 0x5_0000_0009 }).unwrap();
@@ -198,10 +200,11 @@ fn bad_patches_and_bad_commands_change_nothing() {
 #[test]
 fn a_corrupt_ib_word_is_reported_with_its_offset() {
     let (mut q, mut mem, _) = setup(&elementwise());
+    let wait = q.words().len();
     q.push(Command::Barrier).unwrap();
     q.push(Command::Signal { addr: SIGNALS, value: 1 }).unwrap();
     let mut words = q.words().to_vec();
-    let bad_at = 9; // the signal's CP_WAIT_FOR_IDLE header
+    let bad_at = wait + 9; // after the timeline wait and the barrier: the signal's CP_WAIT_FOR_IDLE
     assert!(matches!(decode(&words[bad_at..]).unwrap()[0], Packet::Type7 { opcode: op::CP_WAIT_FOR_IDLE, .. }));
     words[bad_at] ^= 1 << 20;
     mem.write_bytes(IB, &words_to_bytes(&words)).unwrap();
@@ -281,8 +284,8 @@ fn the_core_hwqueue_patches_every_field_of_an_exec() {
         _ => None,
     });
     assert_eq!(exec.unwrap(), [2, 3, 1]);
-    // What the core cannot check (the program's max_threads) passes there; a local size the
-    // NDRANGE_0 field cannot hold, or threads beyond 32 bits, is refused and changes nothing.
+    // A local size the NDRANGE_0 field cannot hold, or threads beyond 32 bits, is refused and
+    // changes nothing.
     let before = q.words().to_vec();
     assert!(q.patch(1, Field::Local(0), 0).is_err());
     assert!(q.patch(1, Field::Local(0), 2048).is_err());
@@ -293,15 +296,44 @@ fn the_core_hwqueue_patches_every_field_of_an_exec() {
         q.command(1),
         Some(Command::Exec { program: h, kernargs: CONSTS + 0x100, global: [2, 3, 1], local: [32, 4, 1] })
     );
-    // The core queue's words are the Pm4Queue's (timeline wait included) after the same patches.
-    let mut p = Pm4Queue::new(enc);
-    p.push(Command::Wait { addr: tl.addr(), value: 0 }).unwrap();
-    p.push(Command::Exec { program: h, kernargs: CONSTS, global: [32, 1, 1], local: [32, 1, 1] }).unwrap();
-    p.patch(1, Field::Kernargs, CONSTS + 0x100).unwrap();
-    p.patch(1, Field::Global(0), 2).unwrap();
-    p.patch(1, Field::Local(1), 4).unwrap();
-    p.patch(1, Field::Global(1), 3).unwrap();
-    assert_eq!(q.words(), p.words());
+    // The patched words are a fresh encoding's of the patched command.
+    let mut fresh = HwQueue::new(enc, &tl).unwrap();
+    fresh.exec(h, CONSTS + 0x100, [2, 3, 1], [32, 4, 1]).unwrap();
+    assert_eq!(q.words(), fresh.words());
+}
+
+/// The a6xx encoder's checks of a patched value reach the core queue through
+/// `Encoder::check_patch`: each of these values fits its words (the marks' forms accept it), so
+/// without the hook the core would write it.
+#[test]
+fn the_core_hwqueue_refuses_what_the_a6xx_encoder_refuses_and_writes_nothing() {
+    let enc = encoder();
+    let h = enc.add_program(&elementwise(), CODE).unwrap();
+    let mut q = queue(enc);
+    let e = q.push(Command::Exec { program: h, kernargs: CONSTS, global: [4, 1, 1], local: [32, 1, 1] }).unwrap();
+    let s = q.push(Command::Signal { addr: SIGNALS, value: 1 }).unwrap();
+    let c = q.push(Command::Copy { dst: SCRATCH, src: SCRATCH + 64, bytes: 16 }).unwrap();
+    let (before, cmds) = (q.words().to_vec(), [q.command(e), q.command(s), q.command(c)]);
+    let refused = [
+        (e, Field::Local(1), 64, "exec: 32 × 64 threads beyond the program's max_threads (1024)"),
+        (e, Field::Kernargs, CONSTS + 8, "exec: constants not 16-byte aligned"),
+        (e, Field::Kernargs, 1 << 48, "exec: constants beyond 48 bits"),
+        (e, Field::Global(0), 0, "exec: no work-groups"),
+        (s, Field::Addr, SIGNALS + 4, "signal: not 8-byte aligned"),
+        (c, Field::Dst, SCRATCH + 2, "copy: destination not 4-byte aligned"),
+        (c, Field::Src, SCRATCH + 66, "copy: source not 4-byte aligned"),
+    ];
+    for (i, field, v, why) in refused {
+        assert!(q.patch(i, field, v).is_err(), "{why}");
+        assert_eq!(q.words(), &before[..], "{why}: nothing written");
+    }
+    assert_eq!([q.command(e), q.command(s), q.command(c)], cmds, "the commands are unchanged");
+    // the same fields take a value the encoder accepts
+    q.patch(e, Field::Local(1), 32).unwrap();
+    q.patch(e, Field::Kernargs, CONSTS + 16).unwrap();
+    q.patch(s, Field::Addr, SIGNALS + 8).unwrap();
+    q.patch(c, Field::Dst, SCRATCH + 4).unwrap();
+    assert_ne!(q.words(), &before[..]);
 }
 
 #[test]
@@ -310,13 +342,16 @@ fn a_signal_writes_the_low_word_first() {
     // 0x0_ffff_ffff to 0x1_0000_0000, high-first would show 0x1_ffff_ffff.
     let (mut q, mut mem, _) = setup(&elementwise());
     mem.write64(SIGNALS, 0x0_ffff_ffff).unwrap();
+    let wait = q.words().len();
     q.push(Command::Signal { addr: SIGNALS, value: 0x1_0000_0000 }).unwrap();
     let words = q.words().to_vec();
-    // Run only up to the end of the first event write (WFI 1 word + EVENT_WRITE 5 words).
+    // Run only up to the end of the first event write (after the timeline wait: WFI 1 word +
+    // EVENT_WRITE 5 words).
     mem.write_bytes(IB, &words_to_bytes(&words)).unwrap();
     let mut cp = Cp::new();
-    cp.submit(IB, 6, &mut mem, &mut Recorder::default()).unwrap();
+    cp.submit(IB, (wait + 6) as u32, &mut mem, &mut Recorder::default()).unwrap();
     let mid = mem.read64(SIGNALS).unwrap();
+    assert_eq!(mid, 0x0_0000_0000, "the low word is written first");
     assert!(mid <= 0x1_0000_0000, "transient value {mid:#x}");
     cp.submit(IB, words.len() as u32, &mut mem, &mut Recorder::default()).unwrap();
     assert_eq!(mem.read64(SIGNALS).unwrap(), 0x1_0000_0000);

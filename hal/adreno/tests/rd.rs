@@ -5,7 +5,6 @@ mod common;
 
 use common::*;
 use hcq::queue::Command;
-use hcq_adreno::Pm4Queue;
 use hcq_adreno::pm4::decode;
 use hcq_adreno::rd::{RdWriter, raw::sect, read, sections};
 
@@ -14,8 +13,9 @@ fn a_capture_reads_back_to_the_same_packets() {
     let prog = elementwise();
     let enc = encoder();
     let h = enc.add_program(&prog, CODE).unwrap();
-    let mut q = Pm4Queue::new(enc);
-    q.push(Command::Wait { addr: SIGNALS, value: 9 }).unwrap();
+    // The timeline wait (command 0) on SIGNALS, patched to 9 as a submitter would.
+    let mut q = hcq::queue::HwQueue::new(enc, &timeline_at(SIGNALS)).unwrap();
+    q.patch(0, hcq::queue::Field::Value, 9).unwrap();
     q.push(Command::Exec { program: h, kernargs: CONSTS, global: [32, 1, 1], local: [32, 1, 1] }).unwrap();
     q.push(Command::Signal { addr: SIGNALS, value: 10 }).unwrap();
     let ib = words_to_bytes(q.words());

@@ -1,6 +1,7 @@
 //! Replays through the core's queue shapes: the core `HwQueue` built with the `A6xxEncoder`
 //! patches every field of every command (every place and derived form) exactly as encoding the
-//! patched command from scratch, and exactly as `Pm4Queue` does; the timeline wait and signal
+//! patched command from scratch, and refuses exactly the patches whose command the encoder
+//! refuses (through `Encoder::check_patch`), writing nothing; the timeline wait and signal
 //! the core adds to a queue are patched for each submission, across the 32-bit rollover.
 
 mod common;
@@ -11,7 +12,7 @@ use hcq::mmio::{HostRegion, MmioBus, Width};
 use hcq::queue::{Command, Field, HwQueue};
 use hcq::ring::{CommandRing, Doorbell, KernargPool};
 use hcq::signal::{OwnedSignal, SignalPool, StdHooks};
-use hcq_adreno::{A6xxEncoder, Pm4Queue};
+use hcq_adreno::A6xxEncoder;
 use hcq_sim_adreno::cp::{Cp, Outcome, SparseMemory};
 use proptest::prelude::*;
 use std::sync::Arc;
@@ -135,56 +136,39 @@ proptest! {
         // the strategy's program indices are the handles `rig` registered, in order
         prop_assert_eq!(r.programs, [0, 1]);
         let mut core = HwQueue::new(r.enc.clone(), &r.tl).unwrap();
-        let mut pm4 = Pm4Queue::new(r.enc.clone());
-        pm4.push(Command::Wait { addr: r.tl.addr(), value: 0 }).unwrap();
         let mut kept = Vec::new();
         for c in cmds.iter().map(|c| r.resolve(*c)) {
-            // a local size beyond the program's max_threads is refused by both, the same way
+            // a local size beyond the program's max_threads is refused by the queue as by the
+            // encoder
             let a = r.push(&mut core, c);
-            let b = pm4.push(c).map(|_| ());
-            prop_assert_eq!(a.is_ok(), b.is_ok(), "{:?}: {:?} / {:?}", c, a, b);
+            prop_assert_eq!(a.is_ok(), encoded(&r.enc, c).is_ok(), "{:?}: {:?}", c, a);
             if a.is_ok() {
                 kept.push(c);
             }
         }
-        prop_assert_eq!(core.words(), pm4.words());
         if kept.is_empty() {
             return Ok(());
         }
         let stamp_addrs: Vec<u64> = r.stamps.iter().map(|s| s.timestamp_addr()).collect();
         for (i, f, v) in patches {
             let Some((i, field, value)) = patch_for(&kept, &stamp_addrs, i, f, v) else { continue };
-            let before = pm4.words().to_vec();
-            match pm4.patch(i, field, value) {
-                Ok(()) => {
-                    // what the encoder accepts, the core's patch accepts too, word for word
-                    core.patch(i, field, value).unwrap();
-                }
-                Err(_) => {
-                    prop_assert_eq!(pm4.words(), &before[..], "a refused patch changes nothing");
-                    // the core refuses it too, or accepts what only the encoder checks (the
-                    // program's max_threads, alignment): then undo it there
-                    let old = core.command(i).unwrap().field(field).unwrap();
-                    if core.patch(i, field, value).is_ok() {
-                        core.patch(i, field, old).unwrap();
-                    }
-                    prop_assert_eq!(core.words(), &before[..]);
-                }
+            let (before, old) = (core.words().to_vec(), core.command(i).unwrap());
+            // the patch is accepted exactly when the encoder accepts the patched command
+            let mut next = old;
+            let valid = next.set_field(field, value).unwrap_or(false) && encoded(&r.enc, next).is_ok();
+            let res = core.patch(i, field, value);
+            prop_assert_eq!(res.is_ok(), valid, "patching {:?} of {} to {:#x}: {:?}", field, i, value, res);
+            if !valid {
+                prop_assert_eq!(core.words(), &before[..], "a refused patch changes nothing");
+                prop_assert_eq!(core.command(i), Some(old));
             }
-            prop_assert_eq!(core.words(), pm4.words(), "after patching {:?} of {} to {:#x}", field, i, value);
         }
-        // both equal encoding the patched commands from scratch
+        // the words equal encoding the patched commands from scratch
         let mut fresh = HwQueue::new(r.enc.clone(), &r.tl).unwrap();
-        let mut fresh_pm4 = Pm4Queue::new(r.enc.clone());
-        fresh_pm4.push(Command::Wait { addr: r.tl.addr(), value: 0 }).unwrap();
         for i in 1..core.len() {
-            let c = core.command(i).unwrap();
-            prop_assert_eq!(Some(c), pm4.command(i));
-            r.push(&mut fresh, c).unwrap();
-            fresh_pm4.push(c).unwrap();
+            r.push(&mut fresh, core.command(i).unwrap()).unwrap();
         }
         prop_assert_eq!(core.words(), fresh.words());
-        prop_assert_eq!(pm4.words(), fresh_pm4.words());
     }
 }
 
@@ -222,11 +206,8 @@ fn the_timeline_wait_and_signal_are_patched_across_the_32_bit_rollover() {
         // what `Submitter::submit` does through `patch_timeline`
         q.patch(0, Field::Value, wait_for).unwrap();
         q.patch(last, Field::Value, signal).unwrap();
-        let mut p = Pm4Queue::new(r.enc.clone());
-        for i in 0..q.len() {
-            p.push(q.command(i).unwrap()).unwrap();
-        }
-        assert_eq!(q.words(), p.words(), "timeline {wait_for:#x} -> {signal:#x}");
+        let fresh: Vec<u32> = (0..q.len()).flat_map(|i| encoded(&r.enc, q.command(i).unwrap()).unwrap()).collect();
+        assert_eq!(q.words(), fresh, "timeline {wait_for:#x} -> {signal:#x}");
         // one short of the value: the queue blocks in the timeline wait (its first two
         // packets, 7 words each); at the value it runs through and signals the next
         mem.write64(r.tl.addr(), wait_for.wrapping_sub(1)).unwrap();
@@ -282,34 +263,31 @@ fn submitting_through_the_core_patches_the_timeline_into_the_a6xx_words() {
         assert_eq!(q.command(0), Some(Command::Wait { addr: tl, value: n - 1 }));
         assert_eq!(q.command(q.len() - 1), Some(Command::Signal { addr: tl, value: n }));
         // the ring holds exactly the words of encoding the patched commands from scratch
-        let mut p = Pm4Queue::new(r.enc.clone());
-        for i in 0..q.len() {
-            p.push(q.command(i).unwrap()).unwrap();
-        }
+        let fresh: Vec<u32> = (0..q.len()).flat_map(|i| encoded(&r.enc, q.command(i).unwrap()).unwrap()).collect();
         let ring_words: Vec<u32> =
-            (0..p.words().len()).map(|k| ring_mem.read(4 * (at + k), Width::U32).unwrap() as u32).collect();
-        assert_eq!(ring_words, p.words(), "submission {n}");
-        at += p.words().len();
+            (0..fresh.len()).map(|k| ring_mem.read(4 * (at + k), Width::U32).unwrap() as u32).collect();
+        assert_eq!(ring_words, fresh, "submission {n}");
+        at += fresh.len();
     }
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
-    /// What `Pm4Queue::patch` relies on: each `Form::Fn` mark of the encoder reads only its own
+    /// What `HwQueue::patch` relies on: each `Form::Fn` mark of the encoder reads only its own
     /// field (a word packing several fields has one mark per field), so changing any other
     /// field leaves its word as it was.
     #[test]
     fn each_derived_word_depends_only_on_the_fields_that_mark_it(c in command([0, 0]), v in 1u64..16) {
         let r = rig();
         let c = r.resolve(c);
-        let mut q = Pm4Queue::new(r.enc.clone());
-        q.push(c).unwrap();
+        let mut q = queue(r.enc.clone());
+        let i = q.push(c).unwrap();
         let fields = [
             Field::Value, Field::Addr, Field::Program, Field::Kernargs, Field::Dst, Field::Src, Field::Size,
             Field::Global(0), Field::Global(1), Field::Global(2), Field::Local(0), Field::Local(1), Field::Local(2),
         ];
-        let marks = q.marks(0);
+        let marks = q.marks(i);
         for m in marks.iter().filter(|m| matches!(m.form, hcq::queue::Form::Fn(_))) {
             let same_word: Vec<Field> = marks.iter().filter(|o| o.word == m.word).map(|o| o.field).collect();
             let before = m.eval(&c).unwrap();

@@ -7,14 +7,14 @@
 use hcq::Error;
 use hcq::error::device_name;
 use hcq::mmio::{HostRegion, MmioBus, Width};
-use hcq::queue::Command;
+use hcq::queue::{CmdWriter, Command, Encoder};
 use hcq::signal::{OwnedSignal, SignalPage, WaitHooks, WaitPolicy, host_clock_ns};
 use hcq::stamp::Stamp;
 use hcq::timeline::Timeline;
 use hcq_adreno::a6xx::regs::{CP_RB_BASE, CP_RB_CNTL, CP_RB_RPTR, CP_RB_RPTR_ADDR, CP_RB_WPTR};
 use hcq_adreno::pm4::{op, pkt7};
 use hcq_adreno::ring::{A6xxRing, RingConfig, WriteBarrier};
-use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue};
+use hcq_adreno::{A6xxEncoder, EncoderConfig};
 use hcq_sim::{MockMmio, WriteAction};
 use hcq_sim_adreno::cp::{BusMemory, ComputeState, GpuMemory, Outcome, RingCp, ShaderCore};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -196,9 +196,9 @@ impl Rig {
         pkt7(&mut words, op::CP_MEM_WRITE, &[addr as u32, (addr >> 32) as u32, value]).unwrap();
         let enc =
             A6xxEncoder::new(EncoderConfig { scratch: self.data.addr() + 2048, pvt_mem: 0, pvt_mem_bytes: 0 }).unwrap();
-        let mut q = Pm4Queue::new(Arc::new(enc));
-        q.push(Command::Signal { addr: self.tl.signal().addr(), value: self.tl.last_submitted().get() + 1 }).unwrap();
-        words.extend_from_slice(q.words());
+        // The encoder's signal alone (no queue: the ring adds no timeline wait of its own).
+        let signal = Command::Signal { addr: self.tl.signal().addr(), value: self.tl.last_submitted().get() + 1 };
+        enc.encode(&signal, &mut CmdWriter::new(&mut words, &mut Vec::new(), 0)).unwrap();
         words
     }
 

@@ -10,7 +10,7 @@ use hcq::bundle::hcqb::{self, Hcqb, LaunchRef};
 use hcq::mmio::{MmioBus, Width};
 use hcq::queue::Command;
 use hcq::runner::{Backend, KernelLaunch, Runner};
-use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue};
+use hcq_adreno::{A6xxEncoder, EncoderConfig};
 use hcq_qcom::device::{QcomBackend, QcomDevice};
 use hcq_qcom::flags::MemFlags;
 use hcq_qcom::kernel::{Access, BufferList};
@@ -98,7 +98,7 @@ fn the_rd_capture_of_a_run_holds_the_runners_command_buffer() {
 
 /// An encoder and IB on `dev` for hand-made submissions.
 struct Raw {
-    q: Pm4Queue,
+    q: Ib,
     ib: hcq_qcom::GpuObject,
     mem: hcq_qcom::GpuObject,
     _scratch: hcq_qcom::GpuObject,
@@ -112,10 +112,38 @@ fn raw(dev: &QcomDevice) -> Raw {
             .unwrap(),
     );
     Raw {
-        q: Pm4Queue::new(enc),
+        q: Ib::new(enc),
         ib: k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap(),
         mem: k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap(),
         _scratch: scratch,
+    }
+}
+
+/// PM4 words of commands encoded one after another by the a6xx encoder's core `Encoder` impl
+/// (an IB without the core queue's timeline wait and signal), with their marks.
+struct Ib {
+    enc: Arc<A6xxEncoder>,
+    words: Vec<u32>,
+    marks: Vec<hcq::queue::Mark>,
+    cmds: u32,
+}
+
+impl Ib {
+    fn new(enc: Arc<A6xxEncoder>) -> Self {
+        Self { enc, words: Vec::new(), marks: Vec::new(), cmds: 0 }
+    }
+    fn push(&mut self, cmd: Command) -> hcq::Result<()> {
+        use hcq::queue::Encoder;
+        self.enc.encode(&cmd, &mut hcq::queue::CmdWriter::new(&mut self.words, &mut self.marks, self.cmds))?;
+        self.cmds += 1;
+        Ok(())
+    }
+    fn words(&self) -> &[u32] {
+        &self.words
+    }
+    /// The marks of command `i`.
+    fn marks(&self, i: u32) -> impl Iterator<Item = &hcq::queue::Mark> {
+        self.marks.iter().filter(move |m| m.cmd == i)
     }
 }
 
@@ -171,7 +199,7 @@ fn a_corrupt_ib_word_is_reported_with_its_offset() {
     r.q.push(Command::Barrier).unwrap();
     r.q.push(Command::Signal { addr: r.mem.gpuaddr(), value: 1 }).unwrap();
     // Corrupt the header of the signal's first packet (the last packet before its first mark).
-    let first_signal_word = r.q.marks(1).first().map(|m| m.word as usize).unwrap();
+    let first_signal_word = r.q.marks(1).next().map(|m| m.word as usize).unwrap();
     let mut hdr_at = 0;
     for p in hcq_adreno::pm4::Decoder::new(r.q.words()) {
         let (off, _) = p.unwrap();

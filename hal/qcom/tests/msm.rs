@@ -11,7 +11,7 @@ use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::mmio::{MmioBus, Width};
 use hcq::queue::Command;
 use hcq::runner::Runner;
-use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue};
+use hcq_adreno::{A6xxEncoder, EncoderConfig};
 use hcq_qcom::Mapping;
 use hcq_qcom::device::{QcomBackend, QcomDevice};
 use hcq_qcom::flags::MemFlags;
@@ -180,7 +180,7 @@ fn another_drivers_node_and_an_unsupported_chip_are_refused_by_name() {
 
 /// An IB (PM4 through the a6xx encoder) and a memory object on an MSM device.
 struct Raw {
-    q: Pm4Queue,
+    q: Ib,
     ib: GpuObject,
     mem: GpuObject,
     scratch: GpuObject,
@@ -194,7 +194,28 @@ fn raw(k: &dyn GpuKernel) -> Raw {
     );
     let ib = k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
     let mem = k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
-    Raw { q: Pm4Queue::new(enc), ib, mem, scratch }
+    Raw { q: Ib::new(enc), ib, mem, scratch }
+}
+
+/// PM4 words of commands encoded one after another by the a6xx encoder's core `Encoder` impl:
+/// an IB without the core queue's timeline wait and signal.
+struct Ib {
+    enc: Arc<A6xxEncoder>,
+    words: Vec<u32>,
+    marks: Vec<hcq::queue::Mark>,
+}
+
+impl Ib {
+    fn new(enc: Arc<A6xxEncoder>) -> Self {
+        Self { enc, words: Vec::new(), marks: Vec::new() }
+    }
+    fn push(&mut self, cmd: Command) -> hcq::Result<()> {
+        use hcq::queue::Encoder;
+        self.enc.encode(&cmd, &mut hcq::queue::CmdWriter::new(&mut self.words, &mut self.marks, 0))
+    }
+    fn words(&self) -> &[u32] {
+        &self.words
+    }
 }
 
 impl Raw {

@@ -5,7 +5,7 @@
 use divan::Bencher;
 use hcq::mmio::{MmioBus, Width};
 use hcq::queue::Command;
-use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue, Program};
+use hcq_adreno::{A6xxEncoder, EncoderConfig, Program};
 use hcq_qcom::flags::{ContextFlags, MemFlags};
 use hcq_qcom::kgsl::Kgsl;
 use hcq_sim_adreno::cp::{ComputeState, GpuMemory, ShaderCore};
@@ -49,16 +49,17 @@ fn sim_submit_1000_dispatches(b: Bencher) {
         .unwrap(),
     );
     let h = enc.add_program(&prog, code.gpuaddr()).unwrap();
-    let mut q = Pm4Queue::new(enc);
-    for _ in 0..1000 {
-        q.push(Command::Exec { program: h, kernargs: consts.gpuaddr(), global: [32, 1, 1], local: [32, 1, 1] })
-            .unwrap();
+    // the IB: 1000 dispatches encoded by the encoder's core `Encoder` impl
+    let (mut words, mut marks) = (Vec::new(), Vec::new());
+    for i in 0..1000 {
+        let exec = Command::Exec { program: h, kernargs: consts.gpuaddr(), global: [32, 1, 1], local: [32, 1, 1] };
+        hcq::queue::Encoder::encode(&*enc, &exec, &mut hcq::queue::CmdWriter::new(&mut words, &mut marks, i)).unwrap();
     }
-    let ib = k.alloc(4 * q.words().len() as u64, f).unwrap();
-    for (i, w) in q.words().iter().enumerate() {
+    let ib = k.alloc(4 * words.len() as u64, f).unwrap();
+    for (i, w) in words.iter().enumerate() {
         ib.bus().write(4 * i, Width::U32, (*w).into()).unwrap();
     }
-    let bytes = 4 * q.words().len() as u64;
+    let bytes = 4 * words.len() as u64;
     b.bench_local(|| {
         // SAFETY: the IB's dispatches name this bench's live objects (code, constants, private memory, scratch), all alive past the wait.
         let ts = unsafe { k.submit(&ctx, ib.gpuaddr(), bytes) }.unwrap();

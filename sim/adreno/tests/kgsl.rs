@@ -4,7 +4,7 @@
 use hcq::Error;
 use hcq::mmio::{MmioBus, Width};
 use hcq::queue::Command;
-use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue, Program};
+use hcq_adreno::{A6xxEncoder, EncoderConfig, Program};
 use hcq_qcom::flags::{ContextFlags, MemFlags};
 use hcq_qcom::kgsl::Kgsl;
 use hcq_qcom::{Context, FreeAfter, GpuObject};
@@ -73,6 +73,27 @@ fn rig() -> Rig {
     Rig { sim, k, ctx, prog, handle, enc, consts, out, signals, ib, _keep: vec![code, pvt, scratch] }
 }
 
+/// PM4 words of commands encoded one after another by the a6xx encoder's core `Encoder` impl:
+/// an IB without the core queue's timeline wait and signal.
+struct Ib {
+    enc: Arc<A6xxEncoder>,
+    words: Vec<u32>,
+    marks: Vec<hcq::queue::Mark>,
+}
+
+impl Ib {
+    fn new(enc: Arc<A6xxEncoder>) -> Self {
+        Self { enc, words: Vec::new(), marks: Vec::new() }
+    }
+    fn push(&mut self, cmd: Command) -> hcq::Result<()> {
+        use hcq::queue::Encoder;
+        self.enc.encode(&cmd, &mut hcq::queue::CmdWriter::new(&mut self.words, &mut self.marks, 0))
+    }
+    fn words(&self) -> &[u32] {
+        &self.words
+    }
+}
+
 impl Rig {
     fn fill(&self, arg0: u64) {
         let mut block = vec![0u8; self.prog.const_block_bytes as usize];
@@ -80,7 +101,7 @@ impl Rig {
         self.consts.bus().write_bytes(0, &block).unwrap();
     }
 
-    fn submit(&self, q: &Pm4Queue) -> u32 {
+    fn submit(&self, q: &Ib) -> u32 {
         for (i, w) in q.words().iter().enumerate() {
             self.ib.bus().write(4 * i, Width::U32, (*w).into()).unwrap();
         }
@@ -88,8 +109,8 @@ impl Rig {
         unsafe { self.k.submit(&self.ctx, self.ib.gpuaddr(), 4 * q.words().len() as u64) }.unwrap()
     }
 
-    fn queue(&self) -> Pm4Queue {
-        Pm4Queue::new(self.enc.clone())
+    fn queue(&self) -> Ib {
+        Ib::new(self.enc.clone())
     }
 
     fn signal(&self, off: usize) -> u64 {
@@ -194,7 +215,7 @@ fn submissions_are_captured_in_rd_format() {
         A6xxEncoder::new(EncoderConfig { scratch: scratch.gpuaddr(), pvt_mem: scratch.gpuaddr(), pvt_mem_bytes: 4096 })
             .unwrap(),
     );
-    let mut q = Pm4Queue::new(enc);
+    let mut q = Ib::new(enc);
     q.push(Command::Barrier).unwrap();
     q.push(Command::Signal { addr: sig.gpuaddr(), value: 3 }).unwrap();
     for (i, w) in q.words().iter().enumerate() {

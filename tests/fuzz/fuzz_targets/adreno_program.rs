@@ -6,8 +6,8 @@
 //! in `hal/adreno/tests/data` (blob ++ json with the split in front).
 #![no_main]
 
-use hcq::queue::Command;
-use hcq_adreno::{A6xxEncoder, EncoderConfig, Pm4Queue, Program};
+use hcq::queue::{CmdWriter, Command, Encoder};
+use hcq_adreno::{A6xxEncoder, EncoderConfig, Program};
 use libfuzzer_sys::fuzz_target;
 use std::sync::Arc;
 
@@ -23,9 +23,10 @@ fuzz_target!(|data: &[u8]| {
         A6xxEncoder::new(EncoderConfig { scratch: 0x1000, pvt_mem: 0x2000, pvt_mem_bytes: u64::MAX }).unwrap(),
     );
     let h = enc.add_program(&p, 0x10_0000).unwrap();
-    let mut q = Pm4Queue::new(enc);
-    q.push(Command::Exec { program: h, kernargs: 0x20_0000, global: [2, 1, 1], local: [1, 1, 1] }).unwrap();
-    assert!(hcq_adreno::pm4::decode(q.words()).is_ok());
+    let (mut words, mut marks) = (Vec::new(), Vec::new());
+    let exec = Command::Exec { program: h, kernargs: 0x20_0000, global: [2, 1, 1], local: [1, 1, 1] };
+    enc.encode(&exec, &mut CmdWriter::new(&mut words, &mut marks, 0)).unwrap();
+    assert!(hcq_adreno::pm4::decode(&words).is_ok());
     let mut block = vec![0u8; p.const_block_bytes as usize];
     let args = vec![0u64; p.n_args as usize];
     let vals = vec![0i32; p.n_vals as usize];

@@ -10,7 +10,7 @@
 //! | copy | `CP_WAIT_FOR_IDLE`, `CP_MEMCPY(DWORDS, SRC, DST)`: whole dwords, so both addresses and the size must be multiples of 4 (anything else is refused) |
 //!
 //! Every word that carries a command field is marked with a core [`Form`] (see
-//! [`A6xxEncoder`]), so `hcq::queue::HwQueue` and [`crate::Pm4Queue`] patch all of them.
+//! [`A6xxEncoder`]), so `hcq::queue::HwQueue` patches all of them.
 //!
 //! The order and the fixed values follow tinygrad's `ops_qcom.py` (which runs on real a630s,
 //! `docs/adreno.md` (g)), with the two XML corrections described at
@@ -93,7 +93,7 @@ const WAIT_DELAY: u32 = 16;
 ///
 /// **Marks.** Every word that carries a command field is marked with the core's [`Form`], in
 /// every place and derived form it is written, so the core `HwQueue::patch` (through the
-/// [`Encoder`] impl) and [`crate::Pm4Queue::patch`] rewrite all of them:
+/// [`Encoder`] impl) rewrites all of them:
 ///
 /// | word | field | form |
 /// |---|---|---|
@@ -110,9 +110,9 @@ const WAIT_DELAY: u32 = 16;
 /// A low word is a core `Lo` mark rather than a 32-bit `Plain` one, which would refuse a 64-bit
 /// value; `Lo`/`Hi` words are stored by the core's patch without evaluating a form. A `Fn` whose command does not fit its word (a local size of 0
 /// or above 1024, a copy size that is not a non-zero multiple of 4) returns [`forms::INVALID`],
-/// which the core's patch refuses as a value that does not fit, changing nothing. The core's
-/// patch does not check what only the encoder knows (a program's `max_threads`, address
-/// alignment); [`crate::Pm4Queue::patch`] checks those too.
+/// which the core's patch refuses as a value that does not fit, changing nothing. What only the
+/// encoder knows (a program's `max_threads`, address alignment, copy sizes) it checks in
+/// [`Encoder::check_patch`], which the core's patch calls before writing anything.
 #[derive(Debug)]
 pub struct A6xxEncoder {
     cfg: EncoderConfig,
@@ -536,5 +536,38 @@ impl Encoder for A6xxEncoder {
         let mut sink = CoreSink { w, err: None };
         self.encode_to(cmd, &mut sink)?;
         sink.err.map_or(Ok(()), Err)
+    }
+
+    /// The checks [`A6xxEncoder::encode_to`] makes of the patched field: address alignment
+    /// (and 48 bits), a work-group count of 0 or groups × local size beyond 32 bits, a local
+    /// size beyond the program's `max_threads`, a copy size that is not whole dwords. The rest
+    /// of the command passed them when it was encoded; a value needs no check.
+    fn check_patch(&self, cmd: &Command, field: Field) -> Result<()> {
+        match (*cmd, field) {
+            (Command::Wait { addr, .. } | Command::Signal { addr, .. } | Command::Timestamp { addr }, Field::Addr) => {
+                Self::check_addr("adreno signal address", addr, 8)
+            }
+            (Command::Exec { kernargs, .. }, Field::Kernargs) => {
+                Self::check_addr("adreno constant block address", kernargs, 16)
+            }
+            (Command::Exec { global, local, .. }, Field::Global(_)) => Self::check_grid(global, local),
+            (Command::Exec { program, global, local, .. }, Field::Local(_)) => {
+                let max_threads = {
+                    let table = self.programs.read();
+                    usize::try_from(program).ok().and_then(|i| table.get(i)).map(|t| t.max_threads).ok_or(
+                        Error::InvalidArgument {
+                            what: "adreno exec: no program registered under this handle",
+                            value: program,
+                        },
+                    )?
+                };
+                check_local(local, max_threads)?;
+                Self::check_grid(global, local)
+            }
+            (Command::Copy { dst, .. }, Field::Dst) => Self::check_addr("adreno copy destination address", dst, 4),
+            (Command::Copy { src, .. }, Field::Src) => Self::check_addr("adreno copy source address", src, 4),
+            (Command::Copy { bytes, .. }, Field::Size) => Self::check_copy_size(bytes).map(|_| ()),
+            _ => Ok(()),
+        }
     }
 }

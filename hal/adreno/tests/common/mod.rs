@@ -78,3 +78,31 @@ impl ShaderCore for Recorder {
 pub fn words_to_bytes(w: &[u32]) -> Vec<u8> {
     w.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
+
+/// Device address of the timeline signal of [`queue`]'s queues: in the mapped, zeroed signal
+/// region of [`memory`], so a queue's leading timeline wait (for 0) passes in the simulated CP.
+pub const TIMELINE: u64 = SIGNALS + 0xf00;
+
+/// A timeline signal seen by the device at `addr` (its CPU side is a host slot of its own).
+pub fn timeline_at(addr: u64) -> hcq::signal::OwnedSignal {
+    use hcq::signal::{OwnedSignal, SignalPage, Slot};
+    let slots: Box<[Slot]> = vec![Slot::default()].into_boxed_slice();
+    let ptr = std::ptr::NonNull::from(&slots[0]);
+    // SAFETY: `slots` is one initialised, 16-aligned slot on the heap; the page owns the box, so
+    // the slot lives as long as the page, and only the page's atomics touch it.
+    let page = unsafe { SignalPage::from_raw_owning(ptr, 1, addr, Box::new(slots)) };
+    OwnedSignal::new(Arc::new(page), 0).unwrap()
+}
+
+/// An empty core queue (its timeline wait, command 0, on [`TIMELINE`]) encoded by `enc`.
+pub fn queue(enc: Arc<A6xxEncoder>) -> hcq::queue::HwQueue {
+    hcq::queue::HwQueue::new(enc, &timeline_at(TIMELINE)).unwrap()
+}
+
+/// The words `enc` writes for `cmd` alone (no queue around it, so no timeline wait).
+pub fn encoded(enc: &A6xxEncoder, cmd: hcq::queue::Command) -> hcq::Result<Vec<u32>> {
+    use hcq::queue::Encoder;
+    let mut words = Vec::new();
+    enc.encode(&cmd, &mut hcq::queue::CmdWriter::new(&mut words, &mut Vec::new(), 0))?;
+    Ok(words)
+}
