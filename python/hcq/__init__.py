@@ -269,6 +269,7 @@ class Model:
         self._in_spec = [(t.shape, t.dtype) for t in self.inputs]
         self._out_spec = [(t.shape, t.dtype) for t in self.outputs]
         self._in_ptrs = (c_void_p * max(1, self._n_in))()
+        self._in_dirty = False  # some input pointer is set (a call with arrays ran last)
         self._in_lens = (c_size_t * max(1, self._n_in))(*[t.nbytes for t in self.inputs])
         self._out_ptrs = (c_void_p * max(1, self._n_out))()
         self._out_lens = (c_size_t * max(1, self._n_out))(*[t.nbytes for t in self.outputs])
@@ -347,9 +348,11 @@ class Model:
                     a = self._input(i, a)
                     keep.append(a)
                     ptrs[i] = _ptr(a)
-        else:
+        elif self._in_dirty:
             for i in range(self._n_in):
                 ptrs[i] = None
+        # a call with no arrays leaves every input pointer None: the next one need not clear them
+        self._in_dirty = bool(n)
         if not wait:
             for i in range(n):
                 if ptrs[i]:
