@@ -14,12 +14,14 @@ NAME = "driving"
 PLAN = 990
 
 
-def build(seed=0):
+def build(seed=0, widths=(32, 64, 128, 256, 256)):
+  """`widths`: the stem's channels, then each depthwise/pointwise block's (tools/models/driving_big.py
+  builds the same layout wider)."""
   from tinygrad import Tensor, dtypes
   p = Params(seed)
-  stem = Conv(p, 24, 32, 2, stride=2, padding=0)
-  blocks = [DwPw(p, 32, 64, 2), DwPw(p, 64, 128, 2), DwPw(p, 128, 256, 2), DwPw(p, 256, 256, 1)]
-  v1, v2 = Linear(p, 256 * 4 * 8, 1024), Linear(p, 1024, 512)
+  stem = Conv(p, 24, widths[0], 2, stride=2, padding=0)
+  blocks = [DwPw(p, a, b, 2 if i < 3 else 1) for i, (a, b) in enumerate(zip(widths, widths[1:]))]
+  v1, v2 = Linear(p, widths[-1] * 4 * 8, 1024), Linear(p, 1024, 512)
   f1, d1, t1 = Linear(p, 25 * 512, 512), Linear(p, 25 * 8, 64), Linear(p, 2, 16)
   h1, plan = Linear(p, 512 + 64 + 16 + 512, 512), Linear(p, 512, PLAN)
   rng = np.random.default_rng([seed, 99])

@@ -8,37 +8,12 @@ stride-2 stem -> four depthwise/pointwise blocks (64 -> 512 channels) -> a 1024-
 512-wide hidden state and a (1, 990) plan. The arithmetic is float32. No numpy reference.
 """
 import os, sys
-import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from oplayers import Conv, DwPw, Linear, Params  # noqa: E402
+import driving  # noqa: E402
 
 NAME = "driving_big"
-PLAN = 990
+PLAN = driving.PLAN
 
 
 def build(seed=0):
-  from tinygrad import Tensor, dtypes
-  p = Params(seed)
-  stem = Conv(p, 24, 64, 2, stride=2, padding=0)
-  blocks = [DwPw(p, 64, 128, 2), DwPw(p, 128, 256, 2), DwPw(p, 256, 512, 2), DwPw(p, 512, 512, 1)]
-  v1, v2 = Linear(p, 512 * 4 * 8, 1024), Linear(p, 1024, 512)
-  f1, d1, t1 = Linear(p, 25 * 512, 512), Linear(p, 25 * 8, 64), Linear(p, 2, 16)
-  h1, plan = Linear(p, 512 + 64 + 16 + 512, 512), Linear(p, 512, PLAN)
-  rng = np.random.default_rng([seed, 99])
-  img = Tensor(rng.integers(0, 256, (1, 12, 128, 256), dtype=np.uint8)).realize()
-  big_img = Tensor(rng.integers(0, 256, (1, 12, 128, 256), dtype=np.uint8)).realize()
-  features = Tensor(rng.standard_normal((1, 25, 512)).astype(np.float32)).realize()
-  desire = Tensor(rng.standard_normal((1, 25, 8)).astype(np.float32)).realize()
-  traffic = Tensor(rng.standard_normal((1, 2)).astype(np.float32)).realize()
-
-  def fn(img, big_img, features, desire, traffic):
-    x = img.cat(big_img, dim=1).cast(dtypes.float) * (1 / 255.0)
-    x = stem(x.avg_pool2d(2)).relu()
-    for b in blocks: x = b(x)
-    feat = v2(v1(x.flatten(1)).relu())
-    h = f1(features.flatten(1)).relu().cat(d1(desire.flatten(1)).relu(), t1(traffic).relu(), feat, dim=1)
-    hidden = h1(h).relu()
-    return hidden, plan(hidden)
-
-  fn.n_params = p.count
-  return fn, [img, big_img, features, desire, traffic]
+  return driving.build(seed, widths=(64, 128, 256, 512, 512))
