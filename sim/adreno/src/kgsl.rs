@@ -160,6 +160,9 @@ struct State {
     paused: bool,
     /// Most IBs submitted and not finished at one time.
     max_pending: usize,
+    /// Time spent running the CP (and its shader core), in ns: the simulated GPU's share of a
+    /// caller's time, which a host-cost measurement takes out.
+    busy_ns: u64,
 }
 
 /// An IB handed to `GPU_COMMAND` and not finished yet, with its words as they were then.
@@ -200,7 +203,15 @@ impl State {
     /// Run queued submissions until done, blocked or faulted (nothing while paused). An IB
     /// whose words changed between `GPU_COMMAND` and the end of its execution is a fault: KGSL
     /// reads the IB while it runs, so the host may not reuse its memory before its timestamp.
+    /// Run the CP over what is queued, timing it into `busy_ns`.
     fn pump(&mut self) {
+        let t0 = Instant::now();
+        self.run_queued();
+        // CAST: a run of more than 2^64 ns does not happen.
+        self.busy_ns += t0.elapsed().as_nanos() as u64;
+    }
+
+    fn run_queued(&mut self) {
         loop {
             if self.fault.is_some() || self.paused {
                 return;
@@ -325,6 +336,7 @@ impl SimKgsl {
                 first_ts: 0,
                 paused: false,
                 max_pending: 0,
+                busy_ns: 0,
             }),
             arg_slots: None,
         }
@@ -364,6 +376,12 @@ impl SimKgsl {
     /// Most IBs that were submitted and not finished at one time.
     pub fn max_pending(&self) -> usize {
         self.state.lock().map_or(0, |s| s.max_pending)
+    }
+
+    /// Nanoseconds the simulated GPU has spent running submissions (the CP and its shader core)
+    /// so far, on whichever thread pumped it: a call's time minus this is the host's share.
+    pub fn busy_ns(&self) -> u64 {
+        self.state.lock().map_or(0, |s| s.busy_ns)
     }
 
     /// The CP error that stopped the device, with its IB address and word offset.
