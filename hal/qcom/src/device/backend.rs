@@ -208,6 +208,16 @@ impl QcomBackend {
         self.queue.as_ref().map_or(&[], |q| q.words())
     }
 
+    /// Base buffer `i`, or an error naming the index.
+    fn buffer(&self, i: usize) -> Result<&GpuObject> {
+        self.buffers.get(i).ok_or(Error::OutOfBounds {
+            what: "QCOM buffer index",
+            offset: i as u64,
+            len: 1,
+            limit: self.buffers.len() as u64,
+        })
+    }
+
     /// Device address of base buffer `i`.
     pub fn buffer_addr(&self, i: usize) -> Option<u64> {
         self.buffers.get(i).map(GpuObject::gpuaddr)
@@ -532,12 +542,7 @@ impl Backend for QcomBackend {
     }
 
     fn read(&self, buffer: usize, offset: u64, out: &mut [u8]) -> Result<()> {
-        let o = self.buffers.get(buffer).ok_or(Error::OutOfBounds {
-            what: "QCOM buffer index",
-            offset: buffer as u64,
-            len: 1,
-            limit: self.buffers.len() as u64,
-        })?;
+        let o = self.buffer(buffer)?;
         let off =
             usize::try_from(offset).map_err(|_| Error::InvalidArgument { what: "QCOM read offset", value: offset })?;
         self.settle()?;
@@ -545,12 +550,7 @@ impl Backend for QcomBackend {
     }
 
     fn write(&self, buffer: usize, offset: u64, data: &[u8]) -> Result<()> {
-        let o = self.buffers.get(buffer).ok_or(Error::OutOfBounds {
-            what: "QCOM buffer index",
-            offset: buffer as u64,
-            len: 1,
-            limit: self.buffers.len() as u64,
-        })?;
+        let o = self.buffer(buffer)?;
         self.settle()?;
         write_words(o, offset, data)
     }
