@@ -19,8 +19,9 @@ pub fn f16_to_f32(h: u16) -> f32 {
     f32::from_bits(bits)
 }
 
-/// A rounding direction: cat1's ROUND field (`ir3-cat1.xml` `#round`: 0 is the default, toward
-/// zero in Mesa's `round_t`; 1 `(even)`, 2 `(pos_infinity)`, 3 `(neg_infinity)`).
+/// A rounding direction: cat1's ROUND field (`ir3-cat1.xml` `#round`: 0 is the default, named
+/// toward zero in Mesa's `round_t`, and what `cov` does with it depends on the destination type:
+/// see `exec::cat1`; 1 `(even)`, 2 `(pos_infinity)`, 3 `(neg_infinity)`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Round {
     /// Toward zero (field 0).

@@ -281,8 +281,9 @@ fn cov_float_to_int_follows_the_rounding_field() {
     assert_eq!(f32::from_bits(out[0]), 1.5);
 }
 
-/// `cov` to a float follows the ROUND field too (0 toward zero, 1 nearest even, 2 +inf, 3 -inf),
-/// checked with values that are inexact in the destination type.
+/// `cov` to a float follows the ROUND field too (0 the default, nearest even as the ALU's own
+/// conversion; 1 nearest even, 2 +inf, 3 -inf), checked with values that are inexact in the
+/// destination type; field 0 overflows f16 to inf (tinygrad's fp16 `exp(12)`).
 #[test]
 fn cov_to_float_follows_the_rounding_field() {
     let mov_f32 = |dst: u64, v: f32| 1u64 << 61 | 2 << 53 | 1 << 50 | 1 << 46 | dst << 32 | v.to_bits() as u64;
@@ -296,7 +297,7 @@ fn cov_to_float_follows_the_rounding_field() {
     // f32 → f16: 1 + 2^-11 + 2^-13 lies between 1.0 and 1 + 2^-10, above the midpoint
     let x = 1.0 + 1.0 / 2048.0 + 1.0 / 8192.0;
     let (lo, hi) = (1.0f32, 1.0 + 1.0 / 1024.0);
-    for (round, pos, neg) in [(0, lo, -lo), (1, hi, -hi), (2, hi, -lo), (3, lo, -hi)] {
+    for (round, pos, neg) in [(0, hi, -hi), (1, hi, -hi), (2, hi, -lo), (3, lo, -hi)] {
         for (v, want) in [(x, pos), (-x, neg)] {
             let out = collect(&[mov_f32(R2X, v), cov(round, 1, 0, R2Y, R2X), widen], 1, 0);
             assert_eq!(f32::from_bits(out[0]), want, "cov.f32f16 of {v} with round {round}");
@@ -304,22 +305,75 @@ fn cov_to_float_follows_the_rounding_field() {
     }
     // s32 → f32: ±(2^24 + 3) lies between 2^24 + 2 and 2^24 + 4 (a tie: even is + 4)
     let (lo, hi) = (16_777_218.0f32, 16_777_220.0f32);
-    for (round, pos, neg) in [(0, lo, -lo), (1, hi, -hi), (2, hi, -lo), (3, lo, -hi)] {
+    for (round, pos, neg) in [(0, hi, -hi), (1, hi, -hi), (2, hi, -lo), (3, lo, -hi)] {
         for (v, want) in [(16_777_219, pos), (-16_777_219, neg)] {
             let out = collect(&[mov_s32(R2X, v), cov(round, 5, 1, R1X, R2X)], 1, 0);
             assert_eq!(f32::from_bits(out[0]), want, "cov.s32f32 of {v} with round {round}");
         }
     }
     // u32 → f32: 2^32 - 1 lies between 2^32 - 256 and 2^32
-    for (round, want) in [(0, 4_294_967_040.0f32), (1, 4_294_967_296.0), (2, 4_294_967_296.0), (3, 4_294_967_040.0)] {
+    for (round, want) in [(0, 4_294_967_296.0f32), (1, 4_294_967_296.0), (2, 4_294_967_296.0), (3, 4_294_967_040.0)] {
         let out = collect(&[mov_s32(R2X, -1), cov(round, 3, 1, R1X, R2X)], 1, 0);
         assert_eq!(f32::from_bits(out[0]), want, "cov.u32f32 of 2^32 - 1 with round {round}");
     }
     // s32 → f16: 2051 lies between 2050 and 2052 (a tie: even is 2052)
-    for (round, want) in [(0, 2050.0f32), (1, 2052.0), (2, 2052.0), (3, 2050.0)] {
+    for (round, want) in [(0, 2052.0f32), (1, 2052.0), (2, 2052.0), (3, 2050.0)] {
         let out = collect(&[mov_s32(R2X, 2051), cov(round, 5, 0, R2Y, R2X), widen], 1, 0);
         assert_eq!(f32::from_bits(out[0]), want, "cov.s32f16 of 2051 with round {round}");
     }
+    // f32 -> f16 beyond 65504: inf in the default mode and toward +inf, the largest half toward 0
+    for (round, want) in [(0, f32::INFINITY), (1, f32::INFINITY), (2, f32::INFINITY), (3, 65504.0)] {
+        let out = collect(&[mov_f32(R2X, 162_754.8), cov(round, 1, 0, R2Y, R2X), widen], 1, 0);
+        assert_eq!(f32::from_bits(out[0]), want, "cov.f32f16 of 162754.8 with round {round}");
+    }
+}
+
+/// `cov` from an 8-bit source sign-extends it, as Mesa's ir3 relies on: tinygrad's int8 `>>` and
+/// `maximum` load bytes with `ldg.u8` and widen them with `cov.u8s16` (i2i16); a zero-extending
+/// `cov` made `-128 >> 2` come out 32 and `maximum(0, -1)` come out -1.
+#[test]
+fn cov_from_u8_sign_extends() {
+    // mov.u16u16 hrN, imm: the byte in a half register, as `ldg.u8` leaves it
+    let mov_u16 = |dst: u64, v: u32| 1u64 << 61 | 2 << 53 | 2 << 50 | 2 << 46 | dst << 32 | v as u64;
+    // cov.{src}{dst}: types 2 u16, 4 s16, 5 s32, 6 u8; the byte in hr2.x, the half result in hr2.y
+    let cov = |src: u64, dst_ty: u64, dst: u64, from: u64| 1u64 << 61 | src << 50 | dst_ty << 46 | dst << 32 | from;
+    // widen the half result back to r1.x as s16 -> s32 (sign-preserving) to read it
+    let widen = cov(4, 5, R1X, R2Y);
+    for (byte, want) in [(0x80, -128i32), (0xfb, -5), (0x7f, 127), (0x01, 1), (0x1ff, -1)] {
+        let out = collect(&[mov_u16(R2X, byte), cov(6, 4, R2Y, R2X), widen], 1, 0);
+        assert_eq!(out[0] as i32, want, "cov.u8s16 of {byte:#x}");
+        let out = collect(&[mov_u16(R2X, byte), cov(6, 5, R1X, R2X)], 1, 0);
+        assert_eq!(out[0] as i32, want, "cov.u8s32 of {byte:#x}");
+    }
+}
+
+/// Integer and bitwise cat2 ops on half sources compute in 16 bits, and a full destination gets the
+/// 16-bit result zero- or sign-extended by the opcode (Mesa's ir3_cf folds `cov.u16u32`/`cov.s16s32`
+/// into them): tinygrad's fp16 `sin` builds `add.u r1.x, hc4.y, hr2.x` (exponent plus a negative
+/// bias, wrapping at 16 bits), and an int16 `>>` is `ashr.b` on half registers.
+#[test]
+fn half_integer_ops_wrap_at_16_bits() {
+    let mov_u16 = |dst: u64, v: u32| 1u64 << 61 | 2 << 53 | 2 << 50 | 2 << 46 | dst << 32 | v as u64;
+    // cat2 with half sources (no FULL bit); DST_CONV (bit 46) makes the destination full
+    let half_to_full =
+        |op: u64, dst: u64, s1: u64, s2: u64| 2u64 << 61 | op << 53 | 1 << 46 | dst << 32 | s2 << 16 | s1;
+    const ADD_S: u64 = 17;
+    const SUB_U: u64 = 18;
+    const SUB_S: u64 = 19;
+    const ASHR: u64 = 56;
+    let set = [mov_u16(R2X, 0xfff1), mov_u16(R2Y, 19)]; // hr2.x = -15 (16-bit), hr2.y = 19
+    for (op, want, what) in [(ADD_U, 4u32, "add.u"), (ADD_S, 4, "add.s")] {
+        let out = collect(&[set[0], set[1], half_to_full(op, R1X, R2X, R2Y)], 1, 0);
+        assert_eq!(out[0], want, "{what} of 0xfff1 and 19 into a full register");
+    }
+    // 19 - (-15)... and (-15) - 19 = -34: zero-extended by sub.u, sign-extended by sub.s
+    for (op, want, what) in [(SUB_U, 0xffde_u32, "sub.u"), (SUB_S, (-34i32) as u32, "sub.s")] {
+        let out = collect(&[set[0], set[1], half_to_full(op, R1X, R2X, R2Y)], 1, 0);
+        assert_eq!(out[0], want, "{what} of 0xfff1 and 19 into a full register");
+    }
+    // ashr.b of a half -128 by 2 is -32, shifted in from bit 15
+    let out = collect(&[mov_u16(R2X, 0xff80), mov_u16(R2Y, 2), half_to_full(ASHR, R1X, R2X, R2Y)], 1, 0);
+    assert_eq!(out[0] as i32, -32, "ashr.b of a half -128 by 2");
 }
 
 #[test]

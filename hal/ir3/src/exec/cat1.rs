@@ -31,11 +31,23 @@ fn cvt(v: u32, from: Type, to: Type, round: u8) -> u32 {
         Type::U32 => N::I(v as i64),
         Type::S16 => N::I(v as u16 as i16 as i64),
         Type::S32 => N::I(v as i32 as i64),
-        Type::U8 => N::I((v & 0xff) as i64),
-        // s8 in later Mesa; the XML's u8_32 is an 8-bit value: read it signed.
-        Type::U8_32 => N::I(v as u8 as i8 as i64),
+        // An 8-bit source is read sign-extended whatever its name: Mesa's ir3 builds `i2i16`/`i2i32`
+        // of an 8-bit value as a plain `cov.u8s16`/`cov.u8s32` and masks with `and.b 0xff`
+        // instead of a `cov` wherever it needs zero-extension, because "zero-extension of 8-bit
+        // values doesn't work with `cov`" (ir3_compiler_nir.c, create_cov). s8 in later Mesa;
+        // the XML's u8_32 is the same 8-bit value.
+        Type::U8 | Type::U8_32 => N::I(v as u8 as i8 as i64),
     };
-    let round = Round::from_field(round);
+    // ROUND 0 is the default conversion, which the disassembler prints as nothing: to an integer it
+    // truncates (Mesa builds f2i32 as a plain `cov.f32s32`), to a float it rounds to nearest even
+    // like the ALU's own output conversion. Mesa's ir3_cf.c folds a cat1 conversion into the ALU
+    // op that feeds it only when its ROUND is 0, so a field-0 `cov.f32f16` must round the way an
+    // ALU op with a half destination does; tinygrad's fp16 `exp(12)` overflows to inf through it,
+    // as numpy's does (1, 2, 3: `(even)`, `(pos_infinity)`, `(neg_infinity)` as named).
+    let round = match round & 3 {
+        0 if matches!(to, Type::F16 | Type::F32) => Round::Even,
+        r => Round::from_field(r),
+    };
     let rnd = |f: f32| -> f32 {
         match round {
             Round::Even => libm::rintf(f),

@@ -15,6 +15,9 @@ pub(super) fn cat2(cx: &mut Ctx, wave: &mut Wave, c: &Cat2, fl: &Flags, pc: usiz
     use Cat2Op::*;
     let kind = cat2_kind(c.op);
     let signed = matches!(c.op, AddS | SubS | CmpsS | MinS | MaxS | AbsnegS | MulS24 | ClzS | AshrB);
+    // Integer and bitwise ops on half sources compute in 16 bits (see `narrow16`); the 24-bit
+    // multiplies and `mull.u` return 32 bits whatever their sources (ir3_cf.c).
+    let half16 = c.src1.half && kind != Kind::Float && !matches!(c.op, MulU24 | MulS24 | MullU);
     let mut a = [0u32; W];
     let mut b = [0u32; W];
     let n = active_len(exec);
@@ -22,6 +25,10 @@ pub(super) fn cat2(cx: &mut Ctx, wave: &mut Wave, c: &Cat2, fl: &Flags, pc: usiz
         operand(cx, wave, &c.src1, k, pc, exec, kind, signed, &mut a)?;
         if let Some(s2) = &c.src2 {
             operand(cx, wave, s2, k, pc, exec, kind, signed, &mut b)?;
+        }
+        if half16 && c.op == AshrB {
+            // an arithmetic shift of a 16-bit value shifts in its own sign bit
+            map1(&mut a[..n], |x| x as u16 as i16 as i32 as u32);
         }
         let mut float_result = kind == Kind::Float;
         match c.op {
@@ -86,7 +93,13 @@ pub(super) fn cat2(cx: &mut Ctx, wave: &mut Wave, c: &Cat2, fl: &Flags, pc: usiz
                 map2(&mut a[..n], &b[..n], |x, y| (((x << 8) as i32) >> 8).wrapping_mul(((y << 8) as i32) >> 8) as u32)
             }
             MullU => map2(&mut a[..n], &b[..n], |x, y| (x & 0xffff) * (y & 0xffff)),
+            BfrevB if half16 => map1(&mut a[..n], |x| (x as u16).reverse_bits() as u32),
             BfrevB => map1(&mut a[..n], u32::reverse_bits),
+            ClzB if half16 => map1(&mut a[..n], |x| if x as u16 == 0 { u32::MAX } else { (x as u16).leading_zeros() }),
+            ClzS if half16 => map1(&mut a[..n], |x| {
+                let v = x as u16;
+                if (v as i16) < 0 { (!v).leading_zeros() } else { v.leading_zeros() }
+            }),
             // clz.b(0) is all ones, not 32: Mesa's ir3 builds NIR ufind_msb(x) (-1 at 0) as
             // `sel.b32 (31 - clz.b x), x, (clz.b x)` (the tinygrad u64 -> f32 shaders rely on it; see
             // tests/exec.rs clz_b_of_zero_is_all_ones; ../shared/notes/adreno-ir3-isa.md §12).
@@ -101,6 +114,13 @@ pub(super) fn cat2(cx: &mut Ctx, wave: &mut Wave, c: &Cat2, fl: &Flags, pc: usiz
             CbitsB => map1(&mut a[..n], u32::count_ones),
             GetbitB => map2(&mut a[..n], &b[..n], |x, y| (x >> (y & 31)) & 1),
             op => return Err(unsupported(pc, op.name())),
+        }
+        if half16 && !matches!(c.op, CmpsU | CmpsS) {
+            narrow16(&mut a[..n], signed);
+        } else if float_result && c.src1.half && !c.dst_half {
+            // an f16 op with a full destination: the f16 result, widened exactly (ir3_cf folds the
+            // `cov.f16f32` of a half result into the op)
+            map1(&mut a[..n], |x| f16_to_f32(f32_to_f16(f32::from_bits(x))).to_bits());
         }
         store(wave, c.dst.offset(k), c.dst_half, float_result, fl.sat, &mut a, exec);
     }

@@ -11,6 +11,9 @@ pub(super) fn cat3(cx: &mut Ctx, wave: &mut Wave, c: &Cat3, fl: &Flags, pc: usiz
         SelB16 | SelB32 | Shrm | Shlm | Shrg | Shlg | Andg => (Kind::Bits, false),
         op => return Err(unsupported(pc, op.name())),
     };
+    // 16-bit integer and shift-and-mask ops on half sources wrap at 16 bits (`narrow16`); the
+    // 24-bit and mixed-16 multiplies produce 32 bits.
+    let half16 = c.srcs[0].half && kind != Kind::Float && !matches!(c.op, MadU24 | MadS24 | MadshM16 | SelB16 | SelB32);
     let mut a = [0u32; W];
     let mut b = [0u32; W];
     let mut d = [0u32; W];
@@ -83,6 +86,9 @@ pub(super) fn cat3(cx: &mut Ctx, wave: &mut Wave, c: &Cat3, fl: &Flags, pc: usiz
             }
             // The opcodes refused above.
             op => return Err(unsupported(pc, op.name())),
+        }
+        if half16 {
+            narrow16(&mut a[..n], signed);
         }
         store(wave, c.dst.offset(k), c.dst_half, kind == Kind::Float, fl.sat, &mut a, exec);
     }

@@ -910,6 +910,20 @@ fn cmp<T: PartialOrd>(c: Cond, a: T, b: T) -> u32 {
 
 /// Store an ALU result: floats (f32 bits) are rounded to f16 for half destinations, integers
 /// truncated; (sat) clamps float results to [0, 1].
+/// The result of an integer or bitwise op on half sources: the ALU computes in 16 bits, and a full
+/// destination receives the 16-bit result zero- or sign-extended by the opcode's signedness. Mesa's
+/// ir3_cf.c relies on it: it folds a `cov.u16u32`/`cov.s16s32` of a half result into the op that
+/// made it (swapping `add.u` and `add.s` to match the conversion), except after `mul.u24`/`mul.s24`,
+/// "which always return 32b result regardless of its sources size, hence we cannot guarantee the high
+/// 16b of dst being zero or sign extended". A half destination keeps the low 16 bits either way.
+fn narrow16(v: &mut [u32], signed: bool) {
+    if signed {
+        map1(v, |x| x as u16 as i16 as i32 as u32);
+    } else {
+        map1(v, |x| x & 0xffff);
+    }
+}
+
 fn store(wave: &mut Wave, dst: Reg, half: bool, float: bool, sat: bool, v: &mut Lanes, exec: u64) {
     let n = active_len(exec);
     if float && sat {
