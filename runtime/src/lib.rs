@@ -54,10 +54,10 @@ use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::device::{DeviceReport, Registry};
 use hcq::error::ResultExt;
 use hcq::runner::Runner;
-use hcq::signal::WaitPolicy;
 use hcq_cpu::backend::CpuBackend;
 use hcq_cpu::device::CpuDevice;
 use hcq_qcom::device::{QcomBackend, QcomDevice};
+#[cfg(feature = "sim")]
 use hcq_sim::cpu::SimBackend;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -77,13 +77,17 @@ pub use model::{BIND_ALIGN, Model, ProfilerHandle, Tensor};
 pub fn registry() -> Registry {
     let r = Registry::new();
     r.register(hcq_cpu::device::cpu_kind());
+    #[cfg(feature = "sim")]
     r.register(hcq_sim::sim_kind());
     r.register(hcq_qcom::device::qcom_kind());
     r.register(hcq_qcom::device::kgsl_qcom_kind());
     r.register(hcq_qcom::device::msm_qcom_kind());
-    r.register(hcq_sim_adreno::qcom_sim_kind());
-    r.register(hcq_sim_adreno::kgsl_qcom_sim_kind());
-    r.register(hcq_sim_adreno::msm_qcom_sim_kind());
+    #[cfg(feature = "sim")]
+    {
+        r.register(hcq_sim_adreno::qcom_sim_kind());
+        r.register(hcq_sim_adreno::kgsl_qcom_sim_kind());
+        r.register(hcq_sim_adreno::msm_qcom_sim_kind());
+    }
     r
 }
 
@@ -98,8 +102,15 @@ pub fn open_qcom(name: &str, capture: bool) -> Option<Result<Arc<QcomDevice>>> {
         "QCOM" => QcomDevice::open(capture),
         "KGSL+QCOM" => QcomDevice::open_kgsl(capture),
         "MSM+QCOM" => QcomDevice::open_msm(capture),
+        #[cfg(feature = "sim")]
         "QCOM:SIM" | "KGSL+QCOM:SIM" => hcq_sim_adreno::open(capture),
+        #[cfg(feature = "sim")]
         "MSM+QCOM:SIM" => hcq_sim_adreno::open_msm(capture),
+        #[cfg(not(feature = "sim"))]
+        "QCOM:SIM" | "KGSL+QCOM:SIM" | "MSM+QCOM:SIM" => Err(Error::Unsupported {
+            what: "the simulated Adreno: this build of hcq-runtime has no simulators (cargo feature `sim`)",
+            value: 0,
+        }),
         _ => return None,
     })
 }
@@ -166,6 +177,7 @@ pub struct Options {
 
 enum Backed {
     Cpu(Arc<CpuDevice>),
+    #[cfg(feature = "sim")]
     Sim(Arc<hcq_sim::SimHandle>),
     Qcom(Arc<QcomDevice>),
 }
@@ -174,10 +186,34 @@ impl core::fmt::Debug for Backed {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(match self {
             Backed::Cpu(_) => "Cpu",
+            #[cfg(feature = "sim")]
             Backed::Sim(_) => "Sim",
             Backed::Qcom(_) => "Qcom",
         })
     }
+}
+
+/// A SIM device (`SIM`, `SIM:n`) and its description, set up as `opts` say.
+#[cfg(feature = "sim")]
+fn open_sim(name: &str, opts: &Options) -> Result<(Backed, String)> {
+    let dev = Arc::new(hcq_sim::SimHandle::open(name)?);
+    let hcq = dev.sim().engine();
+    hcq.profiler().set_enabled(opts.profile);
+    if let Some(t) = opts.timeout {
+        hcq.timeline().set_policy(hcq::signal::WaitPolicy::with_timeout_ms(millis(t)));
+    }
+    let d = format!(
+        "{name} ({}, host {} objects)",
+        hcq::device::Device::properties(&*dev).notes,
+        Arch::host().map_or("?", |a| a.name())
+    );
+    Ok((Backed::Sim(dev), d))
+}
+
+/// Without the `sim` feature no name is a SIM device (`open_with` never calls this).
+#[cfg(not(feature = "sim"))]
+fn open_sim(_name: &str, _opts: &Options) -> Result<(Backed, String)> {
+    Err(Error::Unsupported { what: "SIM: this build of hcq-runtime has no simulators (cargo feature `sim`)", value: 0 })
 }
 
 /// An opened device that runs bundles ([`open`]).
@@ -208,11 +244,14 @@ pub fn open_with(name: &str, opts: Options) -> Result<Device> {
     let name = if name.trim().is_empty() { default_name() } else { canonical_name(name) };
     let ctx = || format!("device {name}");
     let is_qcom = QCOM_NAMES.contains(&name.as_str());
+    #[cfg(feature = "sim")]
     let is_sim = name == "SIM"
         || name
             .strip_prefix("SIM:")
             .and_then(|i| i.parse::<u32>().ok())
             .is_some_and(|i| i < hcq_sim::device::SIM_DEVICES);
+    #[cfg(not(feature = "sim"))]
+    let is_sim = false;
     if opts.capture_rd && !is_qcom {
         return Err(Error::Unsupported {
             what: "an .rd capture records Adreno submissions: open QCOM or QCOM:SIM",
@@ -231,18 +270,7 @@ pub fn open_with(name: &str, opts: Options) -> Result<Device> {
         let d = format!("{name} ({} cores)", cpu.cores());
         (Backed::Cpu(cpu), d)
     } else if is_sim {
-        let dev = Arc::new(hcq_sim::SimHandle::open(&name).with_context(ctx)?);
-        let hcq = dev.sim().engine();
-        hcq.profiler().set_enabled(opts.profile);
-        if let Some(t) = opts.timeout {
-            hcq.timeline().set_policy(WaitPolicy::with_timeout_ms(millis(t)));
-        }
-        let d = format!(
-            "{name} ({}, host {} objects)",
-            hcq::device::Device::properties(&*dev).notes,
-            Arch::host().map_or("?", |a| a.name())
-        );
-        (Backed::Sim(dev), d)
+        open_sim(&name, &opts).with_context(ctx)?
     } else if is_qcom {
         // PANIC: `is_qcom` says the name is one of QCOM_NAMES, which open_qcom opens.
         let dev = open_qcom(&name, opts.capture_rd).expect("a QCOM name").with_context(ctx)?;
@@ -351,6 +379,7 @@ impl Device {
                 let b = CpuBackend::new(cpu.clone()).allow_unchecked_level(allow);
                 Loaded::Cpu(Runner::load(b, &file).with_context(ctx)?)
             }
+            #[cfg(feature = "sim")]
             Backed::Sim(dev) => {
                 let b = SimBackend::new(dev.clone()).allow_unchecked_level(allow);
                 Loaded::Sim(Runner::load(b, &file).with_context(ctx)?)

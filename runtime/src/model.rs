@@ -12,6 +12,7 @@ use hcq::stamp::Stamp;
 use hcq_cpu::backend::CpuBackend;
 use hcq_cpu::device::CpuDevice;
 use hcq_qcom::device::QcomBackend;
+#[cfg(feature = "sim")]
 use hcq_sim::cpu::SimBackend;
 use std::path::Path;
 use std::sync::Arc;
@@ -22,6 +23,7 @@ macro_rules! each {
     ($self:expr, $r:ident => $e:expr) => {
         match $self {
             Loaded::Cpu($r) => $e,
+            #[cfg(feature = "sim")]
             Loaded::Sim($r) => $e,
             Loaded::Qcom($r) => $e,
         }
@@ -47,9 +49,12 @@ impl Tensor {
     }
 }
 
+// One per model, never in arrays: the CPU runner stays inline (the SIM runner is as large).
+#[cfg_attr(not(feature = "sim"), allow(clippy::large_enum_variant))]
 #[derive(Debug)]
 pub(crate) enum Loaded {
     Cpu(Runner<CpuBackend>),
+    #[cfg(feature = "sim")]
     Sim(Runner<SimBackend>),
     Qcom(Box<Runner<QcomBackend>>),
 }
@@ -271,6 +276,7 @@ impl Model {
                 unsafe { r.backend_mut().bind_host(own, v.nbytes, ptr) }.with_context(ctx)?;
                 self.bound[i] = (!ptr.is_null()).then_some(ptr as u64);
             }
+            #[cfg(feature = "sim")]
             Loaded::Sim(_) => {
                 return Err(Error::Unsupported {
                     what: "bind_input on SIM (its devices copy between simulated memories)",
@@ -312,6 +318,7 @@ impl Model {
         self.settle()?;
         let stamp = match &mut self.runner {
             Loaded::Cpu(r) => r.backend_mut().submit()?,
+            #[cfg(feature = "sim")]
             Loaded::Sim(r) => r.backend_mut().submit()?,
             Loaded::Qcom(r) => r.backend_mut().submit_call()?.get(),
         };
@@ -393,6 +400,7 @@ impl Model {
     fn engine(&self) -> Option<&hcq::engine::Engine> {
         match &self.runner {
             Loaded::Cpu(r) => Some(r.backend().device().soft().engine()),
+            #[cfg(feature = "sim")]
             Loaded::Sim(r) => Some(r.backend().device().sim().engine()),
             Loaded::Qcom(r) => r.backend().engine().map(|h| &**h),
         }
@@ -456,6 +464,7 @@ impl Model {
     pub fn profiler(&self) -> Option<ProfilerHandle> {
         let h = match &self.runner {
             Loaded::Cpu(r) => ProfilerHandle::Cpu(r.backend().device().clone()),
+            #[cfg(feature = "sim")]
             Loaded::Sim(r) => ProfilerHandle::Sim(r.backend().device().clone()),
             Loaded::Qcom(r) => ProfilerHandle::Qcom(r.backend().engine()?.clone()),
         };
@@ -533,6 +542,7 @@ pub enum ProfilerHandle {
     /// The CPU device's.
     Cpu(Arc<CpuDevice>),
     /// A SIM device's.
+    #[cfg(feature = "sim")]
     Sim(Arc<hcq_sim::SimHandle>),
     /// A QCOM engine's.
     Qcom(Arc<hcq::engine::Engine>),
@@ -549,6 +559,7 @@ impl core::ops::Deref for ProfilerHandle {
     fn deref(&self) -> &Profiler {
         match self {
             ProfilerHandle::Cpu(d) => d.soft().engine().profiler(),
+            #[cfg(feature = "sim")]
             ProfilerHandle::Sim(d) => d.sim().engine().profiler(),
             ProfilerHandle::Qcom(h) => h.profiler(),
         }

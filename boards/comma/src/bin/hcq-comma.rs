@@ -13,9 +13,12 @@
 use clap::{Parser, Subcommand};
 use hcq_board_comma::{COMMA, smoke};
 use hcq_qcom::kgsl::Kgsl;
+#[cfg(feature = "sim")]
 use hcq_sim_adreno::cp::{ComputeState, GpuMemory, ShaderCore};
+#[cfg(feature = "sim")]
 use hcq_sim_adreno::kgsl::SimKgsl;
 use std::process::ExitCode;
+#[cfg(feature = "sim")]
 use std::sync::Arc;
 
 #[derive(Parser)]
@@ -57,21 +60,32 @@ enum Cmd {
 }
 
 /// The smoke IB has no dispatch; one would be a bug.
+#[cfg(feature = "sim")]
 struct NoDispatch;
 
+#[cfg(feature = "sim")]
 impl ShaderCore for NoDispatch {
     fn dispatch(&mut self, _: &ComputeState<'_>, _: &mut dyn GpuMemory) -> hcq::Result<()> {
         Err(hcq::Error::Unsupported { what: "hcq-comma: the smoke IB dispatches nothing", value: 0 })
     }
 }
 
+/// The simulated KGSL for `check --sim`.
+#[cfg(feature = "sim")]
+fn sim_kgsl() -> Result<hcq::Result<Kgsl>, String> {
+    Ok(Kgsl::with_backend(Arc::new(SimKgsl::new(Box::new(NoDispatch)))))
+}
+
+/// Built without the simulator: `--sim` says so.
+#[cfg(not(feature = "sim"))]
+fn sim_kgsl() -> Result<hcq::Result<Kgsl>, String> {
+    Err("--sim: this hcq-comma is built without the simulated Adreno (cargo feature `sim`)".into())
+}
+
 fn check(sim: bool, node: Option<String>, timeout_ms: u32) -> Result<(), String> {
     let node = node.unwrap_or_else(|| COMMA.kgsl_node.to_string());
-    let (kgsl, source) = if sim {
-        (Kgsl::with_backend(Arc::new(SimKgsl::new(Box::new(NoDispatch)))), "simulated KGSL".to_string())
-    } else {
-        (Kgsl::open_path(&node), node.clone())
-    };
+    let (kgsl, source) =
+        if sim { (sim_kgsl()?, "simulated KGSL".to_string()) } else { (Kgsl::open_path(&node), node.clone()) };
     let kgsl = kgsl.map_err(|e| format!("{source}: {e}"))?;
     let info = kgsl.info();
     let (maj, min) = kgsl.version();
