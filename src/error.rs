@@ -9,16 +9,21 @@ use core::fmt;
 
 /// A device name short enough to live in an error without allocation (`"CPU"`, `"SIM:1"`).
 /// Longer names are cut at 32 bytes.
-pub type DeviceName = heapless::String<32>;
+pub type DeviceName = heapless::String<DEVICE_NAME_CAP>;
 
-/// Make a [`DeviceName`] from any string, cutting it at the capacity.
+/// Bytes a [`DeviceName`] holds.
+const DEVICE_NAME_CAP: usize = 32;
+
+/// Make a [`DeviceName`] from any string, cutting it at the capacity (at the last whole
+/// character that fits).
 pub fn device_name(name: &str) -> DeviceName {
-    let mut out = DeviceName::new();
-    for ch in name.chars() {
-        if out.push(ch).is_err() {
-            break;
-        }
+    let mut end = name.len().min(DEVICE_NAME_CAP);
+    while !name.is_char_boundary(end) {
+        end -= 1;
     }
+    let mut out = DeviceName::new();
+    // at most DEVICE_NAME_CAP bytes: it fits
+    let _ = out.push_str(name.get(..end).unwrap_or_default());
     out
 }
 
@@ -319,5 +324,9 @@ mod tests {
     fn long_device_names_are_cut_not_rejected() {
         let n = device_name("A_VERY_LONG_DEVICE_NAME_THAT_GOES_ON_AND_ON:12345");
         assert_eq!(n.len(), 32);
+        // a character that does not fit whole is left out
+        let n = device_name(&std::format!("x{}", "\u{e4}".repeat(20)));
+        assert_eq!((n.len(), n.chars().last()), (31, Some('\u{e4}')));
+        assert_eq!(device_name("CPU").as_str(), "CPU");
     }
 }

@@ -100,12 +100,20 @@ fn f16_to_f64(h: u16) -> f64 {
     f64::from(f32::from_bits(bits))
 }
 
+/// Element `b` (exactly `dtype.size()` bytes, little-endian) as an f64; 0 for a non-float type.
 fn element(dtype: DType, b: &[u8]) -> f64 {
+    // one copy into a word instead of a load per byte (the bytes may sit at any address, and
+    // strict-alignment targets read unaligned bytes one by one)
+    let mut w = [0u8; 8];
+    let n = b.len().min(8);
+    w[..n].copy_from_slice(&b[..n]);
+    let w = u64::from_le_bytes(w);
+    // CAST (all four): the element is the low `dtype.size()` bytes of the word
     match dtype {
-        DType::F32 => f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        DType::F64 => f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
-        DType::F16 => f16_to_f64(u16::from_le_bytes([b[0], b[1]])),
-        DType::BF16 => f64::from(f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16)),
+        DType::F32 => f64::from(f32::from_bits(w as u32)),
+        DType::F64 => f64::from_bits(w),
+        DType::F16 => f16_to_f64(w as u16),
+        DType::BF16 => f64::from(f32::from_bits(u32::from(w as u16) << 16)),
         _ => 0.0,
     }
 }

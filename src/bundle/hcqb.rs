@@ -90,6 +90,30 @@ struct Pools<'a> {
     dims: &'a [U64<LE>],
 }
 
+/// A record copied out of the file into 8-byte aligned storage (see [`rec`]).
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+pub(super) struct Aligned<T>(T);
+
+impl<T> core::ops::Deref for Aligned<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// Record `r` copied into aligned storage, to read its fields from there.
+///
+/// The records have alignment 1 (they are read in place at any address), so on a target
+/// without unaligned loads (`aarch64-unknown-none` assumes strict alignment) each multi-byte
+/// field read in place is a load per byte. One copy (a `memcpy`) makes every field of the copy
+/// a plain load. Never inlined: inlined, the optimizer turns the copy back into field-wise loads
+/// from the unaligned record.
+#[inline(never)]
+pub(super) fn rec<T: Copy>(r: &T) -> Aligned<T> {
+    Aligned(*r)
+}
+
 fn malformed(what: &'static str, at: u64, reason: &'static str) -> Error {
     Error::Malformed { what, at, reason }
 }
@@ -116,11 +140,13 @@ fn dims3(v: &[U32<LE>; 3]) -> [u32; 3] {
 }
 
 fn decode_arg(a: &raw::Arg) -> Result<ArgView> {
+    let a = rec(a);
     Ok(ArgView { buffer: a.buffer.get(), offset: a.offset.get(), nbytes: a.nbytes.get(), dtype: dtype(a.dtype)? })
 }
 
 /// Decode an argument of a validated file (the dtype code was checked by `parse`).
 fn arg_view(a: &raw::Arg) -> ArgView {
+    let a = rec(a);
     ArgView {
         buffer: a.buffer.get(),
         offset: a.offset.get(),
@@ -130,6 +156,7 @@ fn arg_view(a: &raw::Arg) -> ArgView {
 }
 
 fn val(v: &raw::Val) -> Option<i64> {
+    let v = rec(v);
     (v.flags & raw::VAL_PRESENT != 0).then(|| v.value.get())
 }
 
@@ -175,7 +202,7 @@ impl<'a> Pools<'a> {
 /// The bytes of section `kind`: aligned, after the header, inside the file, size = count ×
 /// record size. (Overlaps and checksums are checked separately.)
 fn locate<'a>(bytes: &'a [u8], header: &Meta, kind: SectionKind) -> Result<&'a [u8]> {
-    let e = &header.sections[kind as usize];
+    let e = rec(&header.sections[kind as usize]);
     let what = kind.what();
     let (offset, size, count) = (e.offset.get(), e.size.get(), e.count.get());
     if (count as u64).checked_mul(kind.record_size() as u64) != Some(size) {
@@ -203,7 +230,7 @@ fn locate<'a>(bytes: &'a [u8], header: &Meta, kind: SectionKind) -> Result<&'a [
 
 /// A launch record with the argument and value ranges it refers to.
 struct RawLaunch<'a> {
-    launch: &'a raw::Launch,
+    launch: Aligned<raw::Launch>,
     args: &'a [raw::Arg],
     vals: &'a [raw::Val],
     gpu_vals: &'a [raw::Val],
@@ -212,7 +239,7 @@ struct RawLaunch<'a> {
 /// The bytes of section `kind`, located and checked against its CRC.
 fn section<'a>(bytes: &'a [u8], header: &Meta, kind: SectionKind) -> Result<&'a [u8]> {
     let region = locate(bytes, header, kind)?;
-    let e = &header.sections[kind as usize];
+    let e = rec(&header.sections[kind as usize]);
     let found = crc32(region);
     if found != e.crc.get() {
         return Err(Error::Mismatch { what: kind.checksum_what(), expected: e.crc.get() as u64, found: found as u64 });
@@ -233,7 +260,9 @@ fn table<'a, T: FromBytes + KnownLayout + Immutable>(
 
 fn check_overlaps(header: &Meta) -> Result<()> {
     for (i, a) in header.sections.iter().enumerate() {
+        let a = rec(a);
         for b in header.sections.iter().skip(i + 1) {
+            let b = rec(b);
             let (a0, a1) = (a.offset.get(), a.offset.get().saturating_add(a.size.get()));
             let (b0, b1) = (b.offset.get(), b.offset.get().saturating_add(b.size.get()));
             if a.size.get() != 0 && b.size.get() != 0 && a0 < b1 && b0 < a1 {
@@ -287,8 +316,9 @@ impl<'a> Hcqb<'a> {
             return Err(Error::Unsupported { what: "hcqb version", value: major as u64 });
         }
         let (meta, header_crc, covered, file_size, flags) = if major == 1 {
-            let (h, _) = raw::HeaderV1::ref_from_prefix(bytes)
+            let (h_in_file, _) = raw::HeaderV1::ref_from_prefix(bytes)
                 .map_err(|_| malformed("hcqb header", len, "truncated file (header incomplete)"))?;
+            let h = rec(h_in_file);
             let mut sections = [raw::SectionEntry::default(); raw::SECTION_COUNT];
             sections[..raw::SECTION_COUNT_V1].copy_from_slice(&h.sections);
             for e in &mut sections[raw::SECTION_COUNT_V1..] {
@@ -306,11 +336,12 @@ impl<'a> Hcqb<'a> {
                 header_size: raw::HEADER_SIZE_V1,
                 sections,
             };
-            let covered = h.as_bytes().get(..raw::HEADER_SIZE_V1 - 4).unwrap_or(&[]);
+            let covered = h_in_file.as_bytes().get(..raw::HEADER_SIZE_V1 - 4).unwrap_or(&[]);
             (meta, h.header_crc.get(), covered, h.file_size.get(), h.flags.get())
         } else {
-            let (h, _) = raw::Header::ref_from_prefix(bytes)
+            let (h_in_file, _) = raw::Header::ref_from_prefix(bytes)
                 .map_err(|_| malformed("hcqb header", len, "truncated file (header incomplete)"))?;
+            let h = rec(h_in_file);
             let meta = Meta {
                 major,
                 minor: h.version_minor.get(),
@@ -323,7 +354,7 @@ impl<'a> Hcqb<'a> {
                 header_size: raw::HEADER_SIZE,
                 sections: h.sections,
             };
-            let covered = h.as_bytes().get(..raw::HEADER_CRC_OFFSET).unwrap_or(&[]);
+            let covered = h_in_file.as_bytes().get(..raw::HEADER_CRC_OFFSET).unwrap_or(&[]);
             (meta, h.header_crc.get(), covered, h.file_size.get(), h.flags.get())
         };
         let found = crc32(covered);
@@ -388,17 +419,17 @@ impl<'a> Hcqb<'a> {
 
     /// File offset of record `i` of `kind` (for error messages).
     fn record_at(&self, kind: SectionKind, i: usize) -> u64 {
-        let e = &self.meta.sections[kind as usize];
+        let e = rec(&self.meta.sections[kind as usize]);
         e.offset.get().saturating_add((i as u64).saturating_mul(kind.record_size() as u64))
     }
 
     fn try_buffer(&self, i: usize) -> Result<BufferRef<'a>> {
-        let b = self.buffers.get(i).ok_or(Error::OutOfBounds {
+        let b = rec(self.buffers.get(i).ok_or(Error::OutOfBounds {
             what: "buffer index",
             offset: i as u64,
             len: 1,
             limit: self.buffers.len() as u64,
-        })?;
+        })?);
         let r = BufferRef {
             nbytes: b.nbytes.get(),
             dtype: dtype(b.dtype)?,
@@ -415,12 +446,12 @@ impl<'a> Hcqb<'a> {
 
     fn try_tensor(&self, kind: SectionKind, i: usize) -> Result<TensorRef<'a>> {
         let t = if kind == SectionKind::Inputs { self.inputs } else { self.outputs };
-        let v = t.get(i).ok_or(Error::OutOfBounds {
+        let v = rec(t.get(i).ok_or(Error::OutOfBounds {
             what: kind.what(),
             offset: i as u64,
             len: 1,
             limit: t.len() as u64,
-        })?;
+        })?);
         let expected = self.pools.blob(v.expected)?;
         if kind == SectionKind::Inputs && expected.is_some() {
             return Err(malformed(kind.what(), self.record_at(kind, i), "an input carries expected bytes"));
@@ -438,12 +469,12 @@ impl<'a> Hcqb<'a> {
     }
 
     fn try_program(&self, i: usize) -> Result<ProgramRef<'a>> {
-        let p = self.programs.get(i).ok_or(Error::OutOfBounds {
+        let p = rec(self.programs.get(i).ok_or(Error::OutOfBounds {
             what: "program index",
             offset: i as u64,
             len: 1,
             limit: self.programs.len() as u64,
-        })?;
+        })?);
         let rec = self.record_at(SectionKind::Programs, i);
         Ok(ProgramRef {
             name: self.pools.req_str(p.name)?,
@@ -471,12 +502,12 @@ impl<'a> Hcqb<'a> {
     }
 
     fn raw_launch(&self, i: usize) -> Result<RawLaunch<'a>> {
-        let l = self.launches.get(i).ok_or(Error::OutOfBounds {
+        let l = rec(self.launches.get(i).ok_or(Error::OutOfBounds {
             what: "launch index",
             offset: i as u64,
             len: 1,
             limit: self.launches.len() as u64,
-        })?;
+        })?);
         let rec = self.record_at(SectionKind::Launches, i);
         let args = sub(self.args, l.args_first, l.args_len).ok_or(malformed(
             "hcqb launch table",
@@ -568,7 +599,7 @@ impl<'a> Hcqb<'a> {
     fn image_of(&self, i: usize) -> Option<ImageRef> {
         let abs = self.buffer_base.checked_add(u32::try_from(i).ok()?)?;
         let k = self.images.binary_search_by_key(&abs, |im| im.buffer.get()).ok()?;
-        let im = self.images.get(k)?;
+        let im = rec(self.images.get(k)?);
         Some(ImageRef {
             width: im.width.get(),
             height: im.height.get(),
@@ -585,7 +616,7 @@ impl<'a> Hcqb<'a> {
 
     /// Graph `i` of the graph table.
     pub fn graph(&self, i: usize) -> Option<GraphRef<'a>> {
-        let r = self.graphs.get(i)?;
+        let r = rec(self.graphs.get(i)?);
         Some(GraphRef {
             name: self.pools.req_str(r.name).ok()?,
             target: GraphTarget::from_code(r.target).ok()?,

@@ -307,6 +307,30 @@ pub struct ElfObject<'a> {
     layout: Layout,
 }
 
+/// A record copied out of the file into 8-byte aligned storage (see [`rec`]).
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+struct Aligned<T>(T);
+
+impl<T> core::ops::Deref for Aligned<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// Record `r` copied into aligned storage, to read its fields from there.
+///
+/// The records have alignment 1 (they are read in place at any offset), so on a target without
+/// unaligned loads (`aarch64-unknown-none` assumes strict alignment) each multi-byte field read
+/// in place is a load per byte. One copy (a `memcpy`) makes every field of the copy a plain
+/// load. Never inlined: inlined, the optimizer turns the copy back into field-wise loads from
+/// the unaligned record.
+#[inline(never)]
+fn rec<T: Copy>(r: &T) -> Aligned<T> {
+    Aligned(*r)
+}
+
 /// The record `T` at `offset` in `bytes` (read in place: the records are alignment 1), or an
 /// [`Error::OutOfBounds`] naming `what`.
 fn record<'a, T: FromBytes + zerocopy::KnownLayout + zerocopy::Immutable>(
@@ -367,7 +391,7 @@ impl<'a> ElfObject<'a> {
     /// x86-64/AArch64, any header, section, symbol-table or relocation-section field that points
     /// outside the file or is inconsistent, or an unsupported feature (see the module docs).
     pub fn parse(bytes: &'a [u8]) -> Result<ElfObject<'a>> {
-        let ehdr: &raw::Ehdr = record(bytes, 0, "elf header")?;
+        let ehdr = rec(record::<raw::Ehdr>(bytes, 0, "elf header")?);
         if ehdr.ident[..4] != ELFMAG {
             return Err(Error::Malformed { what: "elf header", at: 0, reason: "not an ELF file (bad magic)" });
         }
@@ -465,7 +489,7 @@ impl<'a> ElfObject<'a> {
         obj.layout = obj.compute_layout()?;
         obj.relas = obj.collect_relas(symtab_index)?;
         let branches =
-            obj.relas.iter().flat_map(|set| set.entries).filter(|e| is_branch(arch, e.kind())).count() as u64;
+            obj.relas.iter().flat_map(|set| set.entries).filter(|e| is_branch(arch, rec(*e).kind())).count() as u64;
         let veneer_bytes = branches.checked_mul(VENEER_SIZE);
         let size = veneer_bytes.and_then(|v| obj.layout.veneer_offset.checked_add(v));
         match size {
@@ -515,7 +539,7 @@ impl<'a> ElfObject<'a> {
         let mut names: Vec<&'a str> = Vec::new();
         for set in &self.relas {
             for entry in set.entries {
-                let sym_index = entry.sym();
+                let sym_index = rec(entry).sym();
                 if sym_index == 0 {
                     continue;
                 }
@@ -723,7 +747,7 @@ impl<'a> ElfObject<'a> {
         if index >= count {
             return Err(Error::OutOfBounds { what: "elf symbol index", offset: index, len: 1, limit: count });
         }
-        let sym: &raw::Sym = record(self.symtab, index * SYM_SIZE, "elf symbol table")?;
+        let sym = rec(record::<raw::Sym>(self.symtab, index * SYM_SIZE, "elf symbol table")?);
         Ok(Symbol { name: sym.name.get(), info: sym.info, shndx: sym.shndx.get(), value: sym.value.get() })
     }
 
@@ -768,7 +792,7 @@ fn read_section(bytes: &[u8], shoff: u64, index: u64) -> Result<Section> {
         len: SHDR_SIZE,
         limit: bytes.len() as u64,
     })?;
-    let sh: &raw::Shdr = record(bytes, offset, "elf section header")?;
+    let sh = rec(record::<raw::Shdr>(bytes, offset, "elf section header")?);
     Ok(Section {
         name: sh.name.get(),
         kind: sh.kind.get(),

@@ -3,7 +3,7 @@
 
 use zerocopy::byteorder::{LE, U64};
 
-use super::{Pools, arg_view, dtype, raw, val};
+use super::{Pools, arg_view, dtype, raw, rec, val};
 use crate::bundle::{Arch, ArgView, BufferRole, GraphTarget};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -64,7 +64,7 @@ pub struct TensorRef<'a> {
 impl<'a> TensorRef<'a> {
     /// Row-major shape.
     pub fn shape(&self) -> impl ExactSizeIterator<Item = u64> + 'a {
-        self.shape.iter().map(|d| d.get())
+        self.shape.iter().map(|d| rec(d).get())
     }
 }
 
@@ -85,7 +85,7 @@ pub struct ParamRef<'a> {
 impl<'a> ParamRef<'a> {
     /// Declared shape (element count for buffers; empty for scalars).
     pub fn shape(&self) -> impl ExactSizeIterator<Item = u64> + 'a {
-        self.shape.iter().map(|d| d.get())
+        self.shape.iter().map(|d| rec(d).get())
     }
 }
 
@@ -110,6 +110,7 @@ pub struct ProgramRef<'a> {
 
 impl<'a> ProgramRef<'a> {
     pub(super) fn param_at(&self, p: &raw::Param) -> Result<ParamRef<'a>> {
+        let p = rec(p);
         Ok(ParamRef {
             name: self.pools.str(p.name)?,
             slot: p.slot.get(),
@@ -146,7 +147,10 @@ impl<'a> ProgramRef<'a> {
     /// Every object with its architecture.
     pub fn objects(&self) -> impl Iterator<Item = (Arch, &'a [u8])> + 'a {
         let pools = self.pools;
-        self.objects.iter().filter_map(move |o| Some((Arch::from_code(o.arch.get()).ok()?, pools.blob(o.blob).ok()??)))
+        self.objects.iter().filter_map(move |o| {
+            let o = rec(o);
+            Some((Arch::from_code(o.arch.get()).ok()?, pools.blob(o.blob).ok()??))
+        })
     }
 }
 

@@ -4,7 +4,7 @@
 use zerocopy::byteorder::{LE, U32};
 
 use super::raw::{self, NONE64, SectionKind};
-use super::{Hcqb, LaunchRef, decode_arg, dtype, malformed, opt_u32, sub, val};
+use super::{Hcqb, LaunchRef, decode_arg, dtype, malformed, opt_u32, rec, sub, val};
 use crate::bundle::{Arch, Loc, at, check};
 use crate::error::{Error, Result};
 
@@ -22,10 +22,11 @@ impl<'a> Hcqb<'a> {
         Arch::from_code(h.expected_from as u32)?;
         let mut prev: Option<u32> = None;
         for (k, im) in self.images.iter().enumerate() {
+            let im = rec(im);
             let b = im.buffer.get();
-            let rec = self.record_at(SectionKind::Images, k);
+            let pos = self.record_at(SectionKind::Images, k);
             if prev.is_some_and(|p| p >= b) {
-                return Err(malformed("hcqb image table", rec, "images must be ascending by buffer, one per buffer"));
+                return Err(malformed("hcqb image table", pos, "images must be ascending by buffer, one per buffer"));
             }
             prev = Some(b);
             let buf = self.buffers.get(b as usize).ok_or(Error::OutOfBounds {
@@ -35,16 +36,19 @@ impl<'a> Hcqb<'a> {
                 limit: self.buffers.len() as u64,
             });
             buf.and_then(|buf| {
+                let buf = rec(buf);
                 let format = dtype(im.format)?;
                 check::image(im.width.get(), im.height.get(), im.pitch.get(), format, buf.nbytes.get())
             })
             .map_err(|e| at(e, Loc::Image(b as usize)))?;
         }
         for (a, x) in self.buffers.iter().enumerate() {
+            let x = rec(x);
             if x.initial.offset.get() == NONE64 {
                 continue;
             }
             for y in &self.buffers[a + 1..] {
+                let y = rec(y);
                 let same =
                     y.initial.offset.get() == x.initial.offset.get() && y.initial.len.get() == x.initial.len.get();
                 if same && (y.nbytes.get() != x.nbytes.get() || y.dtype != x.dtype) {
@@ -65,7 +69,7 @@ impl<'a> Hcqb<'a> {
         let first = self.graph_view_checked(0)?;
         for g in 0..self.graphs.len() {
             let view = self.graph_view_checked(g)?;
-            let r = &self.graphs[g];
+            let r = rec(&self.graphs[g]);
             self.pools.req_str(r.name).map_err(|e| at(e, Loc::Graph(g)))?;
             Arch::from_code(r.expected_from as u32).map_err(|e| at(e, Loc::Graph(g)))?;
             check::graph_target(r.target, self.graphs.iter().map(|o| o.target), g).map_err(|e| at(e, Loc::Graph(g)))?;
@@ -90,12 +94,12 @@ impl<'a> Hcqb<'a> {
 
     /// Graph `g` as a view, its ranges checked.
     pub(super) fn graph_view_checked(&self, g: usize) -> Result<Hcqb<'a>> {
-        let r = self.graphs.get(g).ok_or(Error::OutOfBounds {
+        let r = rec(self.graphs.get(g).ok_or(Error::OutOfBounds {
             what: "graph index",
             offset: g as u64,
             len: 1,
             limit: self.graphs.len() as u64,
-        })?;
+        })?);
         fn part<'t, T>(what: &'static str, table: &'t [T], first: U32<LE>, len: U32<LE>) -> Result<&'t [T]> {
             sub(table, first, len).ok_or(Error::OutOfBounds {
                 what,
@@ -143,7 +147,7 @@ impl<'a> Hcqb<'a> {
     }
 
     fn buffer_nbytes(&self, i: u32) -> Option<u64> {
-        self.buffers.get(i as usize).map(|b| b.nbytes.get())
+        self.buffers.get(i as usize).map(|b| rec(b).nbytes.get())
     }
 
     fn check_tensor(&self, kind: SectionKind, i: usize) -> Result<()> {
@@ -154,7 +158,7 @@ impl<'a> Hcqb<'a> {
     }
 
     fn program_shape(&self, i: u32) -> Option<check::ProgramShape> {
-        let p = self.programs.get(i as usize)?;
+        let p = rec(self.programs.get(i as usize)?);
         Some(check::ProgramShape {
             n_buffer_args: p.n_buffer_args.get(),
             n_params: p.params_len.get() as usize,
@@ -177,6 +181,7 @@ impl<'a> Hcqb<'a> {
         }
         let mut seen = 0u32;
         for (j, o) in p.objects.iter().enumerate() {
+            let o = rec(o);
             let arch = Arch::from_code(o.arch.get()).map_err(|e| at(e, Loc::Object(i, j)))?;
             if seen & (1 << arch.code()) != 0 {
                 let rec = self.record_at(SectionKind::Programs, i);

@@ -56,6 +56,7 @@ impl<'a> ElfObject<'a> {
         let mut slot = 0u64;
         for set in &self.relas {
             for (k, entry) in set.entries.iter().enumerate() {
+                let entry = rec(entry);
                 let (r_offset, addend) = (entry.offset.get(), entry.addend.get());
                 let (sym_index, ty) = (entry.sym(), entry.kind());
                 let veneer = if is_branch(self.arch, ty) {
