@@ -134,7 +134,12 @@ impl<'a> Span<'a> {
         match self.bytes {
             SpanBytes::Plain(b) => {
                 let src = o.checked_add(out.len()).and_then(|e| b.get(o..e)).ok_or_else(oob)?;
-                out.copy_from_slice(src);
+                // Fixed-size copies for the common element sizes (no memcpy call).
+                match (out.len(), src) {
+                    (4, &[a, b, c, d]) => out.copy_from_slice(&[a, b, c, d]),
+                    (2, &[a, b]) => out.copy_from_slice(&[a, b]),
+                    _ => out.copy_from_slice(src),
+                }
                 Ok(())
             }
             SpanBytes::Volatile(r) => {
