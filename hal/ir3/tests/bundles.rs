@@ -38,3 +38,36 @@ fn every_bundle_matches_expected_outputs() {
     // 4 sample bundles in examples/ (wide included) + 3 in ../shared/bundles
     assert!(bundles >= 7, "only {bundles} bundles with a630 programs ran");
 }
+
+/// A dispatch run as parts (`Interp::run_groups` over consecutive ranges, a fresh interpreter
+/// for each part, as a caller spreading work-groups over threads does) writes the same bytes
+/// and counts the same statistics as the whole run (the wide bundle: several launches of many
+/// work-groups each).
+#[test]
+fn run_groups_in_parts_equals_the_whole_dispatch() {
+    let dir = common::repo_root().join("examples/wide");
+    let mut whole = common::load_bundle(&dir);
+    let mut parts = common::load_bundle(&dir);
+    let launches = common::launches(&whole);
+    let mut interp = hcq_ir3::exec::Interp::new();
+    for l in &launches {
+        let prog = whole.programs[l.program].as_ref().unwrap();
+        let d = hcq_ir3::exec::Dispatch { consts: &l.consts, grid: l.grid, local: l.local };
+        let want = interp.run(prog, &d, &mut whole.mem).unwrap();
+        let n = d.groups();
+        assert!(n > 1, "{}: one work-group", l.name);
+        let mut got = hcq_ir3::exec::Stats::default();
+        for r in [0..n / 3, n / 3..n / 3, n / 3..n - 1, n - 1..n] {
+            let s = hcq_ir3::exec::Interp::new().run_groups(prog, &d, Default::default(), &mut parts.mem, r).unwrap();
+            got.steps += s.steps;
+            got.lane_instructions += s.lane_instructions;
+        }
+        assert_eq!(got, want, "{}", l.name);
+    }
+    assert_eq!(whole.mem.bufs, parts.mem.bufs);
+    let prog = whole.programs[launches[0].program].as_ref().unwrap();
+    let l = &launches[0];
+    let d = hcq_ir3::exec::Dispatch { consts: &l.consts, grid: l.grid, local: l.local };
+    let beyond = interp.run_groups(prog, &d, Default::default(), &mut whole.mem, 0..d.groups() + 1);
+    assert_eq!(beyond, Err(hcq_ir3::exec::ExecError::BadDispatch("work-group range beyond the grid")));
+}

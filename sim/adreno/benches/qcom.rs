@@ -99,6 +99,69 @@ fn msm_sim_call_chain100_no_shader(b: Bencher) {
     bench_no_shader(b, QcomDevice::with_msm_backend("MSM+QCOM:SIM", std::sync::Arc::new(sim), false).unwrap());
 }
 
+/// The shader core's throughput on a whole call, in lane-instructions per second (items = the
+/// lane-instructions one call executes, counted by the interpreter): the ir3 interpreter over
+/// the simulated KGSL's memory, with the dispatch's transaction (overlay and commit) and its
+/// work-groups spread over the host's cores.
+fn bench_lanes(b: Bencher, name: &str) {
+    use hcq_sim_adreno::{ArgSlots, Ir3Dispatch, SimKgsl};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = [root.join("examples").join(name), root.join("benches/bundles").join(name)]
+        .into_iter()
+        .find(|d| d.join("manifest.json").is_file())
+        .unwrap();
+    let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap();
+    let file = Hcqb::parse(&bytes).unwrap();
+    let lanes = Arc::new(AtomicU64::new(0));
+    let slots = ArgSlots::default();
+    let core = Counted(Ir3Dispatch::new().with_arg_slots(slots.clone()), lanes.clone());
+    let sim = SimKgsl::new(Box::new(core)).with_arg_slots(slots);
+    let dev = QcomDevice::with_backend("QCOM:SIM", Arc::new(sim), false).unwrap();
+    let mut m = Runner::load(QcomBackend::new(dev).unwrap(), &file).unwrap();
+    m.call().unwrap();
+    assert!(m.check().unwrap().ok);
+    let before = lanes.load(Ordering::Relaxed);
+    m.call().unwrap();
+    let per_call = lanes.load(Ordering::Relaxed) - before;
+    b.counter(ItemsCount::new(per_call)).bench_local(|| m.call().unwrap());
+}
+
+/// [`Ir3Dispatch`](hcq_sim_adreno::Ir3Dispatch) counting the lane-instructions it runs.
+struct Counted(hcq_sim_adreno::Ir3Dispatch, std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl hcq_sim_adreno::cp::ShaderCore for Counted {
+    fn dispatch(
+        &mut self,
+        s: &hcq_sim_adreno::cp::ComputeState<'_>,
+        mem: &mut dyn hcq_sim_adreno::cp::GpuMemory,
+    ) -> hcq::Result<()> {
+        let before = self.0.lane_instructions();
+        let r = self.0.dispatch(s, mem);
+        self.1.fetch_add(self.0.lane_instructions() - before, std::sync::atomic::Ordering::Relaxed);
+        r
+    }
+}
+
+/// Lane-instructions per second of the shader core on mlp (three small reductions).
+#[divan::bench(sample_count = 20)]
+fn shader_core_mlp(b: Bencher) {
+    bench_lanes(b, "mlp");
+}
+
+/// ... on matmul (`benches/bundles/matmul`: 192×192, 32 work-groups of 128 fibers).
+#[divan::bench(sample_count = 20)]
+fn shader_core_matmul(b: Bencher) {
+    bench_lanes(b, "matmul");
+}
+
+/// ... on convnet (`benches/bundles/convnet`: two 3×3 convolutions, pooling, a linear layer).
+#[divan::bench(sample_count = 20)]
+fn shader_core_convnet(b: Bencher) {
+    bench_lanes(b, "convnet");
+}
+
 /// A shader core that does nothing (the host path alone).
 struct Nop;
 

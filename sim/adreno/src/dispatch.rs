@@ -10,17 +10,33 @@
 //!   by the QCOM device when it uploads a program) has every argument address checked against
 //!   the allocations before anything runs; one that points outside every allocation is a fault
 //!   naming the argument and its constant offset.
-//! - The dispatch is a transaction: global-memory writes go to a journal that reads see, and
-//!   reach GPU memory only when the whole dispatch finished. A fault (an access outside every
+//! - Work-groups run on every core: a dispatch's work-groups are split into consecutive ranges,
+//!   one per thread (at most [`std::thread::available_parallelism`], see
+//!   [`Ir3Dispatch::with_threads`]), each with its own interpreter and its own overlay of the
+//!   writes. Work-group 0 runs first on the calling thread and tells the cost of one; a dispatch
+//!   whose remaining work is small stays on the calling thread. After every thread finished,
+//!   the overlays are committed in ascending work-group order, so the bytes written do not depend
+//!   on the number of threads (a work-group does not see another's writes of the same dispatch,
+//!   which the hardware does not promise either). A program with global atomics (`atomic.g.*`,
+//!   whose work-groups do see each other's updates) runs on one thread over one overlay.
+//! - The dispatch is a transaction: global-memory writes go to an overlay that reads see
+//!   ([`crate::overlay`]: 4 KiB copy-on-write pages with a dirty bit per byte), and reach GPU
+//!   memory only when the whole dispatch finished, exactly the bytes written. A fault (an access outside every
 //!   allocation, e.g. an argument address that points nowhere), an unsupported instruction or
 //!   the step limit ends it with an error that names the instruction, and **nothing** of it is
 //!   written. The CP stops with that error (its IB offset added by the CP) and the host sees it
-//!   at the next wait, at once.
+//!   at the next wait, at once. With several threads, the error is the one of the lowest
+//!   work-group that failed (each thread stops at its first), the one a single thread meets.
+//! - The step limit is the dispatch's: it fails when its work-groups together ran more than
+//!   `max_steps` wave-instructions, however they were spread (each thread also stops once its
+//!   own part alone is past the limit, so a hung shader ends).
 
 use crate::cp::{ComputeState, GpuMemory, ShaderCore};
 use crate::images::ImageState;
+use crate::overlay::{Overlay, Pages};
 use hcq::{Error, Result};
-use hcq_ir3::exec::{ExecError, Interp, MemSpace, Memory, Meta, OutOfBounds, Shader};
+use hcq_ir3::exec::{Dispatch, ExecError, Images, Interp, MemSpace, Meta, Shader, Stats};
+use hcq_ir3::isa::{Body, Cat6};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -74,19 +90,51 @@ impl ArgSlots {
 /// loop becomes a fault, not a stuck host).
 pub const DEFAULT_MAX_STEPS: u64 = 2_000_000_000;
 
+/// A dispatch runs on more than one thread only when the work-groups after the first are
+/// expected to run at least this many wave-instructions (work-group 0's count times the rest):
+/// below it, starting threads costs more than it saves.
+pub const DEFAULT_PARALLEL_MIN_STEPS: u64 = 4096;
+
 struct Cached {
     words: Vec<u32>,
     entry: u32,
     regs: [u32; 5],
     prog: Shader,
+    /// The program has global atomics: its work-groups run on one thread (see the module docs).
+    atomics: bool,
+}
+
+/// One thread's interpreter and overlay, kept between dispatches (nothing allocated per
+/// dispatch once warm, threads aside).
+#[derive(Default)]
+struct Worker {
+    interp: Interp,
+    pages: Pages,
+}
+
+impl Worker {
+    fn run<M: GpuMemory + ?Sized>(
+        &mut self,
+        prog: &Shader,
+        d: &Dispatch<'_>,
+        images: Images<'_>,
+        mem: &M,
+        groups: core::ops::Range<u64>,
+        max_steps: u64,
+    ) -> core::result::Result<Stats, ExecError> {
+        self.interp.max_steps = max_steps;
+        self.interp.run_groups(prog, d, images, &mut Overlay::new(mem, &mut self.pages), groups)
+    }
 }
 
 /// Runs each dispatch's shader with the ir3 interpreter (see the module docs).
 pub struct Ir3Dispatch {
-    interp: Interp,
+    /// `workers[0]` runs on the calling thread; the others on scoped threads.
+    workers: Vec<Worker>,
+    threads: usize,
+    parallel_min_steps: u64,
+    max_steps: u64,
     cache: HashMap<u64, Cached>,
-    journal: HashMap<u64, u32>,
-    order: Vec<u64>,
     /// The constant file as bytes (reused: no allocation per dispatch once warm).
     consts: Vec<u8>,
     args: ArgSlots,
@@ -115,19 +163,33 @@ impl Ir3Dispatch {
 
     /// A dispatcher whose dispatches stop (as a fault) after `max_steps` wave-instructions.
     pub fn with_max_steps(max_steps: u64) -> Self {
-        let mut interp = Interp::new();
-        interp.max_steps = max_steps;
         Self {
-            interp,
+            workers: vec![Worker::default()],
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            parallel_min_steps: DEFAULT_PARALLEL_MIN_STEPS,
+            max_steps,
             cache: HashMap::new(),
-            journal: HashMap::new(),
-            order: Vec::new(),
             consts: Vec::new(),
             args: ArgSlots::default(),
             images: ImageState::default(),
             dispatches: 0,
             lane_instructions: 0,
         }
+    }
+
+    /// Run a dispatch's work-groups on at most `threads` threads (at least 1; the default is
+    /// [`std::thread::available_parallelism`]).
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = threads.max(1);
+        self
+    }
+
+    /// Spread a dispatch over threads only when its work-groups after the first are expected to
+    /// run at least `steps` wave-instructions ([`DEFAULT_PARALLEL_MIN_STEPS`] by default; 0:
+    /// whenever it has more than one work-group).
+    pub fn with_parallel_min_steps(mut self, steps: u64) -> Self {
+        self.parallel_min_steps = steps;
+        self
     }
 
     /// Check argument addresses against `slots` (see [`ArgSlots`]).
@@ -165,72 +227,11 @@ impl Ir3Dispatch {
                 Error::Malformed { what: "adreno sim: shader code", at: s.shader_addr, reason: "undecodable ir3" }
                     .context(format!("{e}"))
             })?;
-            self.cache.insert(s.shader_addr, Cached { words: s.shader.to_vec(), entry: s.entry, regs, prog });
+            let atomics = prog.instrs.iter().any(|i| matches!(i.body, Body::Cat6(Cat6::AtomicG { .. })));
+            self.cache.insert(s.shader_addr, Cached { words: s.shader.to_vec(), entry: s.entry, regs, prog, atomics });
         }
         // PANIC: present: either hit above or inserted just now.
         Ok(&self.cache.get(&s.shader_addr).expect("inserted above").prog)
-    }
-}
-
-/// The simulated GPU memory seen through a write journal (see the module docs).
-struct Journaled<'a> {
-    mem: &'a mut dyn GpuMemory,
-    journal: &'a mut HashMap<u64, u32>,
-    order: &'a mut Vec<u64>,
-}
-
-impl Journaled<'_> {
-    fn word(&self, addr: u64) -> core::result::Result<u32, OutOfBounds> {
-        match self.journal.get(&addr) {
-            Some(w) => Ok(*w),
-            None => self.mem.read32(addr).map_err(|_| OutOfBounds),
-        }
-    }
-
-    /// Every dword covering `[addr, addr + len)`, first and count.
-    fn span(addr: u64, len: usize) -> core::result::Result<(u64, u64), OutOfBounds> {
-        let end = addr.checked_add(len as u64).ok_or(OutOfBounds)?;
-        let first = addr & !3;
-        Ok((first, (end.div_ceil(4) * 4 - first) / 4))
-    }
-}
-
-impl Memory for Journaled<'_> {
-    fn read(&mut self, addr: u64, buf: &mut [u8]) -> core::result::Result<(), OutOfBounds> {
-        let (first, n) = Self::span(addr, buf.len())?;
-        for k in 0..n {
-            let a = first + 4 * k;
-            let bytes = self.word(a)?.to_le_bytes();
-            for (i, b) in bytes.iter().enumerate() {
-                let at = a + i as u64;
-                if at >= addr && at < addr + buf.len() as u64 {
-                    buf[(at - addr) as usize] = *b;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn write(&mut self, addr: u64, data: &[u8]) -> core::result::Result<(), OutOfBounds> {
-        let (first, n) = Self::span(addr, data.len())?;
-        // The whole access must be mapped before any of it is journaled.
-        for k in 0..n {
-            self.word(first + 4 * k)?;
-        }
-        for k in 0..n {
-            let a = first + 4 * k;
-            let mut bytes = self.word(a)?.to_le_bytes();
-            for (i, b) in bytes.iter_mut().enumerate() {
-                let at = a + i as u64;
-                if at >= addr && at < addr + data.len() as u64 {
-                    *b = data[(at - addr) as usize];
-                }
-            }
-            if self.journal.insert(a, u32::from_le_bytes(bytes)).is_none() {
-                self.order.push(a);
-            }
-        }
-        Ok(())
     }
 }
 
@@ -260,20 +261,24 @@ impl ShaderCore for Ir3Dispatch {
         }
         self.consts.clear();
         self.consts.extend(s.consts.iter().flat_map(|w| w.to_le_bytes()));
-        // Borrow the interpreter and the program apart: the program lives in the cache.
         self.program(s)?;
         // PANIC: `program` returned Ok, so the cache holds this shader address.
-        let prog = &self.cache.get(&s.shader_addr).expect("cached by program()").prog;
-        let d = hcq_ir3::exec::Dispatch { consts: &self.consts, grid: s.groups, local: s.local };
-        self.journal.clear();
-        self.order.clear();
-        let mut j = Journaled { mem, journal: &mut self.journal, order: &mut self.order };
-        let images = hcq_ir3::exec::Images {
-            textures: &self.images.textures,
-            samplers: &self.images.samplers,
-            ibos: &self.images.ibos,
+        let cached = &self.cache.get(&s.shader_addr).expect("cached by program()");
+        let d = Dispatch { consts: &self.consts, grid: s.groups, local: s.local };
+        let images =
+            Images { textures: &self.images.textures, samplers: &self.images.samplers, ibos: &self.images.ibos };
+        let used = self.workers.len();
+        for w in &mut self.workers[..used] {
+            w.pages.clear();
+        }
+        let run = match mem.as_sync() {
+            Some(sync) if self.threads > 1 && !cached.atomics && d.groups() > 1 => {
+                let (threads, min) = (self.threads, self.parallel_min_steps);
+                run_parallel(&mut self.workers, threads, min, &cached.prog, &d, images, sync, self.max_steps)
+            }
+            _ => self.workers[0].run(&cached.prog, &d, images, &*mem, 0..d.groups(), self.max_steps).map(|s| (s, 1)),
         };
-        let stats = self.interp.run_with_images(prog, &d, images, &mut j).map_err(|e| {
+        let (stats, used) = run.map_err(|e| {
             let why = match e {
                 ExecError::Fault { space: MemSpace::Global, .. } => "a global access outside every allocation (fault)",
                 ExecError::StepLimit { .. } => "the step limit (a hung shader)",
@@ -286,13 +291,79 @@ impl ShaderCore for Ir3Dispatch {
             }
             .context(format!("{e}"))
         })?;
-        // The dispatch finished: commit its writes in program order.
-        for &a in &self.order {
-            // PANIC: `order` lists exactly the journal's keys (pushed on first insert).
-            mem.write32(a, self.journal[&a])?;
+        // The dispatch finished: commit each thread's writes, in ascending work-group order.
+        for w in &self.workers[..used] {
+            w.pages.commit(mem)?;
         }
         self.dispatches += 1;
         self.lane_instructions += stats.lane_instructions;
         Ok(())
     }
+}
+
+/// Run a dispatch's work-groups on up to `threads` threads (see the module docs): work-group 0
+/// on the calling thread, then the rest split into consecutive ranges, the first of them on the
+/// calling thread too. Returns the summed statistics and how many workers ran (their overlays,
+/// in order, hold the writes in ascending work-group order), or the error of the lowest
+/// work-group that failed.
+#[allow(clippy::too_many_arguments)]
+fn run_parallel(
+    workers: &mut Vec<Worker>,
+    threads: usize,
+    parallel_min_steps: u64,
+    prog: &Shader,
+    d: &Dispatch<'_>,
+    images: Images<'_>,
+    mem: &(dyn GpuMemory + Sync),
+    max_steps: u64,
+) -> core::result::Result<(Stats, usize), ExecError> {
+    let total = d.groups();
+    let first = workers[0].run(prog, d, images, mem, 0..1, max_steps)?;
+    let rest = total - 1;
+    let n = if first.steps.saturating_mul(rest) < parallel_min_steps {
+        1
+    } else {
+        // CAST: at most `threads`, a usize.
+        rest.min(threads as u64) as usize
+    };
+    // The budget left (work-group 0 ran within it); each thread may use all of it, the sum is
+    // checked after.
+    let budget = max_steps - first.steps;
+    let part = |i: usize| 1 + rest * i as u64 / n as u64..1 + rest * (i as u64 + 1) / n as u64;
+    while workers.len() < n {
+        workers.push(Worker::default());
+    }
+    let mut results = Vec::with_capacity(n);
+    if n == 1 {
+        results.push(workers[0].run(prog, d, images, mem, part(0), budget));
+    } else {
+        let (caller, others) = workers.split_at_mut(1);
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = others[..n - 1]
+                .iter_mut()
+                .enumerate()
+                .map(|(i, w)| {
+                    let groups = part(i + 1);
+                    sc.spawn(move || {
+                        w.pages.clear();
+                        w.run(prog, d, images, mem, groups, budget)
+                    })
+                })
+                .collect();
+            results.push(caller[0].run(prog, d, images, mem, part(0), budget));
+            for h in handles {
+                results.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            }
+        });
+    }
+    let mut stats = first;
+    for r in results {
+        let s = r?;
+        stats.steps += s.steps;
+        stats.lane_instructions += s.lane_instructions;
+    }
+    if stats.steps > max_steps {
+        return Err(ExecError::StepLimit { steps: stats.steps });
+    }
+    Ok((stats, n))
 }

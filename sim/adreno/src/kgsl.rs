@@ -17,7 +17,7 @@
 //! the client maps itself; there the GPU address of a `USE_CPU_MAP` object is the client's
 //! mapping, which the device learns later and sets with [`SimKgsl::set_gpu_address`].
 
-use crate::cp::{Cp, GpuMemory, Outcome, ShaderCore};
+use crate::cp::{Cp, GpuMemory, Outcome, ShaderCore, Span};
 use crate::dispatch::ArgSlots;
 use hcq::device::GpuLimits;
 use hcq::mmio::{MmioBus, VolatileRegion, Width};
@@ -94,6 +94,10 @@ struct Block {
 // SAFETY: a Block is an address range plus ownership of its backing; all access is volatile
 // through `region`, under the simulator's mutex.
 unsafe impl Send for Block {}
+// SAFETY: through `&Block` only its plain fields are read and `region` (which is `Sync`: volatile
+// accesses only) is accessed; `owned` is used only to release the backing, through `&mut`. The
+// shader core's threads read GPU memory through `&Memory` while the simulator's mutex is held.
+unsafe impl Sync for Block {}
 
 /// GPU memory = the blocks, keyed by GPU (= host) address.
 #[derive(Default)]
@@ -139,6 +143,55 @@ impl GpuMemory for Memory {
             *w = r.read(o + 4 * i, Width::U32)? as u32;
         }
         Ok(())
+    }
+
+    fn read_bytes(&self, addr: u64, out: &mut [u8]) -> hcq::Result<()> {
+        let mut done = 0;
+        while done < out.len() {
+            let a = addr.checked_add(done as u64).ok_or(hcq::Error::OutOfBounds {
+                what: "gpu access wraps around",
+                offset: addr,
+                len: out.len() as u64,
+                limit: 0,
+            })?;
+            let (r, o) = self.find_range(a, 1)?;
+            let n = (r.size() - o).min(out.len() - done);
+            r.read_bytes(o, &mut out[done..done + n])?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    fn write_bytes(&mut self, addr: u64, data: &[u8]) -> hcq::Result<()> {
+        // Every byte mapped (possibly across adjacent objects) before any is written.
+        let mut done = 0;
+        while done < data.len() {
+            let a = addr.checked_add(done as u64).ok_or(hcq::Error::OutOfBounds {
+                what: "gpu access wraps around",
+                offset: addr,
+                len: data.len() as u64,
+                limit: 0,
+            })?;
+            let (r, o) = self.find_range(a, 1)?;
+            done += (r.size() - o).min(data.len() - done);
+        }
+        let mut done = 0;
+        while done < data.len() {
+            let (r, o) = self.find_range(addr + done as u64, 1)?;
+            let n = (r.size() - o).min(data.len() - done);
+            r.write_bytes(o, &data[done..done + n])?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    fn span(&self, addr: u64) -> Option<Span<'_>> {
+        let (r, o) = self.find_range(addr, 1).ok()?;
+        Some(Span::volatile(addr - o as u64, r))
+    }
+
+    fn as_sync(&self) -> Option<&(dyn GpuMemory + Sync)> {
+        Some(self)
     }
 }
 

@@ -30,6 +30,7 @@ pub mod images;
 pub mod kgsl;
 pub mod limits;
 pub mod msm;
+mod overlay;
 
 pub use dispatch::{ArgSlots, Ir3Dispatch};
 pub use hooked::{HookedKgsl, KgslCall, KgslHook};

@@ -42,6 +42,9 @@ fn src6(wave: &Wave, s: Cat6Src, l: usize) -> u32 {
     }
 }
 
+/// The largest global vector access done as one memory access (more: element by element).
+const VEC_BYTES: usize = 32;
+
 #[allow(clippy::too_many_arguments)]
 pub(super) fn cat6(
     cx: &mut Ctx,
@@ -80,6 +83,22 @@ pub(super) fn cat6(
                     MemSpace::Global => addr64(wave, addr, l).wrapping_add(off as i64 as u64),
                     _ => (wave.regs[addr.0 as usize][l] as u64).wrapping_add(off as i64 as u64) & 0xffff_ffff,
                 };
+                // A global vector load is one memory access when all of it is mapped; otherwise
+                // element by element below, which names the element that faults.
+                let total = size as usize * eb;
+                let mut all = [0u8; VEC_BYTES];
+                if space == MemSpace::Global && total <= VEC_BYTES && cx.mem.read(base, &mut all[..total]).is_ok() {
+                    for k in 0..size as usize {
+                        let v = load_elem(&all[k * eb..], ty);
+                        let r = dst.0.wrapping_add(k as u8);
+                        if half {
+                            wave.hset(r, l, v);
+                        } else {
+                            wave.regs[r as usize][l] = v;
+                        }
+                    }
+                    continue;
+                }
                 for k in 0..size as usize {
                     let a = base.wrapping_add((k * eb) as u64);
                     let mut buf = [0u8; 4];
@@ -121,6 +140,20 @@ pub(super) fn cat6(
                     MemSpace::Global => addr64(wave, addr, l).wrapping_add(off as i64 as u64),
                     _ => (wave.regs[addr.0 as usize][l] as u64).wrapping_add(off as i64 as u64) & 0xffff_ffff,
                 };
+                // A global vector store is one memory access when all of it is mapped (a
+                // refused access writes nothing); otherwise element by element below.
+                let total = size as usize * eb;
+                if space == MemSpace::Global && total <= VEC_BYTES {
+                    let mut all = [0u8; VEC_BYTES];
+                    for k in 0..size as usize {
+                        let r = src.0.wrapping_add(k as u8);
+                        let v = if half { wave.hget(r, l) } else { wave.regs[r as usize][l] };
+                        all[k * eb..(k + 1) * eb].copy_from_slice(&v.to_le_bytes()[..eb]);
+                    }
+                    if cx.mem.write(base, &all[..total]).is_ok() {
+                        continue;
+                    }
+                }
                 for k in 0..size as usize {
                     let a = base.wrapping_add((k * eb) as u64);
                     let r = src.0.wrapping_add(k as u8);

@@ -176,6 +176,15 @@ pub struct Dispatch<'a> {
     pub local: [u32; 3],
 }
 
+impl Dispatch<'_> {
+    /// Work-groups in the grid, `grid[0]·grid[1]·grid[2]`. Work-group `i` of
+    /// [`Interp::run_groups`] is `[i % gx, (i / gx) % gy, i / (gx·gy)]` (x fastest: the order
+    /// [`Interp::run`] runs them in).
+    pub fn groups(&self) -> u64 {
+        self.grid.iter().map(|&g| u64::from(g)).product()
+    }
+}
+
 /// Which memory an access faulted in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MemSpace {
@@ -495,6 +504,24 @@ impl Interp {
         images: Images<'_>,
         mem: &mut dyn Memory,
     ) -> Result<Stats, ExecError> {
+        self.run_groups(prog, d, images, mem, 0..d.groups())
+    }
+
+    /// Run the work-groups whose linear indices are in `groups` (see [`Dispatch::groups`]), in
+    /// ascending order: a part of a dispatch, so that a caller can spread a dispatch's
+    /// work-groups over threads (one `Interp` and one [`Memory`] view each). Work-groups share
+    /// nothing but global memory, and each starts from the same register, shared- and
+    /// private-memory state, so running `0..a` then `a..n` is running `0..n`. The statistics
+    /// and [`Interp::max_steps`] are this call's: a caller that splits a dispatch adds them up.
+    /// An empty range runs nothing; one that ends beyond the grid is [`ExecError::BadDispatch`].
+    pub fn run_groups(
+        &mut self,
+        prog: &Shader,
+        d: &Dispatch,
+        images: Images<'_>,
+        mem: &mut dyn Memory,
+        groups: core::ops::Range<u64>,
+    ) -> Result<Stats, ExecError> {
         let threads = d.local.iter().try_fold(1u64, |a, &v| a.checked_mul(v as u64)).unwrap_or(u64::MAX);
         if threads == 0 || d.grid.contains(&0) {
             return Err(ExecError::BadDispatch("empty grid or work-group"));
@@ -504,6 +531,9 @@ impl Interp {
         }
         if prog.meta.shmem > 64 * 1024 || prog.meta.pvtmem > 64 * 1024 {
             return Err(ExecError::BadDispatch("shared or private memory size above 64 KiB"));
+        }
+        if groups.end > d.groups() {
+            return Err(ExecError::BadDispatch("work-group range beyond the grid"));
         }
         let nwaves = (threads as usize).div_ceil(W);
         while self.waves.len() < nwaves {
@@ -522,13 +552,11 @@ impl Interp {
             lane_instrs: 0,
             span: reg_span(prog),
         };
-        for gz in 0..d.grid[2] {
-            for gy in 0..d.grid[1] {
-                for gx in 0..d.grid[0] {
-                    cx.group = [gx, gy, gz];
-                    self.run_group(&mut cx, d, threads as usize, nwaves)?;
-                }
-            }
+        let (gx, gy) = (u64::from(d.grid[0]), u64::from(d.grid[1]));
+        for g in groups {
+            // CAST: each coordinate is below its u32 grid size.
+            cx.group = [(g % gx) as u32, (g / gx % gy) as u32, (g / (gx * gy)) as u32];
+            self.run_group(&mut cx, d, threads as usize, nwaves)?;
         }
         Ok(Stats { steps: cx.steps, lane_instructions: cx.lane_instrs })
     }

@@ -28,7 +28,7 @@
 mod memory;
 mod ring;
 
-pub use memory::{BusMemory, GpuMemory, SparseMemory};
+pub use memory::{BusMemory, GpuMemory, Span, SparseMemory};
 pub use ring::RingCp;
 
 use alloc::format;
