@@ -5,7 +5,8 @@
 //! GPU addresses equal the host addresses of the backing memory (as with `USE_CPU_MAP`).
 //! Submissions run in order, synchronously inside `GPU_COMMAND` and again whenever a timestamp
 //! is read or awaited (a `CP_WAIT_REG_MEM` on memory the host has not written yet leaves the
-//! CP blocked until then). A CP error — an unknown opcode, bad parity, a fault — is recorded
+//! CP blocked until then, for at most [`HANG_TIMEOUT`]: then, as the kernel driver's dispatcher,
+//! it declares a hang, a fault). A CP error — an unknown opcode, bad parity, a fault — is recorded
 //! with its IB offset ([`SimKgsl::fault`]); every later wait fails at once with `EDEADLK`
 //! (the core sees `DeviceHung`), never after a timeout. So is an IB whose words the host
 //! rewrote between `GPU_COMMAND` and the end of its execution (IB memory reused too early).
@@ -216,7 +217,19 @@ struct State {
     /// Time spent running the CP (and its shader core), in ns: the simulated GPU's share of a
     /// caller's time, which a host-cost measurement takes out.
     busy_ns: u64,
+    /// Since when, and at which wait (IB address, word), the CP has been blocked in one
+    /// `CP_WAIT_REG_MEM` (see [`HANG_TIMEOUT`]).
+    blocked: Option<(Instant, u64, u32)>,
 }
+
+/// How long the CP may stay blocked in one `CP_WAIT_REG_MEM` before the simulated KGSL calls it
+/// a hang: the kernel driver's dispatcher declares a submission hung when it has not finished
+/// after `adreno_drawobj_timeout` = 2000 ms (adreno_dispatch.c, its fault-detection timer
+/// sampling the CP every `_fault_timer_interval` = 200 ms), invalidates the context and fails
+/// its waiters. Without it a client that sleeps in `WAITTIMESTAMP` with tinygrad's infinite
+/// timeout on a wait nobody satisfies would block forever; with it the wait fails with
+/// `EDEADLK` after 2 s, and a host write in time releases the CP as before.
+pub const HANG_TIMEOUT: Duration = Duration::from_millis(2000);
 
 /// An IB handed to `GPU_COMMAND` and not finished yet, with its words as they were then.
 struct Queued {
@@ -281,6 +294,7 @@ impl State {
             };
             match res {
                 Ok(Outcome::Done) => {
+                    self.blocked = None;
                     if let Some((i, then, now)) = job.rewritten(&self.mem) {
                         return self.fail_rewritten(&job, i, then, now, "while it ran");
                     }
@@ -291,7 +305,26 @@ impl State {
                     }
                     self.release_deferred();
                 }
-                Ok(Outcome::Blocked { .. }) => {
+                Ok(Outcome::Blocked { ib, word }) => {
+                    let now = Instant::now();
+                    match self.blocked {
+                        Some((since, b_ib, b_word)) if (b_ib, b_word) == (ib, word) => {
+                            if now.duration_since(since) >= HANG_TIMEOUT {
+                                self.queue.clear();
+                                self.blocked = None;
+                                self.fault = Some(format!(
+                                    "context {} timestamp {}: GPU hang: CP_WAIT_REG_MEM at IB {ib:#x} word {word} not \
+                                     satisfied for {} ms (KGSL's dispatcher timeout, adreno_drawobj_timeout = {} ms)",
+                                    job.ctx,
+                                    job.ts,
+                                    now.duration_since(since).as_millis(),
+                                    HANG_TIMEOUT.as_millis()
+                                ));
+                                return;
+                            }
+                        }
+                        _ => self.blocked = Some((now, ib, word)),
+                    }
                     self.running = Some(job);
                     return;
                 }
@@ -390,6 +423,7 @@ impl SimKgsl {
                 paused: false,
                 max_pending: 0,
                 busy_ns: 0,
+                blocked: None,
             }),
             arg_slots: None,
         }

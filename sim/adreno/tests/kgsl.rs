@@ -151,6 +151,28 @@ fn a_wait_on_host_memory_blocks_until_the_host_signals() {
     assert_eq!(r.signal(0), 9);
 }
 
+/// A wait nobody satisfies is a hang after KGSL's dispatcher timeout (2 s), as the kernel driver
+/// reports it: the waiter (here with a 10 s timeout, as tinygrad sleeps with an infinite one)
+/// fails with `DeviceHung` naming the wait, and the context takes no more work.
+#[test]
+fn a_wait_blocked_past_the_dispatcher_timeout_is_a_hang() {
+    let r = rig();
+    let mut q = r.queue();
+    q.push(Command::Wait { addr: r.signals.gpuaddr() + 32, value: 5 }).unwrap();
+    q.push(Command::Signal { addr: r.signals.gpuaddr(), value: 9 }).unwrap();
+    let ts = r.submit(&q);
+    let t0 = Instant::now();
+    assert!(matches!(r.k.wait(&r.ctx, ts, 10_000).unwrap_err(), Error::DeviceHung { .. }));
+    let took = t0.elapsed();
+    assert!(took >= hcq_sim_adreno::kgsl::HANG_TIMEOUT && took.as_millis() < 5000, "hang declared after {took:?}");
+    let f = r.sim.fault().unwrap();
+    assert!(f.contains("GPU hang: CP_WAIT_REG_MEM") && f.contains(&format!("IB {:#x} word", r.ib.gpuaddr())), "{f}");
+    // the host's late write does not bring it back
+    r.signals.bus().write(32, Width::U64, 5).unwrap();
+    assert!(matches!(r.k.wait(&r.ctx, ts, 100).unwrap_err(), Error::DeviceHung { .. }));
+    assert_eq!(r.signal(0), 0, "nothing after the wait ran");
+}
+
 #[test]
 fn an_argument_outside_every_allocation_is_a_fault_seen_at_once() {
     let r = rig();
