@@ -118,7 +118,11 @@ pub fn decode_one(words: &[u32]) -> Result<(Option<Command>, usize)> {
     if body.len() != want {
         return Err(Error::Malformed { what: "soft packet", at: 0, reason: "length does not match opcode" });
     }
-    let b = body;
+    // the body in a fixed array: the constant indices below need no bounds checks
+    let mut b = [0u32; 10];
+    for (d, s) in b.iter_mut().zip(body) {
+        *d = *s;
+    }
     let cmd = match opc {
         op::WAIT => Command::Wait { addr: q(b[0], b[1]), value: q(b[2], b[3]) },
         op::SIGNAL => Command::Signal { addr: q(b[0], b[1]), value: q(b[2], b[3]) },
