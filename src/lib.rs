@@ -90,3 +90,14 @@ pub mod timeline;
 
 pub use dtype::DType;
 pub use error::{Error, Result};
+
+/// `v.insert(at, x)` without `Vec::insert`'s panic path: that one is `#[track_caller]`, so its
+/// location (this crate's absolute source path) would land in every image that calls it. An
+/// `at` past the end (a caller's bug) appends.
+#[cfg(feature = "alloc")]
+pub(crate) fn insert_at<T>(v: &mut alloc::vec::Vec<T>, at: usize, x: T) {
+    v.push(x);
+    if let Some(tail) = v.get_mut(at..) {
+        tail.rotate_right(1);
+    }
+}

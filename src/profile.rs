@@ -131,7 +131,9 @@ impl Profiler {
             return;
         }
         let i = r.next;
-        r.events[i] = ev;
+        if let Some(slot) = r.events.get_mut(i) {
+            *slot = ev;
+        }
         r.next = (i + 1) % cap;
         if r.len == cap {
             r.dropped += 1;

@@ -110,7 +110,8 @@ impl core::fmt::Debug for Doorbell {
 /// The producer side of a command ring.
 pub struct CommandRing {
     mem: Arc<dyn MmioBus + Send>,
-    words: u64,
+    /// Non-zero: the write pointer wraps with `%` and no division-by-zero panic path.
+    words: core::num::NonZeroU64,
     wptr: u64,
     flight: InFlight,
     doorbell: Doorbell,
@@ -134,15 +135,18 @@ impl CommandRing {
     /// (a device that is a host thread; hardware needs [`CommandRing::with_barrier`]).
     pub fn new(mem: Arc<dyn MmioBus + Send>, max_in_flight: usize, doorbell: Doorbell) -> Result<Self> {
         let bytes = mem.size();
-        if bytes == 0 || !bytes.is_multiple_of(4) {
-            return Err(Error::InvalidArgument {
-                what: "command ring size must be a non-zero multiple of 4",
-                value: bytes as u64,
-            });
-        }
         // CAST: usize is at most 64 bits on every target.
-        let words = (bytes / 4) as u64;
-        Ok(Self { mem, words, wptr: 0, flight: InFlight::new(words, max_in_flight), doorbell, barrier: Barrier::Host })
+        let words = core::num::NonZeroU64::new((bytes / 4) as u64).filter(|_| bytes.is_multiple_of(4)).ok_or(
+            Error::InvalidArgument { what: "command ring size must be a non-zero multiple of 4", value: bytes as u64 },
+        )?;
+        Ok(Self {
+            mem,
+            words,
+            wptr: 0,
+            flight: InFlight::new(words.get(), max_in_flight),
+            doorbell,
+            barrier: Barrier::Host,
+        })
     }
 
     /// Issue `barrier` before each doorbell write instead of the host release fence:
@@ -161,7 +165,7 @@ impl CommandRing {
 
     /// Capacity in words.
     pub fn capacity_words(&self) -> u64 {
-        self.words
+        self.words.get()
     }
 
     /// The write pointer (monotonic, in words).
@@ -199,7 +203,7 @@ impl CommandRing {
         self.flight.reserve(end, "command ring", tl, hooks)?;
         let at = self.wptr % self.words;
         // CAST: `min` with a length that is a usize bounds the result.
-        let first = n.min(self.words - at) as usize;
+        let first = n.min(self.words.get() - at) as usize;
         // PANIC: never: `first <= words.len()` by the `min` above.
         let (a, b) = words.split_at(first);
         // CAST: `at < words`, and the ring's byte size is a usize.

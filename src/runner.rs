@@ -172,7 +172,7 @@ pub fn build_queues<T>(
 ) -> Result<Vec<crate::queue::HwQueue>> {
     // one packet per item plus the queue's timeline wait and signal; a queue never takes more
     // than a quarter of the ring
-    let max_words = (hcq.channels()[0].ring_words() / 4).max(64) as usize;
+    let max_words = (hcq.channels().first().map_or(0, |c| c.ring_words()) / 4).max(64) as usize;
     let mut queues = Vec::new();
     let mut queue = hcq.queue()?;
     for it in items {
@@ -315,6 +315,18 @@ impl<B: Backend> core::fmt::Debug for Runner<B> {
     }
 }
 
+/// The address of byte `offset` of the bundle's buffer `buffer` (`addrs`: every buffer's
+/// address). The bundle's views were checked against its buffers: an index past them is an
+/// error here, not a panic.
+fn buffer_at(addrs: &[u64], buffer: u32, offset: u64) -> Result<u64> {
+    addrs.get(buffer as usize).map(|a| a + offset).ok_or(Error::OutOfBounds {
+        what: "launch buffer index",
+        offset: buffer.into(),
+        len: 1,
+        limit: addrs.len() as u64,
+    })
+}
+
 impl<B: Backend> Runner<B> {
     /// Load `bundle` on `backend` (see the module docs).
     pub fn load(backend: B, bundle: &Hcqb<'_>) -> Result<Self> {
@@ -367,23 +379,23 @@ impl<B: Backend> Runner<B> {
             match l {
                 LaunchRef::Kernel(k) => {
                     args.clear();
-                    args.extend(k.args().map(|a| addrs[a.buffer as usize] + a.offset));
-                    let prog = programs.get(k.program as usize).ok_or(Error::OutOfBounds {
-                        what: "launch program index",
-                        offset: k.program.into(),
-                        len: 1,
-                        limit: programs.len() as u64,
-                    });
-                    prog.and_then(|p| backend.record_kernel(p, &KernelLaunch { index: li, kernel: &k, args: &args }))
+                    k.args()
+                        .try_for_each(|a| buffer_at(&addrs, a.buffer, a.offset).map(|x| args.push(x)))
+                        .and_then(|()| {
+                            programs.get(k.program as usize).ok_or(Error::OutOfBounds {
+                                what: "launch program index",
+                                offset: k.program.into(),
+                                len: 1,
+                                limit: programs.len() as u64,
+                            })
+                        })
+                        .and_then(|p| backend.record_kernel(p, &KernelLaunch { index: li, kernel: &k, args: &args }))
                         .map_err(|e| located(e, "launch", li, Some(k.name)))?;
                     kernels += 1;
                 }
-                LaunchRef::Copy { dst, src } => backend
-                    .record_copy(
-                        addrs[dst.buffer as usize] + dst.offset,
-                        addrs[src.buffer as usize] + src.offset,
-                        dst.nbytes,
-                    )
+                LaunchRef::Copy { dst, src } => buffer_at(&addrs, dst.buffer, dst.offset)
+                    .and_then(|d| Ok((d, buffer_at(&addrs, src.buffer, src.offset)?)))
+                    .and_then(|(d, s)| backend.record_copy(d, s, dst.nbytes))
                     .map_err(|e| located(e, "launch", li, Some("copy")))?,
             }
         }

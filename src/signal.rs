@@ -438,11 +438,9 @@ impl Signal {
 
     #[inline]
     fn slot(&self) -> &Slot {
-        // PANIC: never: `index < page.len()` is checked in `new` and pages never shrink.
-        match self.page.slot(self.index) {
-            Some(s) => s,
-            None => unreachable!(),
-        }
+        // SAFETY: `index < page.len()` is checked in `new` and pages never shrink, so `slot`
+        // returns `Some`.
+        unsafe { self.page.slot(self.index).unwrap_unchecked() }
     }
 
     /// Device address of the value (`+0`).
@@ -699,7 +697,7 @@ impl SignalPool {
                     {
                         let mut pages = self.pages.write();
                         let at = pages.partition_point(|p| p.device_base < page.device_base);
-                        pages.insert(at, page.clone());
+                        crate::insert_at(&mut pages, at, page.clone());
                     }
                     free.lock().extend((1..Self::SLOTS_PER_PAGE).rev().map(|i| (page.device_base, i)));
                     (page, 0)

@@ -19,19 +19,20 @@ impl Cache {
     /// The list of `key`, if it has one.
     fn get_mut(&mut self, key: &(u64, BufferSpec)) -> Option<&mut Vec<DeviceMemory>> {
         let i = self.0.binary_search_by(|(k, _)| k.cmp(key)).ok()?;
-        Some(&mut self.0[i].1)
+        self.0.get_mut(i).map(|(_, list)| list)
     }
 
-    /// The list of `key`, made empty first if it has none.
-    fn list(&mut self, key: (u64, BufferSpec)) -> &mut Vec<DeviceMemory> {
-        let i = match self.0.binary_search_by(|(k, _)| k.cmp(&key)) {
-            Ok(i) => i,
-            Err(i) => {
-                self.0.insert(i, (key, Vec::new()));
-                i
+    /// Add `mem` to the list of `key`, made first if it has none.
+    fn put(&mut self, key: (u64, BufferSpec), mem: DeviceMemory) {
+        match self.0.binary_search_by(|(k, _)| k.cmp(&key)) {
+            // always there: `i` is where the search found the key (`get_mut`: no panic path)
+            Ok(i) => {
+                if let Some((_, list)) = self.0.get_mut(i) {
+                    list.push(mem);
+                }
             }
-        };
-        &mut self.0[i].1
+            Err(i) => crate::insert_at(&mut self.0, i, (key, alloc::vec![mem])),
+        }
     }
 }
 
@@ -343,7 +344,7 @@ impl Allocator for LruAllocator {
             return;
         }
         st.cached = st.cached.saturating_add(size);
-        st.cache.list((size, *spec)).push(mem);
+        st.cache.put((size, *spec), mem);
     }
 
     fn copy_in(&self, dst: &DeviceMemory, offset: u64, src: &[u8]) -> Result<()> {

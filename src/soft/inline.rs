@@ -85,7 +85,9 @@ impl Cps {
     fn run_engine(&mut self, e: usize) -> Result<u64> {
         let regs = &self.regs;
         let t = Target { exec: &*self.exec, ctx: &self.ctx, timeline: &self.timeline };
-        let eng = &mut self.engines[e];
+        let Some(eng) = self.engines.get_mut(e) else {
+            return Ok(0);
+        };
         let (_, ran) = eng.drain(&t, || regs.read(doorbell_offset(e), Width::U64)).map_err(|err| {
             err.context(alloc::format!("inline engine {e} command processor at word {}", eng.cp.rptr()))
         })?;

@@ -47,7 +47,7 @@ impl<'a> Hcqb<'a> {
             if x.initial.offset.get() == NONE64 {
                 continue;
             }
-            for y in &self.buffers[a + 1..] {
+            for y in self.buffers.iter().skip(a + 1) {
                 let y = rec(y);
                 let same =
                     y.initial.offset.get() == x.initial.offset.get() && y.initial.len.get() == x.initial.len.get();

@@ -48,7 +48,7 @@ impl<'a> ElfObject<'a> {
             let src = slice(self.bytes, section.offset, section.size, "elf section data")
                 .with_context(|| format!("section {index}"))?;
             let dst = slice_mut(image, base, section.size, "elf load image")?;
-            dst.copy_from_slice(src);
+            put(dst, src);
         }
 
         let mut cache: Vec<Option<u64>> =
@@ -139,7 +139,7 @@ impl<'a> ElfObject<'a> {
         let field = slice_mut(image, place, width, "elf load image")?;
         match arch {
             Machine::X86_64 => match r.ty {
-                R_X86_64_64 => field.copy_from_slice(&(sa as u64).to_le_bytes()),
+                R_X86_64_64 => put(field, &(sa as u64).to_le_bytes()),
                 R_X86_64_32 => write_u32(field, fit_u32(sa)?),
                 R_X86_64_32S => write_u32(field, fit_i32(sa)? as u32),
                 R_X86_64_PC32 => write_u32(field, fit_i32(sa - p)? as u32),
@@ -151,7 +151,7 @@ impl<'a> ElfObject<'a> {
                             let mut veneer = [0xcc_u8; VENEER_SIZE as usize];
                             veneer[..6].copy_from_slice(&[0xff, 0x25, 0, 0, 0, 0]); // jmp *0(%rip)
                             veneer[6..14].copy_from_slice(&(target as u64).to_le_bytes());
-                            slice_mut(image, slot, VENEER_SIZE, "elf veneer area")?.copy_from_slice(&veneer);
+                            put(slice_mut(image, slot, VENEER_SIZE, "elf veneer area")?, &veneer);
                             let v = i128::from(image_addr) + i128::from(slot) + i128::from(r.addend) - p;
                             fit_i32(v).map_err(|_| e)?
                         }
@@ -165,7 +165,7 @@ impl<'a> ElfObject<'a> {
                 let insn = read_u32(field);
                 let patched = match r.ty {
                     R_AARCH64_ABS64 => {
-                        field.copy_from_slice(&(sa as u64).to_le_bytes());
+                        put(field, &(sa as u64).to_le_bytes());
                         return Ok(());
                     }
                     R_AARCH64_PREL32 => {
@@ -203,7 +203,7 @@ impl<'a> ElfObject<'a> {
                             veneer[..4].copy_from_slice(&A64_LDR_X16_PC8.to_le_bytes());
                             veneer[4..8].copy_from_slice(&A64_BR_X16.to_le_bytes());
                             veneer[8..].copy_from_slice(&(sa as u64).to_le_bytes());
-                            slice_mut(image, slot, VENEER_SIZE, "elf veneer area")?.copy_from_slice(&veneer);
+                            put(slice_mut(image, slot, VENEER_SIZE, "elf veneer area")?, &veneer);
                             x = i128::from(image_addr) + i128::from(slot) - p;
                             if !range.contains(&x) {
                                 return Err(range_error("veneer outside +-128 MiB of the branch"));
@@ -316,6 +316,15 @@ fn slice_mut<'b>(bytes: &'b mut [u8], offset: u64, len: u64, what: &'static str)
     match (usize::try_from(offset), usize::try_from(end)) {
         (Ok(start), Ok(end)) => bytes.get_mut(start..end).ok_or(oob),
         _ => Err(oob),
+    }
+}
+
+/// Copy `src` over `dst`, which `slice_mut` made exactly as long (no panic path: a shorter
+/// slice, which cannot happen, would take what fits).
+fn put(dst: &mut [u8], src: &[u8]) {
+    let n = dst.len().min(src.len());
+    if let (Some(d), Some(s)) = (dst.get_mut(..n), src.get(..n)) {
+        d.copy_from_slice(s);
     }
 }
 
