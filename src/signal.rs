@@ -438,9 +438,12 @@ impl Signal {
 
     #[inline]
     fn slot(&self) -> &Slot {
-        // SAFETY: `index < page.len()` is checked in `new` and pages never shrink, so `slot`
-        // returns `Some`.
-        unsafe { self.page.slot(self.index).unwrap_unchecked() }
+        // PANIC: never: `index < page.len()` is checked in `new` and pages never shrink. (Kept a
+        // panic, not `unwrap_unchecked`: a broken invariant must stop, not read out of bounds.)
+        match self.page.slot(self.index) {
+            Some(s) => s,
+            None => unreachable!(),
+        }
     }
 
     /// Device address of the value (`+0`).
