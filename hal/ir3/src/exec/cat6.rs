@@ -2,6 +2,7 @@
 
 use super::*;
 
+#[inline(always)]
 fn load_elem(bytes: &[u8], ty: Type) -> u32 {
     match ty.mem_bytes() {
         1 => bytes[0] as u32,
