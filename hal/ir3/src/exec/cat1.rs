@@ -94,12 +94,47 @@ fn cvt(v: u32, from: Type, to: Type, round: u8) -> u32 {
     }
 }
 
+/// [`cvt`] for every value of `v`, with the common conversions (f16 ⇄ f32 rounding to nearest
+/// even, integer → integer) as plain lane loops.
+fn cvt_lanes(v: &mut [u32], from: Type, to: Type, round: u8) {
+    use Type::*;
+    let int = |t: Type| !matches!(t, F16 | F32);
+    match (from, to) {
+        (F16, F32) => map1(v, |x| f16_to_f32(x as u16).to_bits()),
+        // ROUND 0 and 1 both round to nearest even to a float (see `cvt`)
+        (F32, F16) if round & 3 <= 1 => map1(v, |x| f32_to_f16(f32::from_bits(x)) as u32),
+        (F16 | F32, _) | (_, F16 | F32) => map1(v, |x| cvt(x, from, to, round)),
+        _ => {
+            debug_assert!(int(from) && int(to));
+            // integer → integer: extend the source as `cvt` reads it, keep the destination's bits
+            let (sh, signed) = match from {
+                U16 => (16, false),
+                S16 => (16, true),
+                U8 | U8_32 => (24, true),
+                _ => (0, false),
+            };
+            let mask = match to {
+                U16 | S16 => 0xffff,
+                U8 | U8_32 => 0xff,
+                _ => u32::MAX,
+            };
+            if signed {
+                map1(v, |x| (((x << sh) as i32) >> sh) as u32 & mask)
+            } else {
+                map1(v, |x| ((x << sh) >> sh) & mask)
+            }
+        }
+    }
+}
+
 fn cat1_dst_half(t: Type) -> bool {
     t.is_half() || t == Type::U8_32
 }
 
 pub(super) fn cat1(cx: &mut Ctx, wave: &mut Wave, c: &Cat1, fl: &Flags, pc: usize, exec: u64) -> Res<()> {
     let mut v = [0u32; W];
+    // Lanes above the highest active one are never written.
+    let n = active_len(exec);
     match c.op {
         Cat1Op::Mov | Cat1Op::Mova | Cat1Op::Mova1 => {
             for k in 0..=fl.repeat {
@@ -109,16 +144,12 @@ pub(super) fn cat1(cx: &mut Ctx, wave: &mut Wave, c: &Cat1, fl: &Flags, pc: usiz
                 }
                 read_src(cx, wave, &src, k, pc, exec, c.src_type == Type::F16, &mut v)?;
                 if c.src_type != c.dst_type {
-                    for x in v.iter_mut() {
-                        *x = cvt(*x, c.src_type, c.dst_type, c.round);
-                    }
+                    cvt_lanes(&mut v[..n], c.src_type, c.dst_type, c.round);
                 }
                 match (c.op, c.dst) {
                     (Cat1Op::Mova, _) | (Cat1Op::Mova1, _) => {
                         let r = if c.op == Cat1Op::Mova { 0xf4 } else { 0xf5 };
-                        for x in v.iter_mut() {
-                            *x = *x as u16 as i16 as i32 as u32;
-                        }
+                        map1(&mut v[..n], |x| x as u16 as i16 as i32 as u32);
                         write_lanes(&mut wave.regs[r], &v, exec);
                     }
                     (_, Dst::Reg(r)) => write_reg(wave, r.0.wrapping_add(k), cat1_dst_half(c.dst_type), &v, exec),
@@ -152,17 +183,15 @@ pub(super) fn cat1(cx: &mut Ctx, wave: &mut Wave, c: &Cat1, fl: &Flags, pc: usiz
                 }
                 _ => ([s0, s0.offset(1), s0.offset(2), s0.offset(3)], [d0, c.extra[0], c.extra[1], c.extra[2]]),
             };
-            let n = if c.op == Cat1Op::Swz { 2 } else { 4 };
+            let count = if c.op == Cat1Op::Swz { 2 } else { 4 };
             let mut vals = [[0u32; W]; 4];
-            for i in 0..n {
+            for i in 0..count {
                 read_reg(wave, srcs[i].0, sh, &mut vals[i]);
                 if c.src_type != c.dst_type {
-                    for x in vals[i].iter_mut() {
-                        *x = cvt(*x, c.src_type, c.dst_type, c.round);
-                    }
+                    cvt_lanes(&mut vals[i][..n], c.src_type, c.dst_type, c.round);
                 }
             }
-            for i in 0..n {
+            for i in 0..count {
                 write_reg(wave, dsts[i].0, dh, &vals[i], exec);
             }
         }

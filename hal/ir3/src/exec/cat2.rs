@@ -55,7 +55,7 @@ pub(super) fn cat2(cx: &mut Ctx, wave: &mut Wave, c: &Cat2, fl: &Flags, pc: usiz
             TruncF => map1(&mut a[..n], |x| libm::truncf(f32::from_bits(x)).to_bits()),
             CmpsF => {
                 let cond = c.cond.unwrap_or(Cond::Eq);
-                map2(&mut a[..n], &b[..n], |x, y| cmp(cond, f32::from_bits(x), f32::from_bits(y)));
+                cmp_lanes(&mut a[..n], &b[..n], cond, f32::from_bits);
                 float_result = false;
             }
             AddU | AddS => {
@@ -73,11 +73,11 @@ pub(super) fn cat2(cx: &mut Ctx, wave: &mut Wave, c: &Cat2, fl: &Flags, pc: usiz
             SubU | SubS => map2(&mut a[..n], &b[..n], u32::wrapping_sub),
             CmpsU => {
                 let cond = c.cond.unwrap_or(Cond::Eq);
-                map2(&mut a[..n], &b[..n], |x, y| cmp(cond, x, y))
+                cmp_lanes(&mut a[..n], &b[..n], cond, |x| x)
             }
             CmpsS => {
                 let cond = c.cond.unwrap_or(Cond::Eq);
-                map2(&mut a[..n], &b[..n], |x, y| cmp(cond, x as i32, y as i32))
+                cmp_lanes(&mut a[..n], &b[..n], cond, |x| x as i32)
             }
             MinU => map2(&mut a[..n], &b[..n], u32::min),
             MaxU => map2(&mut a[..n], &b[..n], u32::max),

@@ -24,9 +24,9 @@ pub(super) fn cat3(cx: &mut Ctx, wave: &mut Wave, c: &Cat3, fl: &Flags, pc: usiz
         operand(cx, wave, &c.srcs[2], k, pc, exec, kind, signed, &mut d)?;
         match c.op {
             MadF16 | MadF32 => {
-                for l in 0..n {
-                    let p = ftz(f32::from_bits(a[l]) * f32::from_bits(b[l]));
-                    a[l] = ftz(p + f32::from_bits(d[l])).to_bits();
+                for ((x, y), z) in a[..n].iter_mut().zip(&b[..n]).zip(&d[..n]) {
+                    let p = ftz(f32::from_bits(*x) * f32::from_bits(*y));
+                    *x = ftz(p + f32::from_bits(*z)).to_bits();
                 }
             }
             MadU16 | MadS16 => {

@@ -2,6 +2,18 @@
 
 use super::*;
 
+/// An element of `e.len()` (1, 2 or 4) bytes.
+#[inline(always)]
+fn elem(e: &[u8]) -> u32 {
+    match *e {
+        [b] => b as u32,
+        [b0, b1] => u16::from_le_bytes([b0, b1]) as u32,
+        [b0, b1, b2, b3] => u32::from_le_bytes([b0, b1, b2, b3]),
+        _ => 0,
+    }
+}
+
+#[inline(always)]
 fn load_elem(bytes: &[u8], ty: Type) -> u32 {
     match ty.mem_bytes() {
         1 => bytes[0] as u32,
@@ -45,6 +57,9 @@ fn src6(wave: &Wave, s: Cat6Src, l: usize) -> u32 {
 /// The largest global vector access done as one memory access (more: element by element).
 const VEC_BYTES: usize = 32;
 
+/// The largest span of addresses a wave's global load reads in one memory access.
+const SPAN_BYTES: usize = 2048;
+
 #[allow(clippy::too_many_arguments)]
 pub(super) fn cat6(
     cx: &mut Ctx,
@@ -78,6 +93,38 @@ pub(super) fn cat6(
             let half = ty.is_half();
             let eb = ty.mem_bytes() as usize;
             let pvt = cx.prog.meta.pvtmem as usize;
+            let total = size as usize * eb;
+            if space == MemSpace::Global && total <= VEC_BYTES && exec != 0 {
+                // All the lanes' accesses as one memory access when they lie in a short span that
+                // is all mapped (coalesced and broadcast loads); otherwise lane by lane below.
+                let mut bases = [0u64; W];
+                let (mut lo, mut hi) = (u64::MAX, 0u64);
+                for l in lanes_of(exec) {
+                    let b = addr64(wave, addr, l).wrapping_add(off as i64 as u64);
+                    bases[l] = b;
+                    lo = lo.min(b);
+                    hi = hi.max(b);
+                }
+                let span = hi.checked_add(total as u64).map(|end| end - lo);
+                if let Some(span) = span.filter(|&s| s <= SPAN_BYTES as u64) {
+                    let mut buf = [0u8; SPAN_BYTES];
+                    let buf = &mut buf[..span as usize];
+                    if cx.mem.read(lo, buf).is_ok() {
+                        for l in lanes_of(exec) {
+                            let at = &buf[(bases[l] - lo) as usize..][..total];
+                            for (k, e) in at.chunks_exact(eb).enumerate() {
+                                let (r, v) = (dst.0.wrapping_add(k as u8), elem(e));
+                                if half {
+                                    wave.hset(r, l, v);
+                                } else {
+                                    wave.regs[r as usize][l] = v;
+                                }
+                            }
+                        }
+                        return Ok(());
+                    }
+                }
+            }
             for l in lanes_of(exec) {
                 let base = match space {
                     MemSpace::Global => addr64(wave, addr, l).wrapping_add(off as i64 as u64),
@@ -85,7 +132,6 @@ pub(super) fn cat6(
                 };
                 // A global vector load is one memory access when all of it is mapped; otherwise
                 // element by element below, which names the element that faults.
-                let total = size as usize * eb;
                 let mut all = [0u8; VEC_BYTES];
                 if space == MemSpace::Global && total <= VEC_BYTES && cx.mem.read(base, &mut all[..total]).is_ok() {
                     for k in 0..size as usize {

@@ -467,9 +467,17 @@ fn reg_span(prog: &Shader) -> (u8, u8) {
 
 type Res<T> = Result<T, ExecError>;
 
-#[inline]
+/// Flush an f32 denormal to a zero of its sign.
+#[inline(always)]
 fn ftz(x: f32) -> f32 {
-    if x.is_subnormal() { f32::from_bits(x.to_bits() & 0x8000_0000) } else { x }
+    f32::from_bits(ftz_bits(x.to_bits()))
+}
+
+/// [`ftz`] on bits: a zero exponent field keeps only the sign (zeros are unchanged); branch-free
+/// so that lane loops vectorize.
+#[inline(always)]
+fn ftz_bits(b: u32) -> u32 {
+    if b & 0x7f80_0000 == 0 { b & 0x8000_0000 } else { b }
 }
 
 fn lanes_of(mask: u64) -> impl Iterator<Item = usize> {
@@ -651,7 +659,8 @@ impl Interp {
             if cx.steps > cx.max_steps {
                 return Err(ExecError::StepLimit { steps: cx.steps - 1 });
             }
-            let ins = cx.prog.instrs[pc];
+            let prog = cx.prog;
+            let ins = &prog.instrs[pc];
             let exec = wave.mask
                 & match wave.pred {
                     Pred::None => u64::MAX,
@@ -842,8 +851,10 @@ enum Kind {
 }
 
 /// Read an operand and apply (neg)/(abs) for its kind; floats come back as f32 bits, integers
-/// sign- or zero-extended from 16 bits for half operands.
+/// sign- or zero-extended from 16 bits for half operands. Only the lanes up to the highest
+/// active one are written (lanes above it are never stored).
 #[allow(clippy::too_many_arguments)]
+#[inline]
 fn operand(
     cx: &Ctx,
     wave: &Wave,
@@ -855,49 +866,95 @@ fn operand(
     signed: bool,
     out: &mut Lanes,
 ) -> Res<()> {
-    read_src(cx, wave, o, k, pc, exec, kind == Kind::Float, out)?;
-    // Lanes above the highest active one are never stored: skip them.
-    let out = &mut out[..active_len(exec)];
+    let n = active_len(exec);
+    let out = &mut out[..n];
+    match o.src {
+        // Registers: read and modify in one pass, straight from the register file.
+        Src::Reg { reg, .. } => {
+            let reg = reg.0.wrapping_add(if o.r { k } else { 0 });
+            if !o.half {
+                modify(kind, o, signed, &wave.regs[reg as usize][..n], out, |x| x);
+            } else if !wave.merged {
+                modify(kind, o, signed, &wave.hregs[reg as usize][..n], out, |x| x & 0xffff);
+            } else {
+                let sh = u32::from(reg & 1) * 16;
+                modify(kind, o, signed, &wave.regs[(reg >> 1) as usize][..n], out, move |x| (x >> sh) & 0xffff);
+            }
+        }
+        Src::RelReg(_) | Src::RelConst(_) => {
+            let mut t = [0u32; W];
+            read_src(cx, wave, o, k, pc, exec, kind == Kind::Float, &mut t)?;
+            modify(kind, o, signed, &t[..n], out, |x| x);
+        }
+        // The same value in every lane: modify it once.
+        _ => {
+            let mut t = [0u32; W];
+            read_src(cx, wave, o, k, pc, exec, kind == Kind::Float, &mut t)?;
+            let mut v = [0u32];
+            modify(kind, o, signed, &t[..1], &mut v, |x| x);
+            out.fill(v[0]);
+        }
+    }
+    Ok(())
+}
+
+/// `out[l] = modifiers(get(src[l]))` for an operand's kind: the per-operand decisions are taken
+/// once, outside the lane loops.
+#[inline(always)]
+fn modify(kind: Kind, o: &Operand, signed: bool, src: &[u32], out: &mut [u32], get: impl Fn(u32) -> u32) {
+    #[inline(always)]
+    fn lanes(out: &mut [u32], src: &[u32], f: impl Fn(u32) -> u32) {
+        for (d, s) in out.iter_mut().zip(src) {
+            *d = f(*s);
+        }
+    }
+    let g = &get;
     match kind {
         Kind::Float => {
-            for x in out.iter_mut() {
-                let mut f = if o.half { f16_to_f32(*x as u16) } else { f32::from_bits(*x) };
-                f = ftz(f);
-                if o.abs {
-                    f = f.abs();
-                }
-                if o.neg {
-                    f = -f;
-                }
-                *x = f.to_bits();
+            // (abs) clears and (neg) flips the sign bit, after the denormal flush.
+            let and = if o.abs { 0x7fff_ffff } else { u32::MAX };
+            let xor = if o.neg { 0x8000_0000 } else { 0 };
+            if o.half {
+                // f16 values are never f32 denormals: nothing to flush
+                lanes(out, src, |x| (f16_to_f32(g(x) as u16).to_bits() & and) ^ xor)
+            } else {
+                lanes(out, src, |x| (ftz_bits(g(x)) & and) ^ xor)
             }
         }
         Kind::Int => {
-            if o.half {
-                for x in out.iter_mut() {
-                    *x = if signed { *x as u16 as i16 as i32 as u32 } else { *x & 0xffff };
+            let ext = |x: u32| -> u32 {
+                if !o.half {
+                    x
+                } else if signed {
+                    x as u16 as i16 as i32 as u32
+                } else {
+                    x & 0xffff
                 }
-            }
-            if o.abs {
-                for x in out.iter_mut() {
-                    *x = (*x as i32).unsigned_abs();
-                }
-            }
-            if o.neg {
-                for x in out.iter_mut() {
-                    *x = x.wrapping_neg();
-                }
+            };
+            match (o.abs, o.neg) {
+                (false, false) if !o.half => lanes(out, src, g),
+                (false, false) if signed => lanes(out, src, |x| g(x) as u16 as i16 as i32 as u32),
+                (false, false) => lanes(out, src, |x| g(x) & 0xffff),
+                (abs, neg) => lanes(out, src, |x| {
+                    let mut x = ext(g(x));
+                    if abs {
+                        x = (x as i32).unsigned_abs();
+                    }
+                    if neg {
+                        x = x.wrapping_neg();
+                    }
+                    x
+                }),
             }
         }
         Kind::Bits => {
             if o.neg {
-                for x in out.iter_mut() {
-                    *x = !*x;
-                }
+                lanes(out, src, |x| !g(x))
+            } else {
+                lanes(out, src, g)
             }
         }
     }
-    Ok(())
 }
 
 /// One past the highest active lane.
@@ -925,15 +982,17 @@ fn ff(f: impl Fn(f32, f32) -> f32) -> impl Fn(u32, u32) -> u32 {
     move |a, b| ftz(f(f32::from_bits(a), f32::from_bits(b))).to_bits()
 }
 
-fn cmp<T: PartialOrd>(c: Cond, a: T, b: T) -> u32 {
-    (match c {
-        Cond::Lt => a < b,
-        Cond::Le => a <= b,
-        Cond::Gt => a > b,
-        Cond::Ge => a >= b,
-        Cond::Eq => a == b,
-        Cond::Ne => a != b,
-    }) as u32
+/// `a[l] = (f(a[l]) cond f(b[l])) as u32`, the condition chosen once for all lanes.
+#[inline(always)]
+fn cmp_lanes<T: PartialOrd>(a: &mut [u32], b: &[u32], c: Cond, f: impl Fn(u32) -> T) {
+    match c {
+        Cond::Lt => map2(a, b, |x, y| (f(x) < f(y)) as u32),
+        Cond::Le => map2(a, b, |x, y| (f(x) <= f(y)) as u32),
+        Cond::Gt => map2(a, b, |x, y| (f(x) > f(y)) as u32),
+        Cond::Ge => map2(a, b, |x, y| (f(x) >= f(y)) as u32),
+        Cond::Eq => map2(a, b, |x, y| (f(x) == f(y)) as u32),
+        Cond::Ne => map2(a, b, |x, y| (f(x) != f(y)) as u32),
+    }
 }
 
 /// Store an ALU result: floats (f32 bits) are rounded to f16 for half destinations, integers
