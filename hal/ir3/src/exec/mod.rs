@@ -64,7 +64,10 @@ type Lanes = [u32; W];
 pub struct OutOfBounds;
 
 /// GPU global memory as the dispatch sees it. Implementations must check that every byte of an
-/// access lies inside an allocation and return [`OutOfBounds`] otherwise.
+/// access lies inside an allocation and return [`OutOfBounds`] otherwise. A read has no side
+/// effects and a range that reads succeeds for every sub-range of it: the interpreter may read the
+/// whole span a wave's loads cover in one call and fall back to lane-by-lane reads (which name the
+/// faulting lane) when that span fails.
 pub trait Memory {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), OutOfBounds>;
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), OutOfBounds>;
