@@ -115,6 +115,18 @@ class TestVkgslChecks(unittest.TestCase):
 if __name__ == "__main__":
   unittest.main()
 PY
+# Take the KNOWN failures out of $broken (the failing test ids), each only when its exact line is
+# in the QCOM log $qlog, and say so.
+drop_known() {
+  local k id line why
+  for k in "${KNOWN[@]}"; do
+    IFS='|' read -r id line why <<<"$k"
+    if grep -qxF "$id" <<<"$broken" && grep -qF -- "$line" "$qlog"; then
+      echo "  known failure on QCOM, not the simulator ($why): $id: $line"
+      broken=$(grep -vxF "$id" <<<"$broken" || true)
+    fi
+  done
+}
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(test_tiny.py backend/test_jit.py)
 status=0
@@ -163,13 +175,7 @@ for f in "${files[@]}"; do
     echo "  (tinygrad's device tests: not run on DEV=CPU, which skips them all)"
     grep -E "^(FAILED|ERROR) " "$qlog" | sed -E 's/^(FAILED|ERROR) //; s/ - .*//' | sort -u >"$qlog.failed" || true
     broken=$(cat "$qlog.failed" "$qlog.subfailed" | sed '/^$/d')
-    for k in "${KNOWN[@]}"; do
-      IFS='|' read -r id line why <<<"$k"
-      if grep -qxF "$id" <<<"$broken" && grep -qF -- "$line" "$qlog"; then
-        echo "  known failure on QCOM, not the simulator ($why): $id: $line"
-        broken=$(grep -vxF "$id" <<<"$broken" || true)
-      fi
-    done
+    drop_known
     if [ -n "$broken" ]; then
       echo "FAIL: $f: fails on the virtual A630:"; echo "$broken" | sed 's/^/  /'; status=1
     fi
@@ -193,13 +199,7 @@ for f in "${files[@]}"; do
     done
   )
   broken=$(sed '/^$/d' <<<"$broken")
-  for k in "${KNOWN[@]}"; do
-    IFS='|' read -r id line why <<<"$k"
-    if grep -qxF "$id" <<<"$broken" && grep -qF -- "$line" "$qlog"; then
-      echo "  known failure on QCOM, not the simulator ($why): $id: $line"
-      broken=$(grep -vxF "$id" <<<"$broken" || true)
-    fi
-  done
+  drop_known
   if [ -n "$broken" ]; then
     echo "FAIL: $f: passes on CPU but fails on the virtual A630:"
     echo "$broken" | sed 's/^/  /'
