@@ -2,43 +2,18 @@
 //! every dispatch of a captured queue leave a counting global allocator untouched, and so does
 //! running the queue on the simulated CP once its buffers are warm.
 //!
-//! One `#[test]` on purpose: the counter is process-wide and the harness allocates on its own
-//! thread between tests.
+//! The counts are the test thread's own (`tests/support/counting_alloc.rs`): the harness's threads
+//! allocate too.
 
 mod common;
 
 use common::*;
 use hcq::queue::{Field, HwQueue};
 use hcq_sim_adreno::cp::Cp;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
 
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller's contract for `alloc`, passed on.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: as above.
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: as above.
-        unsafe { System.realloc(p, l, n) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: as above.
-        unsafe { System.dealloc(p, l) }
-    }
-}
+#[path = "../../../tests/support/counting_alloc.rs"]
+mod counting;
+use counting::{Counting, allocations_in};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -70,23 +45,24 @@ fn encoding_patching_and_simulating_a_warm_queue_allocate_nothing() {
     run(&q, &mut mem, &mut cp, &mut rec); // warm the CP's buffers
     rec.seen.clear();
 
-    let before = ALLOCS.load(Ordering::Relaxed);
-    build(&mut q);
-    for round in 1..=10u64 {
-        q.patch(0, Field::Value, round - 1).unwrap();
-        for i in 0..100 {
-            q.patch(i + 1, Field::Kernargs, CONSTS + 16 * ((i as u64 + round) % 100)).unwrap();
-            q.patch(i + 1, Field::Global(0), 1 + round % 3).unwrap();
+    let ((), allocs) = allocations_in(|| {
+        build(&mut q);
+        for round in 1..=10u64 {
+            q.patch(0, Field::Value, round - 1).unwrap();
+            for i in 0..100 {
+                q.patch(i + 1, Field::Kernargs, CONSTS + 16 * ((i as u64 + round) % 100)).unwrap();
+                q.patch(i + 1, Field::Global(0), 1 + round % 3).unwrap();
+            }
+            q.patch(101, Field::Value, round).unwrap();
         }
-        q.patch(101, Field::Value, round).unwrap();
-    }
-    let after_patch = ALLOCS.load(Ordering::Relaxed);
-    assert_eq!(after_patch - before, 0, "re-encoding and patching allocated");
+    });
+    assert_eq!(allocs, 0, "re-encoding and patching allocated");
     mem.write64(SIGNALS, 9).unwrap();
-    let before_run = ALLOCS.load(Ordering::Relaxed);
-    mem.write_words(IB, q.words()).unwrap();
-    cp.submit(IB, q.words().len() as u32, &mut mem, &mut NoRecord).unwrap();
-    assert_eq!(ALLOCS.load(Ordering::Relaxed) - before_run, 0, "the simulated CP allocated");
+    let ((), allocs) = allocations_in(|| {
+        mem.write_words(IB, q.words()).unwrap();
+        cp.submit(IB, q.words().len() as u32, &mut mem, &mut NoRecord).unwrap();
+    });
+    assert_eq!(allocs, 0, "the simulated CP allocated");
     assert_eq!(mem.read64(SIGNALS + 8).unwrap(), 10);
 }
 

@@ -1,37 +1,12 @@
 //! Steady state allocates nothing: once an `Interp` has run a bundle's launches, running them
-//! again performs no heap allocation (a counting global allocator watches the second pass).
+//! again performs no heap allocation (a counting global allocator watches the second pass on the
+//! test's thread: `tests/support/counting_alloc.rs`).
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
-struct Counting;
-
-static ARMED: AtomicBool = AtomicBool::new(false);
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards every call unchanged to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if ARMED.load(Ordering::Relaxed) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as our caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if ARMED.load(Ordering::Relaxed) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "../../../tests/support/counting_alloc.rs"]
+mod counting;
+use counting::{Counting, allocations_in};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -44,12 +19,9 @@ fn second_pass_over_a_bundle_allocates_nothing() {
         let launches = common::launches(&b);
         let mut it = hcq_ir3::exec::Interp::new();
         common::run_launches(&mut b, &launches, &mut it).unwrap();
-        ALLOCS.store(0, Ordering::Relaxed);
-        ARMED.store(true, Ordering::Relaxed);
-        let r = common::run_launches(&mut b, &launches, &mut it);
-        ARMED.store(false, Ordering::Relaxed);
+        let (r, allocs) = allocations_in(|| common::run_launches(&mut b, &launches, &mut it));
         let stats = r.unwrap();
         assert!(stats.lane_instructions > 0);
-        assert_eq!(ALLOCS.load(Ordering::Relaxed), 0, "{name}: allocations in the second pass");
+        assert_eq!(allocs, 0, "{name}: allocations in the second pass");
     }
 }

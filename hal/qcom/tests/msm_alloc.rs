@@ -4,7 +4,8 @@
 //! allocates nothing itself (fences counted, objects in anonymous memory), so the count is the
 //! host path's alone.
 //!
-//! One `#[test]` on purpose: the counter is process-wide.
+//! The count is the test thread's own (`tests/support/counting_alloc.rs`): the harness's threads
+//! allocate too.
 
 use hcq_qcom::Mapping;
 use hcq_qcom::flags::MemFlags;
@@ -13,37 +14,13 @@ use hcq_qcom::msm::Msm;
 use hcq_qcom::msm::ioctl::{DriverVersion, MsmIoctl};
 use hcq_qcom::msm::uapi::*;
 use rustix::io::Errno;
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller's contract for `alloc`, passed on.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: as above.
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: as above.
-        unsafe { System.realloc(p, l, n) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: as above.
-        unsafe { System.dealloc(p, l) }
-    }
-}
+#[path = "../../../tests/support/counting_alloc.rs"]
+mod counting;
+use counting::{Counting, allocations_in};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -138,14 +115,15 @@ fn submitting_and_waiting_on_msm_allocate_nothing_once_warm() {
     // SAFETY: the fake node runs nothing.
     let f = unsafe { k.submit(&ctx, ib, 64, &mut list) }.unwrap();
     k.wait(&ctx, f, 100).unwrap();
-    let before = ALLOCS.load(Ordering::Relaxed);
-    for _ in 0..100 {
-        // SAFETY: as above.
-        let f = unsafe { k.submit(&ctx, ib, 64, &mut list) }.unwrap();
-        k.wait(&ctx, f, 100).unwrap();
-        assert_eq!(k.retired(&ctx).unwrap(), f);
-    }
-    assert_eq!(ALLOCS.load(Ordering::Relaxed) - before, 0, "the MSM submission path allocated");
+    let ((), allocs) = allocations_in(|| {
+        for _ in 0..100 {
+            // SAFETY: as above.
+            let f = unsafe { k.submit(&ctx, ib, 64, &mut list) }.unwrap();
+            k.wait(&ctx, f, 100).unwrap();
+            assert_eq!(k.retired(&ctx).unwrap(), f);
+        }
+    });
+    assert_eq!(allocs, 0, "the MSM submission path allocated");
     assert_eq!(node.listed.load(Ordering::Relaxed), 40, "every call sends the whole list");
     assert_eq!(node.fence.load(Ordering::Relaxed), 101);
 }
