@@ -2,108 +2,29 @@
 //!
 //! Every variant carries the context a user needs to act on it: what failed, on which device,
 //! at which address or size. No variant needs the heap, so errors work on `no_std` without
-//! `alloc`. With `alloc`, a [`DeviceName`] is shared instead of inline (an error is then 48
-//! bytes, cheap to move through `?`), and [`Error::context`] wraps an error in a human-readable
-//! location ("bundle mlp: program 2"). Parsers and device code return these errors instead of panicking.
+//! `alloc`; with `alloc`, [`Error::context`] wraps an error in a human-readable location
+//! ("bundle mlp: program 2"). Parsers and device code return these errors instead of panicking.
 
 use core::fmt;
 
-/// A device's name, as errors and the objects that report them carry it (`"CPU"`, `"SIM:1"`).
-///
-/// With `alloc` it is a shared string (`Arc<str>`: two words, so every [`Error`] stays small
-/// and cheap to move through `?`, and a name is never cut); without, an inline string of at most
-/// 32 bytes (longer names are cut there, at the last whole character that fits). Either way it
-/// reads as a `&str` ([`DeviceName::as_str`], `Deref`) and prints as one.
-#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct DeviceName(Repr);
+/// A device name short enough to live in an error without allocation (`"CPU"`, `"SIM:1"`).
+/// Longer names are cut at 32 bytes.
+pub type DeviceName = heapless::String<DEVICE_NAME_CAP>;
 
-#[cfg(feature = "alloc")]
-type Repr = alloc::sync::Arc<str>;
-#[cfg(not(feature = "alloc"))]
-type Repr = heapless::String<DEVICE_NAME_CAP>;
-
-/// Bytes a [`DeviceName`] holds without `alloc`.
-#[cfg(any(test, not(feature = "alloc")))]
+/// Bytes a [`DeviceName`] holds.
 const DEVICE_NAME_CAP: usize = 32;
 
-/// `name` cut at `cap` bytes (at the last whole character that fits).
-#[cfg(any(test, not(feature = "alloc")))]
-fn cut(name: &str, cap: usize) -> &str {
-    let mut end = name.len().min(cap);
+/// Make a [`DeviceName`] from any string, cutting it at the capacity (at the last whole
+/// character that fits).
+pub fn device_name(name: &str) -> DeviceName {
+    let mut end = name.len().min(DEVICE_NAME_CAP);
     while !name.is_char_boundary(end) {
         end -= 1;
     }
-    name.get(..end).unwrap_or_default()
-}
-
-impl DeviceName {
-    /// The name.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-/// Make a [`DeviceName`] from any string (without `alloc`, cut at 32 bytes).
-pub fn device_name(name: &str) -> DeviceName {
-    #[cfg(feature = "alloc")]
-    return DeviceName(alloc::sync::Arc::from(name));
-    #[cfg(not(feature = "alloc"))]
-    {
-        let mut out = heapless::String::new();
-        // at most DEVICE_NAME_CAP bytes: it fits
-        let _ = out.push_str(cut(name, DEVICE_NAME_CAP));
-        DeviceName(out)
-    }
-}
-
-impl From<&str> for DeviceName {
-    fn from(name: &str) -> Self {
-        device_name(name)
-    }
-}
-
-impl core::ops::Deref for DeviceName {
-    type Target = str;
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl AsRef<str> for DeviceName {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl PartialEq<str> for DeviceName {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for DeviceName {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl fmt::Display for DeviceName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl fmt::Debug for DeviceName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.as_str(), f)
-    }
-}
-
-#[cfg(feature = "defmt")]
-impl defmt::Format for DeviceName {
-    fn format(&self, f: defmt::Formatter<'_>) {
-        defmt::write!(f, "{=str}", self.as_str())
-    }
+    let mut out = DeviceName::new();
+    // at most DEVICE_NAME_CAP bytes: it fits
+    let _ = out.push_str(name.get(..end).unwrap_or_default());
+    out
 }
 
 /// Result alias used across hcq.
@@ -400,23 +321,12 @@ mod tests {
     }
 
     #[test]
-    fn long_device_names_are_kept_or_cut_not_rejected() {
-        let long = "A_VERY_LONG_DEVICE_NAME_THAT_GOES_ON_AND_ON:12345";
-        // with alloc (as here) a name is kept whole; without, it is cut at 32 bytes
-        assert_eq!(device_name(long).as_str(), long);
-        assert_eq!(cut(long, DEVICE_NAME_CAP).len(), 32);
+    fn long_device_names_are_cut_not_rejected() {
+        let n = device_name("A_VERY_LONG_DEVICE_NAME_THAT_GOES_ON_AND_ON:12345");
+        assert_eq!(n.len(), 32);
         // a character that does not fit whole is left out
-        let s = std::format!("x{}", "\u{e4}".repeat(20));
-        let c = cut(&s, DEVICE_NAME_CAP);
-        assert_eq!((c.len(), c.chars().last()), (31, Some('\u{e4}')));
+        let n = device_name(&std::format!("x{}", "\u{e4}".repeat(20)));
+        assert_eq!((n.len(), n.chars().last()), (31, Some('\u{e4}')));
         assert_eq!(device_name("CPU").as_str(), "CPU");
-        assert_eq!(device_name("CPU"), "CPU");
-        assert_eq!(std::format!("{} {:?}", device_name("SIM:1"), device_name("SIM:1")), "SIM:1 \"SIM:1\"");
-    }
-
-    #[test]
-    fn errors_stay_small() {
-        // moved through every `?`: the device names are shared, not inline
-        assert!(core::mem::size_of::<Error>() <= 48, "{}", core::mem::size_of::<Error>());
     }
 }

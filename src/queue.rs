@@ -681,7 +681,7 @@ impl HwQueue {
     /// a value does not fit its word; the encoder's error when its check refuses the command.
     pub fn patch(&mut self, cmd: usize, field: Field, value: u64) -> Result<()> {
         let limit = self.cmds.len() as u64;
-        let info = self.cmds.get_mut(cmd).ok_or(Error::OutOfBounds {
+        let info = self.cmds.get_mut(cmd).ok_or_else(|| Error::OutOfBounds {
             what: "queue command index",
             offset: cmd as u64,
             len: 1,

@@ -100,12 +100,12 @@ fn q(lo: u32, hi: u32) -> u64 {
 /// Decode one packet from `words` (which holds at least the whole packet). Returns the command
 /// (`None` for a nop) and the packet length.
 pub fn decode_one(words: &[u32]) -> Result<(Option<Command>, usize)> {
-    let h = *words.first().ok_or(Error::Malformed { what: "soft packet", at: 0, reason: "empty" })?;
+    let h = *words.first().ok_or_else(|| Error::Malformed { what: "soft packet", at: 0, reason: "empty" })?;
     let (opc, len) = (h >> 24, (h & 0x00ff_ffff) as usize);
     if len == 0 {
         return Err(Error::Malformed { what: "soft packet header", at: 0, reason: "zero length" });
     }
-    let body = words.get(1..len).ok_or(Error::Malformed { what: "soft packet", at: 0, reason: "truncated" })?;
+    let body = words.get(1..len).ok_or_else(|| Error::Malformed { what: "soft packet", at: 0, reason: "truncated" })?;
     let want = match opc {
         op::NOP => return Ok((None, len)),
         op::WAIT | op::SIGNAL => 4,

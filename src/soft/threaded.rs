@@ -321,8 +321,10 @@ impl SoftDevice {
     /// Lock order: the submit lock, then the consumer state (taken with `try_lock` only); no
     /// path takes the submit lock while it holds a consumer state.
     pub fn run_inline(&self, engine: usize, submit: impl FnOnce(&mut Submitter<'_>) -> Result<Stamp>) -> Result<()> {
-        let cp =
-            self.engines.get(engine).ok_or(Error::InvalidArgument { what: "engine index", value: engine as u64 })?;
+        let cp = self
+            .engines
+            .get(engine)
+            .ok_or_else(|| Error::InvalidArgument { what: "engine index", value: engine as u64 })?;
         let mut s = self.hcq.lock();
         // the CP thread may hold the state for a moment (checking an empty ring): retry a few
         // times before leaving the work to it

@@ -218,7 +218,7 @@ impl CpuExec {
         let prof = engine_of(ctx)?.profiler();
         let on = prof.is_enabled();
         for e in &list.entries {
-            let args = list.args.get(e.args_at..e.args_at + e.nargs).ok_or(Error::OutOfBounds {
+            let args = list.args.get(e.args_at..e.args_at + e.nargs).ok_or_else(|| Error::OutOfBounds {
                 what: "CPU exec list arguments",
                 offset: e.args_at as u64,
                 len: e.nargs as u64,
@@ -258,13 +258,13 @@ impl Executor for CpuExec {
                 .ok()
                 .and_then(|i| lists.get(i))
                 .and_then(Option::as_ref)
-                .ok_or(Error::InvalidArgument { what: "CPU exec: unknown exec-list handle", value: program })?;
+                .ok_or_else(|| Error::InvalidArgument { what: "CPU exec: unknown exec-list handle", value: program })?;
             return self.run_list(ctx, list);
         }
         let ks = self.kernels.read().unwrap_or_else(|p| p.into_inner());
         let k = ks
             .get(usize::try_from(program).unwrap_or(usize::MAX))
-            .ok_or(Error::InvalidArgument { what: "CPU exec: unknown program handle", value: program })?;
+            .ok_or_else(|| Error::InvalidArgument { what: "CPU exec: unknown program handle", value: program })?;
         let mut args = [0u64; MAX_ARGS];
         let words = &mut args[..k.nargs];
         ctx.read_kernargs(kernargs, zerocopy::IntoBytes::as_mut_bytes(words))?;
