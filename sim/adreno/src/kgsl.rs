@@ -111,6 +111,31 @@ impl Memory {
         self.find_range(addr, 4)
     }
 
+    /// Call `f(region, offset in it, offset in the access, bytes)` for each object-sized piece of
+    /// the `len` bytes at `addr` (an access may span adjacent objects), in order; the first piece
+    /// outside every object, or an access that wraps the address space, is the error.
+    fn for_each_piece(
+        &self,
+        addr: u64,
+        len: usize,
+        mut f: impl FnMut(&VolatileRegion, usize, usize, usize) -> hcq::Result<()>,
+    ) -> hcq::Result<()> {
+        let mut done = 0;
+        while done < len {
+            let a = addr.checked_add(done as u64).ok_or(hcq::Error::OutOfBounds {
+                what: "gpu access wraps around",
+                offset: addr,
+                len: len as u64,
+                limit: 0,
+            })?;
+            let (r, o) = self.find_range(a, 1)?;
+            let n = (r.size() - o).min(len - done);
+            f(r, o, done, n)?;
+            done += n;
+        }
+        Ok(())
+    }
+
     fn find_range(&self, addr: u64, len: u64) -> hcq::Result<(&VolatileRegion, usize)> {
         // A freed object stays here while the host still maps it, but the GPU no longer sees
         // it (KGSL unmaps it from the GPU at the free): an access is a fault, as on hardware.
@@ -147,43 +172,13 @@ impl GpuMemory for Memory {
     }
 
     fn read_bytes(&self, addr: u64, out: &mut [u8]) -> hcq::Result<()> {
-        let mut done = 0;
-        while done < out.len() {
-            let a = addr.checked_add(done as u64).ok_or(hcq::Error::OutOfBounds {
-                what: "gpu access wraps around",
-                offset: addr,
-                len: out.len() as u64,
-                limit: 0,
-            })?;
-            let (r, o) = self.find_range(a, 1)?;
-            let n = (r.size() - o).min(out.len() - done);
-            r.read_bytes(o, &mut out[done..done + n])?;
-            done += n;
-        }
-        Ok(())
+        self.for_each_piece(addr, out.len(), |r, o, at, n| r.read_bytes(o, &mut out[at..at + n]))
     }
 
     fn write_bytes(&mut self, addr: u64, data: &[u8]) -> hcq::Result<()> {
         // Every byte mapped (possibly across adjacent objects) before any is written.
-        let mut done = 0;
-        while done < data.len() {
-            let a = addr.checked_add(done as u64).ok_or(hcq::Error::OutOfBounds {
-                what: "gpu access wraps around",
-                offset: addr,
-                len: data.len() as u64,
-                limit: 0,
-            })?;
-            let (r, o) = self.find_range(a, 1)?;
-            done += (r.size() - o).min(data.len() - done);
-        }
-        let mut done = 0;
-        while done < data.len() {
-            let (r, o) = self.find_range(addr + done as u64, 1)?;
-            let n = (r.size() - o).min(data.len() - done);
-            r.write_bytes(o, &data[done..done + n])?;
-            done += n;
-        }
-        Ok(())
+        self.for_each_piece(addr, data.len(), |_, _, _, _| Ok(()))?;
+        self.for_each_piece(addr, data.len(), |r, o, at, n| r.write_bytes(o, &data[at..at + n]))
     }
 
     fn span(&self, addr: u64) -> Option<Span<'_>> {
