@@ -411,14 +411,16 @@ pub fn rewrite_marks(
     if derived & field_bit(field) == 0 {
         // every word that depends on the field is its value or a half of it (the common case):
         // the one way to fail is a value too wide for a narrow plain mark, checked first
+        // a value of 32 bits fits every mark: one pass (the common case); a wider one is first
+        // checked against every narrow plain mark, so nothing is stored when one refuses it
+        if value > u64::from(u32::MAX)
+            && marks.iter().any(|m| m.field == field && !m.wide && matches!(m.form, Form::Plain))
+        {
+            return Err(Error::InvalidArgument { what: "queue patch: value does not fit a 32-bit field", value });
+        }
         let mut any = false;
         for m in marks.iter().filter(|m| m.field == field) {
             any = true;
-            if !m.wide && matches!(m.form, Form::Plain) && value > u64::from(u32::MAX) {
-                return Err(Error::InvalidArgument { what: "queue patch: value does not fit a 32-bit field", value });
-            }
-        }
-        for m in marks.iter().filter(|m| m.field == field) {
             let v = match m.form {
                 Form::Lo => value & 0xffff_ffff,
                 Form::Hi => value >> 32,
@@ -944,6 +946,39 @@ mod tests {
             }
             Ok(())
         }
+    }
+
+    /// Writes a wait/signal value twice: 64 bits, then (after it) 32 bits as is.
+    struct NarrowAfterWide;
+
+    impl Encoder for NarrowAfterWide {
+        fn encode(&self, cmd: &Command, w: &mut CmdWriter<'_>) -> Result<()> {
+            match *cmd {
+                Command::Wait { value, .. } | Command::Signal { value, .. } => {
+                    w.field64(Field::Value, value);
+                    w.field32(Field::Value, value as u32);
+                }
+                _ => w.word(0),
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_value_too_wide_for_a_later_narrow_mark_writes_nothing() {
+        let pool = SignalPool::new();
+        let tl = pool.alloc(0);
+        let mut q = HwQueue::new(Arc::new(NarrowAfterWide), &tl).unwrap();
+        q.patch(0, Field::Value, 0xffff_ffff).unwrap();
+        assert_eq!(&q.words()[..3], &[0xffff_ffff, 0, 0xffff_ffff]);
+        let before = q.words().to_vec();
+        let err = q.patch(0, Field::Value, 1 << 33).unwrap_err();
+        assert!(
+            matches!(err, Error::InvalidArgument { what, .. } if what.contains("does not fit a 32-bit field")),
+            "{err:?}"
+        );
+        assert_eq!(q.words(), &before[..], "the wide mark before the narrow one must not be written");
+        assert_eq!(q.command(0), Some(Command::Wait { addr: tl.addr(), value: 0xffff_ffff }));
     }
 
     #[test]
