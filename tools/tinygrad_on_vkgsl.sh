@@ -59,6 +59,11 @@ KNOWN=(
   # (ir3_nir_trig.py) in fp32, so |x| = 1e6 keeps only ~0.016 of the period: sin(-1e6) -> -0.38268,
   # exactly what that fp32 reduction gives (torch: -0.34999, tolerance 3e-3)
   "test/backend/test_ops.py::TestOps::test_sin|[5]: -0.3826833665370941 (ACTUAL), -0.349993497133255 (DESIRED)|Mesa ir3's fp32 range reduction of fsin loses the argument at |x| = 1e6"
+  # cos and tan at +-1e6 through the same reduction: fract(0.15915494 * 1e6 + 0.5) in fp32 is 0.4375
+  # (the spacing there is 1/64), so the angle is -pi/8: cos 0.9238795 (torch 0.9367521), tan
+  # -0.4142135 (torch -0.3736244)
+  "test/backend/test_ops.py::TestOps::test_cos|[5]: 0.9238795042037964 (ACTUAL), 0.9367521405220032 (DESIRED)|Mesa ir3's fp32 range reduction of fsin/fcos loses the argument at |x| = 1e6"
+  "test/backend/test_ops.py::TestOps::test_tan|[5]: -0.41421350836753845 (ACTUAL), -0.37362444400787354 (DESIRED)|Mesa ir3's fp32 range reduction (tan = sin/cos) loses the argument at |x| = 1e6"
   # the same reduction at x = -44 (7 periods): fract(-44 * 0.15915494 + 0.5) in fp32 keeps 2e-6 of
   # the angle's error; fused or unfused, that fp32 arithmetic gives -0.0176997 (numpy -0.0177019,
   # rtol 1e-4)

@@ -148,6 +148,23 @@ fn a_hung_dispatch_is_a_kgsl_fault_said_once_and_the_run_fails() {
     assert!(e.contains("hung") || e.contains("Hung") || e.contains("fault"), "the run reports the hang: {e}");
 }
 
+/// `HCQ_VKGSL_SHADER=off` (host-cost measurements): the command processor still runs every packet,
+/// so calls complete and retire, but no shader runs, so the outputs are not computed and the
+/// check fails; one stderr line says so. (With the interpreter the same run passes: the test above.)
+#[test]
+fn with_the_shader_core_off_calls_retire_but_compute_nothing() {
+    let out = under_vkgsl(
+        &["run", "examples/elementwise", "--device", "QCOM", "--iters", "3", "--check"],
+        &[("HCQ_VKGSL_SHADER", "off")],
+    );
+    let (o, e) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(e.matches("HCQ_VKGSL_SHADER=off").count(), 1, "said once: {e}");
+    assert!(!e.contains("GPU fault"), "no fault: {e}");
+    assert!(o.contains("calls    3"), "three calls completed: {o}");
+    assert!(o.contains("check    FAIL"), "nothing computed: {o}");
+    assert_ne!(out.status.code(), Some(0));
+}
+
 #[test]
 fn a_missing_library_is_a_clear_error() {
     let out = Command::new(env!("CARGO_BIN_EXE_hcq"))

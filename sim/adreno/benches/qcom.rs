@@ -23,12 +23,26 @@ fn main() {
 /// shader core that does nothing; each call's time minus the time the simulated GPU ran
 /// (`SimKgsl::busy_ns`: the CP decoding and executing the IB), medians of 2000 calls after 200.
 /// `cargo bench -p hcq-sim-adreno --bench qcom -- nothing` prints only this report.
+/// `HCQ_HOST_SHARE_BUNDLE=PATH` (a bundle directory or `.hcqb`, e.g. a `--qcom-jit` capture of
+/// the driving look-alike; relative to the workspace root) reports that bundle's QCOM graph too.
 fn host_share() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    host_share_of(&root.join("examples/chain100"));
+    if let Some(p) = std::env::var_os("HCQ_HOST_SHARE_BUNDLE") {
+        // cargo runs a bench in its package's directory: a relative path is the workspace's
+        host_share_of(&root.join(p));
+    }
+}
+
+fn host_share_of(path: &std::path::Path) {
     let sim = std::sync::Arc::new(hcq_sim_adreno::kgsl::SimKgsl::new(Box::new(Nop)));
     let dev = QcomDevice::with_backend("QCOM:SIM", sim.clone(), false).unwrap();
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chain100");
-    let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap();
+    let bytes = match path.is_dir() {
+        true => hcqb::write(&hcq::bundle::v1::import_dir(path).unwrap()).unwrap(),
+        false => std::fs::read(path).unwrap(),
+    };
     let file = Hcqb::parse(&bytes).unwrap();
+    let name = file.model_name().to_string();
     let mut m = Runner::load(QcomBackend::new(dev).unwrap(), &file).unwrap();
     for _ in 0..200 {
         m.call().unwrap();
@@ -48,10 +62,11 @@ fn host_share() {
         v[v.len() / 2] as f64 / 1e3
     };
     let (c, h) = (med(&mut call), med(&mut host));
+    let k = m.kernels_per_call();
     println!(
-        "\nQCOM host share per call (chain100, 100 dispatches, shader core off, median of {n}): {h:.2} us \
+        "\nQCOM host share per call ({name}, {k} dispatches, shader core off, median of {n}): {h:.2} us \
          of a {c:.2} us call ({:.3} us per dispatch); the simulated GPU ran the rest",
-        h / 100.0
+        h / k as f64
     );
 }
 

@@ -100,6 +100,27 @@ pub(crate) fn max_steps() -> u64 {
     std::env::var("HCQ_VKGSL_MAX_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(DEFAULT_MAX_STEPS)
 }
 
+/// `HCQ_VKGSL_SHADER=off`: a shader core that runs nothing. The command processor still decodes
+/// and executes every packet (waits, signals, timestamps, state), so a client's host cost per
+/// call can be measured without the interpreter's time; what the kernels would write is not
+/// written. Any other value (or none) is the ir3 interpreter.
+pub(crate) fn shader_off() -> bool {
+    std::env::var("HCQ_VKGSL_SHADER").is_ok_and(|v| v == "off")
+}
+
+/// The shader core of [`shader_off`].
+struct NoShader;
+
+impl hcq_sim_adreno::cp::ShaderCore for NoShader {
+    fn dispatch(
+        &mut self,
+        _state: &hcq_sim_adreno::cp::ComputeState<'_>,
+        _mem: &mut dyn hcq_sim_adreno::cp::GpuMemory,
+    ) -> hcq::Result<()> {
+        Ok(())
+    }
+}
+
 impl VDev {
     /// The device behind `fd`, a memfd the client holds (and maps objects from); with
     /// `$HCQ_VKGSL_RD` set, every submission is captured there ([`crate::capture`]).
@@ -126,7 +147,14 @@ impl VDev {
         let inode = rustix::fs::fstat(&own).map_err(|_| Errno::IO)?.st_ino;
         let objs = ObjTable::default();
         let backing = MemfdBacking::new(own, objs.clone());
-        let sim = SimKgsl::with_backing(Box::new(Ir3Dispatch::with_max_steps(max_steps())), Box::new(backing));
+        let core: Box<dyn hcq_sim_adreno::cp::ShaderCore + Send> = match shader_off() {
+            true => {
+                eprintln!("hcq-vkgsl: HCQ_VKGSL_SHADER=off: dispatches run no shader (host-cost measurements only)");
+                Box::new(NoShader)
+            }
+            false => Box::new(Ir3Dispatch::with_max_steps(max_steps())),
+        };
+        let sim = SimKgsl::with_backing(core, Box::new(backing));
         let rd = rd.and_then(|p| {
             RdCapture::create(p)
                 .map_err(|e| eprintln!("hcq-vkgsl: cannot create the .rd capture {}: {e}", p.display()))
