@@ -274,13 +274,23 @@ def make_exporter_class(Exporter, ExportError):
           runner = self.get_graph_runtime(ast)
           if runner is None: raise ExportError(f"launch {i}: the HCQ graph of the captured linear was never built")
           if type(runner).__name__ != "HCQGraph": raise ExportError(f"launch {i}: graph runner {type(runner).__name__}, expected HCQGraph")
-          outer = tuple(self.resolve_params(call, input_uops))
+          # the graph's items resolve their PARAMs against the JIT's own inputs, as tinygrad's exec_graph hands them to the
+          # graph runner (GraphRunner: resolve_params(item, input_uops)), not against the graph call's argument list: the two
+          # orders differ once the graph reads its inputs in another order than the JIT takes them
+          outer = tuple(input_uops)
           g = len(self.graphs)
           inner = ast.src[0].src
           if len(inner) != len(runner.calls): raise ExportError(f"launch {i}: HCQ graph has {len(runner.calls)} calls for {len(inner)} items")
           for j, c in enumerate(inner):
             if runner.calls[j][1] is not c.src[0]: raise ExportError(f"graph {g} item {j}: the graph runner's call order differs")
             where = f"graph {g} item {j}"
+            # the buffers this export binds must be the ones tinygrad's graph runner binds: its own (by identity), and at each
+            # input position (GraphRunner.uop_replace: position -> JIT input) the JIT input of this call
+            mine, bound, replaced = [u.buffer for u in self.resolve_params(c, outer)], runner.calls[j][2], dict(runner.uop_replace[j])
+            want = [input_uops[replaced[p]].buffer if p in replaced else b for p, b in enumerate(bound)]
+            if len(mine) != len(want) or any(a is not b for a, b in zip(mine, want)):
+              bad = next((p for p, (a, b) in enumerate(zip(mine, want)) if a is not b), min(len(mine), len(want)))
+              raise ExportError(f"{where}: argument {bad} resolves to another buffer than tinygrad's HCQ graph binds there")
             if c.src[0].op is Ops.PROGRAM:
               out.append(self.kernel(where, c, outer, var_vals, runner.runtimes[j], runner.ji_args[j], g, j))
             elif c.src[0].op is Ops.COPY: out.append(self.copy(where, c, outer) | {"graph": g, "graph_index": j})
@@ -483,7 +493,9 @@ def make_exporter_class(Exporter, ExportError):
       for im in gp["entry"]["descriptors"]["images"]:
         a = args[im["slot"]]
         need = im["height"] * im["pitch"]
-        if a["nbytes"] < need: raise ExportError(f"{where}: image slot {im['slot']} needs {need} bytes, its view has {a['nbytes']}")
+        if a["nbytes"] < need:
+          raise ExportError(f"{where}: image slot {im['slot']} ({im['width']}x{im['height']}, pitch {im['pitch']}) needs {need} bytes, "
+                            f"its view has {a['nbytes']} (the launch's buffers: {[(b['buffer'], b['offset'], b['nbytes']) for b in args]})")
         facts = {"width": im["width"], "height": im["height"], "pitch": im["pitch"], "format": im["format"]}
         base = self.bases[a["buffer"]]
         if a["offset"] != 0 or a["nbytes"] != base.nbytes: continue  # a view into an arena: the descriptor carries the facts
