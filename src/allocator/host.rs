@@ -14,13 +14,13 @@ const PAGE: u64 = 4096;
 pub(crate) const HUGE_ADVICE_MIN: usize = 4 << 20;
 
 /// Ask Linux to back the whole 2 MiB pages inside `[ptr, ptr + len)` with transparent huge pages
-/// (`madvise(MADV_HUGEPAGE)`; a no-op below [`HUGE_ADVICE_MIN`], elsewhere than Linux, or where
-/// the kernel has them off). Filling a large fresh block (a bundle read into memory, a buffer of
+/// (`madvise(MADV_HUGEPAGE)`; a no-op below [`HUGE_ADVICE_MIN`], elsewhere than Linux, under Miri,
+/// or where the kernel has them off). Filling a large fresh block (a bundle read into memory, a buffer of
 /// weights) then faults once per 2 MiB instead of once per 4 KiB page: loading a bundle with 50 MB
 /// of weights spent ~15% of its CPU time in page-fault bookkeeping (`tools/bench_load.py`). Only
 /// advice: the memory, its contents and every error path are the same with or without it.
 pub(crate) fn advise_huge_pages(ptr: *mut u8, len: usize) {
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", not(miri)))]
     {
         const HUGE: usize = 2 << 20;
         if len < HUGE_ADVICE_MIN {
@@ -34,7 +34,7 @@ pub(crate) fn advise_huge_pages(ptr: *mut u8, len: usize) {
             unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
         }
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(not(all(target_os = "linux", not(miri))))]
     let _ = (ptr, len);
 }
 
