@@ -153,16 +153,19 @@ fn a_hung_dispatch_is_a_kgsl_fault_said_once_and_the_run_fails() {
 /// check fails; one stderr line says so. (With the interpreter the same run passes: the test above.)
 #[test]
 fn with_the_shader_core_off_calls_retire_but_compute_nothing() {
-    let out = under_vkgsl(
-        &["run", "examples/elementwise", "--device", "QCOM", "--iters", "3", "--check"],
-        &[("HCQ_VKGSL_SHADER", "off")],
-    );
-    let (o, e) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert_eq!(e.matches("HCQ_VKGSL_SHADER=off").count(), 1, "said once: {e}");
-    assert!(!e.contains("GPU fault"), "no fault: {e}");
-    assert!(o.contains("calls    3"), "three calls completed: {o}");
-    assert!(o.contains("check    FAIL"), "nothing computed: {o}");
-    assert_ne!(out.status.code(), Some(0));
+    // the KGSL node and the MSM render node alike
+    for dev in ["QCOM", "MSM+QCOM"] {
+        let out = under_vkgsl(
+            &["run", "examples/elementwise", "--device", dev, "--iters", "3", "--check"],
+            &[("HCQ_VKGSL_SHADER", "off")],
+        );
+        let (o, e) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(e.matches("HCQ_VKGSL_SHADER=off").count(), 1, "{dev}: said once: {e}");
+        assert!(!e.contains("GPU fault"), "{dev}: no fault: {e}");
+        assert!(o.contains("calls    3"), "{dev}: three calls completed: {o}");
+        assert!(o.contains("check    FAIL"), "{dev}: nothing computed: {o}");
+        assert_ne!(out.status.code(), Some(0));
+    }
 }
 
 #[test]

@@ -108,6 +108,19 @@ pub(crate) fn shader_off() -> bool {
     std::env::var("HCQ_VKGSL_SHADER").is_ok_and(|v| v == "off")
 }
 
+/// The shader core of a device the library opens (the KGSL node and the MSM render node): the ir3
+/// interpreter with [`max_steps`], or nothing when [`shader_off`] (said once on stderr).
+pub(crate) fn shader_core() -> Box<dyn hcq_sim_adreno::cp::ShaderCore + Send> {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !shader_off() {
+        return Box::new(Ir3Dispatch::with_max_steps(max_steps()));
+    }
+    if !SAID.swap(true, Ordering::Relaxed) {
+        eprintln!("hcq-vkgsl: HCQ_VKGSL_SHADER=off: dispatches run no shader (host-cost measurements only)");
+    }
+    Box::new(NoShader)
+}
+
 /// The shader core of [`shader_off`].
 struct NoShader;
 
@@ -147,14 +160,7 @@ impl VDev {
         let inode = rustix::fs::fstat(&own).map_err(|_| Errno::IO)?.st_ino;
         let objs = ObjTable::default();
         let backing = MemfdBacking::new(own, objs.clone());
-        let core: Box<dyn hcq_sim_adreno::cp::ShaderCore + Send> = match shader_off() {
-            true => {
-                eprintln!("hcq-vkgsl: HCQ_VKGSL_SHADER=off: dispatches run no shader (host-cost measurements only)");
-                Box::new(NoShader)
-            }
-            false => Box::new(Ir3Dispatch::with_max_steps(max_steps())),
-        };
-        let sim = SimKgsl::with_backing(core, Box::new(backing));
+        let sim = SimKgsl::with_backing(shader_core(), Box::new(backing));
         let rd = rd.and_then(|p| {
             RdCapture::create(p)
                 .map_err(|e| eprintln!("hcq-vkgsl: cannot create the .rd capture {}: {e}", p.display()))

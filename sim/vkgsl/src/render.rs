@@ -16,7 +16,6 @@ use crate::user::{copy_in, copy_out};
 use hcq_qcom::msm::ioctl::MsmIoctl;
 use hcq_qcom::msm::uapi::*;
 use hcq_sim_adreno::SimMsm;
-use hcq_sim_adreno::dispatch::Ir3Dispatch;
 use rustix::io::Errno;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::Mutex;
@@ -68,8 +67,7 @@ impl VMsm {
         // SAFETY: `own` is a fresh descriptor nobody else owns.
         let own = unsafe { OwnedFd::from_raw_fd(own) };
         let backing = MemfdBacking::new(own, ObjTable::default());
-        let sim =
-            SimMsm::with_backing(Box::new(Ir3Dispatch::with_max_steps(crate::device::max_steps())), Box::new(backing));
+        let sim = SimMsm::with_backing(crate::device::shader_core(), Box::new(backing));
         Ok(VMsm { sim, fault_said: AtomicBool::new(false) })
     }
 
