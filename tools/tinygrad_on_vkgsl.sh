@@ -30,6 +30,11 @@
 #   TG_RUN_DIR     the copy of test/ and the logs (default target/tg-run)
 #   TG_TIMEOUT     seconds per pytest call (default 900)
 #   HCQ_VKGSL_LIB  default target/release/libhcq_vkgsl.so, built here when missing
+#   TG_EXTRA_SRC   a checkout of tinygrad at the tests' commit (see ../shared/reference/tinygrad/SOURCES.md):
+#                  its examples/ and extra/ are copied beside test/ in TG_RUN_DIR (never into the
+#                  repository), for the suites that import them (backend/test_symbolic_ops.py needs
+#                  examples/gpt2.py, which imports extra/bench_log.py); without it those suites fail
+#                  with ModuleNotFoundError on both devices
 # Under CI=true a missing ../shared, clang or a venv that cannot be installed fails; elsewhere it
 # prints SKIP.
 set -euo pipefail
@@ -50,6 +55,12 @@ LIB="${HCQ_VKGSL_LIB:-$ROOT/target/release/libhcq_vkgsl.so}"
 [ -f "$LIB" ] || cargo build --release -q -p hcq-vkgsl
 RUN="${TG_RUN_DIR:-$ROOT/target/tg-run}"
 rm -rf "$RUN" && mkdir -p "$RUN" && cp -r "$SRC" "$RUN/test"
+if [ -n "${TG_EXTRA_SRC:-}" ]; then
+  for d in examples extra; do
+    [ -d "$TG_EXTRA_SRC/$d" ] || { echo "FAIL: TG_EXTRA_SRC=$TG_EXTRA_SRC has no $d/"; exit 1; }
+    cp -r "$TG_EXTRA_SRC/$d" "$RUN/$d"
+  done
+fi
 read -r -a FLAGS <<<"${TG_FLAGS:-}"
 TIMEOUT="${TG_TIMEOUT:-900}"
 # test id | a line its log must contain | the cause (not the simulator: the same on a real A630)
