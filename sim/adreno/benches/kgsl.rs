@@ -8,20 +8,12 @@ use hcq::queue::Command;
 use hcq_adreno::{A6xxEncoder, EncoderConfig, Program};
 use hcq_qcom::flags::{ContextFlags, MemFlags};
 use hcq_qcom::kgsl::Kgsl;
-use hcq_sim_adreno::cp::{ComputeState, GpuMemory, ShaderCore};
+use hcq_sim_adreno::cp::NoShader;
 use hcq_sim_adreno::kgsl::SimKgsl;
 use std::sync::Arc;
 
 fn main() {
     divan::main();
-}
-
-struct Nop;
-
-impl ShaderCore for Nop {
-    fn dispatch(&mut self, _s: &ComputeState<'_>, _mem: &mut dyn GpuMemory) -> hcq::Result<()> {
-        Ok(())
-    }
 }
 
 #[divan::bench]
@@ -32,7 +24,7 @@ fn sim_submit_1000_dispatches(b: Bencher) {
         &std::fs::read(dir.join("e_32_32_4.adreno.json")).unwrap(),
     )
     .unwrap();
-    let k = Kgsl::with_backend(Arc::new(SimKgsl::new(Box::new(Nop)))).unwrap();
+    let k = Kgsl::with_backend(Arc::new(SimKgsl::new(Box::new(NoShader)))).unwrap();
     let ctx = k.create_context(ContextFlags::compute()).unwrap();
     let f = MemFlags::USE_CPU_MAP;
     let code = k.alloc(prog.image.len() as u64, f).unwrap();

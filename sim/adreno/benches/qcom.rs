@@ -8,6 +8,7 @@ use divan::counter::ItemsCount;
 use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::runner::Runner;
 use hcq_qcom::device::{QcomBackend, QcomDevice};
+use hcq_sim_adreno::cp::NoShader;
 
 fn main() {
     divan::main();
@@ -35,7 +36,7 @@ fn host_share() {
 }
 
 fn host_share_of(path: &std::path::Path) {
-    let sim = std::sync::Arc::new(hcq_sim_adreno::kgsl::SimKgsl::new(Box::new(Nop)));
+    let sim = std::sync::Arc::new(hcq_sim_adreno::kgsl::SimKgsl::new(Box::new(NoShader)));
     let dev = QcomDevice::with_backend("QCOM:SIM", sim.clone(), false).unwrap();
     let bytes = match path.is_dir() {
         true => hcqb::write(&hcq::bundle::v1::import_dir(path).unwrap()).unwrap(),
@@ -100,7 +101,7 @@ fn qcom_sim_call_elementwise(b: Bencher) {
 /// dispatches, the timeline wait).
 #[divan::bench(sample_count = 50)]
 fn qcom_sim_call_chain100_no_shader(b: Bencher) {
-    let sim = std::sync::Arc::new(hcq_sim_adreno::kgsl::SimKgsl::new(Box::new(Nop)));
+    let sim = std::sync::Arc::new(hcq_sim_adreno::kgsl::SimKgsl::new(Box::new(NoShader)));
     bench_no_shader(b, QcomDevice::with_backend("QCOM:SIM", sim, false).unwrap());
 }
 
@@ -110,7 +111,7 @@ fn qcom_sim_call_chain100_no_shader(b: Bencher) {
 /// the MSM path's overhead over KGSL's.
 #[divan::bench(sample_count = 50)]
 fn msm_sim_call_chain100_no_shader(b: Bencher) {
-    let sim = hcq_sim_adreno::SimMsm::new(hcq_sim_adreno::kgsl::SimKgsl::new(Box::new(Nop)));
+    let sim = hcq_sim_adreno::SimMsm::new(hcq_sim_adreno::kgsl::SimKgsl::new(Box::new(NoShader)));
     bench_no_shader(b, QcomDevice::with_msm_backend("MSM+QCOM:SIM", std::sync::Arc::new(sim), false).unwrap());
 }
 
@@ -175,19 +176,6 @@ fn shader_core_matmul(b: Bencher) {
 #[divan::bench(sample_count = 20)]
 fn shader_core_convnet(b: Bencher) {
     bench_lanes(b, "convnet");
-}
-
-/// A shader core that does nothing (the host path alone).
-struct Nop;
-
-impl hcq_sim_adreno::cp::ShaderCore for Nop {
-    fn dispatch(
-        &mut self,
-        _s: &hcq_sim_adreno::cp::ComputeState<'_>,
-        _mem: &mut dyn hcq_sim_adreno::cp::GpuMemory,
-    ) -> hcq::Result<()> {
-        Ok(())
-    }
 }
 
 fn bench_no_shader(b: Bencher, dev: std::sync::Arc<QcomDevice>) {

@@ -118,20 +118,7 @@ pub(crate) fn shader_core() -> Box<dyn hcq_sim_adreno::cp::ShaderCore + Send> {
     if !SAID.swap(true, Ordering::Relaxed) {
         eprintln!("hcq-vkgsl: HCQ_VKGSL_SHADER=off: dispatches run no shader (host-cost measurements only)");
     }
-    Box::new(NoShader)
-}
-
-/// The shader core of [`shader_off`].
-struct NoShader;
-
-impl hcq_sim_adreno::cp::ShaderCore for NoShader {
-    fn dispatch(
-        &mut self,
-        _state: &hcq_sim_adreno::cp::ComputeState<'_>,
-        _mem: &mut dyn hcq_sim_adreno::cp::GpuMemory,
-    ) -> hcq::Result<()> {
-        Ok(())
-    }
+    Box::new(hcq_sim_adreno::cp::NoShader)
 }
 
 impl VDev {

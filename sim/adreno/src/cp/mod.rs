@@ -146,6 +146,19 @@ pub trait ShaderCore {
     fn dispatch(&mut self, state: &ComputeState<'_>, mem: &mut dyn GpuMemory) -> Result<()>;
 }
 
+/// A shader core that runs nothing: the CP still decodes and executes every packet (waits,
+/// signals, timestamps, state), so a call completes and retires, but no kernel writes anything.
+/// For measuring the host's share of a call without the interpreter's time
+/// (`HCQ_VKGSL_SHADER=off`, the host-share benches).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoShader;
+
+impl ShaderCore for NoShader {
+    fn dispatch(&mut self, _state: &ComputeState<'_>, _mem: &mut dyn GpuMemory) -> Result<()> {
+        Ok(())
+    }
+}
+
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
