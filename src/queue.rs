@@ -410,9 +410,8 @@ pub fn rewrite_marks(
     };
     if derived & field_bit(field) == 0 {
         // every word that depends on the field is its value or a half of it (the common case):
-        // the one way to fail is a value too wide for a narrow plain mark, checked first
-        // a value of 32 bits fits every mark: one pass (the common case); a wider one is first
-        // checked against every narrow plain mark, so nothing is stored when one refuses it
+        // the one way to fail is a value too wide for a narrow plain mark. A value of 32 bits
+        // fits every mark (one pass); a wider one is checked against them all before any store.
         if value > u64::from(u32::MAX)
             && marks.iter().any(|m| m.field == field && !m.wide && matches!(m.form, Form::Plain))
         {

@@ -172,9 +172,6 @@ impl Allocator for HostAllocator {
                 used: self.allocated_bytes(),
             });
         };
-        if let Block::Heap(layout) = block {
-            advise_huge_pages(ptr.as_ptr(), layout.size());
-        }
         let addr = ptr.as_ptr() as u64;
         self.live.lock().insert(addr, block);
         // It is freed only in `free`, when this handle comes back, never on allocator drop.
