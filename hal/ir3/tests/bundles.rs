@@ -71,3 +71,34 @@ fn run_groups_in_parts_equals_the_whole_dispatch() {
     let beyond = interp.run_groups(prog, &d, Default::default(), &mut whole.mem, 0..d.groups() + 1);
     assert_eq!(beyond, Err(hcq_ir3::exec::ExecError::BadDispatch("work-group range beyond the grid")));
 }
+
+/// Every launch of every bundle (the benchmark bundles too) writes the same bytes and counts the
+/// same statistics with small work-groups packed into shared waves as with each work-group in
+/// waves of its own (`Interp::pack`), and at least one of them packs.
+#[test]
+fn packed_work_groups_equal_one_by_one_on_every_bundle() {
+    let mut dirs = common::bundle_dirs();
+    dirs.extend(["benches/bundles/convnet", "benches/bundles/matmul"].map(|d| common::repo_root().join(d)));
+    let mut packed = 0;
+    for dir in dirs {
+        let mut a = common::load_bundle(&dir);
+        if a.programs.iter().all(|p| p.is_none()) {
+            continue;
+        }
+        let mut b = common::load_bundle(&dir);
+        let mut on = hcq_ir3::exec::Interp::new();
+        let mut off = hcq_ir3::exec::Interp::new();
+        off.pack = false;
+        for l in common::launches(&a) {
+            let prog = a.programs[l.program].clone().unwrap();
+            let d = hcq_ir3::exec::Dispatch { consts: &l.consts, grid: l.grid, local: l.local };
+            let fibers = l.local.iter().map(|&v| u64::from(v)).product();
+            packed += usize::from(hcq_ir3::exec::groups_per_wave(&prog, fibers) > 1);
+            let x = on.run(&prog, &d, &mut a.mem);
+            let y = off.run(&prog, &d, &mut b.mem);
+            assert_eq!(x, y, "{} {}", dir.display(), l.name);
+            assert!(a.mem.bufs == b.mem.bufs, "{} {}: packed run wrote different bytes", dir.display(), l.name);
+        }
+    }
+    assert!(packed >= 5, "only {packed} launches packed work-groups");
+}

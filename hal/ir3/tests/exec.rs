@@ -422,3 +422,116 @@ fn clz_b_of_zero_is_all_ones() {
     let out = collect(&[cat2(CLZ_B, R1X, reg(R0X), 0)], 8, 0);
     assert_eq!(out, vec![u32::MAX, 31, 30, 30, 29, 29, 29, 29]);
 }
+
+/// A program with the work-group id in r2.x..r2.z and the local id in r0.x..r0.z.
+fn program_with_wgid(words: &[u64]) -> Shader {
+    let image: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let meta =
+        Meta { fregs: 12, hregs: 0, wgid: 8, lid: 0, shmem: 0, pvtmem: 0, merged_regs: false, const_demotion: false };
+    Shader::new(&image, meta).unwrap()
+}
+
+/// Runs `p` with work-groups packed into waves and one by one; both must agree on every byte,
+/// the statistics and the error.
+fn packed_and_one_by_one(
+    p: &Shader,
+    d: &Dispatch,
+    bytes: usize,
+) -> (Result<hcq_ir3::exec::Stats, ExecError>, Vec<u32>) {
+    let mut runs = Vec::new();
+    for pack in [true, false] {
+        let mut mem = Buffers { bufs: vec![(BASE, vec![0; bytes])] };
+        let mut it = Interp::new();
+        it.pack = pack;
+        let r = it.run(p, d, &mut mem);
+        runs.push((r, out_words(&mem)));
+    }
+    let one = runs.pop().unwrap();
+    let packed = runs.pop().unwrap();
+    assert_eq!(packed.0, one.0, "packed and one-by-one runs differ in their result");
+    if one.0.is_ok() {
+        assert_eq!(packed.1, one.1, "packed and one-by-one runs wrote different bytes");
+    }
+    packed
+}
+
+/// Work-groups of 3 fibers (a size that does not divide 64), 21 of them in one wave, each fiber
+/// looping `wgid.x + lid` times: the packed run computes every fiber's own result and counts
+/// each work-group's wave-instructions as its own wave would (divergent trip counts inside a
+/// work-group and across the packed ones).
+#[test]
+fn small_work_groups_share_a_wave_with_the_results_and_counts_of_their_own() {
+    let w = [
+        cat2(SHL, R10W, reg(R2X), imm(4)),      // 0: 16 bytes per work-group
+        cat2(SHL, R3Y, reg(R0X), imm(2)),       // 1
+        cat2(ADD_U, R10W, reg(R10W), reg(R3Y)), // 2
+        cat2(ADD_U, R11Y, konst(0), reg(R10W)), // 3
+        cat2(ADD_U, R11Z, konst(1), imm(0)),    // 4
+        cat2(ADD_U, R4X, reg(R2X), reg(R0X)),   // 5: trip count
+        mov_imm(R1X, 0),                        // 6
+        mov_imm(R3X, 0),                        // 7
+        cmps_u(3, P0X, reg(R3X), reg(R4X)),     // 8: head: p0.x = r3.x >= n
+        br_p0x(4),                              // 9: → 13
+        cat2(ADD_U, R1X, reg(R1X), reg(R3X)),   // 10
+        cat2(ADD_U, R3X, reg(R3X), imm(1)),     // 11
+        jump(-4),                               // 12: → 8
+        stg(R11Y, R1X) | 1 << 59,               // 13
+        END,
+    ];
+    let p = program_with_wgid(&w);
+    assert_eq!(hcq_ir3::exec::groups_per_wave(&p, 3), 21);
+    let k = consts();
+    let groups = 50u32;
+    let d = Dispatch { consts: &k, grid: [groups, 1, 1], local: [3, 1, 1] };
+    let (r, out) = packed_and_one_by_one(&p, &d, 16 * groups as usize);
+    let s = r.unwrap();
+    for g in 0..groups {
+        for l in 0..3 {
+            let n = g + l;
+            assert_eq!(out[(g * 4 + l) as usize], n * n.saturating_sub(1) / 2, "work-group {g} fiber {l}");
+        }
+    }
+    // (`packed_and_one_by_one` compared the counts with the one-by-one run.) Every work-group
+    // runs at least the 15 instructions of a zero-trip path.
+    assert!(s.steps > u64::from(groups) * 15, "{s:?}");
+}
+
+/// One-fiber work-groups (tinygrad's NOLOCALS kernels) run 64 to a wave; an access out of bounds
+/// names the work-group and fiber that made it, as when each runs alone.
+#[test]
+fn a_packed_fault_names_its_own_work_group() {
+    let w = [
+        cat2(SHL, R10W, reg(R2X), imm(2)),
+        cat2(ADD_U, R11Y, konst(0), reg(R10W)),
+        cat2(ADD_U, R11Z, konst(1), imm(0)),
+        stg(R11Y, R2X),
+        END,
+    ];
+    let p = program_with_wgid(&w);
+    assert_eq!(hcq_ir3::exec::groups_per_wave(&p, 1), 64);
+    let k = consts();
+    let d = Dispatch { consts: &k, grid: [100, 1, 1], local: [1, 1, 1] };
+    let (r, out) = packed_and_one_by_one(&p, &d, 4 * 100);
+    assert_eq!(r.unwrap().steps, 100 * 5);
+    assert_eq!(out, (0..100).collect::<Vec<u32>>());
+    let e = packed_and_one_by_one(&p, &d, 4 * 70).0.unwrap_err();
+    assert_eq!(
+        e,
+        ExecError::Fault {
+            index: 3,
+            group: [70, 0, 0],
+            lane: 0,
+            addr: BASE + 280,
+            space: MemSpace::Global,
+            write: true
+        }
+    );
+    // A barrier, shared memory or a cross-lane op keeps work-groups in waves of their own.
+    let mut with_bar = w.to_vec();
+    with_bar.insert(0, BAR);
+    assert_eq!(hcq_ir3::exec::groups_per_wave(&program_with_wgid(&with_bar), 1), 1);
+    let mut with_ldl = w.to_vec();
+    with_ldl.insert(0, ldl(R3X, R10W));
+    assert_eq!(hcq_ir3::exec::groups_per_wave(&program_with_wgid(&with_ldl), 1), 1);
+    assert_eq!(hcq_ir3::exec::groups_per_wave(&p, 33), 1);
+}

@@ -13,8 +13,11 @@
 //! - Work-groups run on every core: a dispatch's work-groups are split into consecutive ranges,
 //!   one per thread (at most [`std::thread::available_parallelism`], see
 //!   [`Ir3Dispatch::with_threads`]), each with its own interpreter and its own overlay of the
-//!   writes. Work-group 0 runs first on the calling thread and tells the cost of one; a dispatch
-//!   whose remaining work is small stays on the calling thread. After every thread finished,
+//!   writes. The first wave's work-groups run first on the calling thread and tell the cost of
+//!   the rest (work-group 0, or the first `k` when the interpreter packs `k` small work-groups
+//!   into one wave, [`hcq_ir3::exec::groups_per_wave`]; every range then starts at a multiple of
+//!   `k`, so the waves do not depend on the number of threads); a dispatch whose remaining work
+//!   is small stays on the calling thread. After every thread finished,
 //!   the overlays are committed in ascending work-group order, so the bytes written do not depend
 //!   on the number of threads (a work-group does not see another's writes of the same dispatch,
 //!   which the hardware does not promise either). A program with global atomics (`atomic.g.*`,
@@ -25,8 +28,10 @@
 //!   allocation, e.g. an argument address that points nowhere), an unsupported instruction or
 //!   the step limit ends it with an error that names the instruction, and **nothing** of it is
 //!   written. The CP stops with that error (its IB offset added by the CP) and the host sees it
-//!   at the next wait, at once. With several threads, the error is the one of the lowest
-//!   work-group that failed (each thread stops at its first), the one a single thread meets.
+//!   at the next wait, at once. With several threads, the error is the one of the lowest range
+//!   that failed (each thread stops at its first), the one a single thread meets: that of the
+//!   lowest failing work-group, or with packed work-groups the first failure in the lowest
+//!   failing wave.
 //! - The step limit is the dispatch's: it fails when its work-groups together ran more than
 //!   `max_steps` wave-instructions, however they were spread (each thread also stops once its
 //!   own part alone is past the limit, so a hung shader ends).
@@ -35,7 +40,7 @@ use crate::cp::{ComputeState, GpuMemory, ShaderCore};
 use crate::images::ImageState;
 use crate::overlay::{Overlay, Pages};
 use hcq::{Error, Result};
-use hcq_ir3::exec::{Dispatch, ExecError, Images, Interp, MemSpace, Meta, Shader, Stats};
+use hcq_ir3::exec::{Dispatch, ExecError, Images, Interp, MemSpace, Meta, Shader, Stats, groups_per_wave};
 use hcq_ir3::isa::{Body, Cat6};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -90,9 +95,10 @@ impl ArgSlots {
 /// loop becomes a fault, not a stuck host).
 pub const DEFAULT_MAX_STEPS: u64 = 2_000_000_000;
 
-/// A dispatch runs on more than one thread only when the work-groups after the first are
-/// expected to run at least this many wave-instructions (work-group 0's count times the rest):
-/// below it, starting threads costs more than it saves.
+/// A dispatch runs on more than one thread only when the work-groups after the first wave are
+/// expected to run at least this many wave-instructions (the first wave's count per work-group
+/// times the rest, over the work-groups a wave packs): below it, starting threads costs more
+/// than it saves.
 pub const DEFAULT_PARALLEL_MIN_STEPS: u64 = 4096;
 
 struct Cached {
@@ -301,11 +307,11 @@ impl ShaderCore for Ir3Dispatch {
     }
 }
 
-/// Run a dispatch's work-groups on up to `threads` threads (see the module docs): work-group 0
-/// on the calling thread, then the rest split into consecutive ranges, the first of them on the
-/// calling thread too. Returns the summed statistics and how many workers ran (their overlays,
-/// in order, hold the writes in ascending work-group order), or the error of the lowest
-/// work-group that failed.
+/// Run a dispatch's work-groups on up to `threads` threads (see the module docs): the first
+/// wave's work-groups on the calling thread, then the rest split into consecutive ranges of
+/// whole waves, the first of them on the calling thread too. Returns the summed statistics and
+/// how many workers ran (their overlays, in order, hold the writes in ascending work-group
+/// order), or the error of the lowest range that failed.
 #[allow(clippy::too_many_arguments)]
 fn run_parallel(
     workers: &mut Vec<Worker>,
@@ -318,18 +324,32 @@ fn run_parallel(
     max_steps: u64,
 ) -> core::result::Result<(Stats, usize), ExecError> {
     let total = d.groups();
-    let first = workers[0].run(prog, d, images, mem, 0..1, max_steps)?;
-    let rest = total - 1;
-    let n = if first.steps.saturating_mul(rest) < parallel_min_steps {
+    // Work-groups the interpreter packs into one wave: every range starts at a multiple of it,
+    // so the waves (and which error a failing dispatch reports) do not depend on the threads.
+    let fibers = d.local.iter().map(|&v| u64::from(v)).product();
+    let k = groups_per_wave(prog, fibers);
+    let k0 = k.min(total);
+    let first = workers[0].run(prog, d, images, mem, 0..k0, max_steps)?;
+    let rest = total - k0;
+    if rest == 0 {
+        return Ok((first, 1));
+    }
+    let packs = rest.div_ceil(k);
+    // The work left, in the packed waves that run it (first.steps counts one wave per work-group).
+    let work = first.steps.saturating_mul(rest) / (k0 * k);
+    let n = if work < parallel_min_steps {
         1
     } else {
         // CAST: at most `threads`, a usize.
-        rest.min(threads as u64) as usize
+        packs.min(threads as u64) as usize
     };
-    // The budget left (work-group 0 ran within it); each thread may use all of it, the sum is
-    // checked after.
+    // The budget left (the first work-groups ran within it); each thread may use all of it, the
+    // sum is checked after.
     let budget = max_steps - first.steps;
-    let part = |i: usize| 1 + rest * i as u64 / n as u64..1 + rest * (i as u64 + 1) / n as u64;
+    let part = |i: usize| {
+        let at = |i: u64| (k0 + k * (packs * i / n as u64)).min(total);
+        at(i as u64)..at(i as u64 + 1)
+    };
     while workers.len() < n {
         workers.push(Worker::default());
     }

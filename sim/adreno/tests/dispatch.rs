@@ -1,7 +1,8 @@
 //! The shader core's dispatch on several threads: work-groups spread over threads write the same
 //! bytes as one thread does, a fault in the last work-group writes nothing, and byte stores of
 //! different work-groups into one dword (made on different threads) leave the bytes no
-//! work-group wrote as they were.
+//! work-group wrote as they were; small work-groups packed into shared waves split over threads
+//! at whole waves.
 
 use hcq_adreno::a6xx::regs;
 use hcq_sim_adreno::Ir3Dispatch;
@@ -40,10 +41,12 @@ const R1Z: u64 = 6;
 const R2X: u64 = 8;
 const R3X: u64 = 12;
 
+const BAR: u64 = 0xe042_0000_0000_0000;
+
 /// Fiber `id = group·2^local_log2 + lid` stores `id ^ 0x55` (as type `ty`) at
 /// `c0 + (id << stride_log2)`. The work-group id is preloaded into r2.x, the local id into r0.x.
 fn program(local_log2: i64, stride_log2: i64, ty: u64) -> Vec<u32> {
-    let w = [
+    words(&[
         cat2(SHL, R0W, R2X, imm(local_log2)),
         cat2(ADD_U, R0W, R0W, R0X),
         cat2(SHL, R3X, R0W, imm(stride_log2)),
@@ -52,8 +55,19 @@ fn program(local_log2: i64, stride_log2: i64, ty: u64) -> Vec<u32> {
         cat2(XOR, R1X, R0W, imm(0x55)),
         stg(R1Y, R1X, ty),
         END,
-    ];
+    ])
+}
+
+fn words(w: &[u64]) -> Vec<u32> {
     w.iter().flat_map(|x| [*x as u32, (x >> 32) as u32]).collect()
+}
+
+/// [`program`] with a barrier first: harmless, but it keeps each work-group in a wave of its own
+/// (the interpreter packs small work-groups into one wave only when nothing makes lanes meet).
+fn program_unpacked(local_log2: i64, stride_log2: i64, ty: u64) -> Vec<u32> {
+    let mut w = words(&[BAR]);
+    w.extend(program(local_log2, stride_log2, ty));
+    w
 }
 
 fn dispatch(
@@ -149,9 +163,10 @@ fn byte_stores_of_different_work_groups_into_one_dword_keep_the_other_bytes() {
     // 63 work-groups of one fiber; work-group g stores one byte at 2g: dword k holds the bytes of
     // work-groups 2k and 2k + 1, and bytes 1 and 3 are never written. With 4 threads the
     // work-groups after the first split at 16, 32 and 47: dword 23 (work-groups 46 and 47) is
-    // written by two threads.
+    // written by two threads. (A barrier keeps the work-groups in waves of their own: packed 64
+    // to a wave, they would all run in one.)
     let groups = 63u32;
-    let shader = program(0, 1, 7);
+    let shader = program_unpacked(0, 1, 7);
     let (mut one, mut many) = cores();
     let (mut a, mut b) = (memory(4 * 32), memory(4 * 32));
     dispatch(&mut one, &shader, groups, 1, &mut a).unwrap();
@@ -162,4 +177,30 @@ fn byte_stores_of_different_work_groups_into_one_dword_keep_the_other_bytes() {
     }
     assert!(bytes(&a) == want, "one thread: {:x?}", bytes(&a));
     assert!(bytes(&b) == want, "several threads: {:x?}", bytes(&b));
+}
+
+/// One-fiber work-groups (tinygrad's NOLOCALS kernels), which the interpreter packs 64 to a wave:
+/// 255 of them, the first wave on the calling thread and the other three on three threads, write
+/// what one thread writes and count the same lane-instructions; a fault in work-group 200 names
+/// that work-group on both and writes nothing.
+#[test]
+fn packed_work_groups_on_several_threads_write_the_bytes_one_thread_writes() {
+    let groups = 255u32;
+    let shader = program(0, 2, 3);
+    let n = groups as usize;
+    let (mut one, mut many) = cores();
+    let (mut a, mut b) = (memory(4 * n), memory(4 * n));
+    dispatch(&mut one, &shader, groups, 1, &mut a).unwrap();
+    dispatch(&mut many, &shader, groups, 1, &mut b).unwrap();
+    let want: Vec<u8> = (0..n as u32).flat_map(|i| (i ^ 0x55).to_le_bytes()).collect();
+    assert!(bytes(&a) == want, "one thread");
+    assert!(bytes(&b) == want, "several threads");
+    assert_eq!(one.lane_instructions(), many.lane_instructions());
+    assert_eq!(one.lane_instructions(), 8 * n as u64);
+    for mut core in [cores().0, cores().1] {
+        let mut mem = memory(4 * 200);
+        let e = dispatch(&mut core, &shader, groups, 1, &mut mem).unwrap_err().to_string();
+        assert!(e.contains("nothing of the dispatch written") && e.contains("work-group [200, 0, 0]"), "{e}");
+        assert!(bytes(&mem).iter().all(|b| *b == 0xee), "a faulting dispatch wrote memory");
+    }
 }

@@ -17,14 +17,10 @@ pub(super) fn img_err(
     slot: u32,
 ) -> ExecError {
     match e {
-        ImgError::Fault(addr) => ExecError::Fault {
-            index: pc,
-            group: cx.group,
-            lane: (w * W + l) as u32,
-            addr,
-            space: MemSpace::Global,
-            write,
-        },
+        ImgError::Fault(addr) => {
+            let (group, lane) = cx.site(w, l);
+            ExecError::Fault { index: pc, group, lane, addr, space: MemSpace::Global, write }
+        }
         ImgError::TypeMismatch => ExecError::Image {
             index: pc,
             what,

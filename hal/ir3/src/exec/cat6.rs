@@ -71,14 +71,11 @@ pub(super) fn cat6(
     shared: &mut [u8],
     private: &mut [u8],
 ) -> Res<()> {
-    let group = cx.group;
-    let fault = |l: usize, addr: u64, space, write| ExecError::Fault {
-        index: pc,
-        group,
-        lane: (w * W + l) as u32,
-        addr,
-        space,
-        write,
+    let sites = cx.sites();
+    let site = |l: usize| sites.site(w, l);
+    let fault = |l: usize, addr: u64, space, write| {
+        let (group, lane) = site(l);
+        ExecError::Fault { index: pc, group, lane, addr, space, write }
     };
     let addr64 = |wave: &Wave, r: Reg, l: usize| -> u64 {
         wave.regs[r.0 as usize][l] as u64 | (wave.regs[r.offset(1).0 as usize][l] as u64) << 32

@@ -3,7 +3,10 @@
 //! Model (facts from `shared/notes/adreno-ir3-isa.md`, the isaspec XML docs and Mesa's ir3):
 //! - A work-group of `local[0]·local[1]·local[2]` fibers fills waves of 64 (THREAD64) in linear
 //!   order `x + lx·(y + ly·z)`. Every wave executes its instructions for all its active lanes at
-//!   once (wave-wide loops over 64 lanes).
+//!   once (wave-wide loops over 64 lanes). Work-groups of at most 32 fibers whose program never
+//!   makes lanes meet (no barrier, shared memory, cross-lane op or wave id) share a wave, as many
+//!   as fit ([`groups_per_wave`]): the same results and counts as one wave each, at a fraction of
+//!   the per-instruction cost.
 //! - Registers: one merged file per lane of 256 32-bit regids (`4·n + c`); half register `h`
 //!   is the low (even `h`) or high (odd `h`) 16 bits of full regid `h/2` (a6xx merged registers,
 //!   `ir3.h` `ir3_reg_file_offset`). p0.x..w and a0.x/a1.x live at regids 0xf8.. and 0xf4/0xf5.
@@ -341,6 +344,9 @@ pub struct Interp {
     private: Vec<u8>,
     /// Upper bound on wave-instructions per dispatch.
     pub max_steps: u64,
+    /// Run small work-groups side by side in one wave when the program allows it (see
+    /// [`groups_per_wave`]; on by default).
+    pub pack: bool,
 }
 
 impl Default for Interp {
@@ -365,6 +371,113 @@ struct Ctx<'a> {
     lane_instrs: u64,
     /// Highest full / half regid the program can touch (see [`reg_span`]).
     span: (u8, u8),
+    /// Work-groups packed into one wave ([`groups_per_wave`]): the fibers per work-group when
+    /// several share the wave (lane `l` is fiber `l % t` of work-group `pack_first + l / t`),
+    /// 0 when a work-group has waves of its own.
+    pack: u32,
+    /// Linear index of the first work-group in the packed wave.
+    pack_first: u64,
+    /// The first lane of each packed work-group (bit `i·t`), for counting wave-instructions.
+    pack_starts: u64,
+    grid: [u32; 3],
+}
+
+/// What names a lane's work-group and fiber in an error (a copy of [`Ctx`]'s fields).
+#[derive(Clone, Copy)]
+struct Sites {
+    group: [u32; 3],
+    pack: u32,
+    pack_first: u64,
+    grid: [u32; 3],
+}
+
+impl Sites {
+    /// The work-group and the fiber index in it of lane `l` of wave `w`, for error reports.
+    fn site(&self, w: usize, l: usize) -> ([u32; 3], u32) {
+        if self.pack == 0 {
+            // CAST: a work-group has at most 1024 fibers.
+            (self.group, (w * W + l) as u32)
+        } else {
+            let t = self.pack as usize;
+            // CAST: l % t < 32.
+            (group_coords(self.grid, self.pack_first + (l / t) as u64), (l % t) as u32)
+        }
+    }
+}
+
+impl Ctx<'_> {
+    fn sites(&self) -> Sites {
+        Sites { group: self.group, pack: self.pack, pack_first: self.pack_first, grid: self.grid }
+    }
+
+    fn site(&self, w: usize, l: usize) -> ([u32; 3], u32) {
+        self.sites().site(w, l)
+    }
+
+    /// The wave-instructions one step of a wave with `mask` counts for: 1, or with packed
+    /// work-groups one per work-group with a lane in `mask` (each would be its own wave).
+    #[inline]
+    fn step_weight(&self, mask: u64) -> u64 {
+        match self.pack {
+            0 => 1,
+            1 => u64::from(mask.count_ones()),
+            t => {
+                // Bit p of `m` becomes the OR of mask bits p..p+t: widths doubling up to the
+                // largest power of two w ≤ t, then [p, p+w) | [p+t-w, p+t).
+                let mut m = mask;
+                let mut w = 1;
+                while w * 2 <= t {
+                    m |= m >> w;
+                    w *= 2;
+                }
+                if w < t {
+                    m |= m >> (t - w);
+                }
+                u64::from((m & self.pack_starts).count_ones())
+            }
+        }
+    }
+}
+
+/// Work-group `g`'s coordinates: x fastest (see [`Dispatch::groups`]).
+fn group_coords(grid: [u32; 3], g: u64) -> [u32; 3] {
+    let (gx, gy) = (u64::from(grid[0]), u64::from(grid[1]));
+    // CAST: each coordinate is below its u32 grid size.
+    [(g % gx) as u32, (g / gx % gy) as u32, (g / (gx * gy)) as u32]
+}
+
+/// How many work-groups of `fibers` fibers [`Interp::run_groups`] runs side by side in one wave.
+///
+/// Lanes of a wave are independent unless the program makes them meet: a barrier, shared memory
+/// (`ldl`/`stl`/`ldlw`/`stlw`, local atomics), a cross-lane operation (`shfl`, `movmsk`, the
+/// wave-uniform branches `bany`/`ball`/`getone`/`getlast`) or a wave or fiber id (`getwid`,
+/// `getfiberid`, `getspid`). A program with none of them computes the same in every lane
+/// whether its neighbours belong to its own work-group or another, so small work-groups
+/// (tinygrad's NOLOCALS kernels have one fiber each) share a wave, up to 64 fibers; the local
+/// and work-group id registers are preloaded per lane. Results, statistics (each work-group's
+/// wave-instructions are counted as its own wave would run them) and the step limit are those
+/// of running the work-groups one by one; only which of several failing work-groups' errors is
+/// reported can differ (the first to fail in the packed wave, its lowest lane). Returns 1 when
+/// work-groups do not share waves.
+pub fn groups_per_wave(prog: &Shader, fibers: u64) -> u64 {
+    if fibers == 0 || fibers > (W / 2) as u64 {
+        return 1;
+    }
+    let meets = prog.instrs.iter().any(|i| match &i.body {
+        Body::Cat0(c) => matches!(c.op, Cat0Op::Bany | Cat0Op::Ball | Cat0Op::Getone | Cat0Op::Getlast),
+        Body::Cat1(c) => c.op == Cat1Op::Movmsk,
+        Body::Cat6(c) => matches!(
+            c,
+            Cat6::Ld { space: Space::Local | Space::LocalW, .. }
+                | Cat6::St { space: Space::Local | Space::LocalW, .. }
+                | Cat6::AtomicL { .. }
+                | Cat6::Shfl { .. }
+                | Cat6::GetId { .. }
+        ),
+        Body::Cat7(c) => c.op == Cat7Op::Bar,
+        _ => false,
+    });
+    if meets { 1 } else { W as u64 / fibers }
 }
 
 /// A conservative bound on the full and half regids a program reads or writes: the highest
@@ -498,7 +611,7 @@ fn lanes_of(mask: u64) -> impl Iterator<Item = usize> {
 
 impl Interp {
     pub fn new() -> Interp {
-        Interp { waves: Vec::new(), shared: Vec::new(), private: Vec::new(), max_steps: 100_000_000 }
+        Interp { waves: Vec::new(), shared: Vec::new(), private: Vec::new(), max_steps: 100_000_000, pack: true }
     }
 
     /// Run every work-group of the dispatch in order (no image descriptors: a cat5 fetch or
@@ -546,7 +659,8 @@ impl Interp {
         if groups.end > d.groups() {
             return Err(ExecError::BadDispatch("work-group range beyond the grid"));
         }
-        let nwaves = (threads as usize).div_ceil(W);
+        let k = if self.pack { groups_per_wave(prog, threads) } else { 1 };
+        let nwaves = if k > 1 { 1 } else { (threads as usize).div_ceil(W) };
         while self.waves.len() < nwaves {
             self.waves.push(Wave::new());
         }
@@ -562,22 +676,38 @@ impl Interp {
             max_steps: self.max_steps,
             lane_instrs: 0,
             span: reg_span(prog),
+            // CAST: k > 1 only for work-groups of at most 32 fibers.
+            pack: if k > 1 { threads as u32 } else { 0 },
+            pack_first: 0,
+            pack_starts: 0,
+            grid: d.grid,
         };
-        let (gx, gy) = (u64::from(d.grid[0]), u64::from(d.grid[1]));
-        for g in groups {
-            // CAST: each coordinate is below its u32 grid size.
-            cx.group = [(g % gx) as u32, (g / gx % gy) as u32, (g / (gx * gy)) as u32];
-            self.run_group(&mut cx, d, threads as usize, nwaves)?;
+        let mut g = groups.start;
+        while g < groups.end {
+            // Packs start at multiples of k, whatever the range, so that a caller's split of the
+            // grid into ranges at multiples of k gives the same waves.
+            let end = ((g / k + 1) * k).min(groups.end);
+            cx.group = group_coords(d.grid, g);
+            cx.pack_first = g;
+            // CAST: end - g ≤ k ≤ 64.
+            self.run_group(&mut cx, d, threads as usize, nwaves, (end - g) as usize)?;
+            g = end;
         }
         Ok(Stats { steps: cx.steps, lane_instructions: cx.lane_instrs })
     }
 
-    fn run_group(&mut self, cx: &mut Ctx, d: &Dispatch, threads: usize, nwaves: usize) -> Res<()> {
+    /// Run `count` work-groups from `cx.pack_first`: one (`count == 1` and `cx.pack == 0`), or
+    /// `count` packed side by side in wave 0.
+    fn run_group(&mut self, cx: &mut Ctx, d: &Dispatch, threads: usize, nwaves: usize, count: usize) -> Res<()> {
         self.shared.fill(0);
         self.private.fill(0);
         let [lx, ly, _] = d.local;
+        let packed = cx.pack != 0;
+        if packed {
+            cx.pack_starts = (0..count).fold(0u64, |m, i| m | 1u64 << (i * threads));
+        }
         for (w, wave) in self.waves[..nwaves].iter_mut().enumerate() {
-            let n = (threads - w * W).min(W);
+            let n = if packed { count * threads } else { (threads - w * W).min(W) };
             let mask = if n == W { u64::MAX } else { (1u64 << n) - 1 };
             // Zero what the program can touch (every group starts from the same state).
             for r in wave.regs[..=cx.span.0 as usize].iter_mut().chain(wave.hregs[..=cx.span.1 as usize].iter_mut()) {
@@ -590,7 +720,8 @@ impl Interp {
             wave.merged = m.merged_regs;
             if m.lid != 0xfc {
                 for l in 0..n {
-                    let i = (w * W + l) as u32;
+                    // CAST: below 1024.
+                    let i = if packed { (l % threads) as u32 } else { (w * W + l) as u32 };
                     let id = [i % lx, (i / lx) % ly, i / (lx * ly)];
                     for (c, v) in id.iter().enumerate() {
                         wave.regs[(m.lid as usize + c) & 0xff][l] = *v;
@@ -600,6 +731,14 @@ impl Interp {
             if m.wgid != 0xfc {
                 for c in 0..3 {
                     wave.regs[(m.wgid as usize + c) & 0xff] = [cx.group[c]; W];
+                }
+                if packed {
+                    for j in 1..count {
+                        let g = group_coords(d.grid, cx.pack_first + j as u64);
+                        for (c, v) in g.iter().enumerate() {
+                            wave.regs[(m.wgid as usize + c) & 0xff][j * threads..(j + 1) * threads].fill(*v);
+                        }
+                    }
                 }
             }
             wave.pc = 0;
@@ -634,6 +773,10 @@ impl Interp {
         let wave = &mut waves[w];
         let pvt = cx.prog.meta.pvtmem as usize;
         let private = &mut private[w * W * pvt..(w + 1) * W * pvt];
+        // Popcounts of the last mask and exec set (they rarely change between instructions, and
+        // a popcount is a loop on CPUs without the instruction).
+        let (mut last_mask, mut last_weight) = (0u64, 0u64);
+        let (mut last_exec, mut last_lanes) = (0u64, 0u64);
         loop {
             // Schedule the lowest pc; merge groups that meet.
             if let Some(&(ppc, pmask)) = wave.parked.last() {
@@ -658,9 +801,13 @@ impl Interp {
             if pc >= n {
                 return Err(ExecError::PcOutOfRange { from: pc.saturating_sub(1), pc: pc as i64 });
             }
-            cx.steps += 1;
+            if wave.mask != last_mask {
+                last_mask = wave.mask;
+                last_weight = cx.step_weight(last_mask);
+            }
+            cx.steps += last_weight;
             if cx.steps > cx.max_steps {
-                return Err(ExecError::StepLimit { steps: cx.steps - 1 });
+                return Err(ExecError::StepLimit { steps: cx.max_steps });
             }
             let prog = cx.prog;
             let ins = &prog.instrs[pc];
@@ -670,7 +817,11 @@ impl Interp {
                     Pred::True => wave.pred_mask,
                     Pred::False => !wave.pred_mask,
                 };
-            cx.lane_instrs += exec.count_ones() as u64 * (ins.flags.repeat as u64 + 1);
+            if exec != last_exec {
+                last_exec = exec;
+                last_lanes = u64::from(exec.count_ones());
+            }
+            cx.lane_instrs += last_lanes * (ins.flags.repeat as u64 + 1);
             let next = pc as u32 + 1;
             match &ins.body {
                 Body::Cat0(c) => {
