@@ -12,12 +12,13 @@
 //!   naming the argument and its constant offset.
 //! - Work-groups run on every core: a dispatch's work-groups are split into consecutive ranges,
 //!   one per thread (at most [`std::thread::available_parallelism`], see
-//!   [`Ir3Dispatch::with_threads`]), each with its own interpreter and its own overlay of the
-//!   writes. The first wave's work-groups run first on the calling thread and tell the cost of
-//!   the rest (work-group 0, or the first `k` when the interpreter packs `k` small work-groups
-//!   into one wave, [`hcq_ir3::exec::groups_per_wave`]; every range then starts at a multiple of
-//!   `k`, so the waves do not depend on the number of threads); a dispatch whose remaining work
-//!   is small stays on the calling thread. After every thread finished,
+//!   [`Ir3Dispatch::with_threads`]: the calling thread and a pool of threads kept between
+//!   dispatches), each with its own interpreter and its own overlay of the writes. At a program's first dispatch its first wave's work-groups run first on the calling
+//!   thread and tell the cost of the rest (work-group 0, or the first `k` when the interpreter
+//!   packs `k` small work-groups into one wave, [`hcq_ir3::exec::groups_per_wave`]); later
+//!   dispatches take the cost per work-group of the previous one and split from the start.
+//!   Every range starts at a multiple of `k`, so the waves do not depend on the number of
+//!   threads; a dispatch whose work is small stays on the calling thread. After every thread finished,
 //!   the overlays are committed in ascending work-group order, so the bytes written do not depend
 //!   on the number of threads (a work-group does not see another's writes of the same dispatch,
 //!   which the hardware does not promise either). A program with global atomics (`atomic.g.*`,
@@ -95,10 +96,10 @@ impl ArgSlots {
 /// loop becomes a fault, not a stuck host).
 pub const DEFAULT_MAX_STEPS: u64 = 2_000_000_000;
 
-/// A dispatch runs on more than one thread only when the work-groups after the first wave are
-/// expected to run at least this many wave-instructions (the first wave's count per work-group
-/// times the rest, over the work-groups a wave packs): below it, starting threads costs more
-/// than it saves.
+/// A dispatch runs on more than one thread only when its work-groups (after the first wave at
+/// a program's first dispatch) are expected to run at least this many wave-instructions (the
+/// count per work-group, measured, times the work-groups, over the work-groups a wave packs):
+/// below it, starting threads costs more than it saves.
 pub const DEFAULT_PARALLEL_MIN_STEPS: u64 = 4096;
 
 struct Cached {
@@ -108,6 +109,9 @@ struct Cached {
     prog: Shader,
     /// The program has global atomics: its work-groups run on one thread (see the module docs).
     atomics: bool,
+    /// Wave-instructions per work-group at its last dispatch (rounded up; 0: not run yet): the
+    /// cost estimate that lets a later dispatch of it split over threads from the start.
+    group_steps: u64,
 }
 
 /// One thread's interpreter and overlay, kept between dispatches (nothing allocated per
@@ -116,6 +120,8 @@ struct Cached {
 struct Worker {
     interp: Interp,
     pages: Pages,
+    /// What its part of the last parallel dispatch returned.
+    result: Option<core::result::Result<Stats, ExecError>>,
 }
 
 impl Worker {
@@ -135,9 +141,12 @@ impl Worker {
 
 /// Runs each dispatch's shader with the ir3 interpreter (see the module docs).
 pub struct Ir3Dispatch {
-    /// `workers[0]` runs on the calling thread; the others on scoped threads.
+    /// `workers[0]` runs on the calling thread; the others on the pool's threads.
     workers: Vec<Worker>,
     threads: usize,
+    /// `threads - 1` threads kept for the dispatches that spread (made at the first), with the
+    /// id of the process that made them: a forked child makes its own.
+    pool: Option<(u32, rayon_core::ThreadPool)>,
     parallel_min_steps: u64,
     max_steps: u64,
     cache: HashMap<u64, Cached>,
@@ -172,6 +181,7 @@ impl Ir3Dispatch {
         Self {
             workers: vec![Worker::default()],
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            pool: None,
             parallel_min_steps: DEFAULT_PARALLEL_MIN_STEPS,
             max_steps,
             cache: HashMap::new(),
@@ -234,7 +244,8 @@ impl Ir3Dispatch {
                     .context(format!("{e}"))
             })?;
             let atomics = prog.instrs.iter().any(|i| matches!(i.body, Body::Cat6(Cat6::AtomicG { .. })));
-            self.cache.insert(s.shader_addr, Cached { words: s.shader.to_vec(), entry: s.entry, regs, prog, atomics });
+            let c = Cached { words: s.shader.to_vec(), entry: s.entry, regs, prog, atomics, group_steps: 0 };
+            self.cache.insert(s.shader_addr, c);
         }
         // PANIC: present: either hit above or inserted just now.
         Ok(&self.cache.get(&s.shader_addr).expect("inserted above").prog)
@@ -269,7 +280,7 @@ impl ShaderCore for Ir3Dispatch {
         self.consts.extend(s.consts.iter().flat_map(|w| w.to_le_bytes()));
         self.program(s)?;
         // PANIC: `program` returned Ok, so the cache holds this shader address.
-        let cached = &self.cache.get(&s.shader_addr).expect("cached by program()");
+        let cached = self.cache.get_mut(&s.shader_addr).expect("cached by program()");
         let d = Dispatch { consts: &self.consts, grid: s.groups, local: s.local };
         let images =
             Images { textures: &self.images.textures, samplers: &self.images.samplers, ibos: &self.images.ibos };
@@ -280,7 +291,10 @@ impl ShaderCore for Ir3Dispatch {
         let run = match mem.as_sync() {
             Some(sync) if self.threads > 1 && !cached.atomics && d.groups() > 1 => {
                 let (threads, min) = (self.threads, self.parallel_min_steps);
-                run_parallel(&mut self.workers, threads, min, &cached.prog, &d, images, sync, self.max_steps)
+                let known = cached.group_steps;
+                let pool = pool(&mut self.pool, threads)?;
+                let w = &mut self.workers;
+                run_parallel(w, pool, threads, min, known, &cached.prog, &d, images, sync, self.max_steps)
             }
             _ => self.workers[0].run(&cached.prog, &d, images, &*mem, 0..d.groups(), self.max_steps).map(|s| (s, 1)),
         };
@@ -297,6 +311,7 @@ impl ShaderCore for Ir3Dispatch {
             }
             .context(format!("{e}"))
         })?;
+        cached.group_steps = stats.steps.div_ceil(d.groups()).max(1);
         // The dispatch finished: commit each thread's writes, in ascending work-group order.
         for w in &self.workers[..used] {
             w.pages.commit(mem)?;
@@ -308,15 +323,18 @@ impl ShaderCore for Ir3Dispatch {
 }
 
 /// Run a dispatch's work-groups on up to `threads` threads (see the module docs): the first
-/// wave's work-groups on the calling thread, then the rest split into consecutive ranges of
-/// whole waves, the first of them on the calling thread too. Returns the summed statistics and
-/// how many workers ran (their overlays, in order, hold the writes in ascending work-group
-/// order), or the error of the lowest range that failed.
+/// wave's work-groups on the calling thread when the program's cost per work-group is not known
+/// yet (`group_steps` 0; otherwise that is the estimate), then the rest split into consecutive
+/// ranges of whole waves, the first of them on the calling thread too. Returns the summed
+/// statistics and how many workers ran (their overlays, in order, hold the writes in ascending
+/// work-group order), or the error of the lowest range that failed.
 #[allow(clippy::too_many_arguments)]
 fn run_parallel(
     workers: &mut Vec<Worker>,
+    pool: &rayon_core::ThreadPool,
     threads: usize,
     parallel_min_steps: u64,
+    group_steps: u64,
     prog: &Shader,
     d: &Dispatch<'_>,
     images: Images<'_>,
@@ -328,15 +346,20 @@ fn run_parallel(
     // so the waves (and which error a failing dispatch reports) do not depend on the threads.
     let fibers = d.local.iter().map(|&v| u64::from(v)).product();
     let k = groups_per_wave(prog, fibers);
-    let k0 = k.min(total);
-    let first = workers[0].run(prog, d, images, mem, 0..k0, max_steps)?;
+    let (first, k0) = if group_steps > 0 {
+        (Stats::default(), 0)
+    } else {
+        let k0 = k.min(total);
+        (workers[0].run(prog, d, images, mem, 0..k0, max_steps)?, k0)
+    };
     let rest = total - k0;
     if rest == 0 {
         return Ok((first, 1));
     }
     let packs = rest.div_ceil(k);
-    // The work left, in the packed waves that run it (first.steps counts one wave per work-group).
-    let work = first.steps.saturating_mul(rest) / (k0 * k);
+    // The work left, in the packed waves that run it (steps count one wave per work-group).
+    let per_group = if k0 > 0 { first.steps.div_ceil(k0) } else { group_steps };
+    let work = per_group.saturating_mul(rest) / k;
     let n = if work < parallel_min_steps {
         1
     } else {
@@ -353,32 +376,29 @@ fn run_parallel(
     while workers.len() < n {
         workers.push(Worker::default());
     }
-    let mut results = Vec::with_capacity(n);
     if n == 1 {
-        results.push(workers[0].run(prog, d, images, mem, part(0), budget));
+        workers[0].result = Some(workers[0].run(prog, d, images, mem, part(0), budget));
     } else {
         let (caller, others) = workers.split_at_mut(1);
-        std::thread::scope(|sc| {
-            let handles: Vec<_> = others[..n - 1]
-                .iter_mut()
-                .enumerate()
-                .map(|(i, w)| {
-                    let groups = part(i + 1);
-                    sc.spawn(move || {
-                        w.pages.clear();
-                        w.run(prog, d, images, mem, groups, budget)
-                    })
-                })
-                .collect();
-            results.push(caller[0].run(prog, d, images, mem, part(0), budget));
-            for h in handles {
-                results.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        // The pool's threads run parts 1.., the calling thread part 0; the scope returns when
+        // every part is done (and resumes a part's panic here).
+        pool.in_place_scope(|sc| {
+            for (i, w) in others[..n - 1].iter_mut().enumerate() {
+                let groups = part(i + 1);
+                sc.spawn(move |_| {
+                    w.pages.clear();
+                    let r = w.run(prog, d, images, mem, groups, budget);
+                    w.result = Some(r);
+                });
             }
+            let r = caller[0].run(prog, d, images, mem, part(0), budget);
+            caller[0].result = Some(r);
         });
     }
     let mut stats = first;
-    for r in results {
-        let s = r?;
+    for w in &mut workers[..n] {
+        // PANIC: every one of the first n workers ran its part above.
+        let s = w.result.take().expect("a part ran")?;
         stats.steps += s.steps;
         stats.lane_instructions += s.lane_instructions;
     }
@@ -386,4 +406,29 @@ fn run_parallel(
         return Err(ExecError::StepLimit { steps: stats.steps });
     }
     Ok((stats, n))
+}
+
+/// The dispatcher's pool of `threads - 1` threads, made at its first use, and again in a forked
+/// child (whose copy of the parent's pool has no threads: it is leaked, not dropped, since its
+/// locks may be held by threads that do not exist in the child).
+fn pool(slot: &mut Option<(u32, rayon_core::ThreadPool)>, threads: usize) -> Result<&rayon_core::ThreadPool> {
+    let pid = std::process::id();
+    if slot.as_ref().is_some_and(|(p, _)| *p != pid)
+        && let Some((_, stale)) = slot.take()
+    {
+        core::mem::forget(stale);
+    }
+    if slot.is_none() {
+        let built = rayon_core::ThreadPoolBuilder::new()
+            .num_threads(threads - 1)
+            .thread_name(|i| format!("hcq-sim-sp{}", i + 1))
+            .build()
+            .map_err(|e| {
+                Error::Unsupported { what: "adreno sim: cannot start the shader core's threads", value: 0 }
+                    .context(format!("{e}"))
+            })?;
+        *slot = Some((pid, built));
+    }
+    // PANIC: filled just above when it was empty.
+    Ok(&slot.as_ref().expect("pool made above").1)
 }

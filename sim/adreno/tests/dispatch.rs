@@ -182,7 +182,8 @@ fn byte_stores_of_different_work_groups_into_one_dword_keep_the_other_bytes() {
 /// One-fiber work-groups (tinygrad's NOLOCALS kernels), which the interpreter packs 64 to a wave:
 /// 255 of them, the first wave on the calling thread and the other three on three threads, write
 /// what one thread writes and count the same lane-instructions; a fault in work-group 200 names
-/// that work-group on both and writes nothing.
+/// that work-group on both, at the program's first dispatch and at a later one, and writes
+/// nothing.
 #[test]
 fn packed_work_groups_on_several_threads_write_the_bytes_one_thread_writes() {
     let groups = 255u32;
@@ -197,7 +198,10 @@ fn packed_work_groups_on_several_threads_write_the_bytes_one_thread_writes() {
     assert!(bytes(&b) == want, "several threads");
     assert_eq!(one.lane_instructions(), many.lane_instructions());
     assert_eq!(one.lane_instructions(), 8 * n as u64);
-    for mut core in [cores().0, cores().1] {
+    // Fresh cores, and the two that know the program's cost from the dispatch above (they
+    // split from the start).
+    let (a, b) = cores();
+    for mut core in [a, b, one, many] {
         let mut mem = memory(4 * 200);
         let e = dispatch(&mut core, &shader, groups, 1, &mut mem).unwrap_err().to_string();
         assert!(e.contains("nothing of the dispatch written") && e.contains("work-group [200, 0, 0]"), "{e}");
