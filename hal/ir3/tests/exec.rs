@@ -535,3 +535,34 @@ fn a_packed_fault_names_its_own_work_group() {
     assert_eq!(hcq_ir3::exec::groups_per_wave(&program_with_wgid(&with_ldl), 1), 1);
     assert_eq!(hcq_ir3::exec::groups_per_wave(&p, 33), 1);
 }
+
+/// `sad.s32` adds its three sources in 32 bits: Mesa's ir3 builds NIR `iadd3` with it on GPUs
+/// with `has_sad` (and on full registers, though the ISA XML derives FULL=false for it).
+#[test]
+fn sad_s32_adds_three_full_registers() {
+    let sad = 3u64 << 61 | 15 << 55 | R2X << 47 | R1X << 32 | R4X << 16 | R3X;
+    let body = [mov_imm(R3X, 0x1234_5678), mov_imm(R2X, 0xf000_0000), mov_imm(R4X, 0x0111_1111), sad];
+    let out = collect(&body, 2, 0);
+    assert_eq!(out, vec![0x1234_5678u32.wrapping_add(0xf000_0000).wrapping_add(0x0111_1111); 2]);
+}
+
+/// Opcodes Mesa's ir3 never emits, whose semantics are undocumented, are refused with the
+/// reason, at load (`refused`) and when reached.
+#[test]
+fn never_emitted_alu_opcodes_are_refused_with_the_reason() {
+    let sel_f32 = 3u64 << 61 | 13 << 55 | R2X << 47 | R1X << 32 | R4X << 16 | R3X;
+    let cmpv_u = cat2(33, R1X, reg(R0X), imm(1));
+    for (word, name) in [(sel_f32, "sel.f32"), (cmpv_u, "cmpv.u")] {
+        let p = program(&[word, END], 0);
+        let why = hcq_ir3::exec::refused(&p.instrs[0]).expect("refused at load");
+        assert!(why.contains(name) && why.contains("never emitted by Mesa"), "{why}");
+        let e = Interp::new()
+            .run(&p, &Dispatch { consts: &[], grid: [1, 1, 1], local: [1, 1, 1] }, &mut Buffers::default())
+            .unwrap_err();
+        assert_eq!(e, ExecError::Unsupported { index: 0, name });
+        assert!(e.to_string().contains(why), "{e}");
+    }
+    // bary.f interpolates fragment varyings
+    let bary = cat2(57, R1X, reg(R0X), reg(R0X));
+    assert!(hcq_ir3::exec::refused(&program(&[bary, END], 0).instrs[0]).unwrap().contains("fragment"));
+}

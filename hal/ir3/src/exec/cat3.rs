@@ -4,9 +4,27 @@ use super::*;
 
 pub(super) fn cat3(cx: &mut Ctx, wave: &mut Wave, c: &Cat3, fl: &Flags, pc: usize, exec: u64) -> Res<()> {
     use Cat3Op::*;
+    // sad.s32 is a 32-bit op: Mesa builds 32-bit NIR iadd3 as sad.s32 on full registers (emit_alu:
+    // `is_half(src[0]) ? SAD_S16 : SAD_S32`), though the ISA XML derives FULL=false for it ("We
+    // think?"), which the decoder (and so the disassembly) follows. Run it on full registers.
+    let full_sad;
+    let c = if c.op == SadS32 && c.srcs[0].half {
+        full_sad = Cat3 {
+            srcs: c.srcs.map(|mut o| {
+                o.half = false;
+                o
+            }),
+            // the destination's size follows FULL (flipped by the conversion bit) below p0/a0
+            dst_half: c.dst.0 <= 0xf7 && !c.dst_half,
+            ..*c
+        };
+        &full_sad
+    } else {
+        c
+    };
     let (kind, signed) = match c.op {
         MadF16 | MadF32 => (Kind::Float, false),
-        MadS16 | MadS24 => (Kind::Int, true),
+        MadS16 | MadS24 | SadS16 | SadS32 => (Kind::Int, true),
         MadU16 | MadU24 | MadshM16 => (Kind::Int, false),
         SelB16 | SelB32 | Shrm | Shlm | Shrg | Shlg | Andg => (Kind::Bits, false),
         op => return Err(unsupported(pc, op.name())),
@@ -82,6 +100,13 @@ pub(super) fn cat3(cx: &mut Ctx, wave: &mut Wave, c: &Cat3, fl: &Flags, pc: usiz
             Andg => {
                 for l in 0..n {
                     a[l] = (b[l] & a[l]) | d[l];
+                }
+            }
+            SadS16 | SadS32 => {
+                // NIR iadd3 (a + b + c): Mesa's emit_alu builds it as sad.s32 / sad.s16 on GPUs with
+                // `has_sad` (ir3_compiler.c: `has_iadd3 = dev_info->a6xx.has_sad`).
+                for l in 0..n {
+                    a[l] = a[l].wrapping_add(b[l]).wrapping_add(d[l]);
                 }
             }
             // The opcodes refused above.

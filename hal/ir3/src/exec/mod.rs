@@ -29,9 +29,11 @@
 //! - Images (cat5 `isam`/`isaml`/`sam`, cat6 `ldib`/`stib`): see [`image`] — linear 2D images,
 //!   nearest filtering, wrap modes per sampler, border color for clamp-to-border.
 //! - Encodings whose semantics are not documented are refused with [`ExecError::Unsupported`]
-//!   rather than guessed (other cat5 ops, bindless cat6, `sel.s*`/`sel.f*`, `sad`, `cmpv`, `madsh.u16`,
-//!   `bary.f`, `flat.b`, `mgen.b`, `setrm`, `shb`, `msad`, `call`/`ret`/`bkt`, `shps`/`shpe`,
-//!   `emit`/`cut`/`chmask`/`chsh`/`flow_rev`).
+//!   rather than guessed (other cat5 ops, bindless cat6, `sel.s*`/`sel.f*`, `cmpv`, `madsh.u16`,
+//!   `mgen.b`, `setrm`, `shb`, `msad`: none of them emitted by Mesa's ir3 compiler, see
+//!   [`refused`]; `bary.f`, `flat.b`: fragment-only; `call`/`ret`/`bkt`, `shps`/`shpe`,
+//!   `emit`/`cut`/`chmask`/`chsh`/`flow_rev`). `sad.s16`/`sad.s32` add their three sources, as
+//!   Mesa's `iadd3` lowering uses them.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -230,9 +232,10 @@ impl fmt::Display for ExecError {
                 if *write { "write" } else { "read" }
             ),
             ExecError::StepLimit { steps } => write!(f, "step limit: {steps} wave-instructions executed"),
-            ExecError::Unsupported { index, name } => {
-                write!(f, "instruction {index}: {name} is not supported by the interpreter")
-            }
+            ExecError::Unsupported { index, name } => match alu_refusal(name) {
+                Some(why) => write!(f, "instruction {index}: {name} is not supported by the interpreter ({why})"),
+                None => write!(f, "instruction {index}: {name} is not supported by the interpreter"),
+            },
             ExecError::PcOutOfRange { from, pc } => {
                 write!(f, "instruction {from}: control flow left the program (to {pc})")
             }
@@ -856,12 +859,51 @@ impl Interp {
 pub fn refused(i: &Instr) -> Option<&'static str> {
     match &i.body {
         Body::Unsupported(name) => Some(name),
+        Body::Cat2(c) => alu_refusal(c.op.name()),
+        Body::Cat3(c) => alu_refusal(c.op.name()),
         Body::Cat5(c) if c.d3 || c.array || c.offset || c.b53 || c.sv => Some(CAT5_REFUSED),
         Body::Cat6(Cat6::Ibo { typed, d, offset, .. }) if !typed || *d > 2 || offset.is_some_and(|o| o != 0) => {
             Some(IBO_REFUSED)
         }
         _ => None,
     }
+}
+
+/// The decoded ALU opcodes the interpreter refuses, each with why. Mesa's NIR→ir3 compiler (which
+/// builds every a6xx compute shader tinygrad and turnip run) never creates these: `ir3.h` has
+/// builders for them that nothing calls, and no NIR op lowers to them (bcsel becomes `sel.b16`/
+/// `sel.b32`, comparisons `cmps.*`, 32-bit multiplies `madsh.m16`); what they compute is
+/// undocumented, so they are refused rather than guessed. `sad.s16`/`sad.s32` are run: Mesa emits
+/// them for NIR `iadd3` (a + b + c) on a6xx gen4 and a7xx (`has_sad`; never on an A630).
+const ALU_REFUSED: [(&str, &str); 14] = [
+    ("cmpv.f", CMPV_REFUSED),
+    ("cmpv.u", CMPV_REFUSED),
+    ("cmpv.s", CMPV_REFUSED),
+    ("sel.s16", SEL_REFUSED),
+    ("sel.s32", SEL_REFUSED),
+    ("sel.f16", SEL_REFUSED),
+    ("sel.f32", SEL_REFUSED),
+    (
+        "madsh.u16",
+        "madsh.u16: never emitted by Mesa's ir3 compiler (32-bit multiplies use madsh.m16); semantics undocumented",
+    ),
+    ("mgen.b", OTHER_REFUSED),
+    ("setrm", OTHER_REFUSED),
+    ("shb", OTHER_REFUSED),
+    ("msad", OTHER_REFUSED),
+    ("bary.f", VARYING_REFUSED),
+    ("flat.b", VARYING_REFUSED),
+];
+const CMPV_REFUSED: &str =
+    "cmpv.f/cmpv.u/cmpv.s: never emitted by Mesa's ir3 compiler (comparisons use cmps.*); semantics undocumented";
+const SEL_REFUSED: &str = "sel.s16/sel.s32/sel.f16/sel.f32: never emitted by Mesa's ir3 compiler (selects use sel.b16/sel.b32); semantics undocumented";
+const OTHER_REFUSED: &str =
+    "mgen.b/setrm/shb/msad: never emitted by Mesa's ir3 compiler (no NIR op lowers to them); semantics undocumented";
+const VARYING_REFUSED: &str = "bary.f/flat.b: fragment-shader varying interpolation, which no compute shader has";
+
+/// Why the interpreter refuses the ALU opcode `name` (see [`ALU_REFUSED`]).
+fn alu_refusal(name: &str) -> Option<&'static str> {
+    ALU_REFUSED.iter().find(|(n, _)| *n == name).map(|(_, why)| *why)
 }
 
 const CAT5_REFUSED: &str = "cat5 with .3d/.a/.o/.p/.s/.v or an immediate offset";
