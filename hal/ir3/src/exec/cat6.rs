@@ -71,8 +71,8 @@ pub(super) fn cat6(
     shared: &mut [u8],
     private: &mut [u8],
 ) -> Res<()> {
-    let sites = cx.sites();
-    let site = |l: usize| sites.site(w, l);
+    let at = cx.at;
+    let site = |l: usize| at.site(w, l);
     let fault = |l: usize, addr: u64, space, write| {
         let (group, lane) = site(l);
         ExecError::Fault { index: pc, group, lane, addr, space, write }

@@ -368,28 +368,27 @@ struct Ctx<'a> {
     consts: &'a [u8],
     images: Images<'a>,
     mem: &'a mut dyn Memory,
-    group: [u32; 3],
+    /// The work-group(s) running, for the id registers and error reports.
+    at: Sites,
     steps: u64,
     max_steps: u64,
     lane_instrs: u64,
     /// Highest full / half regid the program can touch (see [`reg_span`]).
     span: (u8, u8),
+    /// The first lane of each packed work-group (bit `i·t`), for counting wave-instructions.
+    pack_starts: u64,
+}
+
+/// Which work-group(s) a wave runs: what names a lane's work-group and fiber.
+#[derive(Clone, Copy)]
+struct Sites {
+    /// The (first) work-group's coordinates.
+    group: [u32; 3],
     /// Work-groups packed into one wave ([`groups_per_wave`]): the fibers per work-group when
     /// several share the wave (lane `l` is fiber `l % t` of work-group `pack_first + l / t`),
     /// 0 when a work-group has waves of its own.
     pack: u32,
-    /// Linear index of the first work-group in the packed wave.
-    pack_first: u64,
-    /// The first lane of each packed work-group (bit `i·t`), for counting wave-instructions.
-    pack_starts: u64,
-    grid: [u32; 3],
-}
-
-/// What names a lane's work-group and fiber in an error (a copy of [`Ctx`]'s fields).
-#[derive(Clone, Copy)]
-struct Sites {
-    group: [u32; 3],
-    pack: u32,
+    /// Linear index of the first work-group in the wave.
     pack_first: u64,
     grid: [u32; 3],
 }
@@ -409,19 +408,15 @@ impl Sites {
 }
 
 impl Ctx<'_> {
-    fn sites(&self) -> Sites {
-        Sites { group: self.group, pack: self.pack, pack_first: self.pack_first, grid: self.grid }
-    }
-
     fn site(&self, w: usize, l: usize) -> ([u32; 3], u32) {
-        self.sites().site(w, l)
+        self.at.site(w, l)
     }
 
     /// The wave-instructions one step of a wave with `mask` counts for: 1, or with packed
     /// work-groups one per work-group with a lane in `mask` (each would be its own wave).
     #[inline]
     fn step_weight(&self, mask: u64) -> u64 {
-        match self.pack {
+        match self.at.pack {
             0 => 1,
             1 => u64::from(mask.count_ones()),
             t => {
@@ -674,24 +669,21 @@ impl Interp {
             consts: d.consts,
             images,
             mem,
-            group: [0; 3],
+            // CAST: k > 1 only for work-groups of at most 32 fibers.
+            at: Sites { group: [0; 3], pack: if k > 1 { threads as u32 } else { 0 }, pack_first: 0, grid: d.grid },
             steps: 0,
             max_steps: self.max_steps,
             lane_instrs: 0,
             span: reg_span(prog),
-            // CAST: k > 1 only for work-groups of at most 32 fibers.
-            pack: if k > 1 { threads as u32 } else { 0 },
-            pack_first: 0,
             pack_starts: 0,
-            grid: d.grid,
         };
         let mut g = groups.start;
         while g < groups.end {
             // Packs start at multiples of k, whatever the range, so that a caller's split of the
             // grid into ranges at multiples of k gives the same waves.
             let end = ((g / k + 1) * k).min(groups.end);
-            cx.group = group_coords(d.grid, g);
-            cx.pack_first = g;
+            cx.at.group = group_coords(d.grid, g);
+            cx.at.pack_first = g;
             // CAST: end - g ≤ k ≤ 64.
             self.run_group(&mut cx, d, threads as usize, nwaves, (end - g) as usize)?;
             g = end;
@@ -699,13 +691,13 @@ impl Interp {
         Ok(Stats { steps: cx.steps, lane_instructions: cx.lane_instrs })
     }
 
-    /// Run `count` work-groups from `cx.pack_first`: one (`count == 1` and `cx.pack == 0`), or
+    /// Run `count` work-groups from `cx.at.pack_first`: one (`count == 1`, `cx.at.pack == 0`), or
     /// `count` packed side by side in wave 0.
     fn run_group(&mut self, cx: &mut Ctx, d: &Dispatch, threads: usize, nwaves: usize, count: usize) -> Res<()> {
         self.shared.fill(0);
         self.private.fill(0);
         let [lx, ly, _] = d.local;
-        let packed = cx.pack != 0;
+        let packed = cx.at.pack != 0;
         if packed {
             cx.pack_starts = (0..count).fold(0u64, |m, i| m | 1u64 << (i * threads));
         }
@@ -733,11 +725,11 @@ impl Interp {
             }
             if m.wgid != 0xfc {
                 for c in 0..3 {
-                    wave.regs[(m.wgid as usize + c) & 0xff] = [cx.group[c]; W];
+                    wave.regs[(m.wgid as usize + c) & 0xff] = [cx.at.group[c]; W];
                 }
                 if packed {
                     for j in 1..count {
-                        let g = group_coords(d.grid, cx.pack_first + j as u64);
+                        let g = group_coords(d.grid, cx.at.pack_first + j as u64);
                         for (c, v) in g.iter().enumerate() {
                             wave.regs[(m.wgid as usize + c) & 0xff][j * threads..(j + 1) * threads].fill(*v);
                         }
