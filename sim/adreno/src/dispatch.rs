@@ -13,16 +13,17 @@
 //! - Work-groups run on every core: a dispatch's work-groups are split into consecutive ranges,
 //!   one per thread (at most [`std::thread::available_parallelism`], see
 //!   [`Ir3Dispatch::with_threads`]: the calling thread and a pool of threads kept between
-//!   dispatches), each with its own interpreter and its own overlay of the writes. At a program's first dispatch its first wave's work-groups run first on the calling
-//!   thread and tell the cost of the rest (work-group 0, or the first `k` when the interpreter
-//!   packs `k` small work-groups into one wave, [`hcq_ir3::exec::groups_per_wave`]); later
-//!   dispatches take the cost per work-group of the previous one and split from the start.
-//!   Every range starts at a multiple of `k`, so the waves do not depend on the number of
-//!   threads; a dispatch whose work is small stays on the calling thread. After every thread finished,
-//!   the overlays are committed in ascending work-group order, so the bytes written do not depend
-//!   on the number of threads (a work-group does not see another's writes of the same dispatch,
-//!   which the hardware does not promise either). A program with global atomics (`atomic.g.*`,
-//!   whose work-groups do see each other's updates) runs on one thread over one overlay.
+//!   dispatches), each with its own interpreter and its own overlay of the writes. At a
+//!   program's first dispatch its first wave's work-groups run first on the calling thread and
+//!   tell the cost of the rest (work-group 0, or the first `k` when the interpreter packs `k`
+//!   small work-groups into one wave, [`hcq_ir3::exec::groups_per_wave`]); later dispatches take
+//!   the cost per work-group of the previous one and split from the start. Every range starts
+//!   at a multiple of `k`, so the waves do not depend on the number of threads; a dispatch whose
+//!   work is small stays on the calling thread. After every thread finished, the overlays are
+//!   committed in ascending work-group order, so the bytes written do not depend on the number
+//!   of threads (a work-group does not see another's writes of the same dispatch, which the
+//!   hardware does not promise either). A program with global atomics (`atomic.g.*`, whose
+//!   work-groups do see each other's updates) runs on one thread over one overlay.
 //! - The dispatch is a transaction: global-memory writes go to an overlay that reads see
 //!   ([`crate::overlay`]: 4 KiB copy-on-write pages with a dirty bit per byte), and reach GPU
 //!   memory only when the whole dispatch finished, exactly the bytes written. A fault (an access outside every
