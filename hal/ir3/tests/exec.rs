@@ -566,3 +566,17 @@ fn never_emitted_alu_opcodes_are_refused_with_the_reason() {
     let bary = cat2(57, R1X, reg(R0X), reg(R0X));
     assert!(hcq_ir3::exec::refused(&program(&[bary, END], 0).instrs[0]).unwrap().contains("fragment"));
 }
+
+/// A relative register read out of range names the work-group and fiber that made it, packed
+/// (one-fiber work-groups, 64 to a wave) or not.
+#[test]
+fn a_relative_access_out_of_range_names_its_work_group() {
+    // mov.u32u32 r1.x, r<a0.x + 300> (a0.x = 0): past the 256 regids
+    let mov_rel = 0x200c_c004_0000_092cu64;
+    let w = [cmps_u_lt(P0X, reg(R2X), imm(70)), br_p0x(2), mov_rel, END];
+    let p = program_with_wgid(&w);
+    let d = Dispatch { consts: &[], grid: [100, 1, 1], local: [1, 1, 1] };
+    let e = packed_and_one_by_one(&p, &d, 4).0.unwrap_err();
+    assert_eq!(e, ExecError::Relative { index: 2, group: [70, 0, 0], lane: 0, value: 300 });
+    assert!(e.to_string().contains("work-group [70, 0, 0], lane 0"), "{e}");
+}

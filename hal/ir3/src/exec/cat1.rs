@@ -158,7 +158,7 @@ pub(super) fn cat1(cx: &mut Ctx, wave: &mut Wave, c: &Cat1, fl: &Flags, pc: usiz
                         for l in lanes_of(exec) {
                             let idx = wave.regs[0xf4][l] as i32 as i16 as i64 + off as i64 + k as i64;
                             if !(0..256).contains(&idx) {
-                                return Err(ExecError::Relative { index: pc, lane: l as u32, value: idx });
+                                return Err(relative(cx, wave, pc, l, idx));
                             }
                             let i = idx as usize;
                             if half {

@@ -213,7 +213,7 @@ pub enum ExecError {
     /// Execution reached an index outside the program (`pc`), from instruction `from`.
     PcOutOfRange { from: usize, pc: i64 },
     /// `r<a0.x + n>` / `c<a0.x + n>` / a relative destination outside the register or const file.
-    Relative { index: usize, lane: u32, value: i64 },
+    Relative { index: usize, group: [u32; 3], lane: u32, value: i64 },
     /// A const read beyond the dispatch's constant file.
     ConstOutOfRange { index: usize, word: u32 },
     /// The dispatch itself is malformed (empty grid, too large a work-group...).
@@ -239,9 +239,10 @@ impl fmt::Display for ExecError {
             ExecError::PcOutOfRange { from, pc } => {
                 write!(f, "instruction {from}: control flow left the program (to {pc})")
             }
-            ExecError::Relative { index, lane, value } => {
-                write!(f, "instruction {index}: relative access to {value} out of range (lane {lane})")
-            }
+            ExecError::Relative { index, group, lane, value } => write!(
+                f,
+                "instruction {index}: relative access to {value} out of range (work-group {group:?}, lane {lane})"
+            ),
             ExecError::ConstOutOfRange { index, word } => {
                 write!(f, "instruction {index}: const word {word} beyond the constant file")
             }
@@ -277,6 +278,8 @@ enum Pred {
 }
 
 struct Wave {
+    /// Its index in the work-group (0 for a wave of packed work-groups).
+    index: usize,
     regs: Box<[Lanes; 256]>,
     /// The separate half-register file (used when `merged` is false).
     hregs: Box<[Lanes; 256]>,
@@ -291,8 +294,9 @@ struct Wave {
 }
 
 impl Wave {
-    fn new() -> Wave {
+    fn new(index: usize) -> Wave {
         Wave {
+            index,
             regs: Box::new([[0; W]; 256]),
             hregs: Box::new([[0; W]; 256]),
             merged: false,
@@ -660,7 +664,7 @@ impl Interp {
         let k = if self.pack { groups_per_wave(prog, threads) } else { 1 };
         let nwaves = if k > 1 { 1 } else { (threads as usize).div_ceil(W) };
         while self.waves.len() < nwaves {
-            self.waves.push(Wave::new());
+            self.waves.push(Wave::new(self.waves.len()));
         }
         self.shared.resize(prog.meta.shmem as usize, 0);
         self.private.resize(prog.meta.pvtmem as usize * nwaves * W, 0);
@@ -901,6 +905,12 @@ fn alu_refusal(name: &str) -> Option<&'static str> {
 const CAT5_REFUSED: &str = "cat5 with .3d/.a/.o/.p/.s/.v or an immediate offset";
 const IBO_REFUSED: &str = "ldib/stib untyped, 3d or with an offset";
 
+/// A relative register or const access out of range in lane `l`, naming its work-group and fiber.
+fn relative(cx: &Ctx, wave: &Wave, pc: usize, l: usize, value: i64) -> ExecError {
+    let (group, lane) = cx.site(wave.index, l);
+    ExecError::Relative { index: pc, group, lane, value }
+}
+
 fn unsupported(pc: usize, name: &'static str) -> ExecError {
     ExecError::Unsupported { index: pc, name }
 }
@@ -1009,14 +1019,14 @@ fn read_src(cx: &Ctx, wave: &Wave, o: &Operand, k: u8, pc: usize, exec: u64, flo
                 let v = match o.src {
                     Src::RelReg(_) => {
                         if !(0..256).contains(&idx) {
-                            return Err(ExecError::Relative { index: pc, lane: l as u32, value: idx });
+                            return Err(relative(cx, wave, pc, l, idx));
                         }
                         let r = idx as usize;
                         if o.half { wave.hget(r as u8, l) } else { wave.regs[r][l] }
                     }
                     _ => {
                         if !(0..2048).contains(&idx) {
-                            return Err(ExecError::Relative { index: pc, lane: l as u32, value: idx });
+                            return Err(relative(cx, wave, pc, l, idx));
                         }
                         const_word(cx, idx as u32, pc)?
                     }
