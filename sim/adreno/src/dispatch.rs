@@ -145,8 +145,9 @@ pub struct Ir3Dispatch {
     /// `workers[0]` runs on the calling thread; the others on the pool's threads.
     workers: Vec<Worker>,
     threads: usize,
-    /// `threads - 1` threads kept for the dispatches that spread (made at the first).
-    pool: Option<rayon_core::ThreadPool>,
+    /// `threads - 1` threads kept for the dispatches that spread (made at the first), with the
+    /// id of the process that made them: a forked child makes its own.
+    pool: Option<(u32, rayon_core::ThreadPool)>,
     parallel_min_steps: u64,
     max_steps: u64,
     cache: HashMap<u64, Cached>,
@@ -408,8 +409,16 @@ fn run_parallel(
     Ok((stats, n))
 }
 
-/// The dispatcher's pool of `threads - 1` threads, made at its first use.
-fn pool(slot: &mut Option<rayon_core::ThreadPool>, threads: usize) -> Result<&rayon_core::ThreadPool> {
+/// The dispatcher's pool of `threads - 1` threads, made at its first use, and again in a forked
+/// child (whose copy of the parent's pool has no threads: it is leaked, not dropped, since its
+/// locks may be held by threads that do not exist in the child).
+fn pool(slot: &mut Option<(u32, rayon_core::ThreadPool)>, threads: usize) -> Result<&rayon_core::ThreadPool> {
+    let pid = std::process::id();
+    if slot.as_ref().is_some_and(|(p, _)| *p != pid)
+        && let Some((_, stale)) = slot.take()
+    {
+        core::mem::forget(stale);
+    }
     if slot.is_none() {
         let built = rayon_core::ThreadPoolBuilder::new()
             .num_threads(threads - 1)
@@ -419,8 +428,8 @@ fn pool(slot: &mut Option<rayon_core::ThreadPool>, threads: usize) -> Result<&ra
                 Error::Unsupported { what: "adreno sim: cannot start the shader core's threads", value: 0 }
                     .context(format!("{e}"))
             })?;
-        *slot = Some(built);
+        *slot = Some((pid, built));
     }
     // PANIC: filled just above when it was empty.
-    Ok(slot.as_ref().expect("pool made above"))
+    Ok(&slot.as_ref().expect("pool made above").1)
 }
