@@ -82,6 +82,14 @@ fn run(core: &mut Ir3Dispatch) -> bool {
 }
 
 #[test]
+// CI runs the aarch64 build of this crate's tests under qemu-user, which aborts when a forked child
+// of a multi-threaded guest starts a thread (`qemu_plugin_vcpu_init_hook: assertion failed`, then
+// `cpu_exec: assertion failed (cpu == current_cpu)`): the emulator's limit, not this code's; the
+// x86-64 run covers the behaviour.
+#[cfg_attr(
+    target_arch = "aarch64",
+    ignore = "qemu-user aborts a forked child of a multi-threaded guest that starts a thread"
+)]
 fn a_forked_child_makes_its_own_pool() {
     let mut core = Ir3Dispatch::new().with_threads(4).with_parallel_min_steps(0);
     assert!(run(&mut core), "parent, first dispatch");
