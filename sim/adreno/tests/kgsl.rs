@@ -160,8 +160,10 @@ fn a_wait_blocked_past_the_dispatcher_timeout_is_a_hang() {
     let mut q = r.queue();
     q.push(Command::Wait { addr: r.signals.gpuaddr() + 32, value: 5 }).unwrap();
     q.push(Command::Signal { addr: r.signals.gpuaddr(), value: 9 }).unwrap();
-    let ts = r.submit(&q);
+    // from before the submission: the CP may already block in it (the dispatcher's clock starts
+    // there), which on a slow host (qemu-user) takes a visible part of the timeout
     let t0 = Instant::now();
+    let ts = r.submit(&q);
     assert!(matches!(r.k.wait(&r.ctx, ts, 10_000).unwrap_err(), Error::DeviceHung { .. }));
     let took = t0.elapsed();
     assert!(took >= hcq_sim_adreno::kgsl::HANG_TIMEOUT && took.as_millis() < 5000, "hang declared after {took:?}");
