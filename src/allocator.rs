@@ -277,7 +277,7 @@ mod lru;
 #[cfg(feature = "std")]
 pub use host::HostAllocator;
 #[cfg(feature = "std")]
-pub(crate) use host::advise_huge_pages;
+pub use host::advise_huge_pages;
 
 #[cfg(feature = "std")]
 mod host;

@@ -35,6 +35,20 @@ pub enum DType {
     F64 = 12,
 }
 
+/// Bytes spanned by `shape` elements of `dtype` (the product of the dimensions times the size);
+/// an overflow is [`Error::Malformed`].
+pub fn footprint(dtype: DType, shape: impl Iterator<Item = u64>) -> Result<u64> {
+    let mut n: u64 = dtype.size() as u64;
+    for d in shape {
+        n = n.checked_mul(d).ok_or(Error::Malformed {
+            what: "bundle shape",
+            at: d,
+            reason: "element count overflows",
+        })?;
+    }
+    Ok(n)
+}
+
 impl DType {
     /// Every type, in code order.
     pub const ALL: [DType; 13] = [

@@ -23,7 +23,7 @@ use crate::error::{DeviceName, Error, Result};
 use crate::profile::Profiler;
 use crate::queue::{Encoder, HwQueue};
 use crate::ring::KernargPool;
-use crate::signal::{OwnedSignal, WaitHooks};
+use crate::signal::{OwnedSignal, WaitHooks, WaitPolicy};
 use crate::stamp::{ChannelId, Stamp};
 use crate::submit::{Shape, Submission};
 use crate::sync::{Lock, LockGuard};
@@ -253,12 +253,24 @@ impl Engine {
     /// Wait until the timeline reaches `value`. While profiling, a wait that had to wait is
     /// recorded as a [`Wait`](crate::profile::EventKind::Wait) event (host clock).
     pub fn wait(&self, value: impl Into<Stamp>) -> Result<()> {
+        self.wait_with(value, &self.timeline.policy())
+    }
+
+    /// Wait for `value` up to `policy.timeout_ns` without progress, without declaring the
+    /// device hung: `Ok(false)` when it has not passed by then ([`Timeline::try_wait`]).
+    pub fn try_wait(&self, value: impl Into<Stamp>, policy: &WaitPolicy) -> Result<bool> {
+        self.timeline.try_wait(value, &*self.hooks, policy)
+    }
+
+    /// [`Engine::wait`] under `policy` for this wait alone ([`Timeline::wait_with`]: the
+    /// device's shared policy is not touched). A timeout marks the device hung.
+    pub fn wait_with(&self, value: impl Into<Stamp>, policy: &WaitPolicy) -> Result<()> {
         let value = value.into();
         if !self.profiler.is_enabled() || self.timeline.passed(value) {
-            return self.timeline.wait(value, &*self.hooks);
+            return self.timeline.wait_with(value, &*self.hooks, policy);
         }
         let st = self.hooks.now_ns();
-        let r = self.timeline.wait(value, &*self.hooks);
+        let r = self.timeline.wait_with(value, &*self.hooks, policy);
         let name = self.profiler.intern("wait");
         self.profiler.record(crate::profile::Event {
             kind: crate::profile::EventKind::Wait,

@@ -2,7 +2,8 @@
 //!
 //! `no_std` (+ `alloc`) core of hcq: it talks to devices through MMIO registers, command rings in
 //! shared memory and timeline signals, in the design of tinygrad's HCQ device layer. One module
-//! per concept; backends live in `hal/*`, deployable images in `boards/*`.
+//! per concept; backends live in `hal/*`, deployable images in `boards/*`. The bundle format is
+//! `hcq-bundle` (`bundle/`), the runner that loads bundles onto a backend `hcq-runner` (`runner/`).
 //!
 //! | module | concept |
 //! |---|---|
@@ -14,8 +15,7 @@
 //! | [`buffer`] | lazily allocated buffers, views, multi-device buffers |
 //! | [`deps`] | range-based read/write hazard tracking |
 //! | [`program`] | program images, kernel-argument layout |
-//! | [`device`] | the device trait, canonical names, registry, enumeration |
-//! | [`bundle`] | model bundles: the v1 directory importer, the zero-copy `.hcqb` format |
+//! | [`device`] | the engine-level device trait, canonical names, report lines |
 //! | [`stamp`] | completion stamps (timeline values) and engine ids as types |
 //! | [`signal`] | signals in device-visible memory, waits with timeouts |
 //! | [`timeline`] | per-device submission order, hang detection |
@@ -26,6 +26,12 @@
 //! | [`engine`] | the engine tying timeline, rings and encoder together |
 //! | [`soft`] | the reference command encoding and a software command processor |
 //! | [`profile`] | profile events, Chrome trace export |
+//!
+//! The root re-exports what a backend or a board uses every day: [`Error`]/[`Result`], [`DType`],
+//! [`Stamp`], the MMIO bus ([`MmioBus`], [`Width`]; with `std` [`HostRegion`]), signals and
+//! their policy ([`Signal`], [`WaitPolicy`]; with `alloc` [`OwnedSignal`]), and with `alloc` the [`Engine`],
+//! [`HwQueue`], [`Timeline`], [`Buffer`], [`Device`], [`DeviceLimits`], [`DeviceProperties`] and
+//! [`Profiler`]; everything else is reached through its module.
 //!
 //! Features: `alloc` (buffers, allocators, queues), `std` (implies `alloc`; host allocator, `DEV`
 //! environment selection, trace export), `log` or `defmt` (one logging back end, never both).
@@ -56,7 +62,6 @@ pub mod allocator;
 pub mod barrier;
 #[cfg(feature = "alloc")]
 pub mod buffer;
-pub mod bundle;
 #[cfg(feature = "alloc")]
 pub mod deps;
 #[cfg(feature = "alloc")]
@@ -76,8 +81,6 @@ pub mod program;
 pub mod queue;
 #[cfg(feature = "alloc")]
 pub mod ring;
-#[cfg(feature = "alloc")]
-pub mod runner;
 pub mod signal;
 #[cfg(feature = "alloc")]
 pub mod soft;
@@ -90,6 +93,27 @@ pub mod timeline;
 
 pub use dtype::DType;
 pub use error::{Error, Result};
+pub use mmio::{MmioBus, Width};
+pub use signal::{Signal, WaitPolicy};
+pub use stamp::Stamp;
+
+#[cfg(feature = "std")]
+pub use mmio::HostRegion;
+#[cfg(feature = "alloc")]
+pub use signal::OwnedSignal;
+
+#[cfg(feature = "alloc")]
+pub use buffer::Buffer;
+#[cfg(feature = "alloc")]
+pub use device::{Device, DeviceLimits, DeviceProperties};
+#[cfg(feature = "alloc")]
+pub use engine::Engine;
+#[cfg(feature = "alloc")]
+pub use profile::Profiler;
+#[cfg(feature = "alloc")]
+pub use queue::HwQueue;
+#[cfg(feature = "alloc")]
+pub use timeline::Timeline;
 
 /// `v.insert(at, x)` without `Vec::insert`'s panic path: that one is `#[track_caller]`, so its
 /// location (this crate's absolute source path) would land in every image that calls it. An

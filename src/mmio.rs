@@ -2,7 +2,7 @@
 //!
 //! All register and shared-memory access in hcq goes through the small [`MmioBus`] trait, so the
 //! same register code runs on a real mapping ([`VolatileRegion`]) and on mock MMIO (the std shim
-//! in `sim/mmio`). An [`MmioView`] is `(bus, byte offset, byte length, element format)`: indexing
+//! in `sim/device`). An [`MmioView`] is `(bus, byte offset, byte length, element format)`: indexing
 //! is in elements, `view()` offsets and lengths are in bytes (as in tinygrad's `MMIOInterface`).
 //! Every access is bounds-checked and misaligned accesses are refused: an out-of-range access is
 //! an [`Error::OutOfBounds`], never undefined behaviour.

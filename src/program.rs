@@ -184,7 +184,7 @@ pub fn buffer_footprints(signature: &[Param]) -> Result<Vec<u64>> {
                     value: u64::from(p.slot),
                 });
             }
-            crate::bundle::check::footprint(p.dtype, p.shape.iter().copied())
+            crate::dtype::footprint(p.dtype, p.shape.iter().copied())
         })
         .collect()
 }
@@ -596,7 +596,7 @@ mod tests {
 
     #[test]
     fn without_a_timeline_a_failed_launch_leaves_no_stamp() {
-        // (on a device with a timeline it marks everything submitted: sim/mmio tests/lifetime.rs)
+        // (on a device with a timeline it marks everything submitted: sim/device tests/lifetime.rs)
         use crate::device::tests::FakeDevice;
         let dev = FakeDevice::new("FAKE", 1 << 16);
         let d: Arc<dyn Device> = dev.clone();

@@ -10,7 +10,7 @@
 //! two-slice write of nova's command queue), then issues the backend's barrier
 //! ([`Barrier`]: a release fence for a host-thread device, `dsb st` / `sfence` for hardware) and
 //! rings the doorbell with the new write pointer. [`KernargPool`] hands out contiguous, aligned blocks from a
-//! wrapping [`BumpAllocator`](crate::memory::BumpAllocator).
+//! wrapping [`crate::memory::BumpAllocator`].
 //!
 //! Bookkeeping is a fixed-capacity queue of `(end position, stamp)` pairs allocated once; when
 //! it is full the producer waits for the oldest entry instead of growing it, so the steady state

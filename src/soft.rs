@@ -2,8 +2,8 @@
 //!
 //! Devices without a hardware command processor — the CPU device, the simulated devices of the
 //! std shim, a bare-metal board running kernels inline — encode their queues with
-//! [`SoftEncoder`] and run them with [`SoftCp`] ([`engine`]: the soft command processor, its
-//! executor, context, sizes and register block; driven by threads in [`runner`] or by the
+//! [`SoftEncoder`] and run them with [`SoftCp`] ([`cp`]: the soft command processor, its
+//! executor, context, sizes and register block; driven by threads in [`threaded`] or by the
 //! waiting code in [`inline`]), which reads the ring like a hardware CP would:
 //! from its read pointer up to the doorbell's write pointer, one packet at a time, wrapping at
 //! the ring's end.

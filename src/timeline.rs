@@ -178,24 +178,43 @@ impl Timeline {
 
     /// Wait until the timeline reaches `value`. A timeout marks the device hung.
     pub fn wait(&self, value: impl Into<Stamp>, hooks: &dyn WaitHooks) -> Result<()> {
-        let value = value.into().get();
-        if self.signal.is_reached(value) {
-            return Ok(());
-        }
-        self.check()?;
         // TIMEOUT: the device's policy (`WaitPolicy`, default 30 s without progress, tinygrad's
         // HCQDEV_WAIT_TIMEOUT_MS); progress restarts it, so only a stuck device times out.
-        let policy = self.policy();
-        let faults = FaultHooks { inner: hooks, tl: self };
-        match self.signal.wait(value, &policy, &faults, &self.device) {
-            Ok(()) => Ok(()),
+        self.wait_with(value, hooks, &self.policy())
+    }
+
+    /// [`Timeline::wait`] under `policy` for this wait alone (the device's own policy is not
+    /// touched, so a concurrent waiter keeps its own). A timeout marks the device hung.
+    pub fn wait_with(&self, value: impl Into<Stamp>, hooks: &dyn WaitHooks, policy: &WaitPolicy) -> Result<()> {
+        match self.wait_inner(value.into(), hooks, policy) {
             Err(e @ Error::Timeout { .. }) => {
                 self.hung.store(true, Ordering::Release);
                 error!("device hung: {}", e);
                 Err(e)
             }
+            r => r,
+        }
+    }
+
+    /// Wait under `policy` for `value`: `Ok(false)` when it has not been reached after
+    /// `policy.timeout_ns` without progress — the device is **not** declared hung (a bounded
+    /// poll, for a caller that gives up and waits again later). A fault is an error.
+    pub fn try_wait(&self, value: impl Into<Stamp>, hooks: &dyn WaitHooks, policy: &WaitPolicy) -> Result<bool> {
+        match self.wait_inner(value.into(), hooks, policy) {
+            Ok(()) => Ok(true),
+            Err(Error::Timeout { .. }) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    fn wait_inner(&self, value: Stamp, hooks: &dyn WaitHooks, policy: &WaitPolicy) -> Result<()> {
+        let value = value.get();
+        if self.signal.is_reached(value) {
+            return Ok(());
+        }
+        self.check()?;
+        let faults = FaultHooks { inner: hooks, tl: self };
+        self.signal.wait(value, policy, &faults, &self.device)
     }
 
     /// Wait for everything submitted so far.

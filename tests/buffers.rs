@@ -1,10 +1,9 @@
 //! The buffer, allocator and device APIs used from outside the crate, as a backend crate would:
-//! a host-memory device registered in a registry, buffers and views on it, and the report.
+//! a host-memory device, buffers and views on it, and its line of a device report.
 
 use hcq::allocator::{BufferSpec, HostAllocator, LruAllocator};
 use hcq::buffer::{Buffer, MultiBuffer};
-use hcq::device::{Device, DeviceKind, DeviceLimits, DeviceProperties, Registry, ReportList};
-use hcq::program::{Program, ProgramImage};
+use hcq::device::{Device, DeviceLimits, DeviceProperties, DeviceReport, ReportList};
 use hcq::{DType, Error, Result};
 use std::sync::Arc;
 
@@ -20,9 +19,6 @@ impl Device for HostDevice {
     }
     fn allocator(&self) -> &LruAllocator {
         &self.alloc
-    }
-    fn load_program(&self, image: &ProgramImage) -> Result<Arc<dyn Program>> {
-        Err(Error::Unsupported { what: "programs on the host test device", value: image.binary.len() as u64 })
     }
     fn synchronize(&self) -> Result<()> {
         Ok(())
@@ -43,7 +39,6 @@ impl Device for HostDevice {
             alloc_align: 16,
             max_kernel_args: 0,
             max_grid: [1, 1, 1],
-            gpu: None,
         }
     }
     fn as_any(&self) -> &dyn std::any::Any {
@@ -51,27 +46,14 @@ impl Device for HostDevice {
     }
 }
 
-fn count() -> Result<u32> {
-    Ok(2)
-}
-
-fn open(index: u32) -> Result<Arc<dyn Device>> {
-    let name = if index == 0 { "HOST".to_string() } else { format!("HOST:{index}") };
-    let alloc = LruAllocator::new(&name, Box::new(HostAllocator::with_limit(64 << 10)));
-    Ok(Arc::new(HostDevice { name, alloc }))
-}
-
-fn registry() -> Registry {
-    let r = Registry::new();
-    r.register(DeviceKind { name: "HOST", count, open });
-    r
+fn open(name: &str) -> Arc<dyn Device> {
+    let alloc = LruAllocator::new(name, Box::new(HostAllocator::with_limit(64 << 10)));
+    Arc::new(HostDevice { name: name.into(), alloc })
 }
 
 #[test]
-fn buffers_on_a_registered_host_device_round_trip_and_return_their_memory() {
-    let r = registry();
-    let dev = r.open("host:0").unwrap();
-    assert!(Arc::ptr_eq(&dev, &r.open("HOST").unwrap()));
+fn buffers_on_a_host_device_round_trip_and_return_their_memory() {
+    let dev = open("HOST");
     {
         let b = Buffer::new(dev.clone(), 1024, DType::F32, BufferSpec::default()).unwrap();
         let data: Vec<u8> = (0..4096u32).map(|i| i as u8).collect();
@@ -89,8 +71,7 @@ fn buffers_on_a_registered_host_device_round_trip_and_return_their_memory() {
 
 #[test]
 fn out_of_memory_names_the_device_and_usage() {
-    let r = registry();
-    let dev = r.open("host:1").unwrap();
+    let dev = open("HOST:1");
     let a = Buffer::new(dev.clone(), 48 << 10, DType::U8, BufferSpec::default()).unwrap();
     a.allocate().unwrap();
     let b = Buffer::new(dev.clone(), 32 << 10, DType::U8, BufferSpec::default()).unwrap();
@@ -104,13 +85,11 @@ fn out_of_memory_names_the_device_and_usage() {
 
 #[test]
 fn multibuffer_and_report() {
-    let r = registry();
-    let devs = [r.open("host").unwrap(), r.open("host:1").unwrap()];
+    let devs = [open("HOST"), open("HOST:1")];
     let mb = MultiBuffer::new(&devs, 2, DType::U32, BufferSpec { zero: true, ..Default::default() }).unwrap();
     let mut out = [0xffu8; 8];
     mb.get(1).unwrap().copy_out(&mut out).unwrap();
     assert_eq!(out, [0; 8], "zero-spec memory reads as zero");
-    r.set_default("host");
-    let reports = r.enumerate();
+    let reports = [DeviceReport { name: "HOST".into(), default: true, result: Ok(devs[0].properties()) }];
     assert_eq!(format!("{}", ReportList(&reports)), "* HOST    : PASS host test, 1 cores, 64.0 KiB");
 }

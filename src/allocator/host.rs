@@ -14,12 +14,12 @@ const PAGE: u64 = 4096;
 pub(crate) const HUGE_ADVICE_MIN: usize = 4 << 20;
 
 /// Ask Linux to back the whole 2 MiB pages inside `[ptr, ptr + len)` with transparent huge pages
-/// (`madvise(MADV_HUGEPAGE)`; a no-op below [`HUGE_ADVICE_MIN`], elsewhere than Linux, under Miri,
+/// (`madvise(MADV_HUGEPAGE)`; a no-op below `HUGE_ADVICE_MIN`, 4 MiB, elsewhere than Linux, under Miri,
 /// or where the kernel has them off). Filling a large fresh block (a bundle read into memory, a buffer of
 /// weights) then faults once per 2 MiB instead of once per 4 KiB page: loading a bundle with 50 MB
 /// of weights spent ~15% of its CPU time in page-fault bookkeeping (`tools/bench_load.py`). Only
 /// advice: the memory, its contents and every error path are the same with or without it.
-pub(crate) fn advise_huge_pages(ptr: *mut u8, len: usize) {
+pub fn advise_huge_pages(ptr: *mut u8, len: usize) {
     #[cfg(all(target_os = "linux", not(miri)))]
     {
         const HUGE: usize = 2 << 20;
@@ -40,7 +40,7 @@ pub(crate) fn advise_huge_pages(ptr: *mut u8, len: usize) {
 
 /// Page-aligned, zeroed host memory: the backend of the CPU device (and of host-visible memory
 /// in device simulations). The device address is the CPU address. Blocks of at least
-/// [`HUGE_ADVICE_MIN`] on Linux are anonymous mappings of their own (zero pages from the kernel,
+/// `HUGE_ADVICE_MIN` (4 MiB) on Linux are anonymous mappings of their own (zero pages from the kernel,
 /// advised to huge pages before anything touches them); the rest come from the global allocator.
 /// A large block from the global allocator would be zeroed twice, page by page: `alloc_zeroed`
 /// of a page-aligned layout is `memalign` + `memset`, and the `memset` faults in every 4 KiB page

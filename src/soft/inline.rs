@@ -1,7 +1,7 @@
 //! Soft devices without threads: the submitting code drives the command processor.
 //!
 //! An [`InlineDevice`] is the thread-less sibling of the std runner's `SoftDevice`: the same
-//! [`Engine`] (timeline, rings, kernel-argument pool, [`SoftEncoder`]), the same [`SoftCp`] reading
+//! [`Engine`] (timeline, rings, kernel-argument pool, [`SoftEncoder`](super::SoftEncoder)), the same [`SoftCp`](super::SoftCp) reading
 //! the rings like a hardware CP, but no thread on the other end. Instead every wait of the
 //! device — [`Engine::wait`], [`Engine::synchronize`], a full ring or kernel-argument pool waiting for
 //! older work to retire — runs the command processors from its wait hooks until the awaited value
@@ -20,7 +20,7 @@
 //! Signals live in the process-wide [`HOST_SIGNALS`](super::HOST_SIGNALS) pool (device address
 //! == CPU address). The command processor, the executor trait, the context, the sizes
 //! ([`SoftConfig`]; [`SoftConfig::compact`] is this device's usual) and the register block are
-//! the soft device's ([`super::engine`], re-exported here); this module is the driver without
+//! the soft device's ([`super::cp`], re-exported here); this module is the driver without
 //! threads.
 //!
 //! A command-processor error (a malformed packet, a signal address that is no signal, a kernel

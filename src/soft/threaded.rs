@@ -1,4 +1,4 @@
-//! Soft devices on std: one thread per engine runs a [`SoftCp`] over the engine's ring.
+//! Soft devices on std: one thread per engine runs a [`SoftCp`](super::SoftCp) over the engine's ring.
 //!
 //! A [`SoftDevice`] owns an [`Engine`] (timeline, rings, kernel-argument pool), a register file
 //! with one doorbell and one read-pointer register per engine, and the command-processor
@@ -22,7 +22,7 @@
 //!
 //! The command processor, its executor trait, context, sizes and register block
 //! ([`DOORBELL`] and [`RPTR`], one pair per engine) are the soft device's
-//! ([`super::engine`], re-exported here); this module is the threaded driver.
+//! ([`super::cp`], re-exported here); this module is the threaded driver.
 
 use super::Step;
 use super::cp::{self, Target};
@@ -205,6 +205,8 @@ pub struct SoftDevice {
     regs: Arc<dyn DeviceRegs>,
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
+    /// The process that started `threads`: a forked child has none of them.
+    pid: u32,
     memory: Arc<SoftContext>,
     engines: Vec<Arc<ThreadCp>>,
     /// The device memory the rings and the kernel-argument pool are carved from.
@@ -251,7 +253,16 @@ impl SoftDevice {
                 })
             })
             .collect();
-        let mut dev = Self { hcq, regs, shared, threads: Vec::with_capacity(n), memory, engines: cps, _mem: mem };
+        let mut dev = Self {
+            hcq,
+            regs,
+            shared,
+            threads: Vec::with_capacity(n),
+            pid: std::process::id(),
+            memory,
+            engines: cps,
+            _mem: mem,
+        };
         for e in 0..n {
             let (cp, shared, idle_spin) = (dev.engines[e].clone(), dev.shared.clone(), config.idle_spin);
             let t = std::thread::Builder::new()
@@ -408,6 +419,15 @@ impl SoftDevice {
 
 impl Drop for SoftDevice {
     fn drop(&mut self) {
+        if std::process::id() != self.pid {
+            // A forked child: the CP threads are its parent's, not here to stop or join (a
+            // join would wait on a thread that does not exist and panic). Their handles are
+            // forgotten; what they shared is freed with the rest of the device.
+            for t in self.threads.drain(..) {
+                core::mem::forget(t);
+            }
+            return;
+        }
         self.shared.stop.store(true, Ordering::Release);
         for e in 0..self.threads.len() {
             // wake sleeping CPs; the value is the current write pointer, so nothing new runs

@@ -10,7 +10,7 @@ and the immediates; Mesa's two opaque structs are dropped and `blob` says so). E
 entry is the base with one edit: every number of `programs[].adreno` that the runtime reads at
 the extremes a file can claim, truncated / garbage / all-zero shaders, absurd grids. Every entry
 must be refused by `hcq run --device QCOM:SIM` with exit 2 and one line, under a 2 GB address
-space limit, in seconds (boards/hcq/tests/cli.rs, every_gpu_corpus_entry_is_refused...).
+space limit, in seconds (cli/tests/cli.rs, every_gpu_corpus_entry_is_refused...).
 Deterministic: a rerun rewrites identical files.
 
 The `image-*` entries start from a second base: tinygrad's image matmul `r_4_8_16_4_4` as
@@ -18,6 +18,8 @@ hal/qcom/tests/data/tinygrad_image/capture.py recorded it (two float16 textures 
 float32 IBO; IMAGE-SCHEMA.md), its three images as scratch buffers of height x pitch bytes. Each
 makes one image field hostile; its `expect` file holds the words the refusal must contain
 (hal/qcom/tests/image.rs checks that each is refused at load for that reason, naming program 0).
+The base's launch gives each argument its image view (`launches[].args[j].image`); the `image-view-*` entries make one
+view hostile (none at all, a pitch not a multiple of 64, a format other than the program's), refused naming launch 0.
 """
 import hashlib
 import json
@@ -86,7 +88,7 @@ def base():
     return m, blob
 
 
-IMAGE_DIR = os.path.join(ROOT, "hal", "kgsl", "tests", "data", "tinygrad_image")
+IMAGE_DIR = os.path.join(ROOT, "hal", "qcom", "tests", "data", "tinygrad_image")
 IMAGE_PROG = "r_4_8_16_4_4"
 
 
@@ -98,7 +100,8 @@ def image_base():
     for im in imgs:
         n = im["height"] * im["pitch"]
         bufs.append({"id": im["slot"], "nbytes": n, "dtype": im["format"], "role": "scratch"})
-        args.append({"buffer": im["slot"], "offset": 0, "nbytes": n, "dtype": im["format"]})
+        view = {k: im[k] for k in ("width", "height", "pitch", "format")}
+        args.append({"buffer": im["slot"], "offset": 0, "nbytes": n, "dtype": im["format"], "image": view})
     p = {"id": 0, "name": IMAGE_PROG, "symbol": IMAGE_PROG, "signature": a["signature"], "n_buffer_args": len(imgs), "vars": [],
          "core_id_arg": None, "adreno": a,
          "objects": {"adreno_a630": {"file": BLOB, "sha256": hashlib.sha256(blob).hexdigest(), "nbytes": len(blob)}}}
@@ -135,6 +138,29 @@ IMAGE_CASES = [
     ("image-not-in-signature", [(("signature", 0, "image"), False)], "counts vs the signature"),
     ("image-pvtmem-absurd", [(("pvtmem",), 2**30)], "private memory per thread"),
     ("image-pvtmem-u32max", [(("pvtmem",), 2**32 - 1)], "pvtmem"),
+]
+
+
+# Image views per launch argument (FORMAT.md "Image views") the a630 cannot take, on the same base: each refused by the
+# QCOM device's launch check, naming launch 0 and the argument.
+def _no_views(launch):
+    for a in launch["args"]:
+        a.pop("image")
+
+
+def _unaligned_pitch(launch):
+    launch["args"][1]["image"].update(width=90, pitch=740)
+
+
+def _other_format(launch):
+    launch["args"][0]["dtype"] = "float16"
+    launch["args"][0]["image"]["format"] = "float16"
+
+
+IMAGE_VIEW_CASES = [
+    ("image-view-missing", _no_views, "no image view"),
+    ("image-view-pitch-unaligned", _unaligned_pitch, "a multiple of 64"),
+    ("image-view-format-vs-program", _other_format, "the program's image format"),
 ]
 
 
@@ -249,7 +275,11 @@ def main():
         for path, v in edits:
             put(m["programs"][0]["adreno"], path, v)
         write(name, m, blobi, expect)
-    print(f"{len(cases) + len(IMAGE_CASES) + 1} entries in {HERE}")
+    for name, edit, expect in IMAGE_VIEW_CASES:
+        m = json.loads(json.dumps(mi))
+        edit(m["launches"][0])
+        write(name, m, blobi, expect)
+    print(f"{len(cases) + len(IMAGE_CASES) + len(IMAGE_VIEW_CASES) + 1} entries in {HERE}")
 
 
 if __name__ == "__main__":
