@@ -6,11 +6,18 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Build `libhcq.so` from the sources as they are and return its directory. The library is a
+/// The directory of `libhcq.so`: `$HCQ_LIB`'s when set (CI's release build, so that this test
+/// builds no second tree), else built here from the sources as they are. The library is a
 /// cdylib, which tests do not depend on, and the cargo running this test holds its target
 /// directory: the build goes to a target directory of its own (`target/c-example`; a no-op when
 /// nothing changed).
 fn build_lib(root: &Path) -> PathBuf {
+    if let Some(lib) = std::env::var_os("HCQ_LIB") {
+        let lib = PathBuf::from(lib);
+        assert!(lib.is_file(), "HCQ_LIB={} does not exist", lib.display());
+        assert!(lib.file_name().is_some_and(|n| n == "libhcq.so"), "HCQ_LIB={} is not a libhcq.so", lib.display());
+        return lib.parent().expect("a file has a directory").to_path_buf();
+    }
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap().join("c-example");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let st = Command::new(cargo)

@@ -1,4 +1,4 @@
-//! `include/hcq.h` is what cbindgen generates from `ffi/src/lib.rs` now: this test fails when
+//! `include/hcq.h` is what cbindgen generates from `ffi/capi/src/lib.rs` now: this test fails when
 //! the checked-in header is stale. `HCQ_BLESS=1 cargo test -p hcq-ffi --test header` rewrites it.
 
 use std::path::Path;
@@ -11,9 +11,9 @@ fn the_checked_in_header_is_what_cbindgen_generates() {
     let mut generated = Vec::new();
     cbindgen::Builder::new()
         .with_config(config)
-        .with_src(crate_dir.join("src/lib.rs"))
+        .with_src(crate_dir.join("capi/src/lib.rs"))
         .generate()
-        .expect("cbindgen parses ffi/src/lib.rs")
+        .expect("cbindgen parses ffi/capi/src/lib.rs")
         .write(&mut generated);
     let generated = String::from_utf8(generated).expect("UTF-8 header");
     if std::env::var_os("HCQ_BLESS").is_some() {

@@ -1,7 +1,7 @@
 //! The steady-state submission paths allocate nothing: neither the host side (kernel arguments,
 //! patching, submit, synchronize) nor the simulated device's command-processor thread.
 //!
-//! A counting global allocator counts every allocation, reallocation and zeroed allocation of
+//! A counting global allocator (`hcq_testkit::counting_alloc`) counts every allocation, reallocation and zeroed allocation of
 //! the whole process (all threads) while a measurement window is open.
 //!
 //! The file has no test harness (`harness = false` in `Cargo.toml`; `main` below runs the tests
@@ -16,9 +16,10 @@ use hcq::error::Result;
 use hcq::queue::Field;
 use hcq::soft::threaded::SoftConfig;
 use hcq_sim::SimDevice;
-use std::alloc::{GlobalAlloc, Layout, System};
+// `allocations(f)`: the allocations of every thread made while `f` runs
+use hcq_testkit::counting_alloc::{Counting, allocations_on_every_thread as allocations};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Submit a test queue: `submit!(hcq, engine, &mut q)` for `hcq.submit(engine, &mut q)`.
 macro_rules! submit {
@@ -29,55 +30,11 @@ macro_rules! submit {
     }};
 }
 
-struct Counting;
-
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-#[inline]
-fn count() {
-    if COUNTING.load(Ordering::Relaxed) {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: forwards every call unchanged to the system allocator; counting touches only atomics.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: the caller's contract is passed on unchanged.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: as above.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: as above.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
 /// One measurement at a time: the count is process-wide.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Allocations (all threads) made while `f` runs.
-fn allocations<T>(f: impl FnOnce() -> T) -> (T, u64) {
-    ALLOCS.store(0, Ordering::SeqCst);
-    COUNTING.store(true, Ordering::SeqCst);
-    let out = f();
-    COUNTING.store(false, Ordering::SeqCst);
-    (out, ALLOCS.load(Ordering::SeqCst))
-}
 
 /// A program that adds its one u64 kernel argument to a running sum (so a test can tell every
 /// submission really ran, with the arguments it was given).

@@ -5,39 +5,16 @@
 //! DRM path: DRM and MSM ioctls, GEM mmap offsets, the uapi layouts) on the library's virtual
 //! render node `/dev/dri/renderD128`, with the same outputs as on KGSL.
 //!
-//! The library is `$HCQ_VKGSL_LIB` when set, else built here with
-//! `cargo build --release -p hcq-vkgsl` into `target/vkgsl-test` (its own target directory:
-//! the outer `cargo test` holds the lock of the usual one). A build that fails fails the test.
+//! The library is `$HCQ_VKGSL_LIB` when set, else built once with
+//! `cargo build --release -p hcq-vkgsl --lib` into `target/vkgsl-test` (`hcq_testkit::vkgsl_lib`).
+//! A build that fails fails the test.
 
+use hcq_testkit::root;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn lib() -> &'static Path {
-    static LIB: OnceLock<PathBuf> = OnceLock::new();
-    LIB.get_or_init(|| {
-        if let Some(p) = std::env::var_os("HCQ_VKGSL_LIB") {
-            let p = PathBuf::from(p);
-            assert!(p.is_file(), "HCQ_VKGSL_LIB={} does not exist", p.display());
-            return p;
-        }
-        let dir = root().join("target/vkgsl-test");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let out = Command::new(cargo)
-            .args(["build", "--release", "-p", "hcq-vkgsl"])
-            .env("CARGO_TARGET_DIR", &dir)
-            .current_dir(root())
-            .output()
-            .expect("run cargo build --release -p hcq-vkgsl");
-        assert!(out.status.success(), "building libhcq_vkgsl.so failed:\n{}", String::from_utf8_lossy(&out.stderr));
-        let p = dir.join("release/libhcq_vkgsl.so");
-        assert!(p.is_file(), "{} missing after the build", p.display());
-        p
-    })
+    hcq_testkit::vkgsl_lib()
 }
 
 /// `hcq vkgsl -- hcq ARGS...` with the library at `$HCQ_VKGSL_LIB`, plus `env`.

@@ -4,7 +4,6 @@ use crate::error::guard;
 use crate::hcq_status::*;
 use crate::*;
 use std::ffi::{CStr, CString, c_char, c_void};
-use std::path::Path;
 
 fn last() -> String {
     // SAFETY: `hcq_last_error` returns a NUL-terminated string of this thread.
@@ -20,7 +19,7 @@ fn a_panic_is_caught_and_becomes_a_status_and_a_message() {
 }
 
 fn chain100() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/chain100")
+    hcq_testkit::example("chain100")
 }
 
 fn cpu() -> hcq_device {
@@ -239,5 +238,111 @@ fn the_output_pointer_is_the_last_calls_output() {
         assert_eq!(hcq_model_output_ptr(m, 1, &mut core::ptr::null(), core::ptr::null_mut()), HCQ_ERR_OUT_OF_RANGE);
         assert_eq!(hcq_model_close(m), HCQ_OK);
         assert_eq!(hcq_device_close(d), HCQ_OK);
+    }
+}
+
+/// What the thread-exit probe of the test below saw: the status of a failing call, and the
+/// message `hcq_last_error` gave, from a thread-local destructor that ran after the library's
+/// own thread-local error slot was destroyed.
+static EXIT_PROBE: std::sync::Mutex<Option<(hcq_status, String)>> = std::sync::Mutex::new(None);
+
+struct ExitProbe;
+
+impl Drop for ExitProbe {
+    fn drop(&mut self) {
+        // model handle 0 is never open: HCQ_ERR_CLOSED
+        let s = hcq_model_run(hcq_model { id: 0 });
+        let p = hcq_last_error();
+        let msg = if p.is_null() {
+            "(NULL)".to_string()
+        } else {
+            // SAFETY: not NULL; `hcq_last_error` returns a NUL-terminated string.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        };
+        *EXIT_PROBE.lock().unwrap_or_else(|p| p.into_inner()) = Some((s, msg));
+    }
+}
+
+thread_local! {
+    static PROBE: ExitProbe = const { ExitProbe };
+}
+
+/// The child half of the test below (run in a process of its own, so that an abort is the
+/// test's failure and not the whole test binary's): a thread whose thread-local destructor
+/// runs after the library's error slot was destroyed calls a failing entry point and
+/// `hcq_last_error` from it.
+#[test]
+#[ignore = "run by a_failing_call_from_a_thread_exit_destructor_returns_its_status_without_aborting"]
+fn thread_exit_child() {
+    std::thread::spawn(|| {
+        // Thread-local destructors run in the reverse order of their registration (at first
+        // use): PROBE first, then LAST_ERROR (set by the failing call), so PROBE's runs last.
+        PROBE.with(|_| ());
+        assert_eq!(hcq_model_run(hcq_model { id: 0 }), HCQ_ERR_CLOSED);
+        assert!(last().contains("closed"), "{}", last());
+    })
+    .join()
+    .expect("the thread");
+    let seen = EXIT_PROBE.lock().unwrap().take();
+    let (s, msg) = seen.expect("the probe's destructor ran");
+    println!("probe status {s:?} message {msg:?}");
+}
+
+#[test]
+fn a_failing_call_from_a_thread_exit_destructor_returns_its_status_without_aborting() {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args(["--ignored", "--exact", "tests::thread_exit_child", "--nocapture", "--test-threads=1"])
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the child died ({}): {text}", out.status);
+    assert!(text.contains("probe status HCQ_ERR_CLOSED"), "{text}");
+    assert!(text.contains("error slot is gone"), "{text}");
+}
+
+/// `hcq_model_output_ptr`'s memory stays where it is until the model is closed (the Python
+/// package's output views rely on it): the same address after runs, input writes and binds,
+/// with the bytes of the last call (CPU) or of the last `hcq_model_output_ptr` (SIM).
+#[test]
+fn the_output_pointer_stays_put_until_close() {
+    for device in [c"CPU", c"SIM"] {
+        let mut d = hcq_device { id: 0 };
+        assert_eq!(hcq_device_open(device.as_ptr(), 0, &mut d), HCQ_OK, "{}", last());
+        let path = CString::new(chain100().to_str().unwrap()).unwrap();
+        let mut m = hcq_model { id: 0 };
+        assert_eq!(hcq_model_load(d, path.as_ptr(), &mut m), HCQ_OK, "{}", last());
+        assert_eq!(hcq_device_close(d), HCQ_OK);
+        let ptr = |m: hcq_model| {
+            let (mut p, mut n) = (std::ptr::null(), 0usize);
+            assert_eq!(hcq_model_output_ptr(m, 0, &mut p, &mut n), HCQ_OK, "{}", last());
+            assert_eq!(n, 64);
+            p
+        };
+        // SAFETY: `p` is output 0's 64 bytes (16 f32), allocated until the model is closed.
+        let first = |p: *const c_void| unsafe { *p.cast::<f32>() };
+        let x = [1f32; 16];
+        assert_eq!(hcq_model_set_input(m, 0, x.as_ptr().cast(), 64), HCQ_OK);
+        assert_eq!(hcq_model_run(m), HCQ_OK);
+        let p0 = ptr(m);
+        assert_eq!(first(p0), 101.0);
+        let y = [5f32; 16];
+        assert_eq!(hcq_model_set_input(m, 0, y.as_ptr().cast(), 64), HCQ_OK);
+        assert_eq!(hcq_model_run(m), HCQ_OK);
+        if device == c"CPU" {
+            assert_eq!(first(p0), 105.0, "CPU: the output's own memory");
+            let frame = [7f32; 16 + 4];
+            // 16 f32 at a 16-byte boundary inside the 20
+            let at = frame.as_ptr().wrapping_add(frame.as_ptr().align_offset(16));
+            assert_eq!(hcq_model_bind_input(m, 0, at.cast_mut().cast(), 64), HCQ_OK, "{}", last());
+            assert_eq!(hcq_model_run(m), HCQ_OK);
+            assert_eq!(hcq_model_bind_input(m, 0, std::ptr::null_mut(), 0), HCQ_OK, "{}", last());
+            assert_eq!(first(p0), 107.0);
+            assert_eq!(hcq_model_submit(m), HCQ_OK);
+        }
+        let p1 = ptr(m);
+        assert_eq!(p1, p0, "{device:?}: the same memory");
+        assert_eq!(first(p0), 105.0, "{device:?}");
+        assert_eq!(hcq_model_close(m), HCQ_OK);
     }
 }

@@ -18,9 +18,125 @@ use hcq::mmio::{HostRegion, MmioBus, Width};
 use hcq::queue::Command;
 use hcq::soft::threaded::{DeviceRegs, Executor, SoftConfig, SoftContext, SoftDevice};
 use std::collections::BTreeMap;
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
+
+/// Forks this process has gone through, counted in each child by a `pthread_atfork` handler
+/// (registered at the first SIM device): a device made before a fork sees a different count
+/// in the child. One atomic load per check, where `getpid` would be a system call.
+static FORKS: AtomicU64 = AtomicU64::new(0);
+
+#[cfg(unix)]
+extern "C" fn count_fork_in_child() {
+    // an atomic add: async-signal-safe, as a handler in a forked child must be
+    FORKS.fetch_add(1, Ordering::Relaxed);
+}
+
+#[cfg(unix)]
+unsafe extern "C" {
+    fn pthread_atfork(
+        prepare: Option<extern "C" fn()>,
+        parent: Option<extern "C" fn()>,
+        child: Option<extern "C" fn()>,
+    ) -> core::ffi::c_int;
+}
+
+/// Whether [`FORKS`] counts forks (the handler is registered, once per process).
+fn forks_counted() -> bool {
+    static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *REGISTERED.get_or_init(|| {
+        #[cfg(unix)]
+        {
+            // SAFETY: registers a child handler that only does an atomic add on a static; the
+            // other two are none. It stays registered for the life of the process (or of this
+            // library: glibc unregisters a shared object's handlers when it is unloaded).
+            unsafe { pthread_atfork(None, None, Some(count_fork_in_child)) == 0 }
+        }
+        #[cfg(not(unix))]
+        false
+    })
+}
+
+/// Whether this process is a forked child of the one that made a device: the device's
+/// command processors are threads, and a forked child has none of its parent's threads.
+#[derive(Debug)]
+struct ForkWatch {
+    pid: u32,
+    forks: u64,
+    counted: bool,
+}
+
+impl ForkWatch {
+    fn new() -> Self {
+        let counted = forks_counted();
+        Self { pid: std::process::id(), forks: FORKS.load(Ordering::Acquire), counted }
+    }
+
+    #[inline]
+    fn in_child(&self) -> bool {
+        if self.counted { FORKS.load(Ordering::Relaxed) != self.forks } else { std::process::id() != self.pid }
+    }
+}
+
+/// Why a SIM device cannot run work in a forked child.
+pub const SIM_FORKED_REASON: &str = "opened before fork(): its command processors are threads of the parent \
+process, which this forked child does not have (open the device, or load the model, in the child)";
+
+fn forked(name: &hcq::error::DeviceName) -> Error {
+    Error::DeviceUnavailable { device: name.clone(), reason: SIM_FORKED_REASON }
+}
+
+/// The register file a [`SimDevice`]'s command processors use: its [`MockMmio`], and whether
+/// this is a forked child of the process that made the device. A forked child (Python's
+/// multiprocessing forks on Linux) has a copy of the device but none of its command-processor
+/// threads, so a host write there (a doorbell: a submission) is refused with
+/// [`Error::DeviceUnavailable`] at once, which the engine records as the device's fault (every
+/// wait ends with it), instead of waiting for threads that do not exist until the 30 s timeout
+/// calls the device hung.
+struct SimRegs {
+    mmio: Arc<MockMmio>,
+    fork: Arc<ForkWatch>,
+    name: hcq::error::DeviceName,
+}
+
+impl SimRegs {
+    fn check_process(&self) -> Result<()> {
+        if self.fork.in_child() { Err(forked(&self.name)) } else { Ok(()) }
+    }
+}
+
+impl MmioBus for SimRegs {
+    fn size(&self) -> usize {
+        self.mmio.size()
+    }
+    fn read(&self, offset: usize, width: Width) -> Result<u64> {
+        self.mmio.read(offset, width)
+    }
+    fn write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
+        self.check_process()?;
+        self.mmio.write(offset, width, value)
+    }
+}
+
+impl DeviceRegs for SimRegs {
+    fn device_read(&self, offset: usize, width: Width) -> Result<u64> {
+        self.mmio.device_read(offset, width)
+    }
+    fn device_write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
+        self.mmio.device_write(offset, width, value)
+    }
+    fn write_count(&self, offset: usize) -> u64 {
+        self.mmio.write_count(offset)
+    }
+    fn wait_write(&self, offset: usize, seen: u64, timeout: Duration) -> Option<u64> {
+        DeviceRegs::wait_write(&*self.mmio, offset, seen, timeout)
+    }
+    fn wake(&self, offset: usize) {
+        DeviceRegs::wake(&*self.mmio, offset)
+    }
+}
 
 impl DeviceRegs for MockMmio {
     fn device_read(&self, offset: usize, width: Width) -> Result<u64> {
@@ -34,6 +150,16 @@ impl DeviceRegs for MockMmio {
     }
     fn wait_write(&self, offset: usize, seen: u64, timeout: Duration) -> Option<u64> {
         self.wait_for_write_after(offset, seen, timeout).map(|e| e.count)
+    }
+}
+
+/// In a forked child: the device's fault, so that every wait (for a call the parent submitted,
+/// which no thread here will run) and every submission ends at once with it.
+#[cold]
+fn refuse_in_child(e: &Engine) {
+    let t = e.timeline();
+    if t.fault().is_none() {
+        t.record_fault(forked(t.device()));
     }
 }
 
@@ -174,9 +300,24 @@ impl Executor for SimExec {
 
 /// A simulated device.
 pub struct SimDevice {
-    soft: SoftDevice,
+    /// Dropped in [`Drop`], except in a forked child (see there).
+    soft: ManuallyDrop<SoftDevice>,
     exec: Arc<SimExec>,
     mmio: Arc<MockMmio>,
+    fork: Arc<ForkWatch>,
+}
+
+impl Drop for SimDevice {
+    fn drop(&mut self) {
+        if self.fork.in_child() {
+            // The command-processor threads are the parent's: stopping and joining them here
+            // would fail (and their locks may be held by threads that do not exist), so the
+            // device is leaked, as a forked child leaves its copy of the parent's threads.
+            return;
+        }
+        // SAFETY: `soft` is dropped once, here, and `self` is not used after `drop`.
+        unsafe { ManuallyDrop::drop(&mut self.soft) }
+    }
 }
 
 impl std::fmt::Debug for SimDevice {
@@ -195,8 +336,10 @@ impl SimDevice {
             faults: Arc::new(SimFaults::new()),
             stalled_until: Mutex::new(None),
         });
-        let soft = SoftDevice::new(name, config, mmio.clone(), exec.clone())?;
-        Ok(Self { soft, exec, mmio })
+        let fork = Arc::new(ForkWatch::new());
+        let regs = Arc::new(SimRegs { mmio: mmio.clone(), fork: fork.clone(), name: hcq::error::device_name(name) });
+        let soft = ManuallyDrop::new(SoftDevice::new(name, config, regs, exec.clone())?);
+        Ok(Self { soft, exec, mmio, fork })
     }
 
     /// A device with one compute engine and default sizes.
@@ -206,7 +349,11 @@ impl SimDevice {
 
     /// The HCQ engine state (queues, submit, timeline).
     pub fn engine(&self) -> &Engine {
-        self.soft.engine()
+        let e = self.soft.engine();
+        if self.fork.in_child() {
+            refuse_in_child(e);
+        }
+        e
     }
 
     /// The underlying soft device.
@@ -398,12 +545,31 @@ impl SimHandle {
         Ok(Self(Arc::new(SimInner { dev, alloc, name: name.to_string(), named: Mutex::new(BTreeMap::new()) })))
     }
 
+    /// Load a program whose host function was registered under its name
+    /// ([`SimHandle::register_named`]), to call through [`hcq::program::Program::call`].
+    pub fn load_program(&self, image: &hcq::program::ProgramImage) -> Result<Arc<dyn hcq::program::Program>> {
+        let named = self.0.named.lock().unwrap_or_else(|p| p.into_inner());
+        let &(bytes, handle) = named
+            .get(&image.name)
+            .ok_or(Error::Unsupported { what: "SIM program: no host function registered under this name", value: 0 })?;
+        let layout = hcq::program::KernargLayout::new(&image.signature)?;
+        if layout.total_size() > bytes {
+            return Err(Error::Mismatch {
+                what: "SIM program kernarg size",
+                expected: bytes as u64,
+                found: layout.total_size() as u64,
+            });
+        }
+        let footprints = hcq::program::buffer_footprints(&image.signature)?;
+        Ok(Arc::new(SimProgram { name: image.name.clone(), handle, layout, footprints, dev: Arc::downgrade(&self.0) }))
+    }
+
     /// The simulated device (registration of host functions, faults).
     pub fn sim(&self) -> &SimDevice {
         &self.0.dev
     }
 
-    /// Register a host function under a program name so [`hcq::device::Device::load_program`]
+    /// Register a host function under a program name so [`SimHandle::load_program`]
     /// finds it; `kernarg_bytes` is the size of its argument block.
     pub fn register_named(
         &self,
@@ -423,22 +589,6 @@ impl hcq::device::Device for SimHandle {
     }
     fn allocator(&self) -> &hcq::allocator::LruAllocator {
         &self.0.alloc
-    }
-    fn load_program(&self, image: &hcq::program::ProgramImage) -> Result<Arc<dyn hcq::program::Program>> {
-        let named = self.0.named.lock().unwrap_or_else(|p| p.into_inner());
-        let &(bytes, handle) = named
-            .get(&image.name)
-            .ok_or(Error::Unsupported { what: "SIM program: no host function registered under this name", value: 0 })?;
-        let layout = hcq::program::KernargLayout::new(&image.signature)?;
-        if layout.total_size() > bytes {
-            return Err(Error::Mismatch {
-                what: "SIM program kernarg size",
-                expected: bytes as u64,
-                found: layout.total_size() as u64,
-            });
-        }
-        let footprints = hcq::program::buffer_footprints(&image.signature)?;
-        Ok(Arc::new(SimProgram { name: image.name.clone(), handle, layout, footprints, dev: Arc::downgrade(&self.0) }))
     }
     fn synchronize(&self) -> Result<()> {
         self.0.dev.engine().synchronize()
@@ -460,7 +610,6 @@ impl hcq::device::Device for SimHandle {
             alloc_align: 4096,
             max_kernel_args: SIM_MAX_KERNEL_ARGS,
             max_grid: [u32::MAX, 65_535, 65_535],
-            gpu: None,
         }
     }
     fn as_any(&self) -> &dyn std::any::Any {
@@ -471,17 +620,5 @@ impl hcq::device::Device for SimHandle {
     }
 }
 
-/// Number of SIM devices a registry offers (`SIM`, `SIM:1`).
+/// Number of SIM devices the `SIM` kind offers (`SIM`, `SIM:1`; `plug::SimKind`).
 pub const SIM_DEVICES: u32 = 2;
-
-/// The registry entry for `SIM`.
-pub fn sim_kind() -> hcq::device::DeviceKind {
-    fn count() -> Result<u32> {
-        Ok(SIM_DEVICES)
-    }
-    fn open(i: u32) -> Result<Arc<dyn hcq::device::Device>> {
-        let name = if i == 0 { "SIM".to_string() } else { format!("SIM:{i}") };
-        Ok(Arc::new(SimHandle::open(&name)?))
-    }
-    hcq::device::DeviceKind { name: "SIM", count, open }
-}

@@ -6,10 +6,10 @@
     not(all(target_os = "macos", target_arch = "aarch64"))
 ))]
 
-use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::device::Device;
 use hcq::error::Error;
-use hcq::runner::Runner;
+use hcq_bundle::hcqb::{self, Hcqb};
+use hcq_runner::Runner;
 use hcq_sim::cpu::SimBackend;
 use hcq_sim::{AccessKind, SimHandle};
 use std::sync::Arc;
@@ -26,7 +26,7 @@ macro_rules! submit {
 
 fn bundle(name: &str) -> Vec<u8> {
     let dir = format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"));
-    hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap()
+    hcqb::write(&hcq_bundle::v1::import_dir(&dir).unwrap()).unwrap()
 }
 
 fn load(name: &str) -> (Arc<SimHandle>, Runner<SimBackend>) {
@@ -145,4 +145,33 @@ fn a_dropped_models_kernels_refuse_to_run_instead_of_touching_freed_memory() {
     };
     let e = hcq.wait(v).unwrap_err();
     assert!(format!("{e}").contains("model was dropped"), "{e}");
+}
+
+/// Issue 28 §1: one buffer view in two parameter slots of one kernel (elementwise reads its
+/// input `x` in both input slots) is bound in each on the SIM device: it computes what it
+/// computes with the weight buffer holding `x`'s bytes in the second slot.
+#[test]
+fn one_view_in_two_parameter_slots_is_bound_in_each_on_sim() {
+    use hcq_bundle::model::Launch;
+    let dir = format!("{}/../../examples/elementwise", env!("CARGO_MANIFEST_DIR"));
+    let m = hcq_bundle::v1::import_dir(&dir).unwrap();
+    let mut aliased = m.clone();
+    let Launch::Kernel(k) = &mut aliased.launches[0] else { panic!("a kernel") };
+    k.args[2] = k.args[1];
+    let mut copied = m.clone();
+    let Launch::Kernel(k) = &copied.launches[0] else { panic!("a kernel") };
+    let (x, w) = (k.args[1].buffer as usize, k.args[2].buffer as usize);
+    copied.buffers[w].initial = copied.buffers[x].initial.clone();
+    let run = |m: &hcq_bundle::model::BundleModel| {
+        m.validate().unwrap();
+        let bytes = hcqb::write(m).unwrap();
+        let file = Hcqb::parse(&bytes).unwrap();
+        let dev = Arc::new(SimHandle::open("SIM").unwrap());
+        let mut r = Runner::load(SimBackend::new(dev), &file).unwrap();
+        r.call().unwrap();
+        r.output(0).unwrap()
+    };
+    let got = run(&aliased);
+    assert_eq!(got, run(&copied));
+    assert_ne!(Some(&got), m.outputs[0].expected.as_ref(), "the second slot's bytes changed the output");
 }

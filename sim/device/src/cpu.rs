@@ -1,5 +1,5 @@
 //! The host's CPU objects run through the `SIM` device: a backend of the core bundle runner
-//! ([`hcq::runner::Runner`]) whose every kernel is an exec packet of the simulated command
+//! ([`hcq_runner::Runner`]) whose every kernel is an exec packet of the simulated command
 //! processors ([`SimDevice`](crate::SimDevice): doorbells and read pointers in mock MMIO, `SimFaults`
 //! latency, stalls and hangs).
 //!
@@ -25,19 +25,19 @@
 //! write and frees are deferred past the last use.
 
 use crate::SimHandle;
-use hcq::bundle::Arch;
-use hcq::bundle::hcqb::{Hcqb, ProgramRef};
 use hcq::device::{Device, DeviceLimits};
 use hcq::error::{Error, Result, ResultExt};
 use hcq::mmio::{HostRegion, MmioBus};
 use hcq::queue::HwQueue;
-use hcq::runner::build_queues;
-use hcq::runner::{Backend, KernelLaunch};
 use hcq::signal::WaitPolicy;
 use hcq::stamp::Stamp;
+use hcq_bundle::Arch;
+use hcq_bundle::hcqb::{Hcqb, ProgramRef};
 use hcq_cpu::backend::{Buffers, launch_words, prepare_host};
 use hcq_cpu::device::{MAX_ARGS, call_kernel, cpu_limits};
 use hcq_cpu::exec::{LoadedObject, default_resolver};
+use hcq_runner::build_queues;
+use hcq_runner::{Backend, KernelLaunch};
 use std::boxed::Box;
 use std::format;
 use std::sync::{Arc, RwLock};
@@ -153,7 +153,7 @@ impl SimBackend {
         // The queues run host functions registered here, which check every argument against
         // the one recorded at load (views `Hcqb::parse` checked against the backend's buffers).
         // SAFETY: every command names this backend's live buffers inside their bounds.
-        unsafe { hcq::runner::submit_queues(self.dev.sim().engine(), &mut self.queues, &mut self.last) }
+        unsafe { hcq_runner::submit_queues(self.dev.sim().engine(), &mut self.queues, &mut self.last) }
     }
 
     /// Register recorded launch `i` (its block at `kernargs` in the region) as a host function

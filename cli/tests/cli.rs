@@ -1,21 +1,14 @@
 //! The `hcq` command line end to end: every sample bundle runs and checks, from its directory
 //! and from a packed file; malformed bundles give a clear error and never a panic.
 
+use hcq_testkit::cli::last_json;
+use hcq_testkit::root;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
+/// `hcq ARGS...` in the repository root.
 fn hcq(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hcq")).args(args).current_dir(root()).output().expect("run hcq")
-}
-
-fn last_json(out: &Output) -> serde_json::Value {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("last line is not JSON ({e}): {stdout}"))
+    hcq_testkit::cli::run(env!("CARGO_BIN_EXE_hcq"), args)
 }
 
 const BUNDLES: [&str; 3] = ["mlp", "elementwise", "chain100"];
@@ -109,6 +102,35 @@ fn a_corrupted_expected_output_fails_the_check_with_exit_1() {
     std::fs::remove_dir_all(&tmp).ok();
 }
 
+/// `--check` never passes on nothing: a bundle whose outputs carry no expected bytes fails it
+/// (exit 1, `outputs_ok` false) and says why, while a run without `--check` still succeeds.
+#[test]
+fn check_without_expected_outputs_fails_instead_of_passing_on_nothing() {
+    let tmp = std::env::temp_dir().join(format!("hcq-cli-noexp-{}", std::process::id()));
+    let src = root().join("examples/chain100");
+    std::fs::create_dir_all(&tmp).unwrap();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let e = e.unwrap();
+        if e.file_name() != "expected_000.bin" {
+            std::fs::copy(e.path(), tmp.join(e.file_name())).unwrap();
+        }
+    }
+    let manifest = std::fs::read_to_string(tmp.join("manifest.json")).unwrap();
+    let mut m: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    if let Some(o) = m["outputs"][0].as_object_mut() {
+        o.remove("file");
+        o.remove("sha256");
+    }
+    std::fs::write(tmp.join("manifest.json"), m.to_string()).unwrap();
+    let out = hcq(&["run", tmp.to_str().unwrap(), "--check", "--json", "--iters", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to compare"));
+    assert_eq!(last_json(&out)["outputs_ok"], false);
+    let out = hcq(&["run", tmp.to_str().unwrap(), "--iters", "1"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_dir_all(&tmp).ok();
+}
+
 /// Every entry of the malformed corpus (`tests/data/bundles-bad`, directories and `.hcqb`
 /// files, `limit-*` sizes included) through `hcq run`: exit 2 (so no signal, abort or panic
 /// exit), one line on stderr naming the bundle, nothing that looks like a panic.
@@ -136,7 +158,10 @@ fn every_corpus_entry_is_refused_with_exit_2_and_one_line() {
         n += 1;
     }
     assert!(n >= 28, "the malformed corpus is there ({n} cases)");
-    assert_eq!(limits, 9, "the four limit cases, as directories and .hcqb files, and the .hcqb 1.0 packing of one");
+    assert_eq!(
+        limits, 8,
+        "the three output limit cases, as directories and .hcqb files, the .hcqb 1.0 packing of one, and the 2^62 input with 16 stored bytes (.hcqb)"
+    );
     let out = hcq(&["run", "no/such/bundle", "--iters", "1"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/bundle"));
@@ -156,7 +181,8 @@ fn devices_lists_cpu_and_sim_and_unknown_devices_are_refused() {
     assert_eq!(out.status.code(), Some(2), "the registry has SIM and SIM:1 only");
     let out = hcq(&["run", "examples/mlp", "--device", "CPU", "--timeout-ms", "5", "--iters", "1"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--timeout-ms applies to --device SIM"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("wait timeout") && err.contains("device CPU"), "{err}");
 }
 
 /// Every bundle in examples/ runs on the SIM device (the host's CPU objects, one exec packet

@@ -11,6 +11,12 @@ thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }
 
+/// What [`hcq_last_error`] gives on a thread whose error slot is gone: a call made from a
+/// thread-local destructor (a pthread key's, a C++ `thread_local`'s) that runs after the
+/// library's own slot was destroyed, as the thread exits. The status is still the call's.
+const SLOT_GONE: &CStr = c"hcq: the message of a call made while this thread exits is not kept (the thread's error \
+slot is gone); the call's status says what failed";
+
 /// A failure at the boundary: a status and its message.
 pub(crate) struct Fail(pub(crate) hcq_status, pub(crate) String);
 
@@ -42,7 +48,14 @@ fn set_last_error(msg: &str) {
     // a message with a NUL in it is cut there
     let bytes: Vec<u8> = msg.bytes().take_while(|&b| b != 0).collect();
     let c = CString::new(bytes).unwrap_or_default();
-    LAST_ERROR.with(|l| *l.borrow_mut() = c);
+    // During thread exit the slot may be destroyed already (`try_with` fails): the message
+    // is dropped, and `hcq_last_error` says so. A borrow held elsewhere cannot happen (no
+    // borrow outlives these two functions), but is not a panic either.
+    let _ = LAST_ERROR.try_with(|l| {
+        if let Ok(mut slot) = l.try_borrow_mut() {
+            *slot = c;
+        }
+    });
 }
 
 /// Run `f` at the boundary: its failure becomes a status and the thread's last error, a
@@ -67,10 +80,15 @@ pub(crate) fn guard(what: &str, f: impl FnOnce() -> Result<(), Fail>) -> hcq_sta
 }
 
 /// The message of the last call that failed on this thread (NUL-terminated, never NULL; empty
-/// when none failed). Valid until the next failing call on this thread.
+/// when none failed). Valid until the next failing call on this thread. Called while the
+/// thread exits (from a thread-local destructor that runs after the library's own), where
+/// the thread's message slot is gone: a fixed message saying so (the failing call's status
+/// is still right).
 #[unsafe(no_mangle)]
 pub extern "C" fn hcq_last_error() -> *const c_char {
-    LAST_ERROR.with(|l| l.borrow().as_ptr())
+    LAST_ERROR
+        .try_with(|l| l.try_borrow().map(|c| c.as_ptr()).unwrap_or(SLOT_GONE.as_ptr()))
+        .unwrap_or(SLOT_GONE.as_ptr())
 }
 
 /// A status's name (`"HCQ_ERR_TIMEOUT"`), static; `"HCQ_UNKNOWN"` for a value that is none.

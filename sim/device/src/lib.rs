@@ -23,8 +23,9 @@
 pub mod cpu;
 pub mod device;
 pub mod mmio;
+pub mod plug;
 pub mod trace;
 
-pub use device::{SimDevice, SimFaults, SimHandle, sim_kind};
+pub use device::{SimDevice, SimFaults, SimHandle};
 
 pub use mmio::{Access, AccessKind, DevicePort, MockMmio, WriteAction, WriteEvent};

@@ -23,7 +23,7 @@ fn calls_that_do_not_wait_and_calls_that_fail_give_their_signal_slots_back() {
         entry: "nop".into(),
         signature: vec![Param { name: None, slot: 0, dtype: DType::U8, shape: vec![64], kind: ParamKind::Buffer }],
     };
-    let prog = dev.load_program(&image).unwrap();
+    let prog = h.load_program(&image).unwrap();
     let buf = Buffer::new(dev.clone(), 64, DType::U8, Default::default()).unwrap();
     let pages = HOST_SIGNALS.pages();
     // 2 000 calls: 4 000 slots (16 pages) if each leaked its two
@@ -36,7 +36,7 @@ fn calls_that_do_not_wait_and_calls_that_fail_give_their_signal_slots_back() {
     // refused at submission, after the call took its slots
     h.register_named("boom", 8, |_, _, _| Err(hcq::Error::Unsupported { what: "test kernel fails", value: 0 }))
         .unwrap();
-    let boom = dev.load_program(&ProgramImage { name: "boom".into(), entry: "boom".into(), ..image }).unwrap();
+    let boom = h.load_program(&ProgramImage { name: "boom".into(), entry: "boom".into(), ..image }).unwrap();
     for _ in 0..1_000 {
         assert!(boom.call(&[&buf], &[], [1; 3], [1; 3], true).is_err());
     }

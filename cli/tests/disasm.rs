@@ -1,12 +1,8 @@
 //! `hcq inspect BUNDLE --disasm` prints each program's a630 listing equal to the `.a630.asm`
 //! Mesa wrote for it (whitespace aside).
 
-use std::path::PathBuf;
+use hcq_testkit::root;
 use std::process::Command;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 #[test]
 fn inspect_disasm_prints_mesa_listings() {

@@ -10,7 +10,7 @@ use std::ffi::{c_char, c_void};
 use std::path::Path;
 use std::time::Duration;
 
-/// The model's name (the bundle's) into `buf`, as [`hcq_devices`] writes strings.
+/// The model's name (the bundle's) into `buf`, as `hcq_devices` writes strings.
 #[unsafe(no_mangle)]
 pub extern "C" fn hcq_model_name(m: hcq_model, buf: *mut c_char, cap: usize, len: *mut usize) -> hcq_status {
     guard("hcq_model_name", || {
@@ -214,9 +214,12 @@ pub extern "C" fn hcq_model_read_output(m: hcq_model, i: usize, data: *mut c_voi
     })
 }
 
-/// A pointer to output `i`'s bytes (`*len`: its size; may be NULL) after a call in flight,
-/// valid until the next run, submit, input write, bind or close of the model. CPU: the
-/// output's device memory itself; other devices: a host copy made by this call.
+/// A pointer to output `i`'s bytes (`*len`: its size; may be NULL) after a call in flight.
+/// The memory stays allocated, at this address, until the model is closed (a wrapper may
+/// hand out read-only views of it that keep the model open); its bytes change under it. CPU:
+/// the output's device memory itself, rewritten by the next run or submit. Other devices: a
+/// host copy made by this call, rewritten by the next `hcq_model_output_ptr` of this output.
+/// Read it only: writes are undefined (CPU: they land in the model's memory).
 #[unsafe(no_mangle)]
 pub extern "C" fn hcq_model_output_ptr(m: hcq_model, i: usize, ptr: *mut *const c_void, len: *mut usize) -> hcq_status {
     guard("hcq_model_output_ptr", || {

@@ -3,50 +3,28 @@
 //! matches its expected outputs within the bundle tolerance; malformed a630 programs, a missing
 //! KGSL node and `.rd` captures through the CLI.
 
+use hcq_testkit::cli::last_json;
+use hcq_testkit::root;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
+/// `hcq ARGS...` in the repository root.
 fn hcq(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hcq")).args(args).current_dir(root()).output().expect("run hcq")
-}
-
-fn last_json(out: &Output) -> serde_json::Value {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("last line is not JSON ({e}): {stdout}"))
+    hcq_testkit::cli::run(env!("CARGO_BIN_EXE_hcq"), args)
 }
 
 /// Every bundle directory (examples/, then ../shared/bundles/, which must exist) whose
 /// programs all carry an adreno_a630 object.
 fn a630_bundles() -> Vec<PathBuf> {
-    let shared = root().join("../shared/bundles");
-    let mut out = Vec::new();
-    let bases = if shared.is_dir() || !shared_missing(&shared) {
-        vec![root().join("examples"), shared]
-    } else {
-        vec![root().join("examples")]
-    };
-    for base in bases {
-        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&base)
-            .unwrap()
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.join("manifest.json").is_file())
-            .collect();
-        dirs.sort();
-        for d in dirs {
+    hcq_testkit::examples_and_shared()
+        .into_iter()
+        .filter(|d| {
             let m: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
             let progs = m["programs"].as_array().unwrap();
-            if !progs.is_empty() && progs.iter().all(|p| p["objects"].get("adreno_a630").is_some()) {
-                out.push(d);
-            }
-        }
-    }
-    out
+            !progs.is_empty() && progs.iter().all(|p| p["objects"].get("adreno_a630").is_some())
+        })
+        .collect()
 }
 
 #[test]
@@ -61,7 +39,7 @@ fn every_a630_bundle_passes_its_check_on_qcom_sim() {
         assert_eq!(j["outputs_ok"], true, "{d}");
         assert_eq!((j["device"].as_str(), j["arch"].as_str()), (Some("QCOM:SIM"), Some("adreno_a630")), "{d}");
         let dev = j["max_abs_diff"].as_f64().unwrap();
-        // The largest deviation per bundle (README, "QCOM / QCOM:SIM").
+        // The largest deviation per bundle (docs/qcom.md, "The QCOM backend").
         eprintln!("{d}: max |got - expected| = {dev:e}");
         assert!(dev < 1e-5, "{d}: {dev}");
     }
@@ -156,15 +134,6 @@ fn dump_rd_writes_every_submission_and_reads_back_to_the_same_packets() {
     assert!(!diff.is_empty() && diff.len() <= 4, "{diff:?}");
     // Every buffer the IB points at is in the capture.
     assert!(cap.submits[0].buffers.len() >= 6, "{}", cap.submits[0].buffers.len());
-}
-
-/// `../shared` (the reference material beside the checkout) is missing: under `CI=true` that
-/// fails the test (CI must not pass on what it did not check); on a user's clone, which has no
-/// `../shared`, the test says so and checks nothing more.
-fn shared_missing(what: &std::path::Path) -> bool {
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{} is missing (required under CI=true)", what.display());
-    eprintln!("SKIP: {} is missing (it exists only beside the development checkout)", what.display());
-    true
 }
 
 /// With `--json` the JSON object is the last line of `hcq run`, also after `--dump-rd`'s

@@ -77,7 +77,7 @@ fn buffer(dev: &Arc<dyn Device>) -> Buffer {
 fn a_buffer_freed_under_a_slow_kernel_is_not_reused_until_the_kernel_ends() {
     let (h, dev) = sim("SIM");
     register_fill(&h);
-    let fill = dev.load_program(&image("fill")).unwrap();
+    let fill = h.load_program(&image("fill")).unwrap();
     let a = buffer(&dev);
     let a_addr = a.device_addr().unwrap();
     // the device holds the launch until the host is done below (then runs it slowly), so the
@@ -110,7 +110,7 @@ fn a_buffer_freed_under_a_slow_kernel_is_not_reused_until_the_kernel_ends() {
 fn copy_out_waits_for_the_kernel_that_writes_the_buffer() {
     let (h, dev) = sim("SIM");
     register_fill(&h);
-    let fill = dev.load_program(&image("fill")).unwrap();
+    let fill = h.load_program(&image("fill")).unwrap();
     let a = buffer(&dev);
     a.copy_in(&[0; N]).unwrap();
     h.sim().faults().set_latency(Duration::from_millis(20));
@@ -127,7 +127,7 @@ fn copy_in_waits_for_the_kernel_that_reads_the_buffer() {
     let (h, dev) = sim("SIM");
     let seen = Arc::new(AtomicU8::new(0));
     register_peek(&h, seen.clone());
-    let peek = dev.load_program(&image("peek")).unwrap();
+    let peek = h.load_program(&image("peek")).unwrap();
     let a = buffer(&dev);
     a.copy_in(&[1; N]).unwrap();
     h.sim().faults().set_latency(Duration::from_millis(20));
@@ -140,10 +140,10 @@ fn copy_in_waits_for_the_kernel_that_reads_the_buffer() {
 
 #[test]
 fn a_buffer_of_another_device_is_refused() {
-    let (h, dev) = sim("SIM");
+    let (h, _dev) = sim("SIM");
     let (_h2, other) = sim("SIM:1");
     register_fill(&h);
-    let fill = dev.load_program(&image("fill")).unwrap();
+    let fill = h.load_program(&image("fill")).unwrap();
     let theirs = buffer(&other);
     let e = fill.call(&[&theirs], &[], [1; 3], [1; 3], true).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument { value: 0, .. }), "{e:?}");
@@ -154,7 +154,7 @@ fn a_buffer_of_another_device_is_refused() {
 fn a_launch_whose_wait_fails_still_keeps_its_buffers_alive() {
     let (h, dev) = sim("SIM");
     register_fill(&h);
-    let fill = dev.load_program(&image("fill")).unwrap();
+    let fill = h.load_program(&image("fill")).unwrap();
     let hcq = h.sim().engine();
     hcq.timeline().set_policy(hcq::signal::WaitPolicy::with_timeout_ms(30));
     let a = buffer(&dev);

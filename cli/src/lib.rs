@@ -14,12 +14,16 @@
 //! bundles loaded through the front door (`hcq_runtime::open_with`, `Device::load`), which
 //! also holds the device registry `hcq devices` lists; one `drive` times, checks and reports
 //! any device's model.
+//!
+//! The binary is [`main`] over the process's arguments; a program that registers its own device
+//! kinds ([`hcq_runtime::register`]) before calling [`main`] gets the same command line with
+//! those devices in it (`tests/plugin` does so).
 
 use clap::{Parser, Subcommand};
-use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::device::ReportList;
 use hcq::error::{Error, Result, ResultExt};
-use hcq::runner::{Model as _, TOL_ABS, TOL_REL};
+use hcq_bundle::hcqb::{self, Hcqb};
+use hcq_runner::{TOL_ABS, TOL_REL};
 use hcq_runtime::{Model, Options, bundle_bytes};
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
@@ -83,8 +87,9 @@ enum Cmd {
         /// a freedreno `.rd` capture (Mesa's cffdump decodes it).
         #[arg(long)]
         dump_rd: Option<PathBuf>,
-        /// SIM: give up on a call after this long without progress of the device (default:
-        /// the timeline's 30 s).
+        /// Devices whose calls run on their own command processors (SIM, QCOM and their
+        /// simulated forms; not CPU, whose calls run on this thread): give up on a call after
+        /// this long without progress of the device (default: the timeline's 30 s).
         #[arg(long)]
         timeout_ms: Option<u64>,
     },
@@ -128,22 +133,20 @@ fn vkgsl(command: &[std::ffi::OsString]) -> Result<bool> {
         .with_context(|| prog.to_string_lossy().into_owned())
 }
 
-/// Print each program's a630 shader (the code image inside its blob, located by the adreno
-/// metadata's `blob.image_offset`/`image_nbytes`) as an ir3 listing. False if any failed.
+/// Print each program's a630 shader as an ir3 listing: the code image of the program as the
+/// QCOM backend loads it (`hcq_adreno::Program::from_json`: its metadata, `programs[].adreno`,
+/// parsed with its one typed schema and checked against its blob). False if any failed.
 fn print_a630_listings(f: &Hcqb, out: &mut String) -> bool {
     let mut ok = true;
     for (i, p) in f.programs().enumerate() {
-        let Some(blob) = p.object(hcq::bundle::Arch::AdrenoA630) else { continue };
-        let image = p.adreno.and_then(|m| serde_json::from_slice::<serde_json::Value>(m).ok()).and_then(|m| {
-            let off = m["blob"]["image_offset"].as_u64()? as usize;
-            let n = m["blob"]["image_nbytes"].as_u64()? as usize;
-            blob.get(off..off.checked_add(n)?)
-        });
+        let Some(blob) = p.object(hcq_bundle::Arch::AdrenoA630) else { continue };
+        let image = p
+            .adreno
+            .ok_or_else(|| "no adreno metadata (programs[].adreno)".to_string())
+            .and_then(|m| hcq_adreno::Program::from_json(blob, m).map_err(|e| e.to_string()))
+            .map(|prog| prog.image);
         writeln!(out, "program {i} {} (a630):", p.name).ok();
-        match image
-            .ok_or("no adreno blob.image_offset/image_nbytes inside the blob".to_string())
-            .and_then(|img| hcq_ir3::decode_image(img).map_err(|e| e.to_string()))
-        {
+        match image.and_then(|img| hcq_ir3::decode_image(&img).map_err(|e| e.to_string())) {
             Ok(instrs) => out.push_str(&hcq_ir3::listing(&instrs)),
             Err(e) => {
                 eprintln!("hcq: program {i} {}: a630 shader: {e}", p.name);
@@ -236,15 +239,7 @@ struct Ran {
 /// other line a device writes once the calls are done (`--dump-rd`'s `rd ... bytes written`).
 fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
     let name = o.device.as_deref().map_or_else(hcq_runtime::default_name, hcq_runtime::canonical_name);
-    if o.dump_rd.is_some() && !name.contains("QCOM") {
-        return Err(Error::Unsupported {
-            what: "--dump-rd records Adreno submissions: use --device QCOM or QCOM:SIM",
-            value: 0,
-        });
-    }
-    if o.timeout_ms.is_some() && !(name == "SIM" || name.starts_with("SIM:")) {
-        return Err(Error::Unsupported { what: "--timeout-ms applies to --device SIM", value: 0 });
-    }
+    // which options a device supports (`--dump-rd`, `--timeout-ms`) is the device kind's to say
     let opts = Options {
         profile: o.profile.is_some(),
         allow_native: o.allow_native,
@@ -257,9 +252,10 @@ fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
     let bytes = hcq_runtime::bundle_bytes(path)?;
     let mut model = dev.load(&bytes).with_context(|| format!("bundle {}", path.display()))?;
     let load_us = t_load.elapsed().as_secs_f64() * 1e6;
-    let res = drive(&mut model, path, dev.name(), dev.description(), load_us, &o, out);
+    let res = drive(&mut model, path, dev.name(), &dev.description(), load_us, &o, out);
     // The capture is written even when a call failed: it shows what was submitted.
-    if let (Some(p), Some(rd)) = (&o.dump_rd, dev.rd_capture()) {
+    if let Some(p) = &o.dump_rd {
+        let rd = dev.rd_capture()?;
         std::fs::write(p, &rd)
             .map_err(|e| Error::Os { what: "write .rd capture", errno: e.raw_os_error().unwrap_or(0) })
             .with_context(|| p.display().to_string())?;
@@ -272,7 +268,7 @@ fn run(path: &Path, o: RunOpts, out: &mut String) -> Result<bool> {
     Ok(ran.ok)
 }
 
-/// Call a loaded model (any device, through `hcq::runner::Model`), time it, check it, report.
+/// Call a loaded model (any device, through the front door's `Model`), time it, check it, report.
 #[allow(clippy::too_many_arguments)]
 fn drive(
     model: &mut Model,
@@ -284,16 +280,16 @@ fn drive(
     out: &mut String,
 ) -> Result<Ran> {
     let prof = model.profiler();
-    let prof = prof.as_deref();
+    let prof = prof.as_deref().map(|p| p.profiler());
     let t0 = Instant::now();
-    model.call()?;
+    model.run()?;
     let first_us = t0.elapsed().as_secs_f64() * 1e6;
     let mut times = CallStats::new(CallStats::SAMPLE, o.iters);
     let progress = std::io::stderr().is_terminal() && o.iters >= 1000;
     for i in 0..o.iters {
         // while profiling, the front door records each call's span (the first call's too)
         let t = Instant::now();
-        model.call()?;
+        model.run()?;
         let dt = t.elapsed();
         times.push(dt.as_secs_f64() * 1e6);
         if progress && i % 500 == 0 {
@@ -331,16 +327,21 @@ fn drive(
         .ok();
     }
     if let Some(r) = &report {
-        let (h_abs, h_rel) = hcq::runner::tolerance(hcq::DType::F16);
+        let (h_abs, h_rel) = hcq_runner::tolerance(hcq::DType::F16);
         let mode = if r.exact {
             "exact".to_string()
         } else {
             format!("|d| <= {TOL_ABS:e} + {TOL_REL:e}*|expected|, f16 {h_abs:e} + {h_rel:e}*|expected|")
         };
+        // --check never passes on nothing: a bundle without expected outputs fails it
+        let pass = r.ok && r.compared > 0;
+        if r.compared == 0 {
+            writeln!(out, "check    FAIL (no output of the bundle has expected bytes: nothing to compare)").ok();
+        }
         writeln!(
             out,
             "check    {} ({} outputs, {}, max abs diff {:e}, {} mismatches)",
-            if r.ok { "PASS" } else { "FAIL" },
+            if pass { "PASS" } else { "FAIL" },
             r.compared,
             mode,
             r.max_abs_diff,
@@ -368,11 +369,11 @@ fn drive(
             "call_us_median": round3(med),
             "call_us_min": round3(min),
             "kernel_us_median": round3(med / model.kernels_per_call().max(1) as f64),
-            "outputs_ok": report.as_ref().map(|r| r.ok),
+            "outputs_ok": report.as_ref().map(|r| r.ok && r.compared > 0),
             "max_abs_diff": report.as_ref().map(|r| r.max_abs_diff).filter(|d| d.is_finite()),
         })
     });
-    Ok(Ran { ok: report.is_none_or(|r| r.ok), json })
+    Ok(Ran { ok: report.is_none_or(|r| r.ok && r.compared > 0), json })
 }
 
 /// Write `text` to stdout. A closed pipe (`hcq inspect ... | head -1`) is not an error: the
@@ -386,7 +387,9 @@ fn emit(text: &str) -> std::io::Result<()> {
     }
 }
 
-fn main() -> ExitCode {
+/// The `hcq` command line over `std::env::args_os()`: the exit code to return (0, 1 for a
+/// failed `--check`, 2 for an error, which goes to stderr as one line).
+pub fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
     let mut out = String::new();
@@ -398,11 +401,11 @@ fn main() -> ExitCode {
         }
         Cmd::Inspect { bundle, launches, disasm } => bundle_bytes(&bundle).and_then(|b| {
             let f = Hcqb::parse(&b).with_context(|| format!("bundle {}", bundle.display()))?;
-            out.push_str(&hcq::bundle::inspect_with(&f, launches));
+            out.push_str(&hcq_bundle::inspect_with(&f, launches));
             writeln!(out, "file size: {} bytes (packed)", b.len()).ok();
             Ok(!disasm || print_a630_listings(&f, &mut out))
         }),
-        Cmd::Pack { dir, output } => hcq::bundle::v1::import_dir(&dir)
+        Cmd::Pack { dir, output } => hcq_bundle::v1::import_dir(&dir)
             .with_context(|| format!("bundle {}", dir.display()))
             .and_then(|m| hcqb::write(&m))
             .and_then(|b| {

@@ -68,7 +68,7 @@ pub extern "C" fn hcq_device_open(name: *const c_char, flags: u32, out_dev: *mut
 pub extern "C" fn hcq_device_describe(dev: hcq_device, buf: *mut c_char, cap: usize, len: *mut usize) -> hcq_status {
     guard("hcq_device_describe", || {
         let d = devices().get(dev.id, "device")?;
-        str_out(d.dev.description(), buf, cap, len)
+        str_out(&d.dev.description(), buf, cap, len)
     })
 }
 
