@@ -1,34 +1,12 @@
 //! A bundle loaded on a device ([`crate::Device::load`]): its tensors, inputs by copy or bound
 //! to the caller's memory, runs (blocking, or submit and wait), outputs, check and profile.
 
-use crate::{Arch, CheckReport, DType, Error, Result};
-use hcq::bundle::hcqb::{self, Hcqb};
+use crate::{Arch, CheckReport, DType, Error, LoadedModel, ProfilerRef, Result};
 use hcq::error::ResultExt;
-use hcq::profile::Profiler;
 use hcq::profile::{Event, EventKind};
-use hcq::runner::{Backend, Model as RunModel, Runner};
-use hcq::signal::WaitPolicy;
-use hcq::stamp::Stamp;
-use hcq_cpu::backend::CpuBackend;
-use hcq_cpu::device::CpuDevice;
-use hcq_qcom::device::QcomBackend;
-#[cfg(feature = "sim")]
-use hcq_sim::cpu::SimBackend;
+use hcq_bundle::hcqb::{self, Hcqb};
 use std::path::Path;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// `$e` for the runner of any device (`$r` bound to it).
-macro_rules! each {
-    ($self:expr, $r:ident => $e:expr) => {
-        match $self {
-            Loaded::Cpu($r) => $e,
-            #[cfg(feature = "sim")]
-            Loaded::Sim($r) => $e,
-            Loaded::Qcom($r) => $e,
-        }
-    };
-}
+use std::time::Duration;
 
 /// One input or output of a model.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,20 +27,9 @@ impl Tensor {
     }
 }
 
-// One per model, never in arrays: the CPU runner stays inline (the SIM runner is as large).
-#[cfg_attr(not(feature = "sim"), allow(clippy::large_enum_variant))]
-#[derive(Debug)]
-pub(crate) enum Loaded {
-    Cpu(Runner<CpuBackend>),
-    #[cfg(feature = "sim")]
-    Sim(Runner<SimBackend>),
-    Qcom(Box<Runner<QcomBackend>>),
-}
-
 /// A bundle loaded on a device ([`Device::load`](crate::Device::load)).
-#[derive(Debug)]
 pub struct Model {
-    runner: Loaded,
+    runner: Box<dyn LoadedModel>,
     inputs: Vec<Tensor>,
     outputs: Vec<Tensor>,
     device: String,
@@ -70,10 +37,10 @@ pub struct Model {
     pending: Option<u64>,
     /// Per input: its view, why it cannot be bound to caller memory (if so), and the caller
     /// memory it is bound to ([`Model::bind_input`]).
-    in_views: Vec<hcq::bundle::ArgView>,
+    in_views: Vec<hcq_bundle::ArgView>,
     bind_refused: Vec<Option<&'static str>>,
     bound: Vec<Option<u64>>,
-    out_views: Vec<hcq::bundle::ArgView>,
+    out_views: Vec<hcq_bundle::ArgView>,
     /// While profiling: the interned name of the call events ([`Model::run`] records one).
     call_name: Option<u32>,
     /// Calls run or submitted (the call events' argument).
@@ -88,13 +55,13 @@ pub const BIND_ALIGN: usize = 16;
 
 /// Why input `view` of `file` cannot be bound to caller memory: a kernel argument that reaches
 /// across its edge, a copy launch or an output that touches it.
-fn bind_refusal(file: &Hcqb<'_>, view: &hcq::bundle::ArgView) -> Option<&'static str> {
-    use hcq::bundle::hcqb::LaunchRef;
+fn bind_refusal(file: &Hcqb<'_>, view: &hcq_bundle::ArgView) -> Option<&'static str> {
+    use hcq_bundle::hcqb::LaunchRef;
     let (start, end) = (view.offset, view.offset.saturating_add(view.nbytes));
-    let overlaps = |v: &hcq::bundle::ArgView| {
+    let overlaps = |v: &hcq_bundle::ArgView| {
         v.buffer == view.buffer && v.offset < end && start < v.offset.saturating_add(v.nbytes)
     };
-    let inside = |v: &hcq::bundle::ArgView| {
+    let inside = |v: &hcq_bundle::ArgView| {
         v.buffer == view.buffer && v.offset >= start && v.offset.saturating_add(v.nbytes) <= end
     };
     for l in file.launches() {
@@ -122,15 +89,15 @@ fn lookup(what: &'static str, list: &[Tensor], name: &str) -> Result<usize> {
 impl Model {
     /// The model `runner` loaded from `file` on device `device` (its canonical name); with
     /// `profile`, every run records a call event.
-    pub(crate) fn new(runner: Loaded, file: &Hcqb<'_>, device: String, profile: bool) -> Model {
+    pub(crate) fn new(runner: Box<dyn LoadedModel>, file: &Hcqb<'_>, device: String, profile: bool) -> Model {
         // the views of the graph the runner runs (a bundle with one graph per target); every
         // graph takes the same inputs and returns the same outputs (shapes included)
-        let graph = each!(&runner, r => r.graph());
+        let graph = runner.graph();
         let io = graph.and_then(|g| file.graph_view(g)).unwrap_or(*file);
         let inputs = io.inputs().enumerate().map(|(i, t)| Tensor::new(format!("input{i}"), &t)).collect();
         let outputs = io.outputs().enumerate().map(|(i, t)| Tensor::new(format!("output{i}"), &t)).collect();
-        let in_views: Vec<hcq::bundle::ArgView> = io.inputs().map(|t| t.view).collect();
-        let out_views: Vec<hcq::bundle::ArgView> = io.outputs().map(|t| t.view).collect();
+        let in_views: Vec<hcq_bundle::ArgView> = io.inputs().map(|t| t.view).collect();
+        let out_views: Vec<hcq_bundle::ArgView> = io.outputs().map(|t| t.view).collect();
         let bind_refused = in_views.iter().map(|v| bind_refusal(&io, v)).collect();
         let bound = vec![None; in_views.len()];
         let mut m = Model {
@@ -147,8 +114,8 @@ impl Model {
             calls: 0,
         };
         if profile {
-            let name = format!("call {}", RunModel::name(&m));
-            m.call_name = m.engine().map(|h| h.profiler().intern(&name));
+            let name = format!("call {}", m.runner.name());
+            m.call_name = m.runner.profiler().map(|p| p.profiler().intern(&name));
         }
         m
     }
@@ -170,17 +137,17 @@ impl Model {
 
     /// The model's name (as the bundle records it).
     pub fn name(&self) -> &str {
-        RunModel::name(self)
+        self.runner.name()
     }
 
     /// The architecture whose objects run (`x86_64`, `aarch64`, `adreno_a630`).
     pub fn arch(&self) -> Arch {
-        RunModel::arch(self)
+        self.runner.arch()
     }
 
     /// Kernel launches per call.
     pub fn kernels_per_call(&self) -> usize {
-        RunModel::kernels_per_call(self)
+        self.runner.kernels_per_call()
     }
 
     /// Copy `data` (exactly the input's size) into input `name` (`"input0"`). Waits for a
@@ -202,14 +169,14 @@ impl Model {
             .with_context(|| format!("set_input {}", self.inputs[i].name));
         }
         self.settle()?;
-        each!(&self.runner, r => r.set_input(i, data)).with_context(|| format!("set_input {}", self.inputs[i].name))
+        self.runner.set_input(i, data).with_context(|| format!("set_input {}", self.inputs[i].name))
     }
 
     /// Bind input `name` to the caller's `len` bytes at `ptr`, zero-copy: every later call
     /// reads the input there (the caller writes it between calls, not while one runs); a null
     /// `ptr` binds it back to the model's own memory (with the contents it had before). On
     /// `CPU` the kernels take the pointer; on `QCOM`/`QCOM:SIM` the memory is mapped for the GPU
-    /// (KGSL `MAP_USER_MEM`, [`QcomBackend::bind_host`]: its CPU cache lines are cleaned when it
+    /// (KGSL `MAP_USER_MEM`, [`QcomBackend::bind_host`](hcq_qcom::device::QcomBackend::bind_host): its CPU cache lines are cleaned when it
     /// is bound, so later writes reach the GPU where the CPU cache is coherent with it, as
     /// tinygrad assumes) and the launches' constant blocks point at it. Waits for a submitted
     /// call first. Refused for `SIM`, for a size other than the input's, a pointer not
@@ -258,33 +225,9 @@ impl Model {
             }
         }
         self.settle()?;
-        match &mut self.runner {
-            Loaded::Cpu(r) => {
-                let own = r.backend().buffer_addrs()[v.buffer as usize] + v.offset;
-                let to = if ptr.is_null() { own } else { ptr as u64 };
-                let from = self.bound[i].unwrap_or(own);
-                if from != to {
-                    // SAFETY: the caller's contract covers `to`; `own` is the model's buffer; the
-                    // input's views are inside it or disjoint from it (`bind_refusal`).
-                    unsafe { r.backend_mut().rebind(from, v.nbytes, to) }.with_context(ctx)?;
-                }
-                self.bound[i] = (to != own).then_some(to);
-            }
-            Loaded::Qcom(r) => {
-                let own = r.backend().buffer_addr(v.buffer as usize).unwrap_or(0) + v.offset;
-                // SAFETY: the caller's contract is bind_host's.
-                unsafe { r.backend_mut().bind_host(own, v.nbytes, ptr) }.with_context(ctx)?;
-                self.bound[i] = (!ptr.is_null()).then_some(ptr as u64);
-            }
-            #[cfg(feature = "sim")]
-            Loaded::Sim(_) => {
-                return Err(Error::Unsupported {
-                    what: "bind_input on SIM (its devices copy between simulated memories)",
-                    value: 0,
-                })
-                .with_context(ctx);
-            }
-        }
+        // SAFETY: the caller's contract covers `ptr`; the view's kernel arguments lie inside it
+        // or apart from it (`bind_refusal`), and no call is in flight (settled above).
+        self.bound[i] = unsafe { self.runner.bind_host(v, self.bound[i], ptr) }.with_context(ctx)?;
         Ok(())
     }
 
@@ -298,14 +241,14 @@ impl Model {
     pub fn run(&mut self) -> Result<()> {
         self.settle()?;
         let t0 = if self.call_name.is_some() { hcq::soft::threaded::soft_clock_ns() } else { 0 };
-        each!(&mut self.runner, r => r.call())?;
+        self.runner.call()?;
         self.record_call(t0);
         Ok(())
     }
 
     /// While profiling: the call's span as an event (the run's own, around its kernels).
     fn record_call(&mut self, start_ns: u64) {
-        if let (Some(n), Some(h)) = (self.call_name, self.engine()) {
+        if let (Some(n), Some(h)) = (self.call_name, self.runner.profiler()) {
             let end_ns = hcq::soft::threaded::soft_clock_ns();
             h.profiler().record(Event { kind: EventKind::Call, name: n, start_ns, end_ns, arg: self.calls });
         }
@@ -316,12 +259,7 @@ impl Model {
     /// without a wait in between waits for the first.
     pub fn submit(&mut self) -> Result<()> {
         self.settle()?;
-        let stamp = match &mut self.runner {
-            Loaded::Cpu(r) => r.backend_mut().submit()?,
-            #[cfg(feature = "sim")]
-            Loaded::Sim(r) => r.backend_mut().submit()?,
-            Loaded::Qcom(r) => r.backend_mut().submit_call()?.get(),
-        };
+        let stamp = self.runner.submit()?;
         self.pending = Some(stamp);
         self.calls += 1;
         Ok(())
@@ -338,18 +276,8 @@ impl Model {
     /// [`Model::wait_for`] gives up without hanging the device.
     pub fn wait(&mut self, timeout: Option<Duration>) -> Result<()> {
         let Some(stamp) = self.pending else { return Ok(()) };
-        let res = match (self.engine(), timeout) {
-            (Some(h), Some(t)) => {
-                let tl = h.timeline();
-                let before = tl.policy();
-                tl.set_policy(WaitPolicy { timeout_ns: u64::try_from(t.as_nanos()).unwrap_or(u64::MAX), ..before });
-                let r = self.wait_stamp(Stamp::new(stamp));
-                tl.set_policy(before);
-                r
-            }
-            (Some(_), None) => self.wait_stamp(Stamp::new(stamp)),
-            (None, _) => Ok(()),
-        };
+        // the timeout is this wait's own: the device's shared wait policy is not touched
+        let res = self.runner.wait(stamp, timeout);
         self.pending = None;
         res
     }
@@ -360,50 +288,15 @@ impl Model {
     /// hung. A fault or hang of the device is an error.
     pub fn wait_for(&mut self, timeout: Duration) -> Result<bool> {
         let Some(stamp) = self.pending else { return Ok(true) };
-        let st = Stamp::new(stamp);
-        if let Some(h) = self.engine() {
-            let deadline = Instant::now() + timeout;
-            let mut polls = 0u32;
-            while !h.timeline().passed(st) {
-                h.timeline().check()?;
-                if Instant::now() >= deadline {
-                    return Ok(false);
-                }
-                polls = polls.wrapping_add(1);
-                if polls < 256 {
-                    core::hint::spin_loop();
-                } else if polls < 2048 {
-                    std::thread::yield_now();
-                } else {
-                    std::thread::sleep(Duration::from_micros(50));
-                }
-            }
+        let done = self.runner.try_wait(stamp, timeout);
+        if !matches!(done, Ok(false)) {
+            self.pending = None;
         }
-        let res = self.wait_stamp(st);
-        self.pending = None;
-        res.map(|()| true)
-    }
-
-    /// Wait for `st` on the device's timeline (QCOM: through the backend, which names the
-    /// fault a simulated KGSL reports).
-    fn wait_stamp(&self, st: Stamp) -> Result<()> {
-        match &self.runner {
-            Loaded::Qcom(r) => r.backend().wait(st),
-            _ => self.engine().map_or(Ok(()), |h| h.wait(st)),
-        }
+        done
     }
 
     fn settle(&mut self) -> Result<()> {
         if self.pending.is_some() { self.wait(None) } else { Ok(()) }
-    }
-
-    fn engine(&self) -> Option<&hcq::engine::Engine> {
-        match &self.runner {
-            Loaded::Cpu(r) => Some(r.backend().device().soft().engine()),
-            #[cfg(feature = "sim")]
-            Loaded::Sim(r) => Some(r.backend().device().sim().engine()),
-            Loaded::Qcom(r) => r.backend().engine().map(|h| &**h),
-        }
     }
 
     /// The bytes of output `name` (`"output0"`).
@@ -416,7 +309,7 @@ impl Model {
     pub fn output_at(&mut self, i: usize) -> Result<Vec<u8>> {
         index("model output index", i, self.outputs.len())?;
         self.settle()?;
-        each!(&self.runner, r => r.output(i))
+        self.runner.output(i)
     }
 
     /// Copy output `name` into `out` (exactly its size).
@@ -435,7 +328,7 @@ impl Model {
                 .with_context(|| format!("output {}", self.outputs[i].name));
         }
         self.settle()?;
-        each!(&self.runner, r => r.backend().read(v.buffer as usize, v.offset, out))
+        self.runner.read(v.buffer as usize, v.offset, out)
     }
 
     /// Output `i`'s bytes where they lie, when the device's memory is the host's (`CPU`):
@@ -446,38 +339,30 @@ impl Model {
         index("model output index", i, self.outputs.len())?;
         self.settle()?;
         let v = self.out_views[i];
-        Ok(match &self.runner {
-            Loaded::Cpu(r) => Some((r.backend().buffer_addrs()[v.buffer as usize] + v.offset) as usize as *const u8),
-            _ => None,
-        })
+        Ok(self.runner.host_ptr(v))
     }
 
     /// Compare every output that has expected bytes in the bundle with what the last call left.
     pub fn check(&mut self) -> Result<CheckReport> {
         self.settle()?;
-        each!(&self.runner, r => r.check())
+        self.runner.check()
     }
 
     /// The profiler of this model's device, when it was opened with [`Options::profile`](crate::Options::profile): an
     /// owned handle, so a caller can record its own events (a call's span) while it runs the
     /// model.
-    pub fn profiler(&self) -> Option<ProfilerHandle> {
-        let h = match &self.runner {
-            Loaded::Cpu(r) => ProfilerHandle::Cpu(r.backend().device().clone()),
-            #[cfg(feature = "sim")]
-            Loaded::Sim(r) => ProfilerHandle::Sim(r.backend().device().clone()),
-            Loaded::Qcom(r) => ProfilerHandle::Qcom(r.backend().engine()?.clone()),
-        };
-        h.is_enabled().then_some(h)
+    pub fn profiler(&self) -> Option<ProfilerRef> {
+        self.runner.profiler().filter(|p| p.profiler().is_enabled())
     }
 
     /// Write what the profiler recorded as a Perfetto (Chrome trace JSON) file at `path`;
     /// returns the number of events. Errors when profiling is off.
     pub fn write_profile(&self, path: &Path) -> Result<usize> {
-        let Some(hcq) = self.engine() else {
-            return Err(Error::Unsupported { what: "profile before the first launch was recorded", value: 0 });
+        let Some(h) = self.runner.profiler() else {
+            return Err(Error::Unsupported { what: "a profile of a device without a profiler", value: 0 })
+                .with_context(|| format!("device {}", self.device));
         };
-        let p = hcq.profiler();
+        let p = h.profiler();
         let json = hcq::profile::chrome::trace_json(&[(self.device.as_str(), p)]);
         std::fs::write(path, json)
             .map_err(|e| Error::Os { what: "write profile", errno: e.raw_os_error().unwrap_or(0) })
@@ -492,11 +377,9 @@ impl Model {
     pub fn profile_begin(&mut self) -> Result<()> {
         self.settle()?;
         let name = format!("call {}", self.name());
-        let Some(h) = self.engine() else {
-            return Err(Error::Unsupported {
-                what: "profiling before the model's first launch was recorded",
-                value: 0,
-            });
+        let Some(h) = self.runner.profiler() else {
+            return Err(Error::Unsupported { what: "profiling a device without a profiler", value: 0 })
+                .with_context(|| format!("device {}", self.device));
         };
         let p = h.profiler();
         p.clear();
@@ -513,7 +396,7 @@ impl Model {
             return Err(Error::InvalidArgument { what: "profile end without a profile begin", value: 0 });
         }
         let n = self.write_profile(path);
-        if let Some(h) = self.engine() {
+        if let Some(h) = self.runner.profiler() {
             h.profiler().set_enabled(false);
         }
         self.call_name = None;
@@ -536,56 +419,15 @@ fn index(what: &'static str, i: usize, n: usize) -> Result<()> {
     if i < n { Ok(()) } else { Err(Error::OutOfBounds { what, offset: i as u64, len: 1, limit: n as u64 }) }
 }
 
-/// The profiler of a model's device ([`Model::profiler`]), kept alive by the handle.
-#[derive(Clone)]
-pub enum ProfilerHandle {
-    /// The CPU device's.
-    Cpu(Arc<CpuDevice>),
-    /// A SIM device's.
-    #[cfg(feature = "sim")]
-    Sim(Arc<hcq_sim::SimHandle>),
-    /// A QCOM engine's.
-    Qcom(Arc<hcq::engine::Engine>),
-}
-
-impl core::fmt::Debug for ProfilerHandle {
+impl core::fmt::Debug for Model {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("ProfilerHandle").field("events", &self.events().len()).finish()
-    }
-}
-
-impl core::ops::Deref for ProfilerHandle {
-    type Target = Profiler;
-    fn deref(&self) -> &Profiler {
-        match self {
-            ProfilerHandle::Cpu(d) => d.soft().engine().profiler(),
-            #[cfg(feature = "sim")]
-            ProfilerHandle::Sim(d) => d.sim().engine().profiler(),
-            ProfilerHandle::Qcom(h) => h.profiler(),
-        }
-    }
-}
-
-/// The model through the core runner's front-end trait (what `hcq run` drives).
-impl RunModel for Model {
-    fn name(&self) -> &str {
-        each!(&self.runner, r => r.name())
-    }
-    fn arch(&self) -> Arch {
-        each!(&self.runner, r => r.arch())
-    }
-    fn kernels_per_call(&self) -> usize {
-        each!(&self.runner, r => r.kernels_per_call())
-    }
-    #[inline]
-    fn call(&mut self) -> Result<()> {
-        Model::run(self)
-    }
-    fn output(&self, i: usize) -> Result<Vec<u8>> {
-        each!(&self.runner, r => r.output(i))
-    }
-    fn check(&self) -> Result<CheckReport> {
-        each!(&self.runner, r => r.check())
+        f.debug_struct("Model")
+            .field("name", &self.name())
+            .field("device", &self.device)
+            .field("inputs", &self.inputs)
+            .field("outputs", &self.outputs)
+            .field("in_flight", &self.pending.is_some())
+            .finish_non_exhaustive()
     }
 }
 

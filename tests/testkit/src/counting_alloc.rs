@@ -1,0 +1,88 @@
+//! A global allocator for the allocation-count tests (a test installs it with
+//! `#[global_allocator] static A: Counting = Counting;`). It forwards to the system allocator
+//! and counts the allocations (`alloc`, `alloc_zeroed`, `realloc`) made while a measurement runs:
+//!
+//! - [`allocations_in`]: those the *calling* thread makes. The test harness's own threads, which
+//!   allocate between and during tests (more often on a loaded machine or under qemu-user), never
+//!   reach the count; code under test that allocates on threads of its own is not counted either:
+//!   use it for single-threaded paths.
+//! - [`allocations_on_every_thread`]: those of the whole process, for paths that run on threads
+//!   of their own (a simulated device's command processor). One such measurement runs at a time
+//!   (they take a lock), and the test binary should have no harness (`harness = false`), whose
+//!   threads allocate while a test measures.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// The counting allocator.
+pub struct Counting;
+
+thread_local! {
+    // const-initialized and without Drop: accessing them never allocates (native TLS)
+    static ON: Cell<bool> = const { Cell::new(false) };
+    static COUNT: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Counting on every thread (an [`allocations_on_every_thread`] runs).
+static EVERYWHERE: AtomicBool = AtomicBool::new(false);
+static EVERYWHERE_COUNT: AtomicU64 = AtomicU64::new(0);
+/// One process-wide measurement at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn note() {
+    if EVERYWHERE.load(Ordering::Relaxed) {
+        EVERYWHERE_COUNT.fetch_add(1, Ordering::Relaxed);
+    }
+    // `try_with`: while a thread is torn down its slots may be gone; nothing is counted then
+    let _ = ON.try_with(|on| {
+        if on.get() {
+            let _ = COUNT.try_with(|c| c.set(c.get() + 1));
+        }
+    });
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; counting touches only atomics
+// and const-initialized thread-locals (it never allocates).
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        note();
+        // SAFETY: the caller's contract for `alloc`, passed on.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        note();
+        // SAFETY: as above.
+        unsafe { System.alloc_zeroed(l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        note();
+        // SAFETY: as above; `p` came from `System` (every allocation goes through this wrapper).
+        unsafe { System.realloc(p, l, n) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+/// Run `f` and count the allocations the calling thread made meanwhile.
+pub fn allocations_in<R>(f: impl FnOnce() -> R) -> (R, u64) {
+    let before = COUNT.with(Cell::get);
+    ON.with(|on| on.set(true));
+    let r = f();
+    ON.with(|on| on.set(false));
+    (r, COUNT.with(Cell::get) - before)
+}
+
+/// Run `f` and count the allocations every thread of the process made meanwhile (one such
+/// measurement at a time: a second waits for the first).
+pub fn allocations_on_every_thread<R>(f: impl FnOnce() -> R) -> (R, u64) {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    EVERYWHERE_COUNT.store(0, Ordering::SeqCst);
+    EVERYWHERE.store(true, Ordering::SeqCst);
+    let r = f();
+    EVERYWHERE.store(false, Ordering::SeqCst);
+    (r, EVERYWHERE_COUNT.load(Ordering::SeqCst))
+}
