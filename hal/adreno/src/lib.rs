@@ -26,6 +26,7 @@ extern crate alloc;
 pub mod a6xx;
 pub mod chip;
 pub mod hal;
+pub mod limits;
 pub mod pm4;
 pub mod rd;
 pub mod reg;

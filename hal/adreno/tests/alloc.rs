@@ -2,7 +2,7 @@
 //! every dispatch of a captured queue leave a counting global allocator untouched, and so does
 //! running the queue on the simulated CP once its buffers are warm.
 //!
-//! The counts are the test thread's own (`tests/support/counting_alloc.rs`): the harness's threads
+//! The counts are the test thread's own (`hcq_testkit::counting_alloc::allocations_in`): the harness's threads
 //! allocate too.
 
 mod common;
@@ -11,9 +11,7 @@ use common::*;
 use hcq::queue::{Field, HwQueue};
 use hcq_sim_adreno::cp::Cp;
 
-#[path = "../../../tests/support/counting_alloc.rs"]
-mod counting;
-use counting::{Counting, allocations_in};
+use hcq_testkit::counting_alloc::{Counting, allocations_in};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;

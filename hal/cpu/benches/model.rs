@@ -1,4 +1,4 @@
-//! Whole-model calls on the CPU device: one `Model::call()` (`Runner::call`) = submit the model's exec list
+//! Whole-model calls on the CPU device: one `Runner::call()` = submit the model's exec list
 //! through the ring and run it on the calling thread (the engine is free), `core_id` kernels
 //! fanned out over the device's cores.
 //!
@@ -33,13 +33,13 @@
 
 use divan::Bencher;
 use divan::counter::ItemsCount;
-use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::device::Device;
 use hcq::dtype::DType;
 use hcq::profile::EventKind;
 use hcq::program::{Param, ParamKind, Program, ProgramImage};
+use hcq_bundle::hcqb::{self, Hcqb};
 use hcq_cpu::device::{CpuDevice, host_cores};
-use hcq_cpu::model::{Model, host_arch};
+use hcq_cpu::model::{CpuRunner, host_arch};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -52,14 +52,14 @@ fn main() {
     }
 }
 
-fn load(name: &str, cores: usize) -> Model {
+fn load(name: &str, cores: usize) -> CpuRunner {
     // the samples in examples/, the benchmark bundles (matmul) in benches/bundles/
     let root = format!("{}/../..", env!("CARGO_MANIFEST_DIR"));
     let dir = [format!("{root}/examples/{name}"), format!("{root}/benches/bundles/{name}")]
         .into_iter()
         .find(|d| std::path::Path::new(d).is_dir())
         .unwrap_or_else(|| panic!("no bundle {name}"));
-    let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap();
+    let bytes = hcqb::write(&hcq_bundle::v1::import_dir(&dir).unwrap()).unwrap();
     let file = Hcqb::parse(&bytes).unwrap();
     let dev = CpuDevice::new("CPU", cores).unwrap();
     let mut m = hcq_cpu::model::load(dev, &file, host_arch().unwrap(), false).unwrap();
@@ -291,7 +291,7 @@ fn fanout(mut one: impl FnMut(), mut two: impl FnMut()) -> (f64, f64, f64) {
 }
 
 /// Median (over calls) of the summed duration of the `core_id` kernels in one call of `m`, µs.
-fn core_id_kernel_us(m: &mut Model, core_id_names: &[u32]) -> f64 {
+fn core_id_kernel_us(m: &mut CpuRunner, core_id_names: &[u32]) -> f64 {
     let dev = m.backend().device().clone();
     let prof = dev.soft().engine().profiler();
     prof.set_enabled(true);
@@ -312,7 +312,7 @@ fn core_id_kernel_us(m: &mut Model, core_id_names: &[u32]) -> f64 {
 }
 
 /// Profiler name ids of the model's `core_id` kernels.
-fn core_id_names(m: &Model) -> Vec<u32> {
+fn core_id_names(m: &CpuRunner) -> Vec<u32> {
     let dev = m.backend().device();
     (0u64..)
         .map_while(|h| dev.kernel(h))

@@ -1,4 +1,4 @@
-//! The CPU device as a backend of the core bundle runner ([`hcq::runner::Runner`]).
+//! The CPU device as a backend of the core bundle runner ([`hcq_runner::Runner`]).
 //!
 //! [`CpuBackend`] does what the runner asks of a device, the CPU's way:
 //! - [`prepare`](Backend::prepare): the objects are this host's, and the host has the features
@@ -29,14 +29,14 @@
 
 use crate::device::{CpuDevice, ExecLaunch, MAX_ARGS};
 use hcq::buffer::Buffer;
-use hcq::bundle::Arch;
-use hcq::bundle::hcqb::{Hcqb, KernelRef, ProgramRef};
 use hcq::device::{Device, DeviceLimits};
 use hcq::dtype::DType;
 use hcq::error::{Error, Result, ResultExt};
 use hcq::queue::HwQueue;
-use hcq::runner::{Backend, KernelLaunch};
 use hcq::stamp::Stamp;
+use hcq_bundle::Arch;
+use hcq_bundle::hcqb::{Hcqb, KernelRef, ProgramRef};
+use hcq_runner::{Backend, KernelLaunch};
 use std::sync::Arc;
 use std::vec::Vec;
 
@@ -358,7 +358,7 @@ impl CpuBackend {
         // `Hcqb::parse` checked against the buffers; the backend owns those buffers and outlives
         // its submissions (its `Drop` waits for `last`).
         // SAFETY: every command names this backend's live buffers inside their bounds.
-        unsafe { hcq::runner::submit_queues(self.dev.soft().engine(), &mut self.queues, &mut self.last) }
+        unsafe { hcq_runner::submit_queues(self.dev.soft().engine(), &mut self.queues, &mut self.last) }
     }
 
     /// One forward pass with every kernel called directly on this thread, one after another
@@ -461,7 +461,7 @@ impl CpuBackend {
                 k += 1;
             }
         }
-        let queues = match hcq::runner::build_queues(self.dev.soft().engine(), &steps, push_step) {
+        let queues = match hcq_runner::build_queues(self.dev.soft().engine(), &steps, push_step) {
             Ok(q) => q,
             Err(e) => {
                 for h in new_lists {
@@ -525,7 +525,7 @@ impl Backend for CpuBackend {
     fn finish(&mut self) -> Result<()> {
         self.flush().context("last launches")?;
         self.bufs.finish();
-        self.queues = hcq::runner::build_queues(self.dev.soft().engine(), &self.steps, push_step)?;
+        self.queues = hcq_runner::build_queues(self.dev.soft().engine(), &self.steps, push_step)?;
         Ok(())
     }
 

@@ -4,7 +4,7 @@
 //! submitted to a command ring, and a command processor executes them — calling the loaded
 //! kernels, copying memory, writing signals and timestamps — and signals the timeline. The
 //! command processor is a thread of the device, or, for a synchronous call
-//! ([`Program::call`] with `wait`, [`Runner::call`](hcq::runner::Runner::call) of a [`crate::model::Model`]), the calling
+//! ([`Program::call`] with `wait`, [`Runner::call`](hcq_runner::Runner::call) of a [`crate::model::CpuRunner`]), the calling
 //! thread itself ([`SoftDevice::run_inline`]). An exec list ([`CpuDevice::load_exec_list`]) runs
 //! a prebuilt sequence of launches from one exec packet.
 //! A launch whose program has a `core_id` argument runs once per core id (`global[0]` calls)
@@ -26,7 +26,7 @@ use crate::elf::Machine;
 use crate::exec::{LoadedObject, default_resolver};
 use crate::fanout::{FanOut, Job};
 use hcq::allocator::{Allocator, BufferSpec, DeviceMemory, HostAllocator, LruAllocator};
-use hcq::device::{Device, DeviceKind, DeviceProperties};
+use hcq::device::{Device, DeviceProperties};
 use hcq::engine::{Engine, Submitter};
 use hcq::error::{Error, Result, ResultExt};
 
@@ -429,7 +429,7 @@ impl CpuDevice {
     /// the caller submits, accesses only the memory those arguments name (each exec's
     /// contract is then [`hcq::engine::Submitter::submit`]'s), and does nothing else that is
     /// undefined behaviour. (The safe way to load and call a kernel is
-    /// [`hcq::device::Device::load_program`] and [`hcq::program::Program::call`], which check
+    /// [`CpuDevice::load_program`] and [`hcq::program::Program::call`], which check
     /// each buffer against the signature.)
     ///
     /// Loading machine code takes `unsafe`:
@@ -574,13 +574,31 @@ impl CpuDevice {
         self.exec.kernels.read().unwrap_or_else(|p| p.into_inner()).get(handle as usize).cloned()
     }
 
+    /// Load one compiled program (an ELF relocatable object and its signature) to call through
+    /// [`Program::call`], which holds every buffer to the footprint its signature states. What
+    /// runs bundles is the backend ([`crate::backend::CpuBackend`]); this is the one-program
+    /// path (benchmarks, tests, a caller with its own kernels).
+    pub fn load_program(&self, image: &ProgramImage) -> Result<Arc<dyn Program>> {
+        let nbufs = image.signature.iter().filter(|p| p.kind == ParamKind::Buffer).count();
+        let nvals = image.signature.len() - nbufs;
+        let core_id = image.signature.iter().position(|p| p.name.as_deref() == Some("core_id"));
+        let footprints = hcq::program::buffer_footprints(&image.signature)?;
+        // The image's signature is what the program is called through: `Program::call` holds
+        // every buffer to its footprint and takes the memory from live buffers.
+        // SAFETY: loading machine code from a program image is this method's contract (see
+        // `hcq::program::Program`): the image's kernel accesses through each buffer at most the
+        // footprint its signature states, and calls go through `Program::call`'s checks.
+        let handle = unsafe { self.load_kernel(&image.binary, &image.entry, nbufs + nvals, core_id)? };
+        Ok(Arc::new(CpuProgram { dev: self.me.clone(), handle, name: image.name.clone(), nbufs, nvals, footprints }))
+    }
+
     /// Threads a `core_id` launch runs on.
     pub fn cores(&self) -> usize {
         self.exec.fan.workers() + 1
     }
 }
 
-/// A program loaded through [`Device::load_program`].
+/// A program loaded through [`CpuDevice::load_program`].
 struct CpuProgram {
     dev: Weak<CpuDevice>,
     handle: u64,
@@ -659,19 +677,6 @@ impl Device for CpuDevice {
     fn allocator(&self) -> &LruAllocator {
         &self.alloc
     }
-    fn load_program(&self, image: &ProgramImage) -> Result<Arc<dyn Program>> {
-        let nbufs = image.signature.iter().filter(|p| p.kind == ParamKind::Buffer).count();
-        let nvals = image.signature.len() - nbufs;
-        let core_id = image.signature.iter().position(|p| p.name.as_deref() == Some("core_id"));
-        let footprints = hcq::program::buffer_footprints(&image.signature)?;
-        // The image's signature is what the program is called through: `Program::call` holds
-        // every buffer to its footprint and takes the memory from live buffers.
-        // SAFETY: loading machine code from a program image is this trait's contract (see
-        // `hcq::program::Program`): the image's kernel accesses through each buffer at most the
-        // footprint its signature states, and calls go through `Program::call`'s checks.
-        let handle = unsafe { self.load_kernel(&image.binary, &image.entry, nbufs + nvals, core_id)? };
-        Ok(Arc::new(CpuProgram { dev: self.me.clone(), handle, name: image.name.clone(), nbufs, nvals, footprints }))
-    }
     fn synchronize(&self) -> Result<()> {
         self.soft.engine().synchronize()
     }
@@ -711,17 +716,5 @@ pub fn cpu_limits() -> hcq::device::DeviceLimits {
         alloc_align: 16,
         max_kernel_args: MAX_ARGS as u32,
         max_grid: [CPU_MAX_THREADS, 1, 1],
-        gpu: None,
     }
-}
-
-/// The registry entry for `CPU` (one device, using every host core).
-pub fn cpu_kind() -> DeviceKind {
-    fn count() -> Result<u32> {
-        Ok(1)
-    }
-    fn open(_i: u32) -> Result<Arc<dyn Device>> {
-        Ok(CpuDevice::new("CPU", host_cores())?)
-    }
-    DeviceKind { name: "CPU", count, open }
 }

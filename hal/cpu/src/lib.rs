@@ -6,7 +6,7 @@
 //! executable memory and hands out callable entry points.
 //!
 //! With `std` on Linux/macOS (x86-64, AArch64 Linux): the `CPU` device (`device`), its backend
-//! of the core bundle runner (`backend::CpuBackend`, and `model::Model`, the runner over it
+//! of the core bundle runner (`backend::CpuBackend`, and `model::CpuRunner`, the runner over it
 //! with the CPU's extras). The same host objects run through the `SIM` device's simulated
 //! command processors with `hcq_sim::cpu::SimBackend` (in the simulator's crate, which uses
 //! this crate's buffer, queue and call helpers: [`backend::Buffers`], [`backend::launch_words`]).
@@ -32,20 +32,27 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
-#[cfg(all(
-    feature = "std",
-    any(target_os = "linux", target_os = "macos"),
-    any(target_arch = "x86_64", target_arch = "aarch64"),
-    not(all(target_os = "macos", target_arch = "aarch64"))
-))]
-pub mod backend;
-#[cfg(all(
-    feature = "std",
-    any(target_os = "linux", target_os = "macos"),
-    any(target_arch = "x86_64", target_arch = "aarch64"),
-    not(all(target_os = "macos", target_arch = "aarch64"))
-))]
-pub mod device;
+/// The modules that run this host's kernels through the bundle runner (feature `std`; Linux or
+/// macOS on x86-64 or AArch64, but not macOS on AArch64): one gate, written once.
+macro_rules! runs_here {
+    ($($item:item)*) => {$(
+        #[cfg(all(
+            feature = "std",
+            any(target_os = "linux", target_os = "macos"),
+            any(target_arch = "x86_64", target_arch = "aarch64"),
+            not(all(target_os = "macos", target_arch = "aarch64"))
+        ))]
+        $item
+    )*};
+}
+
+runs_here! {
+    pub mod backend;
+    pub mod device;
+    mod fanout;
+    pub mod model;
+    pub mod plug;
+}
 pub mod elf;
 #[cfg(all(
     feature = "std",
@@ -53,19 +60,5 @@ pub mod elf;
     any(target_arch = "x86_64", target_arch = "aarch64")
 ))]
 pub mod exec;
-#[cfg(all(
-    feature = "std",
-    any(target_os = "linux", target_os = "macos"),
-    any(target_arch = "x86_64", target_arch = "aarch64"),
-    not(all(target_os = "macos", target_arch = "aarch64"))
-))]
-mod fanout;
-#[cfg(all(
-    feature = "std",
-    any(target_os = "linux", target_os = "macos"),
-    any(target_arch = "x86_64", target_arch = "aarch64"),
-    not(all(target_os = "macos", target_arch = "aarch64"))
-))]
-pub mod model;
 
 pub use elf::{ElfObject, Layout, Machine};

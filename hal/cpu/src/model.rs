@@ -1,5 +1,5 @@
 //! A model bundle loaded on the CPU device and ready to call: the core bundle runner
-//! ([`hcq::runner::Runner`]) over the CPU backend ([`CpuBackend`]) — [`Model`] is that runner.
+//! ([`hcq_runner::Runner`]) over the CPU backend ([`CpuBackend`]) — [`CpuRunner`] is that runner.
 //!
 //! [`load`] refuses objects for another architecture, then hands the bundle to
 //! [`Runner::load`]: the host's x86-64 level is checked, every base buffer is allocated once
@@ -21,25 +21,25 @@
 
 use crate::backend::CpuBackend;
 use crate::device::CpuDevice;
-use hcq::bundle::Arch;
-use hcq::bundle::hcqb::Hcqb;
 use hcq::device::{Device, DeviceLimits};
 use hcq::error::{Error, Result};
-use hcq::runner::Runner;
+use hcq_bundle::Arch;
+use hcq_bundle::hcqb::Hcqb;
+use hcq_runner::Runner;
 use std::sync::Arc;
 
 pub use crate::backend::{check_arch_level, host_arch};
 /// The bundle tolerance, the comparison and its report live in the core runner, shared by
 /// every backend.
-pub use hcq::runner::{CheckReport, TOL_ABS, TOL_REL, compare};
+pub use hcq_runner::{CheckReport, TOL_ABS, TOL_REL, compare};
 
 /// A bundle loaded on a CPU device: the core runner over the CPU backend.
-pub type Model = Runner<CpuBackend>;
+pub type CpuRunner = Runner<CpuBackend>;
 
 /// Load `bundle` on `dev`, running the objects built for `arch` (this host's; any other is
 /// refused). `allow_unchecked_level`: run objects whose CPU level cannot be verified
 /// (`native`).
-pub fn load(dev: Arc<CpuDevice>, bundle: &Hcqb<'_>, arch: Arch, allow_unchecked_level: bool) -> Result<Model> {
+pub fn load(dev: Arc<CpuDevice>, bundle: &Hcqb<'_>, arch: Arch, allow_unchecked_level: bool) -> Result<CpuRunner> {
     let limits = dev.limits();
     load_within(dev, bundle, arch, allow_unchecked_level, &limits)
 }
@@ -53,7 +53,7 @@ pub fn load_within(
     arch: Arch,
     allow_unchecked_level: bool,
     limits: &DeviceLimits,
-) -> Result<Model> {
+) -> Result<CpuRunner> {
     if Some(arch) != Arch::host() {
         return Err(Error::Unsupported {
             what: "bundle architecture is not this host's",
@@ -67,12 +67,11 @@ pub fn load_within(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hcq::bundle::hcqb;
+    use hcq_bundle::hcqb;
     use std::vec::Vec;
 
     fn example(name: &str) -> Vec<u8> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
-        hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap()
+        hcqb::write(&hcq_bundle::v1::import_dir(hcq_testkit::example(name)).unwrap()).unwrap()
     }
 
     #[test]
@@ -81,7 +80,7 @@ mod tests {
         let file = Hcqb::parse(&bytes).unwrap();
         let dev = CpuDevice::new("CPU", 1).unwrap();
         let mut m = load(dev.clone(), &file, Arch::host().unwrap(), true).unwrap();
-        let dm: &mut dyn hcq::runner::Model = &mut m;
+        let dm: &mut dyn hcq_runner::plug::LoadedModel = &mut m;
         dm.call().unwrap();
         let r = dm.check().unwrap();
         assert!(r.ok && r.compared > 0, "{r:?}");
@@ -94,10 +93,7 @@ mod tests {
 
     #[test]
     fn a_bundle_with_an_unverifiable_level_needs_the_allowance() {
-        let mut model = hcq::bundle::v1::import_dir(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/elementwise"),
-        )
-        .unwrap();
+        let mut model = hcq_bundle::v1::import_dir(hcq_testkit::example("elementwise")).unwrap();
         model.arch_levels = Default::default(); // no level stated: cannot be checked
         let bytes = hcqb::write(&model).unwrap();
         let file = Hcqb::parse(&bytes).unwrap();

@@ -2,11 +2,11 @@
 #![cfg(all(any(target_os = "linux", target_os = "macos"), any(target_arch = "x86_64", target_arch = "aarch64")))]
 
 use hcq::buffer::Buffer;
-use hcq::device::{Device, Registry};
+use hcq::device::Device;
 use hcq::dtype::DType;
 use hcq::error::Error;
 use hcq::program::{Param, ParamKind, ProgramImage};
-use hcq_cpu::device::{CpuDevice, cpu_kind};
+use hcq_cpu::device::{CpuDevice, host_cores};
 use std::sync::Arc;
 
 /// Submit a test queue: `submit!(hcq, engine, &mut q)` for `hcq.submit(engine, &mut q)`.
@@ -58,9 +58,7 @@ fn image(name: &str, binary: Vec<u8>, elems: u64, sig: &[(Option<&str>, DType, P
 
 #[test]
 fn chain100_runs_through_the_queue_and_matches_tinygrad_bit_for_bit() {
-    let reg = Registry::new();
-    reg.register(cpu_kind());
-    let dev = reg.open("cpu:0").unwrap();
+    let dev = CpuDevice::new("CPU", host_cores()).unwrap();
     assert_eq!(dev.name(), "CPU");
     let buf = |n| Buffer::new(dev.clone(), n, DType::F32, Default::default()).unwrap();
     let prog = dev

@@ -4,12 +4,12 @@
 #![cfg(all(any(target_os = "linux", target_os = "macos"), any(target_arch = "x86_64", target_arch = "aarch64")))]
 #![cfg(not(all(target_os = "macos", target_arch = "aarch64")))]
 
-use hcq::bundle::hcqb::{self, Hcqb, LaunchRef};
-use hcq::bundle::{Arch, v1};
 use hcq::error::{Error, Result};
 use hcq::mmio::{HostRegion, MmioBus};
 use hcq::signal::host_clock_ns;
 use hcq::soft::inline::{Executor, InlineDevice, SoftConfig, SoftContext};
+use hcq_bundle::hcqb::{self, Hcqb, LaunchRef};
+use hcq_bundle::{Arch, v1};
 use hcq_cpu::device::{MAX_ARGS, call_kernel};
 use hcq_cpu::exec::{LoadedObject, default_resolver};
 use hcq_cpu::model::compare;

@@ -1,8 +1,8 @@
 //! The bundle runner on the CPU device: long launch lists, inputs, outputs.
 #![cfg(all(any(target_os = "linux", target_os = "macos"), any(target_arch = "x86_64", target_arch = "aarch64")))]
 
-use hcq::bundle::hcqb::{self, Hcqb};
-use hcq::bundle::{Arch, v1};
+use hcq_bundle::hcqb::{self, Hcqb};
+use hcq_bundle::{Arch, v1};
 use hcq_cpu::device::CpuDevice;
 
 fn examples(b: &str) -> String {
@@ -101,4 +101,39 @@ fn a_direct_call_computes_what_a_device_call_does() {
         model.call().unwrap();
         assert!(model.check().unwrap().ok, "{name}: the device call's outputs");
     }
+}
+
+/// `elementwise` (`out, x, w`) with its launch reading `x` in both input slots, and the same
+/// with the weight buffer holding `x`'s bytes in the second slot instead.
+fn read_twice() -> (hcq_bundle::model::BundleModel, hcq_bundle::model::BundleModel) {
+    use hcq_bundle::model::Launch;
+    let m = v1::import_dir(examples("elementwise")).unwrap();
+    let mut aliased = m.clone();
+    let Launch::Kernel(k) = &mut aliased.launches[0] else { panic!("a kernel") };
+    k.args[2] = k.args[1];
+    let mut copied = m.clone();
+    let Launch::Kernel(k) = &copied.launches[0] else { panic!("a kernel") };
+    let (x, w) = (k.args[1].buffer as usize, k.args[2].buffer as usize);
+    copied.buffers[w].initial = copied.buffers[x].initial.clone();
+    aliased.validate().unwrap();
+    copied.validate().unwrap();
+    (aliased, copied)
+}
+
+/// Issue 28 §1: one buffer view in two parameter slots of one kernel is bound in each: the CPU
+/// device computes what it computes with a copy of the view in the second slot.
+#[test]
+fn one_view_in_two_parameter_slots_is_bound_in_each_on_the_cpu() {
+    let (aliased, copied) = read_twice();
+    let run = |m: &hcq_bundle::model::BundleModel| {
+        let bytes = hcqb::write(m).unwrap();
+        let file = Hcqb::parse(&bytes).unwrap();
+        let dev = CpuDevice::new("CPU", 1).unwrap();
+        let mut model = hcq_cpu::model::load(dev, &file, Arch::host().unwrap(), false).unwrap();
+        model.call().unwrap();
+        model.output(0).unwrap()
+    };
+    let got = run(&aliased);
+    assert_eq!(got, run(&copied));
+    assert_ne!(Some(&got), aliased.outputs[0].expected.as_ref(), "the second slot's bytes changed the output");
 }

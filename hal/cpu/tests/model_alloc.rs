@@ -1,4 +1,4 @@
-//! A steady-state `Runner::call()` of a CPU `Model` allocates nothing, on any thread.
+//! A steady-state `Runner::call()` of a CPU runner (`CpuRunner`) allocates nothing, on any thread.
 //!
 //! A counting global allocator wraps the system allocator and counts every `alloc`,
 //! `alloc_zeroed` and `realloc` in the process — the test thread, the device's
@@ -51,10 +51,10 @@ fn main() {
 ))]
 mod supported {
 
-    use hcq::bundle::hcqb::{self, Hcqb};
     use hcq::device::Device;
     use hcq::dtype::DType;
     use hcq::program::{Param, ParamKind, ProgramImage};
+    use hcq_bundle::hcqb::{self, Hcqb};
     use hcq_cpu::device::CpuDevice;
     use hcq_cpu::model::host_arch;
     use std::alloc::{GlobalAlloc, Layout, System};
@@ -133,7 +133,7 @@ mod supported {
 
     fn bundle_bytes(name: &str) -> Vec<u8> {
         let dir = format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"));
-        let model = hcq::bundle::v1::import_dir(&dir).unwrap();
+        let model = hcq_bundle::v1::import_dir(&dir).unwrap();
         hcqb::write(&model).unwrap()
     }
 

@@ -1,8 +1,8 @@
 //! The decoded form of one ir3 instruction: the stable centre of this crate.
 //!
 //! Every field mirrors a field of Mesa's isaspec description (`isa/ir3-*.xml`, copied from Mesa, MIT;
-//! `tests/xml.rs` checks the decoder against those files). Decoding is done by [`crate::decode`],
-//! printing by [`crate::disasm`], execution by [`crate::exec`].
+//! `tests/xml.rs` checks the decoder against those files). Decoding is done by [`crate::decode()`],
+//! printing by [`crate::disasm()`], execution by [`crate::exec`].
 
 /// A register id as the ISA encodes it: `4·n + component` (XML ir3-common.xml `#reg-gpr`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,12 +1,10 @@
 //! Steady state allocates nothing: once an `Interp` has run a bundle's launches, running them
 //! again performs no heap allocation (a counting global allocator watches the second pass on the
-//! test's thread: `tests/support/counting_alloc.rs`).
+//! test's thread: `hcq_testkit::counting_alloc`).
 
 mod common;
 
-#[path = "../../../tests/support/counting_alloc.rs"]
-mod counting;
-use counting::{Counting, allocations_in};
+use hcq_testkit::counting_alloc::{Counting, allocations_in};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;

@@ -19,9 +19,9 @@
 use crate::flags::MemFlags;
 use crate::msm::uapi::{GemSubmitBo, MSM_SUBMIT_BO_READ, MSM_SUBMIT_BO_WRITE};
 use crate::{Context, FreeAfter, GpuObject, UserMapping};
-use hcq::device::GpuLimits;
 use hcq::{Error, Result};
 use hcq_adreno::chip::Generation;
+use hcq_adreno::limits::GpuLimits;
 use hcq_ir3::isa::Instr;
 
 /// What the kernel says about the GPU (KGSL `DEVICE_GETPROPERTY(DEVICE_INFO)`, MSM

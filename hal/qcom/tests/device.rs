@@ -1,4 +1,4 @@
-//! The QCOM device end to end on the simulated KGSL: bundles through `hcq::runner::Runner` and
+//! The QCOM device end to end on the simulated KGSL: bundles through `hcq_runner::Runner` and
 //! `QcomBackend` (PM4 + the ir3 interpreter), `.rd` captures of the runner's submissions, and
 //! the device-level faults: a hung submission is a timeout, a hung shader and a corrupt IB word
 //! are faults seen at once with where they happened, an argument outside every allocation
@@ -6,17 +6,18 @@
 //! signal cross their rollover.
 
 use hcq::Error;
-use hcq::bundle::hcqb::{self, Hcqb, LaunchRef};
 use hcq::mmio::{MmioBus, Width};
 use hcq::queue::Command;
-use hcq::runner::{Backend, KernelLaunch, Runner};
 use hcq_adreno::{A6xxEncoder, EncoderConfig};
+use hcq_bundle::hcqb::{self, Hcqb, LaunchRef};
 use hcq_qcom::device::{QcomBackend, QcomDevice};
 use hcq_qcom::flags::MemFlags;
 use hcq_qcom::kernel::{Access, BufferList};
+use hcq_runner::{Backend, KernelLaunch, Runner};
 use hcq_sim_adreno::dispatch::{ArgSlots, Ir3Dispatch};
 use hcq_sim_adreno::kgsl::SimKgsl;
 use hcq_sim_adreno::{HookedKgsl, KgslCall, KgslHook};
+use hcq_testkit::ib::Ib;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -30,8 +31,7 @@ macro_rules! submit {
 }
 
 fn bundle(name: &str) -> Vec<u8> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
-    hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap()
+    hcqb::write(&hcq_bundle::v1::import_dir(hcq_testkit::example(name)).unwrap()).unwrap()
 }
 
 fn sim_device(max_steps: u64, first_ts: u32, capture: bool) -> (Arc<QcomDevice>, Arc<SimKgsl>) {
@@ -52,7 +52,7 @@ fn every_example_with_a630_objects_runs_and_checks_through_the_runner() {
         let file = Hcqb::parse(&bytes).unwrap();
         let dev = hcq_sim_adreno::open(false).unwrap();
         let mut m = Runner::load(QcomBackend::new(dev).unwrap(), &file).unwrap();
-        assert_eq!(m.arch(), hcq::bundle::Arch::AdrenoA630);
+        assert_eq!(m.arch(), hcq_bundle::Arch::AdrenoA630);
         for _ in 0..2 {
             m.call().unwrap();
         }
@@ -105,7 +105,7 @@ struct Raw {
 }
 
 fn raw(dev: &QcomDevice) -> Raw {
-    let k = dev.kgsl();
+    let k = dev.kernel();
     let scratch = k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
     let enc = Arc::new(
         A6xxEncoder::new(EncoderConfig { scratch: scratch.gpuaddr(), pvt_mem: scratch.gpuaddr(), pvt_mem_bytes: 4096 })
@@ -116,34 +116,6 @@ fn raw(dev: &QcomDevice) -> Raw {
         ib: k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap(),
         mem: k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap(),
         _scratch: scratch,
-    }
-}
-
-/// PM4 words of commands encoded one after another by the a6xx encoder's core `Encoder` impl
-/// (an IB without the core queue's timeline wait and signal), with their marks.
-struct Ib {
-    enc: Arc<A6xxEncoder>,
-    words: Vec<u32>,
-    marks: Vec<hcq::queue::Mark>,
-    cmds: u32,
-}
-
-impl Ib {
-    fn new(enc: Arc<A6xxEncoder>) -> Self {
-        Self { enc, words: Vec::new(), marks: Vec::new(), cmds: 0 }
-    }
-    fn push(&mut self, cmd: Command) -> hcq::Result<()> {
-        use hcq::queue::Encoder;
-        self.enc.encode(&cmd, &mut hcq::queue::CmdWriter::new(&mut self.words, &mut self.marks, self.cmds))?;
-        self.cmds += 1;
-        Ok(())
-    }
-    fn words(&self) -> &[u32] {
-        &self.words
-    }
-    /// The marks of command `i`.
-    fn marks(&self, i: u32) -> impl Iterator<Item = &hcq::queue::Mark> {
-        self.marks.iter().filter(move |m| m.cmd == i)
     }
 }
 
@@ -235,8 +207,8 @@ fn an_argument_outside_every_allocation_is_a_fault_that_writes_nothing() {
     }
     let p = file.programs().next().unwrap();
     let prog =
-        b.load_program(0, &p, hcq::bundle::Arch::AdrenoA630, p.object(hcq::bundle::Arch::AdrenoA630).unwrap()).unwrap();
-    let small = dev.kgsl().alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
+        b.load_program(0, &p, hcq_bundle::Arch::AdrenoA630, p.object(hcq_bundle::Arch::AdrenoA630).unwrap()).unwrap();
+    let small = dev.kernel().alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
     let LaunchRef::Kernel(k) = file.launches().next().unwrap() else { panic!("a kernel launch") };
     let mut args: Vec<u64> = k.args().map(|a| addrs[a.buffer as usize] + a.offset).collect();
     let out_arg = k.outs().next().unwrap() as usize;
@@ -274,7 +246,7 @@ fn the_32_bit_rollovers_are_crossed() {
         stamps.push(dev.context().last_submitted());
     }
     assert_eq!(stamps, [u32::MAX, 0, 1, 2], "KGSL timestamps wrapped");
-    assert_eq!(dev.kgsl().retired(dev.context()).unwrap(), 2);
+    assert_eq!(dev.kernel().retired(dev.context()).unwrap(), 2);
     assert_eq!(m.backend().calls(), (1 << 32) + 2, "the signal's high word carried");
     assert!(m.check().unwrap().ok);
 }
@@ -290,7 +262,7 @@ fn an_argument_pointing_nowhere_is_refused_before_the_shader_runs() {
         addrs.push(b.alloc(i, buf.nbytes.next_multiple_of(4096), buf.initial.unwrap_or_default()).unwrap());
     }
     let p = file.programs().next().unwrap();
-    let a630 = hcq::bundle::Arch::AdrenoA630;
+    let a630 = hcq_bundle::Arch::AdrenoA630;
     let prog = b.load_program(0, &p, a630, p.object(a630).unwrap()).unwrap();
     let LaunchRef::Kernel(k) = file.launches().next().unwrap() else { panic!("a kernel launch") };
     let mut args: Vec<u64> = k.args().map(|a| addrs[a.buffer as usize] + a.offset).collect();
@@ -338,7 +310,7 @@ fn calls_in_flight_block_the_producer_and_never_reuse_an_ib_slot_early() {
     m.backend().synchronize().unwrap();
     assert!(sim.fault().is_none(), "an IB slot was rewritten before its stamp passed: {:?}", sim.fault());
     assert_eq!(sim.max_pending(), 2, "two calls in flight at most, one per IB slot");
-    assert_eq!(dev.kgsl().retired(dev.context()).unwrap(), 6);
+    assert_eq!(dev.kernel().retired(dev.context()).unwrap(), 6);
     assert_eq!(m.backend().calls(), 6);
     assert!(m.check().unwrap().ok, "the calls computed the right outputs");
 }
@@ -352,8 +324,8 @@ fn a_hung_submission_through_the_core_engine_is_the_timeout_error() {
     m.backend_mut().set_timeout_ms(30);
     m.call().unwrap();
     // A queue of one's own on the device's engine: it waits on memory nobody writes.
-    let mem = dev.kgsl().alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
-    let hcq = m.backend().engine().unwrap();
+    let mem = dev.kernel().alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
+    let hcq = m.backend().engine().unwrap().clone();
     let mut q = hcq.queue().unwrap();
     q.wait_at(mem.gpuaddr(), 1).unwrap();
     let stamp = submit!(hcq, 0, &mut q).unwrap();
@@ -366,6 +338,8 @@ fn a_hung_submission_through_the_core_engine_is_the_timeout_error() {
     // The host releases it; after a reset of the hung state the device runs calls again.
     mem.bus().write(0, Width::U64, 1).unwrap();
     hcq.timeline().clear_hung();
+    // (a timeout a loaded machine's scheduler cannot miss: the released work must finish)
+    m.backend_mut().set_timeout_ms(10_000);
     m.backend().synchronize().unwrap();
     m.call().unwrap();
     assert!(m.check().unwrap().ok);
@@ -376,10 +350,9 @@ fn a_hung_submission_through_the_core_engine_is_the_timeout_error() {
 /// the copy re-runs on every call (a changed input reaches both outputs).
 #[test]
 fn a_copy_launch_runs_as_cp_memcpy_after_the_kernel() {
-    use hcq::bundle::model::{Buffer, Launch as BLaunch, Output};
-    use hcq::bundle::{ArgView, BufferRole};
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/elementwise");
-    let mut m = hcq::bundle::v1::import_dir(&dir).unwrap();
+    use hcq_bundle::model::{Buffer, Launch as BLaunch, Output};
+    use hcq_bundle::{ArgView, BufferRole};
+    let mut m = hcq_bundle::v1::import_dir(hcq_testkit::example("elementwise")).unwrap();
     let out = m.outputs[0].clone();
     let dtype = out.view.dtype;
     m.buffers.push(Buffer {
@@ -413,7 +386,7 @@ fn a_copy_launch_runs_as_cp_memcpy_after_the_kernel() {
 /// does not run `end`.
 struct FailingAlloc {
     ok: std::sync::atomic::AtomicUsize,
-    limits: Option<hcq::device::GpuLimits>,
+    limits: Option<hcq_adreno::limits::GpuLimits>,
     refuse_end: bool,
 }
 
@@ -423,7 +396,11 @@ impl FailingAlloc {
         Self::hooked_with(sim, None, false)
     }
 
-    fn hooked_with(sim: &Arc<SimKgsl>, limits: Option<hcq::device::GpuLimits>, refuse_end: bool) -> HookedKgsl<Self> {
+    fn hooked_with(
+        sim: &Arc<SimKgsl>,
+        limits: Option<hcq_adreno::limits::GpuLimits>,
+        refuse_end: bool,
+    ) -> HookedKgsl<Self> {
         HookedKgsl::new(sim.clone(), Self { ok: usize::MAX.into(), limits, refuse_end })
     }
 }
@@ -438,7 +415,7 @@ impl KgslHook for FailingAlloc {
         }
         Ok(())
     }
-    fn gpu_limits(&self, sim: hcq::device::GpuLimits) -> hcq::device::GpuLimits {
+    fn gpu_limits(&self, sim: hcq_adreno::limits::GpuLimits) -> hcq_adreno::limits::GpuLimits {
         self.limits.unwrap_or(sim)
     }
     fn unsupported_instruction(&self, ins: &hcq_ir3::isa::Instr, sim: Option<&'static str>) -> Option<&'static str> {
@@ -460,11 +437,10 @@ fn a_backend_stating_smaller_limits_gets_a_bundle_refused_before_any_allocation(
     let file = Hcqb::parse(&bytes).unwrap();
     let sim = Arc::new(SimKgsl::new(Box::new(Ir3Dispatch::new())));
     let chip = hcq_qcom::kernel::chip_limits(hcq_adreno::chip::Generation::A6xx);
-    let small = hcq::device::GpuLimits { max_total_groups: 8, ..chip };
+    let small = hcq_adreno::limits::GpuLimits { max_total_groups: 8, ..chip };
     let io = Arc::new(FailingAlloc::hooked_with(&sim, Some(small), false));
     let dev = QcomDevice::with_backend("QCOM:SIM", io.clone(), false).unwrap();
     assert_eq!(dev.gpu_limits(), small);
-    assert_eq!(hcq::device::Device::limits(&*dev).gpu, Some(small));
     let b = QcomBackend::new(dev).unwrap();
     io.hook().ok.store(0, std::sync::atomic::Ordering::Release);
     let live = sim.live_blocks();
@@ -482,12 +458,11 @@ fn the_simulators_stated_limits_are_the_devices() {
     let chip = hcq_qcom::kernel::chip_limits(hcq_adreno::chip::Generation::A6xx);
     let sim = hcq_sim_adreno::limits::gpu_limits(chip);
     assert_eq!(sim.max_total_groups, hcq_sim_adreno::SIM_MAX_GROUPS);
-    assert_eq!(hcq::device::GpuLimits { max_total_groups: chip.max_total_groups, ..sim }, chip);
+    assert_eq!(hcq_adreno::limits::GpuLimits { max_total_groups: chip.max_total_groups, ..sim }, chip);
     for dev in
         [hcq_sim_adreno::open(false), hcq_sim_adreno::open(true), hcq_sim_adreno::open_msm(false)].map(Result::unwrap)
     {
         assert_eq!(dev.gpu_limits(), sim, "{}", hcq::device::Device::name(&*dev));
-        assert_eq!(hcq::device::Device::limits(&*dev).gpu, Some(sim));
     }
 }
 

@@ -7,11 +7,10 @@
 //! a dma-buf import is seen by the GPU.
 
 use hcq::Error;
-use hcq::bundle::hcqb::{self, Hcqb};
 use hcq::mmio::{MmioBus, Width};
 use hcq::queue::Command;
-use hcq::runner::Runner;
 use hcq_adreno::{A6xxEncoder, EncoderConfig};
+use hcq_bundle::hcqb::{self, Hcqb};
 use hcq_qcom::Mapping;
 use hcq_qcom::device::{QcomBackend, QcomDevice};
 use hcq_qcom::flags::MemFlags;
@@ -20,36 +19,31 @@ use hcq_qcom::msm::Msm;
 use hcq_qcom::msm::ioctl::{DriverVersion, MsmIoctl};
 use hcq_qcom::msm::uapi::*;
 use hcq_qcom::{FreeAfter, GpuObject};
+use hcq_runner::Runner;
 use hcq_sim_adreno::dispatch::Ir3Dispatch;
 use hcq_sim_adreno::{SimKgsl, SimMsm};
+use hcq_testkit::ib::Ib;
 use rustix::io::Errno;
 use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 /// Every example whose programs all have Adreno 630 objects (what runs on `QCOM:SIM`).
 fn a630_examples() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
+    hcq_testkit::examples()
+        .into_iter()
         .filter(|p| {
             std::fs::read_to_string(p.join("manifest.json")).is_ok_and(|m| {
                 m.contains("adreno_a630")
-                    && hcq::bundle::v1::import_dir(p).is_ok_and(|b| {
+                    && hcq_bundle::v1::import_dir(p).is_ok_and(|b| {
                         let bytes = hcqb::write(&b).unwrap();
                         let f = Hcqb::parse(&bytes).unwrap();
-                        f.n_programs() > 0 && f.programs().all(|p| p.object(hcq::bundle::Arch::AdrenoA630).is_some())
+                        f.n_programs() > 0 && f.programs().all(|p| p.object(hcq_bundle::Arch::AdrenoA630).is_some())
                     })
             })
         })
-        .collect();
-    out.sort();
-    out
+        .collect()
 }
 
 fn run(dev: Arc<QcomDevice>, bytes: &[u8]) -> (Vec<Vec<u8>>, bool) {
@@ -67,9 +61,9 @@ fn every_a630_example_gives_the_same_outputs_on_msm_as_on_kgsl() {
     let examples = a630_examples();
     assert!(examples.len() >= 3, "{examples:?}");
     for dir in examples {
-        let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap();
+        let bytes = hcqb::write(&hcq_bundle::v1::import_dir(&dir).unwrap()).unwrap();
         let msm = hcq_sim_adreno::open_msm(false).unwrap();
-        assert_eq!(msm.kgsl().interface(), Interface::Msm);
+        assert_eq!(msm.kernel().interface(), Interface::Msm);
         let props = hcq::device::Device::properties(&*msm).notes;
         assert!(props.contains("MSM DRM 1.12.0") && props.contains("chip 0x06030001"), "{props}");
         let (on_msm, ok_msm) = run(msm, &bytes);
@@ -197,27 +191,6 @@ fn raw(k: &dyn GpuKernel) -> Raw {
     Raw { q: Ib::new(enc), ib, mem, scratch }
 }
 
-/// PM4 words of commands encoded one after another by the a6xx encoder's core `Encoder` impl:
-/// an IB without the core queue's timeline wait and signal.
-struct Ib {
-    enc: Arc<A6xxEncoder>,
-    words: Vec<u32>,
-    marks: Vec<hcq::queue::Mark>,
-}
-
-impl Ib {
-    fn new(enc: Arc<A6xxEncoder>) -> Self {
-        Self { enc, words: Vec::new(), marks: Vec::new() }
-    }
-    fn push(&mut self, cmd: Command) -> hcq::Result<()> {
-        use hcq::queue::Encoder;
-        self.enc.encode(&cmd, &mut hcq::queue::CmdWriter::new(&mut self.words, &mut self.marks, 0))
-    }
-    fn words(&self) -> &[u32] {
-        &self.words
-    }
-}
-
 impl Raw {
     fn write_ib(&self) -> u64 {
         for (i, w) in self.q.words().iter().enumerate() {
@@ -242,7 +215,7 @@ fn msm_device(sim: SimMsm) -> (Arc<QcomDevice>, Arc<SimMsm>) {
 #[test]
 fn a_fence_that_does_not_pass_is_the_timeout_error_and_the_device_recovers() {
     let (dev, _) = msm_device(SimMsm::new(SimKgsl::new(Box::new(Ir3Dispatch::new()))));
-    let mut r = raw(&**dev.kgsl());
+    let mut r = raw(&**dev.kernel());
     r.q.push(Command::Wait { addr: r.mem.gpuaddr(), value: 1 }).unwrap();
     r.q.push(Command::Signal { addr: r.mem.gpuaddr() + 8, value: 7 }).unwrap();
     let bytes = r.write_ib();
@@ -252,16 +225,16 @@ fn a_fence_that_does_not_pass_is_the_timeout_error_and_the_device_recovers() {
     let e = unsafe { dev.submit_and_wait(r.ib.gpuaddr(), bytes, &mut list, 40) }.unwrap_err();
     assert!(matches!(e, Error::Timeout { timeout_ms: 40, awaited: 1, last: 0, .. }), "{e}");
     assert!(t0.elapsed().as_millis() >= 40);
-    assert_eq!(dev.kgsl().retired(dev.context()).unwrap(), 0);
+    assert_eq!(dev.kernel().retired(dev.context()).unwrap(), 0);
     r.mem.bus().write(0, Width::U64, 1).unwrap();
     hcq::device::Device::synchronize(&*dev).unwrap();
     assert_eq!(r.mem.bus().read(8, Width::U64).unwrap(), 7);
-    assert_eq!(dev.kgsl().retired(dev.context()).unwrap(), 1);
+    assert_eq!(dev.kernel().retired(dev.context()).unwrap(), 1);
 }
 
 #[test]
 fn a_gpu_fault_is_device_hung_with_the_fault_report() {
-    let bytes = hcqb::write(&hcq::bundle::v1::import_dir(root().join("examples/mlp")).unwrap()).unwrap();
+    let bytes = hcqb::write(&hcq_bundle::v1::import_dir(hcq_testkit::example("mlp")).unwrap()).unwrap();
     let file = Hcqb::parse(&bytes).unwrap();
     let dev = hcq_sim_adreno::open_msm_with(Ir3Dispatch::with_max_steps(1000), false).unwrap();
     let mut m = Runner::load(QcomBackend::new(dev).unwrap(), &file).unwrap();
@@ -279,7 +252,7 @@ fn a_gpu_fault_is_device_hung_with_the_fault_report() {
 #[test]
 fn a_submission_the_kernel_refuses_is_one_error_naming_gem_submit() {
     let (dev, _) = msm_device(SimMsm::new(SimKgsl::new(Box::new(Ir3Dispatch::new()))));
-    let k = dev.kgsl();
+    let k = dev.kernel();
     let mut r = raw(&**k);
     r.q.push(Command::Signal { addr: r.mem.gpuaddr(), value: 3 }).unwrap();
     let bytes = r.write_ib();
@@ -304,7 +277,7 @@ fn a_submission_the_kernel_refuses_is_one_error_naming_gem_submit() {
     // The kernel refusing for its own reasons (here: out of memory) is said with its errno.
     let t = Arc::new(Tweak { submit: Some(Errno::NOMEM), ..Tweak::new() });
     let dev = QcomDevice::with_msm_backend("MSM+QCOM:SIM", t, false).unwrap();
-    let r = raw(&**dev.kgsl());
+    let r = raw(&**dev.kernel());
     let mut list = r.list();
     // SAFETY: refused by the backend before anything runs.
     let e = unsafe { dev.submit_and_wait(r.ib.gpuaddr(), 4, &mut list, 1000) }.unwrap_err();
@@ -316,7 +289,7 @@ fn a_submission_the_kernel_refuses_is_one_error_naming_gem_submit() {
 fn a_closed_object_lives_while_a_submission_that_lists_it_runs() {
     for listed in [true, false] {
         let (dev, sim) = msm_device(SimMsm::new(SimKgsl::new(Box::new(Ir3Dispatch::new()))));
-        let k = dev.kgsl();
+        let k = dev.kernel();
         let mut r = raw(&**k);
         let target = k.alloc(4096, MemFlags::USE_CPU_MAP).unwrap();
         r.q.push(Command::Signal { addr: target.gpuaddr(), value: 5 }).unwrap();
@@ -349,7 +322,7 @@ fn a_closed_object_lives_while_a_submission_that_lists_it_runs() {
 #[test]
 fn an_imported_dma_buf_is_seen_by_the_gpu_and_host_memory_is_refused() {
     let (dev, sim) = msm_device(SimMsm::new(SimKgsl::new(Box::new(Ir3Dispatch::new()))));
-    let k = dev.kgsl();
+    let k = dev.kernel();
     let fd = rustix::fs::memfd_create("hcq-test-dmabuf", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
     rustix::fs::ftruncate(&fd, 4096).unwrap();
     let mut data = [0u8; 64];

@@ -4,8 +4,8 @@
 //! allocates nothing itself (fences counted, objects in anonymous memory), so the count is the
 //! host path's alone.
 //!
-//! The count is the test thread's own (`tests/support/counting_alloc.rs`): the harness's threads
-//! allocate too.
+//! The count is the test thread's own (`hcq_testkit::counting_alloc::allocations_in`): the
+//! harness's threads allocate too.
 
 use hcq_qcom::Mapping;
 use hcq_qcom::flags::MemFlags;
@@ -18,9 +18,7 @@ use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-#[path = "../../../tests/support/counting_alloc.rs"]
-mod counting;
-use counting::{Counting, allocations_in};
+use hcq_testkit::counting_alloc::{Counting, allocations_in};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;

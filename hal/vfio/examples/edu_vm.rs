@@ -11,7 +11,7 @@
 use hcq::DType;
 use hcq::allocator::BufferSpec;
 use hcq::buffer::Buffer;
-use hcq::device::{Device, Registry};
+use hcq::device::Device;
 use hcq::error::Error;
 use hcq::mmio::{MmioBus, Width};
 use hcq::signal::WaitPolicy;
@@ -242,14 +242,20 @@ fn main() {
         }
     };
     let dev: Arc<dyn Device> = handle.clone();
-    let reg = Registry::new();
-    reg.register(edu::edu_kind());
+    let reg = hcq_runner::plug::Registry::new();
+    reg.register(Arc::new(edu::EduKind));
     c.check(
-        "registry: EDU kind opens the bound device",
-        match reg.open("EDU") {
+        "registry: EDU kind opens the bound device and refuses bundles naming it",
+        match reg.open("EDU", &Default::default()) {
             // index 0 is the lowest address bound to vfio-pci: edu B (A is held open here)
-            Ok(d) if d.properties().notes.contains(&b.to_string()) => Ok(format!("{:?}", d.properties())),
-            Ok(d) => Err(format!("opened {:?}", d.properties())),
+            Ok(d) if d.description().contains(&b.to_string()) => {
+                let bytes = hcq_bundle::hcqb::write(&hcq_bundle::testing::tiny());
+                match bytes.and_then(|b| hcq_bundle::hcqb::Hcqb::parse(&b).map(|f| d.load(&f).map(|_| ()))) {
+                    Ok(Err(e)) if e.to_string().contains("EDU") => Ok(d.description()),
+                    other => Err(format!("a bundle on EDU: {other:?}")),
+                }
+            }
+            Ok(d) => Err(format!("opened {}", d.description())),
             Err(e) => Err(err(e)),
         },
     );

@@ -616,7 +616,7 @@ impl Allocator for EduAllocator {
     }
 }
 
-/// The `EDU` device of an hcq registry ([`edu_kind`]).
+/// The `EDU` device at the engine's level (buffers, copies); [`EduKind`] is its registry entry.
 pub struct EduHandle {
     inner: Arc<EduInner>,
     alloc: LruAllocator,
@@ -664,9 +664,6 @@ impl hcq::device::Device for EduHandle {
     fn allocator(&self) -> &LruAllocator {
         &self.alloc
     }
-    fn load_program(&self, _image: &hcq::program::ProgramImage) -> Result<Arc<dyn hcq::program::Program>> {
-        Err(Error::Unsupported { what: "programs on the EDU device (it has a copy engine only)", value: 0 })
-    }
     fn synchronize(&self) -> Result<()> {
         self.inner.soft.engine().synchronize()
     }
@@ -688,7 +685,6 @@ impl hcq::device::Device for EduHandle {
             alloc_align: 8,
             max_kernel_args: 0,
             max_grid: [0, 0, 0],
-            gpu: None,
         }
     }
     fn as_any(&self) -> &dyn std::any::Any {
@@ -704,18 +700,58 @@ pub fn find(paths: &VfioPaths) -> Result<Vec<PciAddress>> {
     Ok(paths.sysfs.find(VENDOR, DEVICE)?.into_iter().filter(|d| d.is_vfio_bound()).map(|d| d.address).collect())
 }
 
-/// The registry entry for `EDU`: every edu device bound to `vfio-pci`, in address order.
-pub fn edu_kind() -> hcq::device::DeviceKind {
-    fn count() -> Result<u32> {
-        Ok(find(&VfioPaths::default())?.len() as u32)
+/// Open edu device `i` (address order) as `name`.
+fn open_index(name: &str, i: u32) -> Result<EduHandle> {
+    let paths = VfioPaths::default();
+    let addr = *find(&paths)?
+        .get(i as usize)
+        .ok_or(Error::DeviceUnavailable { device: device_name(name), reason: "no edu device at this index" })?;
+    EduHandle::new(name, Edu::open(&paths, addr)?)
+}
+
+/// `EDU` as a device kind of the plug-in point (`hcq_runner::plug`): every edu device bound to
+/// `vfio-pci`, in address order (`EDU`, `EDU:1`, ...). It opens and describes itself; loading a
+/// bundle on it is refused, naming it (a copy engine runs no kernels).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EduKind;
+
+impl hcq_runner::plug::DeviceKind for EduKind {
+    fn names(&self) -> &[&'static str] {
+        &["EDU"]
     }
-    fn open(i: u32) -> Result<Arc<dyn hcq::device::Device>> {
-        let paths = VfioPaths::default();
-        let addr = *find(&paths)?
-            .get(i as usize)
-            .ok_or(Error::DeviceUnavailable { device: device_name("EDU"), reason: "no edu device at this index" })?;
-        let name = if i == 0 { "EDU".to_string() } else { format!("EDU:{i}") };
-        Ok(Arc::new(EduHandle::new(&name, Edu::open(&paths, addr)?)?))
+    fn indexed(&self) -> u32 {
+        find(&VfioPaths::default()).map_or(1, |v| u32::try_from(v.len()).unwrap_or(u32::MAX).max(1))
     }
-    hcq::device::DeviceKind { name: "EDU", count, open }
+    fn probe(&self, name: &str) -> Result<hcq::device::DeviceProperties> {
+        use hcq::device::Device;
+        Ok(open_index(name, 0)?.properties())
+    }
+    fn open(&self, name: &str, opts: &hcq_runner::plug::Options) -> Result<Box<dyn hcq_runner::plug::OpenDevice>> {
+        opts.refuse_unsupported(name, false, false)?;
+        let i = name.split_once(':').and_then(|(_, i)| i.parse().ok()).unwrap_or(0);
+        Ok(Box::new(EduOpen(Arc::new(open_index(name, i)?))))
+    }
+}
+
+/// An opened edu device ([`EduKind`]); [`EduOpen::handle`] is the device for buffers and copies.
+pub struct EduOpen(Arc<EduHandle>);
+
+impl EduOpen {
+    /// The device.
+    pub fn handle(&self) -> &Arc<EduHandle> {
+        &self.0
+    }
+}
+
+impl hcq_runner::plug::OpenDevice for EduOpen {
+    fn name(&self) -> &str {
+        &self.0.inner.name
+    }
+    fn description(&self) -> String {
+        use hcq::device::Device;
+        format!("{} ({})", self.0.inner.name, self.0.properties().notes)
+    }
+    fn load(&self, _bundle: &hcq_bundle::hcqb::Hcqb<'_>) -> Result<Box<dyn hcq_runner::plug::LoadedModel>> {
+        Err(Error::Unsupported { what: "bundle kernels on EDU (a copy engine only, no programs)", value: 0 })
+    }
 }

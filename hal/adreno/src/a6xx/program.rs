@@ -21,10 +21,10 @@
 //! `Hcqb::check_limits` applies before this runs.
 
 use crate::a6xx::regs;
+use crate::limits::GpuLimits;
 use crate::reg::Reg;
 use alloc::string::String;
 use alloc::vec::Vec;
-use hcq::limits::GpuLimits;
 use hcq::{Error, Result};
 
 mod meta;

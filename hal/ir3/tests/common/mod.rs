@@ -2,35 +2,15 @@
 //! `../shared/bundles/` (the latter must exist: a missing `../shared` fails the test).
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Every bundle directory that has a manifest, examples first, then `../shared/bundles` (required
-/// under `CI=true`).
-pub fn bundle_dirs() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let shared = repo_root().join("../shared/bundles");
-    let bases = if shared.is_dir() || !shared_missing(&shared) {
-        vec![repo_root().join("examples"), shared]
-    } else {
-        vec![repo_root().join("examples")]
-    };
-    for base in bases {
-        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&base)
-            .unwrap_or_else(|e| panic!("{}: {e}", base.display()))
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.join("manifest.json").is_file())
-            .collect();
-        dirs.sort();
-        out.extend(dirs);
-    }
-    out
-}
+/// The repository root, every bundle directory with a manifest (examples first, then
+/// `../shared/bundles`, required under `CI=true`), and what a missing `../shared` means: the
+/// workspace's test helpers.
+#[allow(unused_imports)] // each test file uses some of them
+pub use hcq_testkit::{examples_and_shared as bundle_dirs, root as repo_root, shared_missing};
 
 pub fn manifest(dir: &Path) -> Value {
     let text = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
@@ -251,13 +231,4 @@ pub fn compare(dir: &Path, b: &Bundle) -> Deviation {
         }
     }
     d
-}
-
-/// `../shared` (the reference material beside the checkout) is missing: under `CI=true` that
-/// fails the test (CI must not pass on what it did not check); on a user's clone, which has no
-/// `../shared`, the test says so and checks nothing more.
-pub fn shared_missing(what: &std::path::Path) -> bool {
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{} is missing (required under CI=true)", what.display());
-    eprintln!("SKIP: {} is missing (it exists only beside the development checkout)", what.display());
-    true
 }

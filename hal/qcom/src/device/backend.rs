@@ -1,17 +1,15 @@
-//! The runner backend of the QCOM device ([`QcomBackend`], driven by `hcq::runner::Runner`): a
+//! The runner backend of the QCOM device ([`QcomBackend`], driven by `hcq_runner::Runner`): a
 //! load validates, uploads the shaders, allocates the buffers, lays out each launch's constant
 //! block and captures the launch list as one PM4 queue; a call patches and submits it through
 //! the core engine's IB pool (see the [`crate::device`] docs).
 
 use super::engine::{Fresh, GpuCommandHook, ObjBus, QcomHooks, Retiring, with_fault};
-use super::validate::{check_launch, check_shader_support, validate_program};
+use super::validate::{check_launch, check_shader_support, image_views, validate_program, write_image_descriptors};
 use super::{QcomDevice, free_after, write_words};
 use crate::flags::MemFlags;
 use crate::kernel::{Access, BufferList};
 use crate::{GpuObject, TimestampHooks};
 use hcq::barrier::Barrier;
-use hcq::bundle::Arch;
-use hcq::bundle::hcqb::{Hcqb, LaunchRef, ProgramRef};
 use hcq::device::{Device, DeviceLimits};
 use hcq::engine::{Channel, Engine};
 use hcq::error::{ResultExt, device_name};
@@ -19,12 +17,14 @@ use hcq::mmio::MmioBus;
 use hcq::profile::EventKind;
 use hcq::queue::HwQueue;
 use hcq::ring::KernargPool;
-use hcq::runner::{Backend, KernelLaunch};
 use hcq::signal::{OwnedSignal, SignalPage, Slot, WaitPolicy};
 use hcq::stamp::Stamp;
 use hcq::submit::IbPool;
 use hcq::{Error, Result};
 use hcq_adreno::{ComputeEncoder, EncoderConfig, Program};
+use hcq_bundle::Arch;
+use hcq_bundle::hcqb::{Hcqb, LaunchRef, ProgramRef};
+use hcq_runner::{Backend, KernelLaunch};
 use std::sync::Arc;
 
 /// IB slots of a [`QcomBackend`] unless [`QcomBackend::set_ib_slots`] says otherwise: calls in
@@ -95,6 +95,8 @@ pub(super) struct RecordedLaunch {
     pub(super) sizes: Vec<u64>,
     pub(super) vals: Vec<i32>,
     pub(super) local: [u32; 3],
+    /// The launch's image views (argument, view): what its descriptors are built from.
+    pub(super) images: Vec<(u32, hcq_bundle::hcqb::ImageRef)>,
 }
 
 /// Device memory `[own, own + len)` replaced in the calls by the GPU address `to` (the
@@ -120,7 +122,7 @@ const CONSTS_PER_OBJECT: usize = 256;
 impl QcomBackend {
     /// A backend on `dev`.
     pub fn new(dev: Arc<QcomDevice>) -> Result<Self> {
-        let signal = dev.kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?;
+        let signal = dev.kernel.alloc(4096, MemFlags::USE_CPU_MAP)?;
         let timeout_ms = dev.timeout_ms;
         Ok(Self {
             queue: None,
@@ -155,7 +157,7 @@ impl QcomBackend {
         })
     }
 
-    /// Wait at most `ms` without progress per wait (default [`DEFAULT_TIMEOUT_MS`]).
+    /// Wait at most `ms` without progress per wait (default [`DEFAULT_TIMEOUT_MS`](super::DEFAULT_TIMEOUT_MS)).
     pub fn set_timeout_ms(&mut self, ms: u32) {
         self.timeout_ms = ms;
         if let Some(h) = &self.hcq {
@@ -233,13 +235,13 @@ impl QcomBackend {
         // The captured queue was built from the bundle's checked launches over this backend's
         // objects, which live until the backend drops (after the context's last submission).
         // SAFETY: every command names this backend's live objects inside their bounds.
-        unsafe { h.submit(0, q) }.map_err(|e| with_fault(&self.dev.kgsl, e))
+        unsafe { h.submit(0, q) }.map_err(|e| with_fault(&self.dev.kernel, e))
     }
 
     /// Wait (sleeping in KGSL `WAITTIMESTAMP`) until the timeline reaches `stamp`.
     pub fn wait(&self, stamp: Stamp) -> Result<()> {
         match &self.hcq {
-            Some(h) => h.wait(stamp).map_err(|e| with_fault(&self.dev.kgsl, e)),
+            Some(h) => h.wait(stamp).map_err(|e| with_fault(&self.dev.kernel, e)),
             None => Ok(()),
         }
     }
@@ -267,12 +269,12 @@ impl QcomBackend {
         if let Some(e) = &self.enc {
             return Ok(e.clone());
         }
-        let kgsl = &self.dev.kgsl;
+        let kernel = &self.dev.kernel;
         let stack = self.programs.iter().map(|(p, _)| p.stack_bytes).max().unwrap_or(0).max(4096);
-        let scratch = Fresh::new(kgsl, kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?);
-        let pvt = Fresh::new(kgsl, kgsl.alloc(stack, MemFlags::USE_CPU_MAP)?);
+        let scratch = Fresh::new(kernel, kernel.alloc(4096, MemFlags::USE_CPU_MAP)?);
+        let pvt = Fresh::new(kernel, kernel.alloc(stack, MemFlags::USE_CPU_MAP)?);
         let enc = hcq_adreno::compute_encoder(
-            kgsl.info().chip_id,
+            kernel.info().chip_id,
             EncoderConfig {
                 scratch: scratch.get().gpuaddr(),
                 pvt_mem: pvt.get().gpuaddr(),
@@ -288,13 +290,13 @@ impl QcomBackend {
                     _ => None,
                 })
                 .collect();
-            kgsl.note_program(*code, &args);
+            kernel.note_program(*code, &args);
             *code = enc.add_program(p, *code)?;
         }
         let sig = self.signal.take().ok_or(Error::InvalidArgument { what: "QCOM: no signal object", value: 0 })?;
         self.listed.push(&sig, Access::ReadWrite);
         let (base, gpuaddr) = (sig.bus().base().cast::<Slot>(), sig.gpuaddr());
-        let owner = Box::new(Retiring::new(kgsl, &self.dev.ctx, sig));
+        let owner = Box::new(Retiring::new(kernel, &self.dev.ctx, sig));
         // The page owns the object: every Signal and engine pointing into it keeps it mapped,
         // and it goes back to KGSL after the last of them (and the last submission) is done.
         // SAFETY: a zeroed, page-aligned mapping of SIGNAL_SLOTS × 16 bytes, seen by the GPU at
@@ -331,7 +333,7 @@ impl Backend for QcomBackend {
 
     fn alloc(&mut self, index: usize, nbytes: u64, initial: &[u8]) -> Result<u64> {
         debug_assert_eq!(index, self.buffers.len());
-        let o = Fresh::new(&self.dev.kgsl, self.dev.kgsl.alloc(nbytes, MemFlags::USE_CPU_MAP)?);
+        let o = Fresh::new(&self.dev.kernel, self.dev.kernel.alloc(nbytes, MemFlags::USE_CPU_MAP)?);
         write_words(o.get(), 0, initial)?;
         let a = o.get().gpuaddr();
         self.buffers.push(o.keep());
@@ -342,6 +344,8 @@ impl Backend for QcomBackend {
     /// allocated (the limits were checked by the core just before): a bundle the device would
     /// refuse at its first launch is refused here, with nothing allocated.
     fn prepare(&mut self, bundle: &Hcqb<'_>, arch: Arch) -> Result<()> {
+        // the Adreno half of the limits step (the runner ran the device-neutral one)
+        super::check_limits(bundle, &self.dev.gpu_limits(), self.limits().max_kernel_args)?;
         let mut progs = Vec::with_capacity(bundle.n_programs());
         for (i, p) in bundle.programs().enumerate() {
             let prog = p
@@ -367,7 +371,7 @@ impl Backend for QcomBackend {
         // Last, what the backend's shader core lacks (the simulator's interpreter): the metadata
         // and the launches are the bundle's own errors, reported first.
         for (i, (prog, p)) in progs.iter().zip(bundle.programs()).enumerate() {
-            check_shader_support(prog, &*self.dev.kgsl).with_context(|| format!("program {i} ({})", p.name))?;
+            check_shader_support(prog, &*self.dev.kernel).with_context(|| format!("program {i} ({})", p.name))?;
         }
         self.prepared = progs.into_iter().map(Some).collect();
         Ok(())
@@ -381,11 +385,11 @@ impl Backend for QcomBackend {
             Some(p) => p,
             None => {
                 let prog = validate_program(p, object)?;
-                check_shader_support(&prog, &*self.dev.kgsl)?;
+                check_shader_support(&prog, &*self.dev.kernel)?;
                 prog
             }
         };
-        let code = Fresh::new(&self.dev.kgsl, self.dev.kgsl.alloc(prog.image.len() as u64, MemFlags::USE_CPU_MAP)?);
+        let code = Fresh::new(&self.dev.kernel, self.dev.kernel.alloc(prog.image.len() as u64, MemFlags::USE_CPU_MAP)?);
         write_words(code.get(), 0, &prog.image)?;
         // Until the encoder exists the second field holds the code address.
         self.programs.push((prog, code.get().gpuaddr()));
@@ -409,15 +413,17 @@ impl Backend for QcomBackend {
                     .map_err(|_| Error::InvalidArgument { what: "adreno integer argument (32-bit)", value: v as u64 })
             })
             .collect::<Result<_>>()?;
+        let images = image_views(prog, l.kernel)?;
         self.block.resize(prog.const_block_bytes as usize, 0);
         prog.fill_consts(&mut self.block, l.args, &vals, gpu.local_size)?;
+        write_image_descriptors(prog, &mut self.block, l.args, &images)?;
         // One 4 KiB-aligned slot per launch, at the constant objects' cursor: slots of programs
         // with larger blocks take more room, and never overlap the next launch's.
         let slot_bytes = u64::from(prog.const_block_bytes).next_multiple_of(4096).max(4096);
         let fits = self.consts.last().is_some_and(|o| self.const_off + slot_bytes <= o.size());
         if !fits {
             let bytes = (CONSTS_PER_OBJECT as u64 * 4096).max(slot_bytes);
-            self.consts.push(self.dev.kgsl.alloc(bytes, MemFlags::USE_CPU_MAP)?);
+            self.consts.push(self.dev.kernel.alloc(bytes, MemFlags::USE_CPU_MAP)?);
             self.const_off = 0;
         }
         // PANIC: an object was pushed above when there was none.
@@ -434,6 +440,7 @@ impl Backend for QcomBackend {
             sizes: l.kernel.args().map(|a| a.nbytes).collect(),
             vals: vals.clone(),
             local: gpu.local_size,
+            images,
         });
         // PANIC: `encoder()` succeeded above, and it creates the queue with the encoder.
         let stamps = if self.profile {
@@ -486,13 +493,13 @@ impl Backend for QcomBackend {
         let q = self.queue.as_mut().expect("created by encoder()");
         let timeline = self.timeline.take().expect("created by encoder()");
         q.finish()?;
-        let kgsl = &self.dev.kgsl;
+        let kernel = &self.dev.kernel;
         // One IB slot holds the whole captured queue.
         let slot_bytes = (4 * q.words().len()).next_multiple_of(256);
         let pool_bytes = slot_bytes * self.ib_slots;
         let ctx = &self.dev.ctx;
-        let ib = Arc::new(Retiring::new(kgsl, ctx, kgsl.alloc(pool_bytes as u64, MemFlags::USE_CPU_MAP)?));
-        let kernarg_mem = Arc::new(Retiring::new(kgsl, ctx, kgsl.alloc(4096, MemFlags::USE_CPU_MAP)?));
+        let ib = Arc::new(Retiring::new(kernel, ctx, kernel.alloc(pool_bytes as u64, MemFlags::USE_CPU_MAP)?));
+        let kernarg_mem = Arc::new(Retiring::new(kernel, ctx, kernel.alloc(4096, MemFlags::USE_CPU_MAP)?));
         // Every object a call references, listed once (MSM sends it with each submission).
         let mut buffers = std::mem::take(&mut self.listed);
         let rw = self.buffers.iter().chain(&self.stamps).chain(&self.scratch).chain(&self.pvt);
@@ -500,7 +507,7 @@ impl Backend for QcomBackend {
         for o in self.code.iter().chain(&self.consts).chain([ib.obj(), kernarg_mem.obj()]) {
             buffers.push(o, Access::Read);
         }
-        let hook = GpuCommandHook { kgsl: kgsl.clone(), ctx: self.dev.ctx.clone(), buffers };
+        let hook = GpuCommandHook { kernel: kernel.clone(), ctx: self.dev.ctx.clone(), buffers };
         let pool = IbPool::new(
             Arc::new(ObjBus::new(ib.clone(), pool_bytes)?),
             ib.obj().gpuaddr(),
@@ -512,7 +519,8 @@ impl Backend for QcomBackend {
         // pool serves `Submitter::kernargs` for work built at run time.
         let kernargs =
             KernargPool::new(Arc::new(ObjBus::new(kernarg_mem.clone(), 4096)?), kernarg_mem.obj().gpuaddr(), 16);
-        let hooks = QcomHooks { inner: TimestampHooks::new(kgsl.clone(), self.dev.ctx.clone()), kgsl: kgsl.clone() };
+        let hooks =
+            QcomHooks { inner: TimestampHooks::new(kernel.clone(), self.dev.ctx.clone()), kernel: kernel.clone() };
         let hcq = Engine::new(
             device_name(&self.dev.name),
             timeline,
@@ -570,7 +578,7 @@ impl Drop for QcomBackend {
         for b in self.binds.drain(..) {
             if let Some(m) = b.map
                 && let Err(e) =
-                    self.dev.kgsl.unmap_user(m, &self.dev.ctx, self.dev.ctx.last_submitted(), self.timeout_ms)
+                    self.dev.kernel.unmap_user(m, &self.dev.ctx, self.dev.ctx.last_submitted(), self.timeout_ms)
             {
                 log::warn!("QCOM: unmapping caller memory at {:#x}: {e}", b.to);
             }
@@ -581,7 +589,7 @@ impl Drop for QcomBackend {
             self.buffers.drain(..).chain(self.code.drain(..)).chain(self.consts.drain(..)).chain(self.stamps.drain(..));
         let objs = objs.chain(self.scratch.take()).chain(self.pvt.take()).chain(self.signal.take());
         for o in objs {
-            if let Err(e) = self.dev.kgsl.free(o, after) {
+            if let Err(e) = self.dev.kernel.free(o, after) {
                 log::warn!("QCOM: freeing a GPU object: {e}");
             }
         }

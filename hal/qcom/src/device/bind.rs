@@ -71,9 +71,13 @@ impl QcomBackend {
                 r.args.iter().zip(&r.sizes).map(|(&a, &n)| if inside(a, n) { a - cur + to } else { a }).collect();
             let prog = &self.programs[r.program].0;
             let mut block = vec![0u8; prog.const_block_bytes as usize];
-            if let Err(e) = prog.fill_consts(&mut block, &args, &r.vals, r.local) {
+            let filled = prog
+                .fill_consts(&mut block, &args, &r.vals, r.local)
+                .and_then(|()| super::validate::write_image_descriptors(prog, &mut block, &args, &r.images));
+            if let Err(e) = filled {
                 if let Some(m) = map {
-                    let _ = self.dev.kgsl.unmap_user(m, &self.dev.ctx, self.dev.ctx.last_submitted(), self.timeout_ms);
+                    let _ =
+                        self.dev.kernel.unmap_user(m, &self.dev.ctx, self.dev.ctx.last_submitted(), self.timeout_ms);
                 }
                 return Err(e.context(format!("QCOM bind: launch {i}")));
             }
@@ -93,7 +97,7 @@ impl QcomBackend {
         }
         if let Some(m) = old {
             // Unused by any call from here on (the calls in flight were waited for above).
-            self.dev.kgsl.unmap_user(m, &self.dev.ctx, self.dev.ctx.last_submitted(), self.timeout_ms)?;
+            self.dev.kernel.unmap_user(m, &self.dev.ctx, self.dev.ctx.last_submitted(), self.timeout_ms)?;
         }
         Ok(())
     }
@@ -113,7 +117,7 @@ impl QcomBackend {
         clean_dcache(p, len);
         // SAFETY: the caller keeps `[ptr, ptr + len)` valid until it is unbound; the rest of
         // the pages around it are never addressed by the calls (their arguments lie inside).
-        match unsafe { self.dev.kgsl.map_user(base as *mut u8, span_usize) } {
+        match unsafe { self.dev.kernel.map_user(base as *mut u8, span_usize) } {
             Ok(m) => Ok((m.gpuaddr + (p - base), Some(m))),
             Err(Error::Os { errno: 14, .. }) => Ok((p, None)),
             Err(e) => Err(e.context("QCOM bind: mapping caller memory (MAP_USER_MEM)")),

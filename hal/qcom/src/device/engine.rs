@@ -19,14 +19,14 @@ use std::sync::Arc;
 /// context's last submission at that moment, so neither the CPU nor a submission still in
 /// flight uses freed memory, and no object outlives its last holder.
 pub(super) struct Retiring {
-    kgsl: Arc<dyn GpuKernel>,
+    kernel: Arc<dyn GpuKernel>,
     ctx: Arc<Context>,
     obj: Option<GpuObject>,
 }
 
 impl Retiring {
-    pub(super) fn new(kgsl: &Arc<dyn GpuKernel>, ctx: &Arc<Context>, obj: GpuObject) -> Self {
-        Self { kgsl: kgsl.clone(), ctx: ctx.clone(), obj: Some(obj) }
+    pub(super) fn new(kernel: &Arc<dyn GpuKernel>, ctx: &Arc<Context>, obj: GpuObject) -> Self {
+        Self { kernel: kernel.clone(), ctx: ctx.clone(), obj: Some(obj) }
     }
 
     pub(super) fn obj(&self) -> &GpuObject {
@@ -38,7 +38,7 @@ impl Retiring {
 impl Drop for Retiring {
     fn drop(&mut self) {
         if let Some(o) = self.obj.take()
-            && let Err(e) = self.kgsl.free(o, free_after(&self.ctx))
+            && let Err(e) = self.kernel.free(o, free_after(&self.ctx))
         {
             log::warn!("QCOM: freeing a GPU object: {e}");
         }
@@ -83,8 +83,8 @@ impl MmioBus for ObjBus {
 
 /// A device error with the backend's fault report (a simulated CP's) as context, when there is
 /// one.
-pub(super) fn with_fault(kgsl: &dyn GpuKernel, e: Error) -> Error {
-    match kgsl.fault_report() {
+pub(super) fn with_fault(kernel: &dyn GpuKernel, e: Error) -> Error {
+    match kernel.fault_report() {
         Some(f) if matches!(e.root(), Error::DeviceHung { .. }) => e.context(f),
         _ => e,
     }
@@ -95,7 +95,7 @@ pub(super) fn with_fault(kgsl: &dyn GpuKernel, e: Error) -> Error {
 /// before this call), referencing every object of the backend (its buffer list, built once at
 /// the load).
 pub(super) struct GpuCommandHook {
-    pub(super) kgsl: Arc<dyn GpuKernel>,
+    pub(super) kernel: Arc<dyn GpuKernel>,
     pub(super) ctx: Arc<Context>,
     pub(super) buffers: BufferList,
 }
@@ -108,8 +108,8 @@ impl IbSubmit for GpuCommandHook {
         // object of the backend is in `buffers` and goes back to the kernel only after the
         // context's last submission (`Retiring`, `free_after`), and a slot is rewritten only
         // once the call that used it passed its stamp.
-        let r = unsafe { self.kgsl.submit(&self.ctx, addr, bytes, &mut self.buffers) };
-        r.map(|_| ()).map_err(|e| with_fault(&*self.kgsl, e))
+        let r = unsafe { self.kernel.submit(&self.ctx, addr, bytes, &mut self.buffers) };
+        r.map(|_| ()).map_err(|e| with_fault(&*self.kernel, e))
     }
 }
 
@@ -119,7 +119,7 @@ impl IbSubmit for GpuCommandHook {
 #[derive(Debug)]
 pub(super) struct QcomHooks {
     pub(super) inner: TimestampHooks,
-    pub(super) kgsl: Arc<dyn GpuKernel>,
+    pub(super) kernel: Arc<dyn GpuKernel>,
 }
 
 impl WaitHooks for QcomHooks {
@@ -133,7 +133,7 @@ impl WaitHooks for QcomHooks {
         self.inner.sleep(idle_ns)
     }
     fn fault(&self) -> Option<Error> {
-        self.inner.fault().map(|e| with_fault(&*self.kgsl, e))
+        self.inner.fault().map(|e| with_fault(&*self.kernel, e))
     }
 }
 
@@ -141,13 +141,13 @@ impl WaitHooks for QcomHooks {
 /// what a load allocated before one of its steps failed is freed, not left to the file close.
 /// (The engine's shared pools are [`Retiring`] objects, which free themselves.)
 pub(super) struct Fresh<'a> {
-    kgsl: &'a dyn GpuKernel,
+    kernel: &'a dyn GpuKernel,
     obj: Option<GpuObject>,
 }
 
 impl<'a> Fresh<'a> {
-    pub(super) fn new(kgsl: &'a dyn GpuKernel, obj: GpuObject) -> Self {
-        Self { kgsl, obj: Some(obj) }
+    pub(super) fn new(kernel: &'a dyn GpuKernel, obj: GpuObject) -> Self {
+        Self { kernel, obj: Some(obj) }
     }
     pub(super) fn get(&self) -> &GpuObject {
         // PANIC: `obj` is taken only by `keep` (which consumes self) and `drop`.
@@ -163,7 +163,7 @@ impl Drop for Fresh<'_> {
     fn drop(&mut self) {
         let Some(o) = self.obj.take() else { return };
         let addr = o.gpuaddr();
-        if let Err(e) = self.kgsl.free(o, FreeAfter::NeverSubmitted) {
+        if let Err(e) = self.kernel.free(o, FreeAfter::NeverSubmitted) {
             log::warn!("QCOM: freeing GPU object at {addr:#x} after a failed load step: {e}");
         }
     }

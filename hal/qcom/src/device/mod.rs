@@ -2,13 +2,13 @@
 //! [`KgslIoctl`] backend — the kernel node (`KGSL+QCOM`) or the simulated KGSL whose dispatches
 //! run on the ir3 interpreter (`QCOM:SIM`, opened by the `hcq-sim-adreno` crate) — or the
 //! mainline MSM DRM driver (`MSM+QCOM`, `MSM+QCOM:SIM`); `QCOM` is whichever node exists. And
-//! its bundle runner backend ([`QcomBackend`], driven by `hcq::runner::Runner`).
+//! its bundle runner backend ([`QcomBackend`], driven by `hcq_runner::Runner`).
 //!
 //! A load picks the bundle's `adreno_a630` objects; before anything is allocated the core checks
 //! every size against the limits the device states ([`QcomDevice`]'s `Device::limits`: the
 //! kernel interface's [`GpuKernel::gpu_limits`], the a630's
 //! [`A630_LIMITS`](hcq_adreno::program::A630_LIMITS) on hardware, with the simulator's
-//! work-group budget on `QCOM:SIM`) and [`Backend::prepare`] validates each program
+//! work-group budget on `QCOM:SIM`) and [`Backend::prepare`](hcq_runner::Backend::prepare) validates each program
 //! (`hcq_adreno::Program::from_json`: the metadata against itself and its blob; the shader code
 //! decoded, with an `end` and branch targets inside it), each launch against its program, and
 //! last every instruction against what the backend's shader core runs
@@ -40,10 +40,14 @@
 mod backend;
 mod bind;
 mod engine;
+mod limits;
+mod plug;
 mod profile;
 mod validate;
 
 pub use backend::{DEFAULT_IB_SLOTS, QcomBackend};
+pub use limits::check_limits;
+pub use plug::{Interface, QcomKind, QcomOpen};
 pub use validate::{check_shader_support, validate_program};
 
 use crate::flags::MemFlags;
@@ -55,10 +59,11 @@ use crate::msm::{Msm, MsmIoctl};
 use crate::{Context, FreeAfter, GpuObject};
 use engine::with_fault;
 use hcq::allocator::{Allocator, BufferSpec, DeviceMemory, LruAllocator};
-use hcq::device::{Device, DeviceLimits, DeviceProperties, GpuLimits};
+use hcq::device::{Device, DeviceLimits, DeviceProperties};
 use hcq::error::device_name;
 use hcq::mmio::MmioBus;
 use hcq::{Error, Result};
+use hcq_adreno::limits::GpuLimits;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -70,8 +75,8 @@ pub const MAX_ALLOC_BYTES: u64 = 1 << 32;
 /// An opened QCOM device (see the module docs).
 pub struct QcomDevice {
     name: String,
-    /// The kernel interface (KGSL or MSM; the field keeps its first name).
-    kgsl: Arc<dyn GpuKernel>,
+    /// The kernel interface (KGSL or MSM).
+    kernel: Arc<dyn GpuKernel>,
     ctx: Arc<Context>,
     capture: Option<Arc<Capturing<Arc<dyn KgslIoctl>>>>,
     alloc: LruAllocator,
@@ -80,7 +85,7 @@ pub struct QcomDevice {
 
 impl core::fmt::Debug for QcomDevice {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("QcomDevice").field("name", &self.name).field("kgsl", &self.kgsl).finish_non_exhaustive()
+        f.debug_struct("QcomDevice").field("name", &self.name).field("kernel", &self.kernel).finish_non_exhaustive()
     }
 }
 
@@ -95,9 +100,9 @@ impl QcomDevice {
             Ok(io) => Self::with_backend("QCOM", Arc::new(io), capture),
             Err(e) => {
                 let missing = matches!(e, Errno::NOENT | Errno::NODEV | Errno::NXIO);
-                let kgsl = kgsl::open_error(e);
-                if !matches!(kgsl, Error::DeviceUnavailable { .. }) {
-                    return Err(kgsl);
+                let kernel = kgsl::open_error(e);
+                if !matches!(kernel, Error::DeviceUnavailable { .. }) {
+                    return Err(kernel);
                 }
                 match Msm::open() {
                     Ok(m) if capture => Err(capture_unsupported()).map_err(|e| e.context(m.node().to_string())),
@@ -111,7 +116,7 @@ impl QcomDevice {
                         })
                     }
                     // KGSL refused (permission): say that, with what MSM said.
-                    Err(msm) => Err(kgsl.context(format!("MSM DRM: {msm}"))),
+                    Err(msm) => Err(kernel.context(format!("MSM DRM: {msm}"))),
                 }
             }
         }
@@ -159,15 +164,15 @@ impl QcomDevice {
 
     fn assemble(
         name: &str,
-        kgsl: Arc<dyn GpuKernel>,
+        kernel: Arc<dyn GpuKernel>,
         capture: Option<Arc<Capturing<Arc<dyn KgslIoctl>>>>,
     ) -> Result<Arc<QcomDevice>> {
-        let ctx = Arc::new(kgsl.create_context()?);
-        let backend = KgslAllocator { kgsl: kgsl.clone(), ctx: ctx.clone(), objs: Mutex::new(HashMap::new()) };
+        let ctx = Arc::new(kernel.create_context()?);
+        let backend = KgslAllocator { kernel: kernel.clone(), ctx: ctx.clone(), objs: Mutex::new(HashMap::new()) };
         Ok(Arc::new(QcomDevice {
             name: name.into(),
             alloc: LruAllocator::new(name, Box::new(backend)),
-            kgsl,
+            kernel,
             ctx,
             capture,
             timeout_ms: DEFAULT_TIMEOUT_MS,
@@ -175,8 +180,8 @@ impl QcomDevice {
     }
 
     /// The kernel interface (KGSL or MSM).
-    pub fn kgsl(&self) -> &Arc<dyn GpuKernel> {
-        &self.kgsl
+    pub fn kernel(&self) -> &Arc<dyn GpuKernel> {
+        &self.kernel
     }
 
     /// The device's context.
@@ -193,7 +198,7 @@ impl QcomDevice {
     /// ([`GpuKernel::gpu_limits`]: the chip's on a kernel node, the simulator's own on
     /// `QCOM:SIM`).
     pub fn gpu_limits(&self) -> GpuLimits {
-        self.kgsl.gpu_limits()
+        self.kernel.gpu_limits()
     }
 
     /// Submit the IB of `bytes` at `ib`, referencing `buffers`, and wait for it
@@ -219,9 +224,9 @@ impl QcomDevice {
         timeout_ms: u32,
     ) -> Result<u32> {
         // SAFETY: the caller's contract is this one's.
-        let r = unsafe { self.kgsl.submit(&self.ctx, ib, bytes, buffers) }
-            .and_then(|ts| self.kgsl.wait(&self.ctx, ts, timeout_ms).map(|()| ts));
-        r.map_err(|e| with_fault(&*self.kgsl, e))
+        let r = unsafe { self.kernel.submit(&self.ctx, ib, bytes, buffers) }
+            .and_then(|ts| self.kernel.wait(&self.ctx, ts, timeout_ms).map(|()| ts));
+        r.map_err(|e| with_fault(&*self.kernel, e))
     }
 }
 
@@ -232,21 +237,14 @@ impl Device for QcomDevice {
     fn allocator(&self) -> &LruAllocator {
         &self.alloc
     }
-    fn load_program(&self, _image: &hcq::program::ProgramImage) -> Result<Arc<dyn hcq::program::Program>> {
-        Err(Error::Unsupported {
-            what: "QCOM programs load from a bundle's adreno_a630 object and its programs[].adreno metadata \
-                   (hcq::runner::Runner with hcq_qcom::device::QcomBackend); a ProgramImage carries no a630 metadata",
-            value: 0,
-        })
-    }
     fn synchronize(&self) -> Result<()> {
         if !self.ctx.has_submitted() {
             return Ok(());
         }
-        self.kgsl.wait(&self.ctx, self.ctx.last_submitted(), self.timeout_ms)
+        self.kernel.wait(&self.ctx, self.ctx.last_submitted(), self.timeout_ms)
     }
     fn properties(&self) -> DeviceProperties {
-        let info = self.kgsl.info();
+        let info = self.kernel.info();
         DeviceProperties {
             kind: "adreno".into(),
             arch: "a630".into(),
@@ -255,10 +253,10 @@ impl Device for QcomDevice {
             timestamp_hz: 19_200_000,
             notes: format!(
                 "{} chip {:#010x}, GMEM {} KiB, {}",
-                self.kgsl.describe(),
+                self.kernel.describe(),
                 info.chip_id,
                 info.gmem_bytes >> 10,
-                self.kgsl.driver()
+                self.kernel.driver()
             ),
         }
     }
@@ -269,7 +267,6 @@ impl Device for QcomDevice {
             alloc_align: 4096,
             max_kernel_args: hcq_adreno::program::MAX_ARGS,
             max_grid: [u32::MAX; 3],
-            gpu: Some(self.gpu_limits()),
         }
     }
     fn as_any(&self) -> &dyn core::any::Any {
@@ -280,7 +277,7 @@ impl Device for QcomDevice {
 /// Device memory of the QCOM device: KGSL GPU objects, copied with word-sized volatile
 /// accesses, freed only once the context retired the last submission made before the free.
 struct KgslAllocator {
-    kgsl: Arc<dyn GpuKernel>,
+    kernel: Arc<dyn GpuKernel>,
     ctx: Arc<Context>,
     objs: Mutex<HashMap<u64, GpuObject>>,
 }
@@ -297,7 +294,7 @@ impl KgslAllocator {
 
 impl Allocator for KgslAllocator {
     fn alloc(&self, size: u64, _spec: &BufferSpec) -> Result<DeviceMemory> {
-        let o = self.kgsl.alloc(size, MemFlags::USE_CPU_MAP)?;
+        let o = self.kernel.alloc(size, MemFlags::USE_CPU_MAP)?;
         // `free` releases the object only after the context's last submission; copies go through
         // the object's volatile bus, so no CPU pointer is handed out.
         // SAFETY: the object is live and owned by this allocator's table until `free`.
@@ -312,7 +309,7 @@ impl Allocator for KgslAllocator {
         } else {
             FreeAfter::NeverSubmitted
         };
-        if let Err(e) = self.kgsl.free(o, after) {
+        if let Err(e) = self.kernel.free(o, after) {
             log::warn!("QCOM: freeing GPU object at {:#x}: {e}", mem.addr());
         }
     }
@@ -345,38 +342,4 @@ fn free_after(ctx: &Context) -> FreeAfter {
 /// `.rd` captures record KGSL submissions only.
 fn capture_unsupported() -> Error {
     Error::Unsupported { what: "an .rd capture on MSM DRM (it records KGSL submissions): use KGSL+QCOM", value: 0 }
-}
-
-/// The registry entry for `QCOM` (the KGSL node, else an MSM render node; a missing node is a
-/// clear error).
-pub fn qcom_kind() -> hcq::device::DeviceKind {
-    fn count() -> Result<u32> {
-        Ok(1)
-    }
-    fn open(_: u32) -> Result<Arc<dyn Device>> {
-        Ok(QcomDevice::open(false)?)
-    }
-    hcq::device::DeviceKind { name: "QCOM", count, open }
-}
-
-/// The registry entry for `KGSL+QCOM` (the KGSL node only).
-pub fn kgsl_qcom_kind() -> hcq::device::DeviceKind {
-    fn count() -> Result<u32> {
-        Ok(1)
-    }
-    fn open(_: u32) -> Result<Arc<dyn Device>> {
-        Ok(QcomDevice::open_kgsl(false)?)
-    }
-    hcq::device::DeviceKind { name: "KGSL+QCOM", count, open }
-}
-
-/// The registry entry for `MSM+QCOM` (an MSM DRM render node only).
-pub fn msm_qcom_kind() -> hcq::device::DeviceKind {
-    fn count() -> Result<u32> {
-        Ok(1)
-    }
-    fn open(_: u32) -> Result<Arc<dyn Device>> {
-        Ok(QcomDevice::open_msm(false)?)
-    }
-    hcq::device::DeviceKind { name: "MSM+QCOM", count, open }
 }

@@ -16,8 +16,8 @@ const ALWAYS_ON_HZ: u64 = 19_200_000;
 impl QcomBackend {
     /// Profile every launch (before the load): each dispatch and copy is bracketed by two
     /// `CP_REG_TO_MEM` writes of the always-on counter (`Command::Timestamp`, which waits for
-    /// idle first), and after each [`Backend::replay`](hcq::runner::Backend::replay) the pairs become `Program`/`Copy` events
-    /// of the engine's profiler ([`QcomBackend::hcq`]`.profiler()`): durations in ns of the
+    /// idle first), and after each [`Backend::replay`](hcq_runner::Backend::replay) the pairs become `Program`/`Copy` events
+    /// of the engine's profiler (`QcomBackend::hcq().profiler()`): durations in ns of the
     /// counter's 19.2 MHz clock, placed on the host clock inside their call (the device clock
     /// aligned per call, see `record_profile`). On `QCOM:SIM` the counter is the simulated CP's
     /// model clock (a tick per packet and per work-group), so the durations are relative costs,
@@ -34,7 +34,7 @@ impl QcomBackend {
     pub(super) fn stamp_pair(&mut self, kind: EventKind, name: &str, arg: u64) -> Result<(u64, u64)> {
         let i = self.profiled.len();
         if i / STAMPS_PER_OBJECT >= self.stamps.len() {
-            self.stamps.push(self.dev.kgsl.alloc((STAMPS_PER_OBJECT * 16) as u64, MemFlags::USE_CPU_MAP)?);
+            self.stamps.push(self.dev.kernel.alloc((STAMPS_PER_OBJECT * 16) as u64, MemFlags::USE_CPU_MAP)?);
         }
         let base = self.stamps[i / STAMPS_PER_OBJECT].gpuaddr() + (i % STAMPS_PER_OBJECT) as u64 * 16;
         self.profiled.push((kind, name.into(), arg));

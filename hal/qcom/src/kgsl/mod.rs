@@ -304,7 +304,7 @@ impl kernel::GpuKernel for Kgsl {
     fn describe(&self) -> &'static str {
         self.io.describe()
     }
-    fn gpu_limits(&self) -> hcq::device::GpuLimits {
+    fn gpu_limits(&self) -> hcq_adreno::limits::GpuLimits {
         self.io.gpu_limits(kernel::chip_limits(self.generation))
     }
     fn unsupported_instruction(&self, ins: &hcq_ir3::isa::Instr) -> Option<&'static str> {

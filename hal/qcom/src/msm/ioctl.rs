@@ -8,7 +8,7 @@
 use super::uapi::*;
 use crate::Mapping;
 use crate::kgsl::ioctl::Raw;
-use hcq::device::GpuLimits;
+use hcq_adreno::limits::GpuLimits;
 use hcq_ir3::isa::Instr;
 use rustix::fd::OwnedFd;
 use rustix::io::Errno;

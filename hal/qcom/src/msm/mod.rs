@@ -219,7 +219,7 @@ impl GpuKernel for Msm {
     fn describe(&self) -> &'static str {
         self.io.describe()
     }
-    fn gpu_limits(&self) -> hcq::device::GpuLimits {
+    fn gpu_limits(&self) -> hcq_adreno::limits::GpuLimits {
         self.io.gpu_limits(crate::kernel::chip_limits(self.generation))
     }
     fn unsupported_instruction(&self, ins: &hcq_ir3::isa::Instr) -> Option<&'static str> {
