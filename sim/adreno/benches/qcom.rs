@@ -1,13 +1,13 @@
-//! Host cost per dispatch on `QCOM:SIM`: one call of a bundle through `hcq::runner::Runner` and
+//! Host cost per dispatch on `QCOM:SIM`: one call of a bundle through `hcq_runner::Runner` and
 //! `QcomBackend` — patch the captured PM4 queue, copy it to the IB object, `GPU_COMMAND`, the
 //! simulated CP running every packet, the ir3 interpreter running every shader, the timestamp
 //! wait. Items = dispatches, so divan's throughput is dispatches per second.
 
 use divan::Bencher;
 use divan::counter::ItemsCount;
-use hcq::bundle::hcqb::{self, Hcqb};
-use hcq::runner::Runner;
+use hcq_bundle::hcqb::{self, Hcqb};
 use hcq_qcom::device::{QcomBackend, QcomDevice};
+use hcq_runner::Runner;
 use hcq_sim_adreno::cp::NoShader;
 
 fn main() {
@@ -27,11 +27,10 @@ fn main() {
 /// `HCQ_HOST_SHARE_BUNDLE=PATH` (a bundle directory or `.hcqb`, e.g. a `--qcom-jit` capture of
 /// the driving look-alike; relative to the workspace root) reports that bundle's QCOM graph too.
 fn host_share() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    host_share_of(&root.join("examples/chain100"));
+    host_share_of(&hcq_testkit::example("chain100"));
     if let Some(p) = std::env::var_os("HCQ_HOST_SHARE_BUNDLE") {
         // cargo runs a bench in its package's directory: a relative path is the workspace's
-        host_share_of(&root.join(p));
+        host_share_of(&hcq_testkit::root().join(p));
     }
 }
 
@@ -39,7 +38,7 @@ fn host_share_of(path: &std::path::Path) {
     let sim = std::sync::Arc::new(hcq_sim_adreno::kgsl::SimKgsl::new(Box::new(NoShader)));
     let dev = QcomDevice::with_backend("QCOM:SIM", sim.clone(), false).unwrap();
     let bytes = match path.is_dir() {
-        true => hcqb::write(&hcq::bundle::v1::import_dir(path).unwrap()).unwrap(),
+        true => hcqb::write(&hcq_bundle::v1::import_dir(path).unwrap()).unwrap(),
         false => std::fs::read(path).unwrap(),
     };
     let file = Hcqb::parse(&bytes).unwrap();
@@ -72,8 +71,8 @@ fn host_share_of(path: &std::path::Path) {
 }
 
 fn bench_bundle(b: Bencher, name: &str) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
-    let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap();
+    let dir = hcq_testkit::example(name);
+    let bytes = hcqb::write(&hcq_bundle::v1::import_dir(&dir).unwrap()).unwrap();
     let file = Hcqb::parse(&bytes).unwrap();
     let dev = hcq_sim_adreno::open(false).unwrap();
     let mut m = Runner::load(QcomBackend::new(dev).unwrap(), &file).unwrap();
@@ -123,12 +122,12 @@ fn bench_lanes(b: Bencher, name: &str) {
     use hcq_sim_adreno::{ArgSlots, Ir3Dispatch, SimKgsl};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU64, Ordering};
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = hcq_testkit::root();
     let dir = [root.join("examples").join(name), root.join("benches/bundles").join(name)]
         .into_iter()
         .find(|d| d.join("manifest.json").is_file())
         .unwrap();
-    let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap();
+    let bytes = hcqb::write(&hcq_bundle::v1::import_dir(&dir).unwrap()).unwrap();
     let file = Hcqb::parse(&bytes).unwrap();
     let lanes = Arc::new(AtomicU64::new(0));
     let slots = ArgSlots::default();
@@ -179,8 +178,8 @@ fn shader_core_convnet(b: Bencher) {
 }
 
 fn bench_no_shader(b: Bencher, dev: std::sync::Arc<QcomDevice>) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chain100");
-    let bytes = hcqb::write(&hcq::bundle::v1::import_dir(&dir).unwrap()).unwrap();
+    let dir = hcq_testkit::example("chain100");
+    let bytes = hcqb::write(&hcq_bundle::v1::import_dir(&dir).unwrap()).unwrap();
     let file = Hcqb::parse(&bytes).unwrap();
     let mut m = Runner::load(QcomBackend::new(dev).unwrap(), &file).unwrap();
     m.call().unwrap();

@@ -25,7 +25,7 @@
 //!   hardware does not promise either). A program with global atomics (`atomic.g.*`, whose
 //!   work-groups do see each other's updates) runs on one thread over one overlay.
 //! - The dispatch is a transaction: global-memory writes go to an overlay that reads see
-//!   ([`crate::overlay`]: 4 KiB copy-on-write pages with a dirty bit per byte), and reach GPU
+//!   (`crate::overlay`: 4 KiB copy-on-write pages with a dirty bit per byte), and reach GPU
 //!   memory only when the whole dispatch finished, exactly the bytes written. A fault (an access outside every
 //!   allocation, e.g. an argument address that points nowhere), an unsupported instruction or
 //!   the step limit ends it with an error that names the instruction, and **nothing** of it is

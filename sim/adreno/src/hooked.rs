@@ -5,7 +5,7 @@
 //! without writing out every ioctl again.
 
 use crate::SimKgsl;
-use hcq::device::GpuLimits;
+use hcq_adreno::limits::GpuLimits;
 use hcq_ir3::isa::Instr;
 use hcq_qcom::Mapping;
 use hcq_qcom::kgsl::ioctl::KgslIoctl;

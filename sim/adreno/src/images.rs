@@ -5,7 +5,7 @@
 //! `a6xx_tex_filter`).
 //!
 //! A descriptor the model cannot run faithfully (an unknown format, a type other than 2D, a
-//! tiled or multisampled layout, a pitch below the row's bytes, texels outside every GPU object,
+//! tiled or multisampled layout, a pitch below the row's bytes, a base outside every GPU object,
 //! a filter other than nearest or a wrap mode other than repeat / clamp-to-edge /
 //! clamp-to-border) is an error naming the descriptor and what is wrong; the dispatch does not
 //! run.
@@ -26,8 +26,8 @@ fn bad(what: &'static str, index: usize, reason: &'static str) -> Error {
     Error::Malformed { what, at: index as u64, reason }
 }
 
-/// Decode texture or IBO descriptor `index` (16 dwords) and check that every texel lies in GPU
-/// memory. `what` names the kind ("adreno sim: texture descriptor" / "... IBO descriptor").
+/// Decode texture or IBO descriptor `index` (16 dwords) and check that its base lies in GPU
+/// memory (texels past it are checked where a kernel reads or writes them). `what` names the kind ("adreno sim: texture descriptor" / "... IBO descriptor").
 pub fn image(words: &[u32], index: usize, what: &'static str, mem: &dyn GpuMemory) -> Result<Image> {
     let w = |k: usize| words.get(k).copied().unwrap_or(0);
     // A6XX_TEX_CONST_0: TILE_MODE 0..1, SWIZ_X..W 4..15 (3 bits each), SAMPLES 20..21, FMT 22..29.
@@ -61,17 +61,20 @@ pub fn image(words: &[u32], index: usize, what: &'static str, mem: &dyn GpuMemor
     }
     // A6XX_TEX_CONST_4: BASE_LO 5..31 (shr 5); _5: BASE_HI 0..16.
     let base = u64::from(w(4) & !0x1f) | u64::from(w(5) & 0x1_ffff) << 32;
-    let last = base + u64::from(height - 1) * u64::from(pitch) + row - 1;
-    for a in [base, last & !3] {
-        if mem.read32(a).is_err() {
-            return Err(Error::OutOfBounds {
-                what: "adreno sim: image texels outside every GPU object (address, image bytes)",
-                offset: a,
-                len: last + 1 - base,
-                limit: 0,
-            })
-            .map_err(|e| e.context(alloc::format!("{what} {index}: base {base:#x}, {width}×{height}, pitch {pitch}")));
-        }
+    // Only the base is checked here. The descriptor's extent may reach past its GPU object, as
+    // tinygrad's do: its QCOM runtime takes width and height from the kernel's image dtype, not
+    // from the buffer under it (seen in the zoo: an 11520×1 half4 view past the end of its
+    // object during tinygrad's local-size search). The hardware fetches only the texels a kernel
+    // addresses, so a texel outside GPU memory is a fault at the access (`hcq-ir3`'s exec),
+    // naming the lane and the address, not a refusal of the descriptor.
+    if mem.read32(base).is_err() {
+        return Err(Error::OutOfBounds {
+            what: "adreno sim: image base outside every GPU object (address, row bytes)",
+            offset: base,
+            len: row,
+            limit: 0,
+        })
+        .map_err(|e| e.context(alloc::format!("{what} {index}: base {base:#x}, {width}×{height}, pitch {pitch}")));
     }
     Ok(Image { base, width, height, pitch, format, swizzle })
 }

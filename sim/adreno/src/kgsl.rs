@@ -1,6 +1,6 @@
 //! A simulated KGSL: a [`KgslIoctl`] whose GPU objects are host memory and whose submissions
 //! run on the simulated Adreno command processor ([`Cp`]) with a pluggable
-//! [`Dispatch`] (the ir3 interpreter, or a test's fake).
+//! [`ShaderCore`] (the ir3 interpreter, or a test's fake).
 //!
 //! GPU addresses equal the host addresses of the backing memory (as with `USE_CPU_MAP`).
 //! Submissions run in order, synchronously inside `GPU_COMMAND` and again whenever a timestamp
@@ -20,8 +20,8 @@
 
 use crate::cp::{Cp, GpuMemory, Outcome, ShaderCore, Span};
 use crate::dispatch::ArgSlots;
-use hcq::device::GpuLimits;
 use hcq::mmio::{MmioBus, VolatileRegion, Width};
+use hcq_adreno::limits::GpuLimits;
 use hcq_ir3::isa::Instr;
 use hcq_qcom::Mapping;
 use hcq_qcom::kgsl::ioctl::KgslIoctl;

@@ -17,9 +17,9 @@
 //!   work-group budget ([`SIM_MAX_GROUPS`]) and the instructions its interpreter does not run.
 //!
 //! [`open`] makes the `QCOM:SIM` device (`hcq_qcom::device::QcomDevice` over a [`SimKgsl`]
-//! with the ir3 core) and [`qcom_sim_kind`] is its registry entry; [`open_msm`] makes
-//! `MSM+QCOM:SIM` (the same device over a [`SimMsm`]), with [`msm_qcom_sim_kind`] and
-//! [`kgsl_qcom_sim_kind`] (`KGSL+QCOM:SIM`, `QCOM:SIM` by its interface's name).
+//! with the ir3 core) and [`QcomSimKind`]`(Interface::Any)` is its registry entry; [`open_msm`]
+//! makes `MSM+QCOM:SIM` (the same device over a [`SimMsm`]), with `QcomSimKind(Interface::Msm)`
+//! and `QcomSimKind(Interface::Kgsl)` (`KGSL+QCOM:SIM`, `QCOM:SIM` by its interface's name).
 
 extern crate alloc;
 
@@ -39,8 +39,9 @@ pub use limits::SIM_MAX_GROUPS;
 pub use msm::SimMsm;
 
 use hcq::Result;
-use hcq::device::Device;
-use hcq_qcom::device::QcomDevice;
+use hcq::device::{Device, DeviceProperties};
+use hcq_qcom::device::{Interface, QcomDevice, QcomOpen};
+use hcq_runner::plug::{DeviceKind, OpenDevice, Options};
 use std::sync::Arc;
 
 /// Open `QCOM:SIM`: the QCOM device over a simulated KGSL whose shader core is the ir3
@@ -70,37 +71,40 @@ pub fn open_msm_with(dispatch: Ir3Dispatch, capture: bool) -> Result<Arc<QcomDev
     QcomDevice::with_msm_backend("MSM+QCOM:SIM", Arc::new(SimMsm::new(sim)), capture)
 }
 
-/// The registry entry for `MSM+QCOM:SIM`.
-pub fn msm_qcom_sim_kind() -> hcq::device::DeviceKind {
-    fn count() -> Result<u32> {
-        Ok(1)
+/// The simulated QCOM kinds of the plug-in point: `QCOM:SIM` (= `KGSL+QCOM:SIM`, the simulated
+/// KGSL running shaders on the ir3 interpreter) and `MSM+QCOM:SIM` (the MSM DRM path over a
+/// simulated MSM driver); each opens into hcq-qcom's [`QcomOpen`], as the hardware does.
+#[derive(Clone, Copy, Debug)]
+pub struct QcomSimKind(pub Interface);
+
+impl QcomSimKind {
+    fn open_device(&self, capture: bool) -> Result<Arc<QcomDevice>> {
+        match self.0 {
+            Interface::Any => open(capture),
+            Interface::Kgsl => {
+                let slots = ArgSlots::default();
+                let sim =
+                    SimKgsl::new(Box::new(Ir3Dispatch::new().with_arg_slots(slots.clone()))).with_arg_slots(slots);
+                QcomDevice::with_backend("KGSL+QCOM:SIM", Arc::new(sim), capture)
+            }
+            Interface::Msm => open_msm(capture),
+        }
     }
-    fn open(_: u32) -> Result<Arc<dyn Device>> {
-        Ok(crate::open_msm(false)?)
-    }
-    hcq::device::DeviceKind { name: "MSM+QCOM:SIM", count, open }
 }
 
-/// The registry entry for `KGSL+QCOM:SIM` (`QCOM:SIM` named by its interface).
-pub fn kgsl_qcom_sim_kind() -> hcq::device::DeviceKind {
-    fn count() -> Result<u32> {
-        Ok(1)
+impl DeviceKind for QcomSimKind {
+    fn names(&self) -> &[&'static str] {
+        match self.0 {
+            Interface::Any => &["QCOM:SIM"],
+            Interface::Kgsl => &["KGSL+QCOM:SIM"],
+            Interface::Msm => &["MSM+QCOM:SIM"],
+        }
     }
-    fn open(_: u32) -> Result<Arc<dyn Device>> {
-        let slots = ArgSlots::default();
-        let sim = SimKgsl::new(Box::new(Ir3Dispatch::new().with_arg_slots(slots.clone()))).with_arg_slots(slots);
-        Ok(QcomDevice::with_backend("KGSL+QCOM:SIM", Arc::new(sim), false)?)
+    fn probe(&self, _name: &str) -> Result<DeviceProperties> {
+        Ok(self.open_device(false)?.properties())
     }
-    hcq::device::DeviceKind { name: "KGSL+QCOM:SIM", count, open }
-}
-
-/// The registry entry for `QCOM:SIM` (the simulated KGSL running shaders on the ir3 interpreter).
-pub fn qcom_sim_kind() -> hcq::device::DeviceKind {
-    fn count() -> Result<u32> {
-        Ok(1)
+    fn open(&self, name: &str, opts: &Options) -> Result<Box<dyn OpenDevice>> {
+        opts.refuse_unsupported(name, true, true)?;
+        Ok(Box::new(QcomOpen::new(self.open_device(opts.capture_rd)?, opts)))
     }
-    fn open(_: u32) -> Result<Arc<dyn Device>> {
-        Ok(crate::open(false)?)
-    }
-    hcq::device::DeviceKind { name: "QCOM:SIM", count, open }
 }

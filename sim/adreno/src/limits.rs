@@ -4,7 +4,7 @@
 //! interpreter does not run. The device refuses a bundle past either at load, before anything
 //! is allocated or submitted.
 
-use hcq::device::GpuLimits;
+use hcq_adreno::limits::GpuLimits;
 use hcq_ir3::isa::Instr;
 
 /// Work-groups one dispatch may have on the simulated GPU: the ir3 interpreter runs each in

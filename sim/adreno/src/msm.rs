@@ -23,7 +23,7 @@
 //!   on Linux) and lets the GPU see it.
 
 use crate::kgsl::{Backing, SimKgsl};
-use hcq::device::GpuLimits;
+use hcq_adreno::limits::GpuLimits;
 use hcq_ir3::isa::Instr;
 use hcq_qcom::Mapping;
 use hcq_qcom::kgsl::ioctl::KgslIoctl;

@@ -106,11 +106,7 @@ fn tinygrads_image_dispatches_write_the_recorded_bytes() {
 /// The kernarg block (the first object) holds the descriptors at 2048: textures, then IBOs.
 fn broken(r: &Rec, word: usize, f: impl Fn(u32) -> u32) -> String {
     let mut mem = memory(r, &r.words);
-    let kern = &r.objects[0];
-    let at = kern.addr + 2048 + 4 * word as u64;
-    let mut b = [0u8; 4];
-    mem.read_bytes(at, &mut b).unwrap();
-    mem.write_bytes(at, &f(u32::from_le_bytes(b)).to_le_bytes()).unwrap();
+    patch(r, &mut mem, word, f);
     let before: Vec<Vec<u8>> = r.outputs.iter().map(|o| read(&mem, o)).collect();
     let e = run(&r.words, &mut mem).expect_err("a broken descriptor must stop the dispatch");
     let after: Vec<Vec<u8>> = r.outputs.iter().map(|o| read(&mem, o)).collect();
@@ -193,4 +189,56 @@ fn a_spilling_dispatch_needs_its_private_memory_mapped() {
     let mut mem = memory_without(r, &r.words, Some(3));
     let e = run(&r.words, &mut mem).unwrap_err().to_string();
     assert!(e.contains("SP_CS_PVT_MEM_BASE") && e.contains("dispatch 0"), "{e}");
+}
+
+/// Set descriptor `word` of the kernarg block (textures first, then IBOs) in `mem`.
+fn patch(r: &Rec, mem: &mut SparseMemory, word: usize, f: impl Fn(u32) -> u32) {
+    let at = r.objects[0].addr + 2048 + 4 * word as u64;
+    let mut b = [0u8; 4];
+    mem.read_bytes(at, &mut b).unwrap();
+    mem.write_bytes(at, &f(u32::from_le_bytes(b)).to_le_bytes()).unwrap();
+}
+
+/// tinygrad's QCOM runtime takes a descriptor's width and height from the kernel's image dtype,
+/// not from the buffer under it: a texture whose extent reaches past every GPU object runs, as
+/// on the hardware, which fetches only the texels a kernel addresses.
+#[test]
+fn a_texture_reaching_past_its_object_runs_where_the_kernel_reads_inside_it() {
+    let recs = records();
+    let mut n = 0;
+    for r in recs.iter().filter(|r| r.tex_cnt > 0) {
+        let mut mem = memory(r, &r.words);
+        for t in 0..r.tex_cnt as usize {
+            // A6XX_TEX_CONST_1: HEIGHT 15..29 at its largest: the extent is far past any object
+            patch(r, &mut mem, 16 * t + 1, |w| w | 0x7fff << 15);
+        }
+        assert_eq!(run(&r.words, &mut mem).unwrap_or_else(|e| panic!("{}: {e}", r.name)), Outcome::Done);
+        for (k, o) in r.outputs.iter().enumerate() {
+            assert!(read(&mem, o) == o.bytes, "{}: output {k} differs from tinygrad's run", r.name);
+        }
+        n += 1;
+    }
+    assert!(n > 0, "no dispatch with a texture");
+}
+
+/// A texel fetch outside GPU memory is a fault at the access, naming the instruction, the
+/// work-group, the lane and the address: the object under texture 0 is mapped for its first
+/// 32 bytes only (its base stays in GPU memory, so the descriptor itself is taken).
+#[test]
+fn a_texel_fetched_outside_gpu_memory_is_a_fault_naming_the_address() {
+    let recs = records();
+    let r = recs.iter().find(|r| r.tex_cnt > 0).expect("a dispatch with a texture");
+    let full = memory(r, &r.words);
+    let mut d = [0u8; 8];
+    full.read_bytes(r.objects[0].addr + 2048 + 16, &mut d).unwrap();
+    let base = u64::from(u32::from_le_bytes([d[0], d[1], d[2], d[3]]) & !0x1f)
+        | u64::from(u32::from_le_bytes([d[4], d[5], d[6], d[7]]) & 0x1_ffff) << 32;
+    let (k, o) = r.objects.iter().enumerate().find(|(_, o)| (o.addr..o.addr + o.size as u64).contains(&base)).unwrap();
+    assert!(k > 0, "texture 0 is not in the kernarg object");
+    let mut mem = memory_without(r, &r.words, Some(k));
+    mem.map(o.addr, (base - o.addr + 32) as usize).unwrap();
+    let e = run(&r.words, &mut mem).expect_err("texels outside GPU memory").to_string();
+    let at = e.split("fault at address 0x").nth(1).and_then(|t| u64::from_str_radix(t.split(' ').next()?, 16).ok());
+    let at = at.unwrap_or_else(|| panic!("no fault address: {e}"));
+    assert!(at >= base + 32 && at < o.addr + o.size as u64 && e.contains("lane"), "{e}");
 }

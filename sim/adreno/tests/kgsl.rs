@@ -11,6 +11,9 @@ use hcq_qcom::{Context, FreeAfter, GpuObject};
 use hcq_sim_adreno::cp::{ComputeState, GpuMemory, ShaderCore};
 use hcq_sim_adreno::kgsl::SimKgsl;
 use hcq_sim_adreno::{HookedKgsl, KgslCall, KgslHook};
+// PM4 words of commands encoded one after another by the a6xx encoder (an IB without the core
+// queue's timeline wait and signal)
+use hcq_testkit::ib::Ib;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -71,27 +74,6 @@ fn rig() -> Rig {
     let signals = k.alloc(4096, f).unwrap();
     let ib = k.alloc(1 << 16, f).unwrap();
     Rig { sim, k, ctx, prog, handle, enc, consts, out, signals, ib, _keep: vec![code, pvt, scratch] }
-}
-
-/// PM4 words of commands encoded one after another by the a6xx encoder's core `Encoder` impl:
-/// an IB without the core queue's timeline wait and signal.
-struct Ib {
-    enc: Arc<A6xxEncoder>,
-    words: Vec<u32>,
-    marks: Vec<hcq::queue::Mark>,
-}
-
-impl Ib {
-    fn new(enc: Arc<A6xxEncoder>) -> Self {
-        Self { enc, words: Vec::new(), marks: Vec::new() }
-    }
-    fn push(&mut self, cmd: Command) -> hcq::Result<()> {
-        use hcq::queue::Encoder;
-        self.enc.encode(&cmd, &mut hcq::queue::CmdWriter::new(&mut self.words, &mut self.marks, 0))
-    }
-    fn words(&self) -> &[u32] {
-        &self.words
-    }
 }
 
 impl Rig {

@@ -43,7 +43,7 @@ impl RdCapture {
             // The table lock is held while the objects are read: an object leaves it (and its
             // mapping goes) only under this lock, in MemfdBacking::release.
             let Ok(objs) = objs.lock() else { return Ok(()) };
-            for (&id, o) in objs.iter() {
+            for (&id, o) in objs.iter().filter(|(_, o)| !o.import) {
                 let gpu = o.client.unwrap_or(o.own as u64);
                 let pages = o.bytes / PAGE;
                 let hashes = written.entry(id).or_default();

@@ -9,7 +9,7 @@
 
 use crate::capture::RdCapture;
 use crate::maps;
-use crate::memfd::{MemfdBacking, ObjTable};
+use crate::memfd::{AdoptSlot, MemfdBacking, ObjTable};
 use crate::user::{copy_in, copy_out};
 use hcq_qcom::kgsl::ioctl::KgslIoctl;
 use hcq_qcom::kgsl::uapi::*;
@@ -74,10 +74,27 @@ fn ioc_size(req: u32) -> usize {
 /// Said once per process for each unimplemented request (stderr).
 static UNKNOWN_SAID: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
+/// One `MAP_USER_MEM` import, by its GPU address.
+#[derive(Debug)]
+enum Import {
+    /// Of a shared mapping: the device's own alias of its pages (object `id`), which the client
+    /// unmapping its view does not take away, as the driver's pinned pages.
+    Alias { id: u32 },
+    /// Of private memory: the client's pages themselves, `len` bytes mapped as `pieces`, checked
+    /// before every ioctl ([`VDev::check_imports`]).
+    Checked { len: u64, pieces: Vec<maps::Piece> },
+    /// A checked import whose memory the client unmapped or replaced: no longer GPU memory.
+    Revoked { len: u64, why: String },
+}
+
 /// One open device.
 pub struct VDev {
     sim: SimKgsl,
     objs: ObjTable,
+    adopt: AdoptSlot,
+    /// Held around setting `adopt` and the allocation that takes it (and every other one).
+    alloc_lock: Mutex<()>,
+    imports: Mutex<HashMap<u64, Import>>,
     inode: u64,
     /// Context → last timestamp `GPU_COMMAND` returned (`KGSL_TIMESTAMP_QUEUED`).
     queued: Mutex<HashMap<u32, u32>>,
@@ -147,13 +164,24 @@ impl VDev {
         let inode = rustix::fs::fstat(&own).map_err(|_| Errno::IO)?.st_ino;
         let objs = ObjTable::default();
         let backing = MemfdBacking::new(own, objs.clone());
+        let adopt = backing.adopt_slot();
         let sim = SimKgsl::with_backing(shader_core(), Box::new(backing));
         let rd = rd.and_then(|p| {
             RdCapture::create(p)
                 .map_err(|e| eprintln!("hcq-vkgsl: cannot create the .rd capture {}: {e}", p.display()))
                 .ok()
         });
-        Ok(VDev { sim, objs, inode, queued: Mutex::new(HashMap::new()), fault_said: AtomicBool::new(false), rd })
+        Ok(VDev {
+            sim,
+            objs,
+            adopt,
+            alloc_lock: Mutex::new(()),
+            imports: Mutex::new(HashMap::new()),
+            inode,
+            queued: Mutex::new(HashMap::new()),
+            fault_said: AtomicBool::new(false),
+            rd,
+        })
     }
 
     /// The simulated KGSL behind it.
@@ -206,6 +234,13 @@ impl VDev {
             && !self.fault_said.swap(true, Ordering::Relaxed)
         {
             eprintln!("hcq-vkgsl: GPU fault, context invalidated: {f}");
+            if let Ok(i) = self.imports.lock() {
+                for (at, imp) in i.iter() {
+                    if let Import::Revoked { len, why } = imp {
+                        eprintln!("hcq-vkgsl:   (MAP_USER_MEM {at:#x} + {len:#x} was revoked before: {why})");
+                    }
+                }
+            }
             if let Ok(o) = self.objs.lock() {
                 for (id, o) in o.iter() {
                     crate::interpose::trace(format_args!(
@@ -219,6 +254,7 @@ impl VDev {
 
     /// One ioctl: `request` with the client's argument pointer `arg`.
     pub fn ioctl(&self, request: u32, arg: u64) -> Result<(), Errno> {
+        self.check_imports();
         let r = self.dispatch(request, arg);
         self.report_fault();
         r
@@ -247,7 +283,7 @@ impl VDev {
             0x16 => call(req, IOCTL_CMDSTREAM_READTIMESTAMP_CTXTID, arg, |a: &mut ReadTimestampCtxtid| {
                 self.read_timestamp(a)
             }),
-            0x21 => call(req, IOCTL_SHAREDMEM_FREE, arg, |a: &mut SharedmemFree| self.sim.sharedmem_free(a)),
+            0x21 => call(req, IOCTL_SHAREDMEM_FREE, arg, |a: &mut SharedmemFree| self.sharedmem_free(a)),
             0x32 => call(req, IOCTL_SETPROPERTY, arg, |a: &mut DeviceGetProperty| self.set_property(a)),
             0x45 => call(req, IOCTL_GPUOBJ_ALLOC, arg, |a: &mut GpuobjAlloc| self.gpuobj_alloc(a)),
             0x46 => call(req, IOCTL_GPUOBJ_FREE, arg, |a: &mut GpuobjFree| self.gpuobj_free(a)),
@@ -306,7 +342,10 @@ impl VDev {
         if a.size == 0 {
             return Err(Errno::INVAL);
         }
-        self.sim.gpuobj_alloc(a)?;
+        {
+            let _one = self.alloc_lock.lock().map_err(|_| Errno::IO)?;
+            self.sim.gpuobj_alloc(a)?;
+        }
         crate::interpose::trace(format_args!("GPUOBJ_ALLOC {} bytes flags {:#x}: id {}", a.size, a.flags, a.id));
         if let Ok(mut o) = self.objs.lock()
             && let Some(o) = o.get_mut(&a.id)
@@ -352,6 +391,19 @@ impl VDev {
     /// range must be page aligned and non-empty (`-EINVAL`) and wholly mapped writable
     /// (`get_user_pages` fails: `-EFAULT`); other memory types are `-EOPNOTSUPP` here (ION and
     /// dma-buf imports have no meaning without those drivers).
+    ///
+    /// The driver pins the pages, so the GPU keeps reaching them whatever the process does
+    /// with its mapping. A range of one shared mapping (a memfd, a file, `MAP_SHARED`
+    /// anonymous memory) is pinned alike: the device makes its own mapping of the same pages
+    /// (`mremap` of size 0) and the GPU reaches them there, also after the client unmapped or
+    /// replaced its own. Private memory cannot be pinned from user space: the GPU reaches the
+    /// client's pages, and before every ioctl the device checks that the range is still
+    /// mapped, writable, and by the same mapping (the same file and offset, or anonymous
+    /// memory) as at the import (`/proc/self/maps`); if not, the import is revoked (said on
+    /// stderr) and a GPU access to it is a fault of its context, never a write into whatever
+    /// the process maps there now. (A private anonymous mapping replaced by another at the
+    /// same address between two ioctls reads the same in `/proc/self/maps`, and is not told
+    /// apart.)
     fn map_user_mem(&self, a: &mut MapUserMem) -> Result<(), Errno> {
         if a.memtype != USER_MEM_TYPE_ADDR {
             return Err(Errno::OPNOTSUPP);
@@ -360,18 +412,132 @@ impl VDev {
             return Err(Errno::INVAL);
         }
         let vmas = maps::read_self();
-        if !maps::covered_rw(&vmas, a.hostptr, a.len) {
-            return Err(Errno::FAULT);
-        }
+        let pieces = maps::pieces(&vmas, a.hostptr, a.len).ok_or(Errno::FAULT)?;
         // KGSL's own mappings are not user memory (`memdesc_sg_virt`'s `check_vma` refuses a
         // VMA of the device file: `-EFAULT`); tinygrad then takes the pointer for the GPU
         // address it already is.
-        let end = a.hostptr + a.len;
-        if vmas.iter().any(|v| v.inode == self.inode && v.start < end && v.end > a.hostptr) {
+        if pieces.iter().any(|p| p.inode == self.inode && p.inode != 0) {
             return Err(Errno::FAULT);
         }
-        crate::interpose::trace(format_args!("MAP_USER_MEM {:#x} + {:#x}", a.hostptr, a.len));
-        self.sim.map_user_mem(a)
+        let len = usize::try_from(a.len).map_err(|_| Errno::INVAL)?;
+        // A range imported again replaces the earlier import at that address.
+        self.release_import(a.hostptr);
+        if let [p] = pieces[..]
+            && p.shared
+            && let Some(id) = self.alias(a.hostptr, len)
+        {
+            crate::interpose::trace(format_args!(
+                "MAP_USER_MEM {:#x} + {:#x}: shared, pinned (object {id})",
+                a.hostptr, a.len
+            ));
+            self.imports.lock().map_err(|_| Errno::IO)?.insert(a.hostptr, Import::Alias { id });
+            a.gpuaddr = a.hostptr;
+            return Ok(());
+        }
+        crate::interpose::trace(format_args!("MAP_USER_MEM {:#x} + {:#x}: checked at every ioctl", a.hostptr, a.len));
+        self.sim.map_user_mem(a)?;
+        self.imports.lock().map_err(|_| Errno::IO)?.insert(a.hostptr, Import::Checked { len: a.len, pieces });
+        Ok(())
+    }
+
+    /// The device's own mapping of the shared pages at `host`, as object `id` at GPU address
+    /// `host`; `None` (nothing left behind) where the kernel or the simulator refuses.
+    fn alias(&self, host: u64, len: usize) -> Option<u32> {
+        // SAFETY: mremap with old size 0 makes a second mapping of the same pages of a shared
+        // mapping at a kernel-chosen address (`host..host + len` is one shared mapping, checked
+        // by the caller); it aliases no Rust object, and the client's mapping is unchanged.
+        let own = unsafe { libc::mremap(host as *mut libc::c_void, 0, len, libc::MREMAP_MAYMOVE) };
+        if own == libc::MAP_FAILED {
+            return None;
+        }
+        let undo = || {
+            // SAFETY: our own alias, never handed out (the simulator did not take it).
+            unsafe { libc::munmap(own, len) };
+        };
+        let mut g = GpuobjAlloc { size: len as u64, ..GpuobjAlloc::new_zeroed() };
+        let id = {
+            let Ok(_one) = self.alloc_lock.lock() else {
+                undo();
+                return None;
+            };
+            if let Ok(mut slot) = self.adopt.lock() {
+                *slot = Some((own as usize, len));
+            }
+            let r = self.sim.gpuobj_alloc(&mut g);
+            let left = self.adopt.lock().ok().and_then(|mut s| s.take());
+            match (r, left) {
+                (Ok(()), None) => g.id,
+                (Ok(()), Some(_)) => {
+                    // Cannot happen (the allocation takes the slot first), but then the object
+                    // is a memfd region: give it back, the alias was not taken.
+                    let _ = self.sim.gpuobj_free(&GpuobjFree { id: g.id, ..GpuobjFree::new_zeroed() }, None);
+                    undo();
+                    return None;
+                }
+                (Err(_), _) => {
+                    undo();
+                    return None;
+                }
+            }
+        };
+        if let Ok(mut o) = self.objs.lock()
+            && let Some(o) = o.get_mut(&id)
+        {
+            o.client = Some(host);
+        }
+        if self.sim.set_gpu_address(id, host).is_err() {
+            // The object (and with it the alias) goes back through the backing.
+            let _ = self.sim.gpuobj_free(&GpuobjFree { id, ..GpuobjFree::new_zeroed() }, None);
+            return None;
+        }
+        Some(id)
+    }
+
+    /// Drop the import at `gpuaddr`, if any: `true` if there was one.
+    fn release_import(&self, gpuaddr: u64) -> bool {
+        let Some(imp) = self.imports.lock().ok().and_then(|mut i| i.remove(&gpuaddr)) else { return false };
+        match imp {
+            Import::Alias { id } => {
+                let _ = self.sim.gpuobj_free(&GpuobjFree { id, ..GpuobjFree::new_zeroed() }, None);
+            }
+            Import::Checked { .. } => {
+                let _ = self.sim.sharedmem_free(&SharedmemFree { gpuaddr });
+            }
+            Import::Revoked { .. } => {}
+        }
+        true
+    }
+
+    /// `kgsl_ioctl_sharedmem_free`: an address that is not an import is `-EINVAL`.
+    fn sharedmem_free(&self, a: &mut SharedmemFree) -> Result<(), Errno> {
+        if self.release_import(a.gpuaddr) { Ok(()) } else { self.sim.sharedmem_free(a) }
+    }
+
+    /// Revoke every checked import whose range the client no longer maps as it did at the
+    /// import (`MAP_USER_MEM`, see the crate docs): its GPU mapping goes, so the GPU faults on it
+    /// instead of writing whatever the process maps there now.
+    pub fn check_imports(&self) {
+        let Ok(mut imports) = self.imports.lock() else { return };
+        if !imports.values().any(|i| matches!(i, Import::Checked { .. })) {
+            return;
+        }
+        let vmas = maps::read_self();
+        for (&at, imp) in imports.iter_mut() {
+            let Import::Checked { len, pieces } = imp else { continue };
+            let now = maps::pieces(&vmas, at, *len);
+            if now.as_ref() == Some(pieces) {
+                continue;
+            }
+            let why = match now {
+                None => "the process unmapped it (or made it read-only)".to_string(),
+                Some(_) => "the process maps other memory there now".to_string(),
+            };
+            let _ = self.sim.sharedmem_free(&SharedmemFree { gpuaddr: at });
+            eprintln!(
+                "hcq-vkgsl: MAP_USER_MEM {at:#x} + {len:#x} revoked: {why}; a GPU access to it faults its context"
+            );
+            *imp = Import::Revoked { len: *len, why };
+        }
     }
 
     /// `kgsl_ioctl_cmdstream_readtimestamp_ctxtid`: `CONSUMED` and `RETIRED` read the retired

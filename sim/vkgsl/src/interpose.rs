@@ -1,22 +1,28 @@
 //! The C boundary: `open`/`openat` (and `open64`, `openat64`, glibc's fortified `__open_2`
 //! family) of `/dev/kgsl-3d0` make a KGSL device, of the MSM render node
 //! (`/dev/dri/renderD128`, or `$HCQ_VKGSL_RENDER_NODE`) an MSM one; `ioctl` and `close` on
-//! their descriptors reach them,
-//! and every other call goes to the next definition (libc's) untouched, found with
-//! `dlsym(RTLD_NEXT)`. Nothing here unwinds into C: each entry runs its Rust part under
-//! `catch_unwind` and turns a panic into `EIO`.
+//! their descriptors reach them, `dup`, `dup2`, `dup3` and `fcntl(F_DUPFD*)` make another
+//! descriptor of the same device (as with a driver's file) or replace one, and `close_range`
+//! and `closefrom` close them; every other call goes to the next definition (libc's) untouched,
+//! found with `dlsym(RTLD_NEXT)`. Which descriptors are devices is [`crate::fds`]: lock-free for
+//! every other descriptor, so `close` stays async-signal-safe and a `fork` child never waits
+//! for a lock. A device descriptor closed or replaced behind libc's back (a raw system call)
+//! is caught at its next `ioctl`: the file behind the number is no longer the device's memfd,
+//! so the entry goes and the call is libc's. Nothing here unwinds into C: each entry runs its
+//! Rust part under `catch_unwind` and turns a panic into `EIO`.
 //!
 //! `mmap`/`munmap` are not intercepted: the descriptor is a memfd that the kernel maps itself
 //! (tinygrad calls libc's `mmap` through its own handle, which no preload could catch).
 
 use crate::device::VDev;
+use crate::fds;
 use crate::render::VMsm;
 use libc::{c_char, c_int, c_uint, c_ulong, c_void};
 use std::ffi::CStr;
 use std::os::fd::BorrowedFd;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
 /// The device node this library answers for.
 pub const NODE: &CStr = c"/dev/kgsl-3d0";
@@ -56,18 +62,6 @@ fn render_node() -> &'static [u8] {
             .map_or_else(|| crate::render::DEFAULT_RENDER_NODE.as_bytes().to_vec(), |p| p.as_bytes().to_vec())
     })
 }
-
-/// Open devices by descriptor, with the process that opened them.
-///
-/// A child made with `vfork` (CPython's `subprocess` uses it) runs in its parent's memory
-/// until it execs, so its `close` of inherited descriptors must not touch this table; a
-/// `fork` child has a copy of it but not the device's threads of control. So a device belongs
-/// to the process id that opened it, and any other process's calls pass through to libc.
-static DEVICES: Mutex<Vec<Open>> = Mutex::new(Vec::new());
-/// One open device: its descriptor, the process that opened it, the device.
-type Open = (c_int, libc::pid_t, Arc<dyn Node>);
-/// How many are open (a lock-free "none" for every other process's ioctls and closes).
-static OPEN: AtomicUsize = AtomicUsize::new(0);
 
 /// `HCQ_VKGSL_TRACE=1`: say opens and closes of the device on stderr.
 pub(crate) fn trace(what: std::fmt::Arguments<'_>) {
@@ -140,16 +134,18 @@ fn open_device(flags: c_int, kind: Kind) -> c_int {
         };
         match dev {
             Ok(d) => {
-                if let Ok(mut devs) = DEVICES.lock() {
-                    trace(format_args!("open {kind:?} node -> memfd {fd}"));
-                    // SAFETY: getpid has no preconditions.
-                    devs.push((fd, unsafe { libc::getpid() }, d));
-                    OPEN.fetch_add(1, Ordering::AcqRel);
-                    return Ok(fd);
-                }
-                // SAFETY: our own descriptor, not handed out.
-                unsafe { libc::close(fd) };
-                Err(libc::EIO)
+                let file = match rustix::fs::fstat(borrowed) {
+                    Ok(st) => (st.st_dev, st.st_ino),
+                    Err(e) => {
+                        // SAFETY: our own descriptor, not handed out.
+                        unsafe { libc::close(fd) };
+                        return Err(e.raw_os_error());
+                    }
+                };
+                at_fork_once();
+                trace(format_args!("open {kind:?} node -> memfd {fd}"));
+                drop(fds::insert(fd, file, d));
+                Ok(fd)
             }
             Err(e) => {
                 // SAFETY: our own descriptor, not handed out.
@@ -171,13 +167,52 @@ fn open_device(flags: c_int, kind: Kind) -> c_int {
     }
 }
 
+/// The device at `fd` in this process, if `fd` still refers to the file it was opened as: a
+/// descriptor closed behind libc's back (a raw `close` system call) and reused by another file
+/// loses its entry here, and its calls go to libc.
 fn device(fd: c_int) -> Option<Arc<dyn Node>> {
-    if OPEN.load(Ordering::Acquire) == 0 {
+    if !fds::maybe_ours(fd) {
         return None;
     }
-    // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() };
-    DEVICES.lock().ok()?.iter().find(|(f, p, _)| *f == fd && *p == pid).map(|(_, _, d)| d.clone())
+    let e = fds::get(fd)?;
+    // SAFETY: fstat of a descriptor number; the kernel answers EBADF if it is not open.
+    let now = rustix::fs::fstat(unsafe { BorrowedFd::borrow_raw(fd) }).ok().map(|st| (st.st_dev, st.st_ino));
+    if now == Some(e.file) {
+        return Some(e.node);
+    }
+    trace(format_args!("descriptor {fd} is no longer the device it was opened as: its entry goes"));
+    let gone = fds::remove_if(fd, |x| Arc::ptr_eq(&x.node, &e.node) && x.file == e.file);
+    drop(e);
+    drop(gone);
+    None
+}
+
+/// Identity of the file behind `fd` now.
+fn file_of(fd: c_int) -> Option<fds::FileId> {
+    // SAFETY: fstat of a descriptor number; the kernel answers EBADF if it is not open.
+    rustix::fs::fstat(unsafe { BorrowedFd::borrow_raw(fd) }).ok().map(|st| (st.st_dev, st.st_ino))
+}
+
+extern "C" fn before_fork() {
+    let _ = catch_unwind(fds::before_fork);
+}
+
+extern "C" fn after_fork() {
+    let _ = catch_unwind(fds::after_fork);
+}
+
+/// Register the fork handlers ([`fds::before_fork`]) once, with the first device.
+fn at_fork_once() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: registers three `extern "C" fn()` that never unwind; no preconditions.
+        let r = unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
+        if r != 0 {
+            eprintln!(
+                "hcq-vkgsl: pthread_atfork failed ({r}): a fork while a device is being opened may hang the child"
+            );
+        }
+    });
 }
 
 type OpenFn = unsafe extern "C" fn(*const c_char, c_int, c_uint) -> c_int;
@@ -356,24 +391,27 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) ->
 
 type CloseFn = unsafe extern "C" fn(c_int) -> c_int;
 
-/// `close(2)`: a device's descriptor drops the device (its objects go with it, as when the
-/// last reference to a KGSL file goes) before the descriptor closes.
+/// `close(2)`: a device's descriptor drops its entry (the device goes with its last
+/// descriptor: its objects with it, as when the last reference to a KGSL file goes) before the
+/// descriptor closes. Any other descriptor goes straight to libc without a lock
+/// ([`fds::maybe_ours`]), so `close` stays async-signal-safe for them.
 ///
 /// # Safety
 /// libc's contract for `close`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
-    if OPEN.load(Ordering::Acquire) != 0 {
+    if fds::is_internal(fd) {
+        // A device's own descriptor, which on a real system would not exist (a client closing
+        // every number, say): nothing is open there as far as the client knows.
+        set_errno(libc::EBADF);
+        return -1;
+    }
+    if fds::maybe_ours(fd) {
         let _ = catch_unwind(|| {
-            // SAFETY: getpid has no preconditions.
-            let pid = unsafe { libc::getpid() };
-            let dev = DEVICES.lock().ok().and_then(|mut devs| {
-                let i = devs.iter().position(|(f, p, _)| *f == fd && *p == pid)?;
-                trace(format_args!("close {fd}: the device goes"));
-                OPEN.fetch_sub(1, Ordering::AcqRel);
-                Some(devs.swap_remove(i).2)
-            });
-            drop(dev);
+            if let Some(e) = fds::remove(fd) {
+                trace(format_args!("close {fd}: its device entry goes"));
+                drop(e);
+            }
         });
     }
     match real!(REAL_CLOSE, c"close", CloseFn) {
@@ -381,4 +419,217 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
         Some(f) => unsafe { f(fd) },
         None => enosys(),
     }
+}
+
+/// After `new` became a duplicate of `old` (or was replaced by one): `new` drops the device it
+/// was, and reaches `old`'s device if `old` is one.
+fn duplicated(old: c_int, new: c_int) {
+    if !(fds::maybe_ours(old) || fds::maybe_ours(new)) {
+        return;
+    }
+    let _ = catch_unwind(|| {
+        let replaced = fds::duplicate(old, new, file_of(new));
+        if replaced.is_some() {
+            trace(format_args!("descriptor {new} replaced by a duplicate of {old}: its device entry goes"));
+        }
+        drop(replaced);
+    });
+}
+
+type DupFn = unsafe extern "C" fn(c_int) -> c_int;
+type Dup2Fn = unsafe extern "C" fn(c_int, c_int) -> c_int;
+type Dup3Fn = unsafe extern "C" fn(c_int, c_int, c_int) -> c_int;
+
+/// `dup(2)`: a duplicate of a device's descriptor reaches the same device (as a duplicate of a
+/// driver's descriptor reaches the same open file).
+///
+/// # Safety
+/// libc's contract for `dup`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dup(old: c_int) -> c_int {
+    let r = match real!(REAL_DUP, c"dup", DupFn) {
+        // SAFETY: forwarded with the caller's argument to libc's dup.
+        Some(f) => unsafe { f(old) },
+        None => return enosys(),
+    };
+    if r >= 0 {
+        duplicated(old, r);
+    }
+    r
+}
+
+/// `dup2(2)`: `new`, if it was a device's descriptor, is closed (its entry goes); it becomes
+/// `old`'s device if `old` is one.
+///
+/// # Safety
+/// libc's contract for `dup2`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
+    if fds::is_internal(new) {
+        // Onto a device's own descriptor: refused as a dup2 racing an open is.
+        set_errno(libc::EBUSY);
+        return -1;
+    }
+    let r = match real!(REAL_DUP2, c"dup2", Dup2Fn) {
+        // SAFETY: forwarded with the caller's arguments to libc's dup2.
+        Some(f) => unsafe { f(old, new) },
+        None => return enosys(),
+    };
+    if r >= 0 && old != new {
+        duplicated(old, new);
+    }
+    r
+}
+
+/// `dup3(2)`: as [`dup2`].
+///
+/// # Safety
+/// libc's contract for `dup3`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    if fds::is_internal(new) {
+        // Onto a device's own descriptor: refused as a dup2 racing an open is.
+        set_errno(libc::EBUSY);
+        return -1;
+    }
+    let r = match real!(REAL_DUP3, c"dup3", Dup3Fn) {
+        // SAFETY: forwarded with the caller's arguments to libc's dup3.
+        Some(f) => unsafe { f(old, new, flags) },
+        None => return enosys(),
+    };
+    if r >= 0 {
+        duplicated(old, new);
+    }
+    r
+}
+
+type FcntlFn = unsafe extern "C" fn(c_int, c_int, ...) -> c_int;
+
+/// `fcntl(2)` (variadic in C with at most one integer or pointer argument, passed like a fixed
+/// one, see `open`): `F_DUPFD` and `F_DUPFD_CLOEXEC` of a device's descriptor reach the same
+/// device, as [`dup`]; everything else is libc's.
+///
+/// # Safety
+/// libc's contract for `fcntl`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    let r = match real!(REAL_FCNTL, c"fcntl", FcntlFn) {
+        // SAFETY: forwarded with the caller's arguments to libc's fcntl (a variadic call).
+        Some(f) => unsafe { f(fd, cmd, arg) },
+        None => return enosys(),
+    };
+    if r >= 0 && (cmd == libc::F_DUPFD || cmd == libc::F_DUPFD_CLOEXEC) {
+        duplicated(fd, r);
+    }
+    r
+}
+
+/// glibc's `fcntl64` (what `fcntl` is with 64-bit file offsets): as [`fcntl`].
+///
+/// # Safety
+/// libc's contract for `fcntl64`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    let r = match real!(REAL_FCNTL64, c"fcntl64", FcntlFn) {
+        // SAFETY: forwarded with the caller's arguments to glibc's fcntl64 (a variadic call).
+        Some(f) => unsafe { f(fd, cmd, arg) },
+        None => return enosys(),
+    };
+    if r >= 0 && (cmd == libc::F_DUPFD || cmd == libc::F_DUPFD_CLOEXEC) {
+        duplicated(fd, r);
+    }
+    r
+}
+
+/// Drop the entries of this process's devices at `first..=last` (their descriptors were closed).
+fn closed_range(first: c_uint, last: c_uint) {
+    if !fds::any_in(first, last) {
+        return;
+    }
+    let _ = catch_unwind(|| {
+        let gone = fds::remove_range(first, last);
+        if !gone.is_empty() {
+            trace(format_args!("close_range {first}..={last}: {} device entries go", gone.len()));
+        }
+        drop(gone);
+    });
+}
+
+type CloseRangeFn = unsafe extern "C" fn(c_uint, c_uint, c_int) -> c_int;
+
+/// libc's `close_range` (the system call where libc has none).
+fn real_close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
+    match real!(REAL_CLOSE_RANGE, c"close_range", CloseRangeFn) {
+        // SAFETY: forwarded with the caller's arguments to libc's close_range.
+        Some(f) => unsafe { f(first, last, flags) },
+        // SAFETY: the system call itself, where libc has no wrapper; no memory is passed.
+        None => unsafe { libc::syscall(libc::SYS_close_range, first, last, flags) as c_int },
+    }
+}
+
+/// `close_range` over `first..=last` except the devices' own descriptors ([`fds::internal_in`]),
+/// then the devices among the closed descriptors drop their entries (unless
+/// `CLOSE_RANGE_CLOEXEC`, which only marks them).
+fn close_range_around_devices(first: c_uint, last: c_uint, flags: c_int) -> c_int {
+    let skips = fds::internal_in(first, last);
+    if skips.is_empty() {
+        let r = real_close_range(first, last, flags);
+        // CAST: CLOSE_RANGE_CLOEXEC is a small flag bit.
+        if r == 0 && flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
+            closed_range(first, last);
+        }
+        return r;
+    }
+    // `internal_in` gives numbers below 2^16, so `skip + 1` does not overflow.
+    let mut at = first;
+    let mut r = 0;
+    for skip in skips {
+        if skip > at {
+            r = real_close_range(at, skip - 1, flags);
+            if r != 0 {
+                return r;
+            }
+        }
+        at = skip + 1;
+    }
+    if at <= last {
+        r = real_close_range(at, last, flags);
+    }
+    // CAST: CLOSE_RANGE_CLOEXEC is a small flag bit.
+    if r == 0 && flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
+        closed_range(first, last);
+    }
+    r
+}
+
+/// `close_range(2)`: as libc's, except that a device's own descriptors stay open (they would
+/// not exist on a real system) and the devices among the closed descriptors drop their
+/// entries. Lock-free unless one of the numbers is a device of this process (see [`close`]).
+///
+/// # Safety
+/// libc's contract for `close_range`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
+    close_range_around_devices(first, last, flags)
+}
+
+type ClosefromFn = unsafe extern "C" fn(c_int);
+
+/// glibc's `closefrom(3)`: as [`close_range`] from `low` up.
+///
+/// # Safety
+/// libc's contract for `closefrom`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn closefrom(low: c_int) {
+    // CAST: a negative start closes from 0.
+    let low = low.max(0) as c_uint;
+    if fds::internal_in(low, c_uint::MAX).is_empty()
+        && let Some(f) = real!(REAL_CLOSEFROM, c"closefrom", ClosefromFn)
+    {
+        // SAFETY: forwarded with the caller's argument to glibc's closefrom.
+        unsafe { f(low as c_int) };
+        closed_range(low, c_uint::MAX);
+        return;
+    }
+    close_range_around_devices(low, c_uint::MAX, 0);
 }

@@ -13,11 +13,31 @@
 //! simulated MSM driver (`SimMsm`) over the same simulated GPU; GEM objects live in that
 //! node's memfd at their mmap offset (`id << 12`), at the IOVA where the device maps them.
 //!
-//! `unsafe` lives in [`interpose`] (the C boundary), [`user`] (copies of ioctl arguments) and
-//! [`memfd`] (the device's own mappings).
+//! In someone else's process the library behaves as the driver's file would:
+//! - Descriptors ([`fds`]): which numbers are devices is a lock-free table, so `close` and
+//!   `ioctl` of every other descriptor take no lock (`close` stays async-signal-safe, and a
+//!   `fork` child of a multi-threaded process never waits for one). `dup`, `dup2`, `dup3` and
+//!   `fcntl(F_DUPFD*)` of a device give another descriptor of the same device, which goes with
+//!   its last descriptor; `dup2`/`dup3` over a device's number, `close_range` and `closefrom`
+//!   close it; one closed behind libc's back (a raw `close` system call) is noticed at the next
+//!   `ioctl` on its number (the file there is no longer the device's memfd) and the call is
+//!   libc's.
+//! - `MAP_USER_MEM` ([`device::VDev`]): the driver pins the imported pages. A range of one
+//!   shared mapping (a memfd, a file, shared anonymous memory) is pinned alike: the device maps
+//!   the same pages itself, and the GPU keeps reaching them after the process unmaps or
+//!   replaces its own mapping. Private memory cannot be pinned from user space: before every
+//!   ioctl the device checks in `/proc/self/maps` that the range is still mapped writable by
+//!   the same mapping; if not, the import is revoked (said on stderr) and a GPU access to it
+//!   faults its context (`EDEADLK` from the waits, the fault said on stderr) instead of
+//!   writing into whatever the process maps there now. A private anonymous mapping replaced
+//!   by an identical one at the same address between two ioctls cannot be told apart.
+//!
+//! `unsafe` lives in [`interpose`] (the C boundary), [`user`] (copies of ioctl arguments),
+//! [`memfd`] and [`device`] (the device's own mappings).
 
 pub mod capture;
 pub mod device;
+pub mod fds;
 pub mod interpose;
 pub mod maps;
 pub mod memfd;

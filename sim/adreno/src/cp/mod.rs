@@ -18,7 +18,7 @@
 //!
 //! At `CP_EXEC_CS` the register file and the loaded state are checked against each other
 //! (shader length, constant length, local size fields, thread counts = groups × local, group
-//! registers = the packet's counts) and a [`ComputeState`] goes to the [`Dispatch`] callback,
+//! registers = the packet's counts) and a [`ComputeState`] goes to the [`ShaderCore`] callback,
 //! where a shader interpreter (ir3) runs it over the same memory.
 //!
 //! A wait whose condition is false stops the run with [`Outcome::Blocked`]; the host changes
