@@ -288,7 +288,7 @@ def time_c_floor(name, args, workdir):
   lines.append("  qsort(ts, iters, sizeof(double), cmp);")
   lines.append("  double med = iters % 2 ? ts[iters / 2] : (ts[iters / 2 - 1] + ts[iters / 2]) / 2;")
   lines.append("  printf(\"%.4f %.4f\\n\", med, ts[0]);")
-  for j, (b, o, n, _, _) in enumerate(outs):
+  for b, o, n, _, _ in outs:
     lines.append(f"  fwrite(buf[{b}] + {o}, 1, {n}, stdout);")
   lines.append("  return 0;")
   lines.append("}")

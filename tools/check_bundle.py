@@ -1,5 +1,11 @@
 #!/usr/bin/env python3
-"""Check a `tg-cpu-bundle` (version 1) directory without executing it.
+"""Check a `tg-cpu-bundle` (version 1 or 2) directory without executing it.
+
+Version 2 (`--qcom-jit`): each of `graphs` is checked as a version 1 bundle's lists (a `qcom` graph's programs carry Adreno
+objects only), the graphs take and return the same inputs and outputs, and every image binding carries its view
+(`launches[].args[j].image`: width and height the parameter's shape, format the arg's dtype, rows within the view, a
+64-byte aligned offset); an older bundle's `buffers[].image` is checked the same way. Image kernels' descriptors: one entry
+per image parameter, IBOs first, tinygrad's words with the address dwords zero, one sampler per texture.
 
 Structure: every file the manifest names exists and matches its sha256/nbytes; ids are list indices; views lie inside their
 buffers and are 16-byte aligned; launches match their program's signature (argument count, dtypes, sizes, vals, core_id);
@@ -70,7 +76,7 @@ class Checker:
     self.root, self.errors, self.warnings, self.checks = root, [], [], 0
     self.require_adreno = require_adreno
 
-  def fail(self, msg: str): self.errors.append(msg)
+  def fail(self, msg: str): self.errors.append(getattr(self, "where", "") + msg)
 
   def expect(self, cond: bool, msg: str) -> bool:
     self.checks += 1
@@ -156,6 +162,7 @@ class Checker:
     except ValueError as e:
       self.fail(f"manifest.json: invalid JSON ({e})")
       return None
+    if m.get("format") == "tg-cpu-bundle" and m.get("version") == 2: return self.run_v2(m)
     self.expect(m.get("format") == "tg-cpu-bundle" and m.get("version") == 1, f"format/version {m.get('format')!r}/{m.get('version')!r}")
     for key in ("model", "tinygrad_version", "numpy_version", "python", "toolchain", "arch_levels", "portable", "expected_from",
                 "calling_convention", "toolchains", "buffers", "inputs", "outputs", "programs", "launches"):
@@ -170,6 +177,44 @@ class Checker:
         for key in ("target", "level", "compile_cmd", "cc_version", "produced_by"):
           self.expect(key in chains[arch], f"toolchains.{arch}: missing {key!r}")
 
+    self.check_graph(m, levels, chains, need_x86=True)
+    return m
+
+  def run_v2(self, m: dict) -> dict | None:
+    """Version 2 (examples/FORMAT.md): `graphs`, one per target, each checked as a version 1 bundle's lists; a `qcom` graph's
+    programs carry Adreno objects only, a `cpu` graph's x86-64 ones."""
+    for key in ("model", "tinygrad_version", "toolchain", "toolchains", "graphs", "expected_from"):
+      self.expect(key in m, f"manifest: missing top-level field {key!r}")
+    graphs, chains = m.get("graphs"), m.get("toolchains", {})
+    if not self.expect(isinstance(graphs, list) and graphs, "manifest: graphs is not a non-empty list"): return None
+    targets = [g.get("target") for g in graphs]
+    self.expect(len(set(targets)) == len(targets) and all(t in ("qcom", "cpu", "any") for t in targets)
+                and ("any" not in targets or len(targets) == 1), f"graphs: targets {targets}")
+    for key in ("buffers", "inputs", "outputs", "programs", "launches"):
+      self.expect(key not in m, f"manifest: version 2 holds {key!r} in its graphs, not at the top level")
+    for gi, g in enumerate(graphs):
+      if not all(isinstance(g.get(k), list) for k in ("buffers", "inputs", "outputs", "programs", "launches")):
+        self.fail(f"graphs[{gi}]: lacks one of buffers, inputs, outputs, programs, launches")
+        continue
+      self.where = f"graphs[{gi}] ({g.get('name')}): "
+      target = g.get("target")
+      if target == "qcom": self.expect("adreno_a630" in chains, "toolchains: no adreno_a630 entry for the qcom graph")
+      levels = m.get("arch_levels", {}) if target == "cpu" else {}
+      saved = self.require_adreno
+      self.require_adreno = target == "qcom"
+      self.check_graph(g, levels, chains, need_x86=target == "cpu")
+      self.require_adreno = saved
+    self.where = ""
+    first = graphs[0]
+    for g in graphs[1:]:
+      for kind in ("inputs", "outputs"):
+        a, b = first.get(kind, []), g.get(kind, [])
+        self.expect([(x.get("dtype"), x.get("nbytes"), x.get("name")) for x in a] == [(x.get("dtype"), x.get("nbytes"), x.get("name")) for x in b],
+                    f"graphs {first.get('name')} and {g.get('name')}: {kind} differ (dtype, nbytes, name)")
+    return m
+
+  def check_graph(self, m, levels, chains, need_x86):
+    """The buffers, inputs, outputs, programs and launches of one graph (the whole version 1 manifest)."""
     buffers = m["buffers"]
     for i, b in enumerate(buffers):
       what = f"buffers[{i}]"
@@ -181,6 +226,8 @@ class Checker:
         data = self.file_entry(b, what)
         if data is not None: self.expect(len(data) == b["nbytes"], f"{what}: file has {len(data)} bytes, buffer has {b['nbytes']}")
       if "also_output" in b: self.expect(b["also_output"] is True and b.get("role") != "output", f"{what}: misplaced also_output")
+      if "image" in b:  # an older bundle's one image view per buffer (still accepted)
+        self.check_image(b["image"], b.get("dtype"), 0, b.get("nbytes", 0), what)
     if any(not isinstance(b.get("nbytes"), int) for b in buffers): return None
 
     for kind in ("inputs", "outputs"):
@@ -205,7 +252,7 @@ class Checker:
       what = f"programs[{i}] ({p.get('name')})"
       self.expect(p.get("id") == i, f"{what}: id {p.get('id')!r} is not its index")
       objs = p.get("objects", {})
-      if self.expect("x86_64" in objs, f"{what}: no x86_64 object"):
+      if need_x86 and self.expect("x86_64" in objs, f"{what}: no x86_64 object"):
         self.expect(all(p.get(k) == objs["x86_64"].get(k) for k in ("file", "sha256", "nbytes")), f"{what}: top-level file/sha256/nbytes != objects.x86_64")
       for arch, machine in (("x86_64", EM_X86_64), ("aarch64", EM_AARCH64)):
         if arch not in objs: continue
@@ -214,7 +261,7 @@ class Checker:
       if "adreno_a630" in objs or self.require_adreno:
         if self.expect("adreno_a630" in objs and isinstance(p.get("adreno"), dict), f"{what}: no adreno_a630 object and adreno metadata"):
           self.check_adreno(p, self.file_entry(objs["adreno_a630"], f"{what} adreno_a630"), f"{what} adreno")
-      self.read(p.get("source_file"), f"{what} source")
+      if need_x86 or "source_file" in p: self.read(p.get("source_file"), f"{what} source")
       for arch in levels:
         self.expect(arch in objs, f"{what}: arch_levels lists {arch} but the program has no {arch} object")
       sig, n = p.get("signature", []), p.get("n_buffer_args")
@@ -236,7 +283,6 @@ class Checker:
         for key in ADRENO_TOOLCHAIN_KEYS: self.expect(key in tc, f"toolchains.adreno_a630: missing {key!r}")
         self.expect(tc.get("executed") is False or tc.get("executed") is True, "toolchains.adreno_a630.executed is not a boolean")
     self.check_launches(m, buffers, programs)
-    return m
 
   # ---------- Adreno ----------
 
@@ -286,7 +332,7 @@ class Checker:
     self.check_kernargs(a, n, what)
     d = a["descriptors"]
     if self.expect(all(isinstance(d.get(k), int) for k in ("tex_cnt", "ibo_cnt", "samp_cnt", "tex_off", "ibo_off", "samp_off")), f"{what}: descriptors malformed"):
-      self.expect(d["tex_cnt"] == d["ibo_cnt"] == d["samp_cnt"] == 0, f"{what}: textures/IBOs/samplers are not supported yet")
+      if d["tex_cnt"] or d["ibo_cnt"] or d["samp_cnt"]: self.check_descriptors(a, d, n, what)
       self.expect(d["tex_off"] == 2048 and d["ibo_off"] == 2048 + 64 * d["tex_cnt"] and d["samp_off"] == 2048 + 64 * (d["tex_cnt"] + d["ibo_cnt"]),
                   f"{what}: descriptor offsets")
     # registers: the ids, and the fields that follow from the metadata (a6xx.xml bitfields)
@@ -317,10 +363,11 @@ class Checker:
     sig = a["signature"]
     spans = []
     args = c["args"]
-    if self.expect(len(args) == n_buf, f"{what}: {len(args)} kernarg addresses for {n_buf} GPU buffers"):
+    plain = [k for k, s in enumerate(sig[:n_buf]) if not s.get("image")]  # images are descriptors, not addresses
+    if self.expect(len(args) == len(plain), f"{what}: {len(args)} kernarg addresses for {len(plain)} GPU buffers (not images)"):
       for k, arg in enumerate(args):
-        self.expect(arg.get("slot") == k and arg.get("size") == 8 and arg.get("offset") == c["buf_off"] + 8 * k and isinstance(arg.get("arg"), int),
-                    f"{what}: consts.args[{k}] {arg!r} is not the u64 address of slot {k} at buf_off + {8 * k}")
+        self.expect(arg.get("slot") == plain[k] and arg.get("size") == 8 and arg.get("offset") == c["buf_off"] + 8 * k and isinstance(arg.get("arg"), int),
+                    f"{what}: consts.args[{k}] {arg!r} is not the u64 address of slot {plain[k]} at buf_off + {8 * k}")
         spans.append((arg.get("offset", 0), 8, f"args[{k}]"))
     vals = c["vals"]
     if self.expect(len(vals) == len(a["vars"]), f"{what}: {len(vals)} kernarg values for vars {a['vars']}"):
@@ -339,9 +386,29 @@ class Checker:
     else: self.expect(a["wgsz"] == 0xfc, f"{what}: wgsz {a['wgsz']:#x} names a constant but local_size_offset is null")
     spans.sort()
     for (o, sz, name) in spans:
-      self.expect(isinstance(o, int) and 0 <= o and o + sz <= size, f"{what}: kernarg {name} at [{o}, {o + sz}) outside the {size}-byte block")
+      self.expect(isinstance(o, int) and o >= 0 and o + sz <= size, f"{what}: kernarg {name} at [{o}, {o + sz}) outside the {size}-byte block")
     for (o1, s1, n1), (o2, _, n2) in zip(spans, spans[1:]):
       self.expect(o1 + s1 <= o2, f"{what}: kernarg {n1} overlaps {n2}")
+
+  def check_descriptors(self, a, d, n_buf, what):
+    """Image kernels (IMAGE-SCHEMA): one `descriptors.images` entry per image parameter, the first ibo_cnt of them IBOs, the
+    others textures (tex_to_image), tinygrad's 16 descriptor words with the address dwords 4-5 zero, one sampler per texture."""
+    ims, sig = d.get("images"), a.get("signature", [])
+    img_slots = [s.get("slot") for s in sig[:n_buf] if s.get("image")]
+    if not self.expect(isinstance(ims, list) and [im.get("slot") for im in ims] == img_slots,
+                       f"{what}: descriptors.images {[im.get('slot') for im in ims or []]} are not the image parameters {img_slots}"): return
+    self.expect(len(ims) == d["tex_cnt"] + d["ibo_cnt"] and d["samp_cnt"] == d["tex_cnt"],
+                f"{what}: {len(ims)} images for {d['tex_cnt']} textures + {d['ibo_cnt']} IBOs, {d['samp_cnt']} samplers")
+    for k, im in enumerate(ims):
+      self.expect((im.get("ibo") == k) == (k < d["ibo_cnt"]) and (im.get("texture") is None) == (k < d["ibo_cnt"]),
+                  f"{what}: image {k} is not IBO {k} / a texture as QCOMArgsState assigns them")
+      for kind in ("tex", "ibo"):
+        w = im.get(f"{kind}_words")
+        if w is None: continue
+        self.expect(isinstance(w, list) and len(w) == 16 and w[4] == w[5] == 0, f"{what}: image {k} {kind} descriptor words (16, dwords 4-5 zero)")
+    sw = d.get("sampler_words")
+    self.expect(isinstance(sw, list) and len(sw) == d["samp_cnt"] and all(isinstance(w, list) and len(w) == 4 for w in sw),
+                f"{what}: {len(sw or [])} sampler_words for {d['samp_cnt']} samplers")
 
   def check_gpu_launch(self, l, p, what):
     a = p.get("adreno")
@@ -356,7 +423,8 @@ class Checker:
                 f"{what}: gpu_vals {gv!r} for GPU vars {a.get('vars')}")
     args = l.get("args", [])
     for k, ca in enumerate(a.get("consts", {}).get("args", [])):
-      j, s = ca.get("arg"), a["signature"][k] if k < len(a["signature"]) else {}
+      slot = ca.get("slot", k)
+      j, s = ca.get("arg"), a["signature"][slot] if isinstance(slot, int) and 0 <= slot < len(a["signature"]) else {}
       if not self.expect(isinstance(j, int) and 0 <= j < len(args), f"{what}: GPU argument {k} refers to launch argument {j!r}"): continue
       count = 1
       for dim in s.get("shape", []): count *= dim
@@ -364,7 +432,23 @@ class Checker:
                   f"{what}: launch argument {j} ({args[j].get('dtype')}, {args[j].get('nbytes')} bytes) is too small for GPU parameter {k} "
                   f"({s.get('dtype')} x {count})")
 
+  def check_image(self, im, dtype, offset, nbytes, what, shape=None):
+    """An image view (launches[].args[j].image, or an older bundle's buffers[].image): width, height, pitch, format."""
+    if not self.expect(isinstance(im, dict) and all(isinstance(im.get(k), int) and im[k] > 0 for k in ("width", "height", "pitch")),
+                       f"{what}: image {im!r} lacks a positive width, height or pitch"): return
+    fmt = im.get("format")
+    self.expect(fmt in ("float16", "float32") and fmt == dtype, f"{what}: image format {fmt!r} is not float16/float32 equal to the dtype {dtype!r}")
+    row = im["width"] * 4 * ITEMSIZE.get(fmt, 4)
+    self.expect(im["pitch"] >= row, f"{what}: pitch {im['pitch']} under a row of {row} bytes")
+    self.expect(im["height"] * im["pitch"] <= nbytes, f"{what}: {im['height']} rows of {im['pitch']} bytes exceed the view's {nbytes}")
+    self.expect(offset % 64 == 0, f"{what}: image view at offset {offset}, not 64-byte aligned (an a6xx texture base)")
+    if shape is not None:
+      self.expect(list(shape) == [im["height"], im["width"], 4], f"{what}: image {im['width']}x{im['height']} but the parameter's shape is {shape}")
+
   def check_launches(self, m, buffers, programs):
+    def images_of(p):
+      a = p.get("adreno")
+      return {s.get("slot") for s in a.get("signature", [])[:p.get("n_buffer_args", 0)] if s.get("image")} if isinstance(a, dict) else set()
     written: dict[int, list[tuple[int, int]]] = {i: [] for i in range(len(buffers))}
     touched: set[int] = set()
     def covered(bid, lo, hi) -> bool:
@@ -416,6 +500,9 @@ class Checker:
         count = 1
         for d in s.get("shape", []): count *= d
         self.expect(a["nbytes"] >= count * ITEMSIZE.get(s.get("dtype"), 1), f"{what} arg {k}: {a['nbytes']} bytes for a {count}-element parameter")
+        if "image" in a: self.check_image(a["image"], a["dtype"], a["offset"], a["nbytes"], f"{what} arg {k}", shape=s.get("shape"))
+        elif buffers[a["buffer"]].get("image") is None and k in images_of(p):
+          self.fail(f"{what} arg {k}: the kernel takes an image here but the launch binds no image view (args[{k}].image)")
       outs, ins = l.get("outs", []), l.get("ins", [])
       if not self.expect(all(isinstance(k, int) and 0 <= k < len(args) for k in outs + ins), f"{what}: outs/ins out of range") or not ok: continue
       if "adreno_a630" in p.get("objects", {}): self.check_gpu_launch(l, p, what)

@@ -12,7 +12,13 @@ a tuple/list of Tensors, `example_inputs` is a list of realized Tensors. The mod
 expected outputs.
 
 Usage: python tools/export_tinygrad.py --model tools/models/mlp.py -o OUTDIR [--x86-level x86-64-v2] [--aarch64] [--adreno]
-       [--seed N] [--name NAME] [--threads N]
+       [--seed N] [--name NAME] [--threads N] [--json]
+       hcq vkgsl -- python tools/export_tinygrad.py (--model M.py [--no-prune] [--cpu-graph] | --pickle X_tinygrad.pkl) --qcom-jit
+       -o OUTDIR [--json]
+
+`--qcom-jit --model` builds the JIT as openpilot's compile3.py does, TinyJit(prune=True); `--no-prune` keeps every kernel. The
+export's phases and wall time are printed on stderr (`export_tinygrad: time: ...`); `--json` adds one JSON line (counts, phases,
+wall time) as the last line of stdout.
 
 Only x86-64 hosts are supported (the x86-64 objects are executed by tinygrad to produce the expected outputs).
 """
@@ -28,6 +34,7 @@ import platform
 import re
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from adreno_a630 import AdrenoError, AdrenoExporter, finish_signature  # noqa: E402 (imports tinygrad only when used)
@@ -78,6 +85,12 @@ def parse_args(argv):
                        "sharing the inputs, outputs and the weight files whose bytes are equal")
   ap.add_argument("--seed", type=int, default=0, help="seed passed to build() and used for the capture-call inputs (default 0)")
   ap.add_argument("--name", help="model name in the manifest (default: the model's NAME, else the file name)")
+  ap.add_argument("--no-prune", action="store_true",
+                  help="with --qcom-jit --model: capture every kernel of the call (TinyJit without prune), including those that do not "
+                       "depend on the inputs; by default the JIT is built as openpilot's compile3.py builds it, TinyJit(prune=True), "
+                       "which runs those once at capture and keeps their results as weights")
+  ap.add_argument("--json", action="store_true",
+                  help="print one JSON line (the bundle's counts, the export's phases and wall time in seconds) as the last line of stdout")
   ap.add_argument("--threads", type=int, default=4,
                   help="NUM_CPU_THREADS for tinygrad's codegen: the number of core_id slices of a split kernel (default 4). "
                        "Fixed so that the export does not depend on the exporting machine's CPU count")
@@ -86,6 +99,7 @@ def parse_args(argv):
   if a.threads < 1: ap.error("--threads must be >= 1")
   if a.pickle: a.qcom_jit = True
   if a.cpu_graph and not (a.qcom_jit and a.model): ap.error("--cpu-graph needs --qcom-jit and --model")
+  if a.no_prune and not (a.qcom_jit and a.model): ap.error("--no-prune needs --qcom-jit and --model (a pickle holds its JIT as made)")
   if a.qcom_jit and (a.aarch64 or a.adreno): ap.error("--qcom-jit records tinygrad's own QCOM programs; --aarch64/--adreno do not apply")
   return a
 
@@ -125,6 +139,30 @@ def compile_c(argv, src: str) -> bytes:
   try: return subprocess.run(argv, input=src.encode(), check=True, capture_output=True).stdout
   except subprocess.CalledProcessError as e:
     raise ExportError(f"{' '.join(argv)} failed: {e.stderr.decode(errors='replace').strip()}") from None
+
+
+class Phases:
+  """Wall time of the export's phases (seconds), printed at the end: a large model's export is part of the user's wait."""
+  def __init__(self):
+    self.start = self.last = time.perf_counter()
+    self.times: dict[str, float] = {}
+
+  def mark(self, name: str):
+    now = time.perf_counter()
+    self.times[name] = self.times.get(name, 0.0) + now - self.last
+    self.last = now
+
+  def total(self) -> float: return time.perf_counter() - self.start
+
+  @staticmethod
+  def cpu() -> float: return time.process_time()  # this process's CPU time: tinygrad, Mesa, and the virtual device's threads
+
+  def line(self) -> str:
+    return ("export_tinygrad: time: " + ", ".join(f"{k} {v:.2f} s" for k, v in self.times.items())
+            + f"; wall {self.total():.2f} s, cpu {self.cpu():.2f} s")
+
+
+PHASES = Phases()
 
 
 class Exporter:
@@ -186,10 +224,16 @@ class Exporter:
       self.bases.append(base)
     return bid
 
-  def view(self, buf, where: str) -> dict:
-    """(base buffer, byte offset, nbytes, dtype) of a Buffer that may be a view (e.g. into the memory planner's arena)."""
+  def input_view(self, buf, where: str) -> dict:
+    """The view of a JIT input (the QCOM exporter also takes one on a host device, which the JIT copies in)."""
+    return self.view(buf, where)
+
+  def view(self, buf, where: str, host_ok=False) -> dict:
+    """(base buffer, byte offset, nbytes, dtype) of a Buffer that may be a view (e.g. into the memory planner's arena); with
+    `host_ok` (a copy's source) also one tinygrad keeps on PYTHON or NPY (a constant the JIT copies in: a weight)."""
     if isinstance(buf, self.MultiBuffer): raise ExportError(f"{where}: multi-device buffers are not supported")
-    if not buf.device.startswith("CPU"): raise ExportError(f"{where}: buffer on device {buf.device}, only CPU is supported")
+    host = host_ok and isinstance(buf.device, str) and buf.device.split(":")[0] in ("PYTHON", "NPY")
+    if not (buf.device.startswith("CPU") or host): raise ExportError(f"{where}: buffer on device {buf.device}, only CPU is supported")
     base = buf.base
     offset = buf.offset if buf._base is not None else 0
     if offset < 0 or offset + buf.nbytes > base.nbytes:
@@ -229,13 +273,18 @@ class Exporter:
     params = inspect.signature(mod.build).parameters
     fn, example = mod.build(self.args.seed) if len(params) >= 1 else mod.build()
     example = list(example)
+    PHASES.mark("build")
     if not example or not all(isinstance(t, Tensor) for t in example):
       raise ExportError("build() must return (fn, example_inputs) with a non-empty list of Tensors")
     for i, t in enumerate(example):
       t.realize()
       if not isinstance(t.device, str) or not t.device.startswith(self.DEVICE):
         raise ExportError(f"example input {i} is on {t.device}, not {self.DEVICE} (realize it on {self.DEVICE})")
-    return self.run_jit(self.TinyJit(fn), example)
+    return self.run_jit(self.make_jit(fn), example)
+
+  def make_jit(self, fn):
+    """The TinyJit the model is captured with (the CPU export: every kernel of the call)."""
+    return self.TinyJit(fn)
 
   def call_jit(self, jit, tensors):
     """Call the JIT with the model's inputs in order (a loaded pickle may take some of them by name)."""
@@ -245,6 +294,7 @@ class Exporter:
     np, Tensor = self.np, self.Tensor
     example_bytes = [t.numpy().tobytes() for t in example]
     for call in range(CAPTURE_CALLS): self.call_jit(jit, self.capture_inputs(example, call))
+    PHASES.mark("capture")
     captured = jit.captured
     if captured is None: raise ExportError("TinyJit captured nothing after 4 calls")
     linear = captured.linear
@@ -257,7 +307,7 @@ class Exporter:
     input_bufs = [u.buffer for u in input_uops]
     inputs = []
     for i, (t, b) in enumerate(zip(example, input_bufs)):
-      v = self.view(b, f"input {i}")
+      v = self.input_view(b, f"input {i}")
       inputs.append({**v, "index": i, "shape": list(t.shape)})
 
     launches = self.capture_launches(linear, tuple(input_uops), var_vals)
@@ -297,6 +347,7 @@ class Exporter:
     for b in buffers:  # the bundle promises that kernels never modify inputs and weights
       if b["role"] in ("input", "weight") and self.base_bytes(b["id"]) != start[b["id"]]:
         raise ExportError(f"buffer {b['id']} ({b['role']}) changed during the final call")
+    PHASES.mark("record")
     return buffers, inputs, outputs, launches, expected
 
   def capture_launches(self, linear, input_uops, var_vals) -> list[dict]:
@@ -325,7 +376,8 @@ class Exporter:
       if self.adreno is not None: entry |= self.adreno.launch(self.gpu_programs[pid], info.globals, var_vals, f"{where} (GPU)")
       return entry
     if ast.op is Ops.COPY:
-      dst, src = self.view(resolved[0].buffer, f"launch {idx} copy dst"), self.view(resolved[1].buffer, f"launch {idx} copy src")
+      dst = self.view(resolved[0].buffer, f"launch {idx} copy dst")
+      src = self.view(resolved[1].buffer, f"launch {idx} copy src", host_ok=True)
       if dst["nbytes"] != src["nbytes"]: raise ExportError(f"launch {idx}: copy of {src['nbytes']} into {dst['nbytes']} bytes")
       return {"kind": "copy", "dst": dst, "src": src}
     raise ExportError(f"launch {idx}: unsupported call {ast.op} {ast.arg!r} (graph/hcq/custom functions are not exported)")
@@ -475,8 +527,10 @@ def main(argv=None) -> int:
     from tinygrad.device import Device
     if type(Device["CPU"].compiler).__name__ != "ClangCompiler":
       raise ExportError(f"tinygrad's CPU compiler is {type(Device['CPU'].compiler).__name__}; only ClangCompiler objects are exported")
+    PHASES.mark("setup")
     buffers, inputs, outputs, launches, expected = ex.run(mod)
     manifest = ex.write(args.out, name, buffers, inputs, outputs, launches, expected)
+    PHASES.mark("write")
   except ExportError as e:
     print(f"export_tinygrad: error: {e}", file=sys.stderr)
     return 1
@@ -485,9 +539,27 @@ def main(argv=None) -> int:
     return 1
   n_kernels = sum(1 for l in manifest["launches"] if l["kind"] == "kernel")
   core = sum(1 for p in manifest["programs"] if p["core_id_arg"] is not None)
+  report()
   print(f"exported {name!r} to {args.out}: {len(manifest['programs'])} programs ({core} with core_id), {n_kernels} kernel launches, "
         f"{len(manifest['buffers'])} buffers")
+  if args.json: print_json(args, name, manifest["programs"], manifest["launches"], manifest["buffers"])
   return 0
+
+
+def report():
+  """The phases and wall time on stderr (before the `exported ...` line of stdout)."""
+  sys.stdout.flush()
+  print(PHASES.line(), file=sys.stderr, flush=True)
+
+
+def print_json(args, name, programs, launches, buffers, extra=None):
+  kernels = [l for l in launches if l["kind"] == "kernel"]
+  images = sum(1 for l in kernels for a in l["args"] if "image" in a)
+  out = {"model": name, "out": args.out, "programs": len(programs), "kernels": len(kernels),
+         "copies": sum(1 for l in launches if l["kind"] == "copy"), "buffers": len(buffers),
+         "weight_bytes": sum(b["nbytes"] for b in buffers if b["role"] == "weight"), "image_bindings": images,
+         "phases_s": {k: round(v, 3) for k, v in PHASES.times.items()}, "wall_s": round(PHASES.total(), 3), "cpu_s": round(PHASES.cpu(), 3)} | (extra or {})
+  print(json.dumps(out), flush=True)
 
 
 def main_qcom(args) -> int:
@@ -498,15 +570,18 @@ def main_qcom(args) -> int:
     flags = qcom_capture.setup_qcom_environment()
     QcomExporter = qcom_capture.make_exporter_class(Exporter, ExportError)
     ex = QcomExporter(args, flags)
+    PHASES.mark("setup")
     if args.pickle:
       name = args.name or os.path.splitext(os.path.basename(args.pickle))[0]
       jit, example = qcom_capture.load_pickle(args.pickle, ex)
+      PHASES.mark("unpickle")
       buffers, inputs, outputs, launches, expected = ex.run_jit(jit, example)
     else:
       mod = load_model(args.model)
       name = args.name or getattr(mod, "NAME", None) or os.path.splitext(os.path.basename(args.model))[0]
       buffers, inputs, outputs, launches, expected = ex.run(mod)
     manifest = ex.write(args.out, name, buffers, inputs, outputs, launches, expected)
+    PHASES.mark("write")
     if args.cpu_graph:
       import subprocess, tempfile
       with tempfile.TemporaryDirectory() as tmp:
@@ -516,16 +591,21 @@ def main_qcom(args) -> int:
         r = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if r.returncode != 0: raise ExportError(f"--cpu-graph: the CPU export failed: {r.stderr.strip()}")
         merged = qcom_capture.merge_cpu_graph(args.out, os.path.join(tmp, "cpu"))
+      PHASES.mark("cpu_graph")
       print(f"added the CPU graph: {merged['cpu_buffers']} buffers, {merged['shared']} weight files shared with the QCOM graph")
   except (ExportError, qcom_capture.CaptureError) as e:
     print(f"export_tinygrad: error: --qcom-jit: {e}", file=sys.stderr)
     return 1
   g = manifest["graphs"][0]
   n_kernels = sum(1 for l in g["launches"] if l["kind"] == "kernel")
-  n_images = sum(1 for b in g["buffers"] if "image" in b)
+  imaged = {a["buffer"] for l in g["launches"] if l["kind"] == "kernel" for a in l["args"] if "image" in a}
+  report()
   print(f"exported {name!r} (tinygrad QCOM JIT, {' '.join(f'{k}={v}' for k, v in ex.flags.items())}) to {args.out}: "
         f"{len(g['programs'])} programs, {n_kernels} kernel launches in {len(ex.graphs)} HCQ graph(s), "
-        f"{len(g['buffers'])} buffers ({n_images} images)")
+        f"{len(g['buffers'])} buffers ({len(imaged)} images)")
+  if args.json:
+    print_json(args, name, g["programs"], g["launches"], g["buffers"],
+               {"flags": ex.flags, "prune": None if args.pickle else not args.no_prune, "host_buffers": len(ex.host_bases)})
   return 0
 
 

@@ -13,7 +13,8 @@ captures as usual; the bundle then records, from tinygrad's objects after the ca
   tinygrad's own 16 descriptor dwords read back from the graph's kernel-argument buffer, the two address dwords written as 0;
   see IMAGE-SCHEMA: `descriptors.images`, `descriptors.sampler_words`), checked against a block that tinygrad fills again;
 - the program registers (`regs`) from one dispatch tinygrad encodes with `QCOMComputeQueue.exec` (never submitted);
-- every buffer, image buffers with their shape, element type and pitch (`buffers[].image`), and the outputs tinygrad computed
+- every buffer, each image binding with its view's shape, element type and pitch (`launches[].args[j].image`: tinygrad binds
+  one buffer under several image views), and the outputs tinygrad computed
   on the device as the expected bytes (`expected_from: adreno_a630`: a runner of these objects must match them bit for bit).
 
 What cannot be captured is refused with the place: a kernel without a fixed local size, a multi-device buffer, a custom
@@ -38,6 +39,7 @@ DESC_DWORDS = 16       # one texture / IBO descriptor
 DESC_BYTES = 0x40
 SAMPLER_DWORDS = 4
 ADDR_DWORDS = (4, 5)   # the image address inside a descriptor (lo, hi), filled by the device at load
+IMAGE_BASE_ALIGN = 64  # an image view's byte offset in its buffer must be a multiple (the a6xx texture base's alignment)
 
 
 class CaptureError(Exception):
@@ -143,6 +145,10 @@ def resolve_pickle_globals(path: str) -> None:
                          f"made by another tinygrad version; this exporter needs a pickle made by tinygrad {TINYGRAD_VERSION}")
 
 
+# devices an input of a pickled JIT may be on besides QCOM: host memory the JIT copies onto the device in its first launches
+HOST_INPUT_DEVICES = ("NPY", "CPU", "PYTHON")
+
+
 def load_pickle(path: str, ex):
   """The TinyJit of `path` and example inputs for it (seeded random data of each input's shape, dtype and device)."""
   import numpy as np
@@ -158,8 +164,9 @@ def load_pickle(path: str, ex):
   example, names = [], list(cap.expected_names)
   for k, (view, variables, dt, device) in enumerate(cap.expected_input_info):
     if variables: raise CaptureError(f"--pickle {path}: input {names[k]!r} has symbolic variables {variables}; not exportable")
-    if not isinstance(device, str) or not device.startswith("QCOM"):
-      raise CaptureError(f"--pickle {path}: input {names[k]!r} is on {device}; a pickle made for DEV=QCOM is needed")
+    if not isinstance(device, str) or not (device.startswith("QCOM") or device.split(":")[0] in HOST_INPUT_DEVICES):
+      raise CaptureError(f"--pickle {path}: input {names[k]!r} is on {device}; inputs on QCOM or a host device (NPY, CPU, "
+                         "PYTHON) are exportable")
     shape = tuple(int(d) for d in view.shape)
     if dtypes.is_float(dt): a = rng.standard_normal(shape).astype(np.dtype(dt.fmt))
     elif dtypes.is_int(dt) or dt == dtypes.bool: a = rng.integers(0, 2 if dt == dtypes.bool else 100, shape).astype(np.dtype(dt.fmt))
@@ -178,7 +185,7 @@ def merge_cpu_graph(out: str, cpu_dir: str) -> dict:
   """Add the CPU export in `cpu_dir` (a version 1 bundle of the same model) to the QCOM bundle in `out` as its `cpu` graph: the
   two share the inputs and outputs (same count, dtype, size; the CPU graph takes the QCOM graph's names), a CPU buffer file with
   the same bytes, size and dtype as a QCOM one is not stored again (weights stored once), other files are copied as cpu_NAME."""
-  import hashlib, json, shutil
+  import json, shutil
   with open(os.path.join(out, "manifest.json")) as f: m = json.load(f)
   with open(os.path.join(cpu_dir, "manifest.json")) as f: c = json.load(f)
   q = m["graphs"][0]
@@ -239,14 +246,24 @@ def make_exporter_class(Exporter, ExportError):
       try: self.ad = AdrenoExporter()  # blob layout, disassembly, packet decoding and toolchain facts shared with --adreno
       except AdrenoError as e: raise ExportError(f"--qcom-jit: {e}") from None
       self.gpu: list[dict] = []        # per program id: {entry, blob, asm, q}
-      self.image_of: dict[int, dict] = {}  # buffer id -> image facts (shape, format, pitch) of the kernels that bind it whole
       self.graphs: list[dict] = []     # the HCQ graphs of the linear: {index, kernels}
+      self.host_bases: set[int] = set()  # id() of base buffers on another device than QCOM (copy sources: constants)
 
     # ---------- overrides of the CPU exporter ----------
 
-    def view(self, buf, where):
+    def make_jit(self, fn):
+      """openpilot's compile3.py builds its JIT as TinyJit(prune=True): what does not depend on the inputs (weight casts, a
+      constant copied in from PYTHON) runs once at capture and its result is a weight; --no-prune keeps every kernel."""
+      return self.TinyJit(fn, prune=not getattr(self.args, "no_prune", False))
+
+    def view(self, buf, where, host_ok=False):
+      """A QCOM buffer view; with `host_ok` (a copy's source) also a buffer tinygrad keeps on another device (a constant on
+      PYTHON or CPU that the JIT copies in): it becomes a buffer of the bundle whose starting bytes are its contents (a weight,
+      since nothing on the device writes it)."""
       if isinstance(buf, self.MultiBuffer): raise ExportError(f"{where}: multi-device buffers are not supported")
-      if not buf.device.startswith("QCOM"): raise ExportError(f"{where}: buffer on device {buf.device}, expected QCOM")
+      if not isinstance(buf.device, str) or not (buf.device.startswith("QCOM") or host_ok):
+        raise ExportError(f"{where}: buffer on device {buf.device}, expected QCOM (only a copy's source may be on another device)")
+      if not buf.device.startswith("QCOM"): self.host_bases.add(id(buf.base))
       base = buf.base
       offset = buf.offset if buf._base is not None else 0
       if offset < 0 or offset + buf.nbytes > base.nbytes:
@@ -254,6 +271,12 @@ def make_exporter_class(Exporter, ExportError):
       bid = self.buffer_id(base)
       if buf._base is not None: self.viewed.add(bid)
       return {"buffer": bid, "offset": offset, "nbytes": buf.nbytes, "dtype": self.dtype_name(buf.dtype)}
+
+    def input_view(self, buf, where):
+      """A JIT input on QCOM, or on a host device (openpilot's compile3.py passes every input but the camera frames on NPY;
+      the JIT's first calls copy them in): the bundle's input is then that buffer, and the copy a launch of the bundle. A
+      kernel that reads a host buffer directly is still refused (see `view`)."""
+      return self.view(buf, where, host_ok=True)
 
     def sync(self):
       if hasattr(self.dev, "synchronize"): self.dev.synchronize()
@@ -264,10 +287,13 @@ def make_exporter_class(Exporter, ExportError):
 
     def base_bytes(self, bid):
       self.sync()
-      return bytes(self.bases[bid].as_memoryview())
+      return bytes(self.bases[bid].as_memoryview())  # a copy through a PYTHON buffer, for a host base too
 
     def capture_launches(self, linear, input_uops, var_vals):
       Ops, out = self.Ops, []
+      # once: the last capture call has finished on the device, so the HCQ graph's kernarg blocks hold its values (nothing is
+      # submitted while the launches are recorded: a sync per launch cost ~0.03 s each on the virtual device)
+      self.sync()
       for i, call in enumerate(linear.src):
         ast = call.src[0]
         if ast.op is Ops.CUSTOM_FUNCTION and ast.arg == "graph":
@@ -306,7 +332,8 @@ def make_exporter_class(Exporter, ExportError):
 
     def copy(self, where, call, inputs):
       resolved = self.resolve_params(call, inputs)
-      dst, src = self.view(resolved[0].buffer, f"{where} copy dst"), self.view(resolved[1].buffer, f"{where} copy src")
+      dst = self.view(resolved[0].buffer, f"{where} copy dst")
+      src = self.view(resolved[1].buffer, f"{where} copy src", host_ok=True)
       if dst["nbytes"] != src["nbytes"]: raise ExportError(f"{where}: copy of {src['nbytes']} into {dst['nbytes']} bytes")
       return {"kind": "copy", "dst": dst, "src": src}
 
@@ -316,7 +343,6 @@ def make_exporter_class(Exporter, ExportError):
       where = f"{where} ({info.function_name})"
       resolved = self.resolve_params(call, inputs)
       bufs = [resolved[g].buffer for g in info.globals]
-      args = [self.view(b, f"{where} arg {k}") for k, b in enumerate(bufs)]
       global_size, local_size = info.launch_dims(var_vals)
       if local_size is None: raise ExportError(f"{where}: the kernel has no local size (tinygrad picks it by timing); not exportable")
       gsz, lsz = self.int_dims(global_size, where), self.int_dims(local_size, where)
@@ -326,9 +352,12 @@ def make_exporter_class(Exporter, ExportError):
       if type(q).__name__ != "QCOMProgram" or not q.NIR: raise ExportError(f"{where}: not a QCOMProgram of the IR3 path")
       pid = self.program(ast, q, where)
       gp = self.gpu[pid]
-      slot = {g: k for k, g in enumerate(info.globals)}
-      try: outs, ins = [slot[s] for s in info.outs], [slot[s] for s in info.ins]
-      except KeyError as e: raise ExportError(f"{where}: outs/ins refer to slot {e} which is not a buffer argument") from None
+      # one view per buffer parameter: the same buffer at each parameter tinygrad passes it to
+      args = [self.view(bufs[g], f"{where} arg {k} (tinygrad slot {g})") for k, g in enumerate(gp["params"])]
+      for s in info.outs + info.ins:
+        if s not in gp["params"]: raise ExportError(f"{where}: outs/ins refer to slot {s} which is not a buffer argument")
+      outs = [k for k, g in enumerate(gp["params"]) if g in info.outs]
+      ins = [k for k, g in enumerate(gp["params"]) if g in info.ins]
       hcq_bufs = tuple(b._buf for b in bufs)
       if gp["entry"]["regs"] is None: self.first_launch(gp, hcq_bufs, vals, gsz, lsz, where)
       block = self.kernarg_block(q, args_state, hcq_bufs, vals, gsz, lsz, where)
@@ -348,7 +377,6 @@ def make_exporter_class(Exporter, ExportError):
         kern = self.alloc_kernargs(max(q.kernargs_alloc_size, 0x100))
         args_state = q.fill_kernargs(hcq_bufs, tuple(vals), kernargs=kern)
         self.qcom.QCOMComputeQueue(self.dev).exec(q, args_state, tuple(gsz), tuple(lsz))
-      self.sync()
       return bytes(to_mv(int(args_state.buf.va_addr), q.kernargs_alloc_size))
 
     # ---------- programs ----------
@@ -356,12 +384,24 @@ def make_exporter_class(Exporter, ExportError):
     def program(self, ast, q, where) -> int:
       elf = ast.to_elf()
       lib, info = elf.lib, ast.arg
-      signature = [{"name": name, "slot": slot, "dtype": self.dtype_name(dt), "shape": list(shape)} for name, slot, dt, shape in elf.signature]
-      key = (lib, elf.name, repr(signature))
+      # tinygrad's signature lists every buffer PARAM of the program (one buffer may be passed in several of them, e.g. as two
+      # image views or two element types: the same `slot` twice), then the integer variables. The bundle's signature numbers
+      # every parameter 0..n-1 in that order; `params` keeps, per bundle buffer parameter, tinygrad's slot (the index into the
+      # launch's buffers, ProgramInfo.globals), so a launch binds the same buffer view at each parameter tinygrad passes it to.
+      raw, n_glob, n_vars = list(elf.signature), len(info.globals), len(info.vars)
+      n_buf = len(raw) - n_vars
+      params = [slot for _, slot, _, _ in raw[:n_buf]]
+      if list(info.globals) != list(range(n_glob)):
+        raise ExportError(f"{where}: buffer slots {list(info.globals)} are not 0..{n_glob - 1}")
+      if n_buf < n_glob or sorted(set(params)) != list(range(n_glob)):
+        raise ExportError(f"{where}: buffer parameter slots {params} do not cover the {n_glob} buffers 0..{n_glob - 1} exactly")
+      if n_buf != n_glob and n_vars:
+        raise ExportError(f"{where}: a buffer is passed in several parameters ({params}) of a kernel with integer values "
+                          f"{[name for name, *_ in raw[n_buf:]]}: tinygrad's QCOMArgsState lays the values out after {n_glob} "
+                          "signature entries, not after the buffers; not exportable")
+      signature = [{"name": name, "slot": j, "dtype": self.dtype_name(dt), "shape": list(shape)} for j, (name, _, dt, shape) in enumerate(raw)]
+      key = (lib, elf.name, repr(signature), tuple(params))
       if (pid := self.program_keys.get(key)) is not None: return pid
-      n_buf = len(info.globals)
-      if [s["slot"] for s in signature] != list(range(len(signature))) or len(signature) != n_buf + len(info.vars):
-        raise ExportError(f"{where}: signature slots {[s['slot'] for s in signature]} are not 0..n-1 with {n_buf} buffers")
       for s in signature[n_buf:]:
         if s["dtype"] != "int32": raise ExportError(f"{where}: scalar argument {s['name']} has dtype {s['dtype']}, expected int32")
       pid = self.program_keys[key] = len(self.programs)
@@ -416,7 +456,7 @@ def make_exporter_class(Exporter, ExportError):
                             "signature": [{k: s[k] for k in ("name", "slot", "dtype", "shape")} for s in signature],
                             "n_buffer_args": n_buf, "vars": [s["name"] for s in signature[n_buf:]], "core_id_arg": None, "objects": {}})
       self.gpu.append({"entry": entry, "blob": blob, "asm": self.ad.disassembly(image, self.ad.renderer.compiler.dev_id.gpu_id),
-                       "q": q, "n_buf": n_buf, "sig_dt": [dt for _, _, dt, _ in elf.signature]})
+                       "q": q, "n_buf": n_buf, "params": params, "sig_dt": [dt for _, _, dt, _ in elf.signature]})
       return pid
 
     def first_launch(self, gp, hcq_bufs, vals, gsz, lsz, where):
@@ -425,6 +465,7 @@ def make_exporter_class(Exporter, ExportError):
       q, entry = gp["q"], gp["entry"]
       consts, n_buf = entry["consts"], gp["n_buf"]
       sig = entry["signature"]
+      pbufs = [hcq_bufs[g] for g in gp["params"]]  # the buffer behind each bundle parameter
       total = lsz[0] * lsz[1] * lsz[2]
       if total > q.max_threads:
         raise ExportError(f"{where}: work-group of {total} threads exceeds max_threads {q.max_threads} (tinygrad refuses this launch)")
@@ -453,7 +494,7 @@ def make_exporter_class(Exporter, ExportError):
         if off < 0 or off + size > len(block): raise ExportError(f"{where}: {what} at [{off}, {off + size}) lies outside the kernarg block")
         block[off:off + size] = (value & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
       for im in consts["immediates"]: put(im["offset"], im["size"], im["value"], "an immediate")
-      for a in consts["args"]: put(a["offset"], 8, hcq_bufs[a["arg"]].va_addr, f"argument {a['slot']}")
+      for a in consts["args"]: put(a["offset"], 8, pbufs[a["arg"]].va_addr, f"argument {a['slot']}")
       for v, val in zip(consts["vals"], vals): put(v["offset"], v["size"], val, f"value {v['name']}")
       if consts["local_size_offset"] is not None:
         for i, l in enumerate(lsz): put(consts["local_size_offset"] + 4 * i, 4, l, "the local size")
@@ -466,7 +507,7 @@ def make_exporter_class(Exporter, ExportError):
           if idx is None: continue
           base = off + DESC_BYTES * idx
           words = [int.from_bytes(tinygrad_block[base + 4 * k:base + 4 * k + 4], "little") for k in range(DESC_DWORDS)]
-          addr = hcq_bufs[im["slot"]].va_addr
+          addr = pbufs[im["slot"]].va_addr
           if (words[4], words[5]) != (addr & 0xffffffff, addr >> 32):
             raise ExportError(f"{where}: {kind} descriptor {idx} does not hold the address of image slot {im['slot']} in dwords 4-5")
           im[f"{kind}_words"] = zero_address(words)
@@ -490,17 +531,24 @@ def make_exporter_class(Exporter, ExportError):
         if got != words: raise ExportError(f"{where}: the HCQ graph's sampler {n} differs from the program's")
 
     def note_images(self, gp, args, where):
+      """Every image binding of this launch as the view's own `image` (the bundle's `launches[].args[j].image`): tinygrad binds
+      one buffer under several image views (other widths, heights, pitches) in different launches, and in one launch when the
+      buffer is passed to several parameters, so the facts belong to the binding, not to the buffer."""
       for im in gp["entry"]["descriptors"]["images"]:
         a = args[im["slot"]]
         need = im["height"] * im["pitch"]
+        what = (f"{where}: arg {im['slot']} (buffer {a['buffer']}, offset {a['offset']}) bound as a {im['width']}x{im['height']} "
+                f"{im['format']} image (pitch {im['pitch']})")
         if a["nbytes"] < need:
-          raise ExportError(f"{where}: image slot {im['slot']} ({im['width']}x{im['height']}, pitch {im['pitch']}) needs {need} bytes, "
-                            f"its view has {a['nbytes']} (the launch's buffers: {[(b['buffer'], b['offset'], b['nbytes']) for b in args]})")
-        facts = {"width": im["width"], "height": im["height"], "pitch": im["pitch"], "format": im["format"]}
-        base = self.bases[a["buffer"]]
-        if a["offset"] != 0 or a["nbytes"] != base.nbytes: continue  # a view into an arena: the descriptor carries the facts
-        if (old := self.image_of.setdefault(a["buffer"], facts)) != facts:
-          raise ExportError(f"{where}: buffer {a['buffer']} is bound as image {facts} here and as {old} by an earlier launch")
+          raise ExportError(f"{what} needs {need} bytes, its view has {a['nbytes']} (the launch's buffers: "
+                            f"{[(b['buffer'], b['offset'], b['nbytes']) for b in args]})")
+        if a["offset"] % IMAGE_BASE_ALIGN:
+          raise ExportError(f"{what}: the view's offset is not {IMAGE_BASE_ALIGN}-byte aligned (an a6xx texture base must be)")
+        itemsize = {"float16": 2, "float32": 4}[im["format"]]
+        if a["dtype"] == "bfloat16" or self.np.dtype(a["dtype"]).itemsize != itemsize:
+          raise ExportError(f"{what}: the view's dtype {a['dtype']} is not {itemsize}-byte")
+        a["dtype"] = im["format"]
+        a["image"] = {"width": im["width"], "height": im["height"], "pitch": im["pitch"], "format": im["format"]}
 
     # ---------- writing ----------
 
@@ -518,9 +566,6 @@ def make_exporter_class(Exporter, ExportError):
         put(p["objects"]["adreno_a630"]["file"], gp["blob"])
         put(gp["entry"]["disasm_file"], gp["asm"])
       for b in buffers:
-        if (img := self.image_of.get(b["id"])) is not None:
-          b["image"] = img
-          b["dtype"] = img["format"]
         if "file" in b: put(b["file"], self.start[b["id"]])
       for o, data in zip(outputs, expected): put(o["file"], data)
       tc = self.ad.toolchain() | {"produced_by": "tinygrad's QCOM JIT (tools/export_tinygrad.py --qcom-jit): the QCOMProgram libs tinygrad "

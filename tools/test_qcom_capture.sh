@@ -14,6 +14,13 @@
 #   - the bundle (only a QCOM graph) is refused by `hcq run --device CPU`, naming the graph it lacks;
 #   - with --cpu-graph (the CPU graph of the same weights, x86-64-v3 for the fp16 conversions): QCOM still exact, the CPU graph
 #     exact on CPU, the QCOM outputs within 1e-4 + 1e-3·|x| of tinygrad's DEV=CPU outputs, weight files stored once.
+# Then the models users export (issue 28), each exported with --json, accepted by check_bundle.py (version 2: signatures
+# numbered 0..n-1, an image view on every image binding, launches[].args[j].image, and no buffers[].image) and exact on the four
+# devices: argmax_head with openpilot's flags and without (FLOAT16=0 IMAGE=0 NOLOCALS=0: no image binding), policy_transformer
+# pruned (no copy left) and with --no-prune (the Shape constant tinygrad keeps on PYTHON becomes a weight holding [1, 2, 8, 32],
+# copied in by launch 0; more kernels than pruned); policy_transformer pickled the compile3.py way (TinyJit(prune=True)) and
+# exported with --pickle must list the same kernels as --model and, given the --model bundle's inputs, compute its outputs
+# exactly.
 # Then a TinyJit pickled the way openpilot's compile3.py does (made here with tinygrad 0.14 on the virtual device) must export
 # with --pickle and pass the same runs, and a pickle from an older tinygrad (a CapturedJit with `jit_cache`) and one whose
 # TinyJit class tinygrad 0.14 does not define must be refused, naming the tinygrad version the exporter needs; --qcom-jit
@@ -136,18 +143,23 @@ for model in "${MODELS[@]}"; do
 done
 
 # a pickled TinyJit as openpilot's compile3.py writes it, made with tinygrad 0.14 on the virtual device
+# (openpilot's compile3.py: TinyJit(prune=True), three calls with fresh input Tensors, pickle.dump of the TinyJit)
 cat >"$TMP/make_pickle.py" <<'EOF'
-import os, pickle, sys
+import importlib, os, pickle, sys
 sys.path.insert(0, os.path.join(sys.argv[1], "tools/models"))
 os.environ["DEV"] = "QCOM:IR3"
-import qcom_small
 from tinygrad import Tensor, TinyJit
-fn, example = qcom_small.build(0)
-jit = TinyJit(fn)
-for _ in range(3): jit(*[Tensor(t.numpy(), device=t.device).realize() for t in example]).realize()
+from tinygrad import Device
+fn, example = importlib.import_module(sys.argv[3]).build(0)
+# "npy": as compile3.py passes openpilot's non-image inputs: on NPY, moved to the device inside the JIT
+npy = sys.argv[4:] == ["npy"]
+jit = TinyJit((lambda *a: fn(*[t.to(Device.DEFAULT) for t in a])) if npy else fn, prune=True)
+for _ in range(3):
+  out = jit(*[Tensor(t.numpy(), device="NPY" if npy else t.device).realize() for t in example])
+  for o in (out if isinstance(out, tuple) else (out,)): o.realize()
 with open(sys.argv[2], "wb") as f: pickle.dump(jit, f)
 EOF
-if "$HCQ_BIN" vkgsl -- "$PY" "$TMP/make_pickle.py" "$ROOT" "$TMP/small_tinygrad.pkl" >"$TMP/pickle.log" 2>&1; then
+if "$HCQ_BIN" vkgsl -- "$PY" "$TMP/make_pickle.py" "$ROOT" "$TMP/small_tinygrad.pkl" qcom_small >"$TMP/pickle.log" 2>&1; then
   pass "a TinyJit pickled on the virtual device by tinygrad 0.14"
   if "$HCQ_BIN" vkgsl -- "${EXPORT[@]}" --pickle "$TMP/small_tinygrad.pkl" -o "$TMP/pkl" >"$TMP/pkl.log" 2>&1; then
     pass "--pickle exported ($(tail -1 "$TMP/pkl.log"))"
@@ -155,6 +167,121 @@ if "$HCQ_BIN" vkgsl -- "$PY" "$TMP/make_pickle.py" "$ROOT" "$TMP/small_tinygrad.
     check "--pickle: hcq run --check exact on QCOM:SIM, MSM+QCOM:SIM and on KGSL+QCOM, MSM+QCOM under the virtual node" runs_exact "$TMP/pkl"
   else fail "--pickle export failed: $(tail -3 "$TMP/pkl.log")"; fi
 else fail "making the pickle failed: $(tail -3 "$TMP/pickle.log")"; fi
+
+# Models users export (issue 28): tinygrad binding one buffer under several image views, a buffer in several parameter slots,
+# a constant tinygrad keeps on PYTHON and copies in, TinyJit(prune=True) on --model as compile3.py builds it.
+OPENPILOT=(FLOAT16=1 IMAGE=1 NOLOCALS=1 JIT_BATCH_SIZE=0)
+PLAIN=(FLOAT16=0 IMAGE=0 NOLOCALS=0 JIT_BATCH_SIZE=32)
+bundle_ok() { "$PY" "$ROOT/tools/check_bundle.py" "$1" >"$1.check" 2>&1 || { tail -5 "$1.check"; return 1; }; }
+json_has() { # json_has DIR PYTHON_EXPR: the export's --json line (j) and manifest (m, g = its first graph) satisfy the expression
+  "$PY" - "$1" "$2" <<'EOF'
+import json, sys
+import numpy as np
+d, expr = sys.argv[1], sys.argv[2]
+j = json.loads([l for l in open(d + ".log") if l.startswith("{")][-1])
+m = json.load(open(d + "/manifest.json")); g = m["graphs"][0]
+kernels = [l for l in g["launches"] if l["kind"] == "kernel"]
+ok = eval(expr)
+if not ok: print(f"  not true: {expr}; --json: {j}")
+sys.exit(0 if ok else 1)
+EOF
+}
+export_new() { # export_new LABEL MODEL "ENV..." [EXPORT ARGS...]: export under the virtual device with --json, check, run
+  local label=$1 model=$2 envs=$3 d="$TMP/new_$1"; shift 3
+  # shellcheck disable=SC2086
+  if env $envs "$HCQ_BIN" vkgsl -- "${EXPORT[@]}" --model "$ROOT/tools/models/$model.py" --qcom-jit "$@" --json -o "$d" >"$d.log" 2>&1; then
+    pass "$label: exported ($(grep '^export_tinygrad: time' "$d.log" | cut -d' ' -f3-))"
+    check "$label: check_bundle.py accepts the version 2 bundle (signatures, image views per binding, data flow)" bundle_ok "$d"
+    check "$label: image views on the bindings only (no buffers[].image), every signature numbered 0..n-1" json_has "$d" \
+      'all("image" not in b for b in g["buffers"]) and j["image_bindings"] == sum(1 for l in kernels for a in l["args"] if "image" in a) and all([s["slot"] for s in p["signature"]] == list(range(len(p["signature"]))) for p in g["programs"])'
+    check "$label: hcq run --check exact on QCOM:SIM, MSM+QCOM:SIM and on KGSL+QCOM, MSM+QCOM under the virtual node" runs_exact "$d"
+    return 0
+  fi
+  fail "$label: export failed: $(grep -v '^{' "$d.log" | tail -3)"
+  return 1
+}
+if export_new argmax_head argmax_head "${OPENPILOT[*]}"; then
+  check "argmax_head (openpilot's flags): image kernels, the int32 argmax an output" json_has "$TMP/new_argmax_head" \
+    'j["image_bindings"] > 0 and [o["dtype"] for o in g["outputs"]] == ["float32", "int32"]'
+fi
+if export_new argmax_head_plain argmax_head "${PLAIN[*]}"; then
+  check "argmax_head (no flags): no image binding, the flags recorded as given" json_has "$TMP/new_argmax_head_plain" \
+    'j["image_bindings"] == 0 and m["toolchain"]["flags"]["IMAGE"] == "0" and m["toolchain"]["flags"]["FLOAT16"] == "0"'
+fi
+if export_new policy_transformer policy_transformer "${OPENPILOT[*]}"; then
+  check "policy_transformer (pruned): no copy in the graph, the PYTHON constant ran at capture" json_has "$TMP/new_policy_transformer" \
+    'j["prune"] is True and j["copies"] == 0 and j["host_buffers"] == 0'
+fi
+if export_new policy_transformer_noprune policy_transformer "${OPENPILOT[*]}" --no-prune; then
+  # the Shape tensor [1, 2, 8, 32] (int64) tinygrad keeps on PYTHON: a weight of the bundle, copied in by the first launch
+  check "policy_transformer (--no-prune): the PYTHON constant is a weight holding the Shape [1, 2, 8, 32], copied in by launch 0" \
+    json_has "$TMP/new_policy_transformer_noprune" \
+    'j["host_buffers"] == 1 and g["launches"][0]["kind"] == "copy" and g["buffers"][g["launches"][0]["src"]["buffer"]]["role"] == "weight" and np.fromfile(d + "/" + g["buffers"][g["launches"][0]["src"]["buffer"]]["file"], dtype=np.int64).tolist() == [1, 2, 8, 32]'
+  check "policy_transformer: --no-prune captures more kernels than the pruned export" "$PY" -c '
+import json, sys
+n = lambda d: sum(1 for l in json.load(open(d + "/manifest.json"))["graphs"][0]["launches"] if l["kind"] == "kernel")
+a, b = n(sys.argv[1]), n(sys.argv[2]); print(f"  pruned {a}, --no-prune {b} kernels"); sys.exit(0 if b > a else 1)' \
+    "$TMP/new_policy_transformer" "$TMP/new_policy_transformer_noprune"
+fi
+
+# --model and --pickle give the same graph: the same kernels (names, order) and the same outputs for the same inputs (the
+# pickle's bundle, given the --model bundle's inputs, must reproduce its expected outputs exactly)
+same_graph() { # same_graph MODEL_DIR PICKLE_DIR OUT
+  "$PY" - "$@" <<'EOF'
+import hashlib, json, shutil, sys
+a, b, out = sys.argv[1:4]
+ga, gb = [json.load(open(f"{d}/manifest.json"))["graphs"][0] for d in (a, b)]
+ka, kb = [[l["name"] for l in g["launches"] if l["kind"] == "kernel"] for g in (ga, gb)]
+print(f"  --model: {len(ka)} kernels, --pickle: {len(kb)} kernels")
+if ka != kb:
+  i = next((i for i, (x, y) in enumerate(zip(ka, kb)) if x != y), min(len(ka), len(kb)))
+  print(f"  first difference at kernel {i}: {ka[i:i + 4]} / {kb[i:i + 4]}")
+  sys.exit(1)
+shutil.copytree(b, out)
+m = json.load(open(f"{out}/manifest.json")); g = m["graphs"][0]
+for x, y in zip(ga["inputs"], g["inputs"]):
+  assert (x["dtype"], x["nbytes"], x["shape"]) == (y["dtype"], y["nbytes"], y["shape"]), (x, y)
+  src = open(f"{a}/{ga['buffers'][x['buffer']]['file']}", "rb").read()[x["offset"]:x["offset"] + x["nbytes"]]
+  buf = g["buffers"][y["buffer"]]
+  data = bytearray(open(f"{out}/{buf['file']}", "rb").read())
+  data[y["offset"]:y["offset"] + y["nbytes"]] = src
+  open(f"{out}/{buf['file']}", "wb").write(data)
+  buf["sha256"] = hashlib.sha256(data).hexdigest()
+for x, y in zip(ga["outputs"], g["outputs"]):
+  assert (x["dtype"], x["nbytes"]) == (y["dtype"], y["nbytes"]), (x, y)
+  shutil.copyfile(f"{a}/{x['file']}", f"{out}/{y['file']}")
+  if "sha256" in y: y["sha256"] = hashlib.sha256(open(f"{out}/{y['file']}", "rb").read()).hexdigest()
+open(f"{out}/manifest.json", "w").write(json.dumps(m, indent=1) + "\n")
+EOF
+}
+if [ -d "$TMP/new_policy_transformer" ]; then
+  if env "${OPENPILOT[@]}" "$HCQ_BIN" vkgsl -- "$PY" "$TMP/make_pickle.py" "$ROOT" "$TMP/policy_tinygrad.pkl" policy_transformer \
+      >"$TMP/policy_pickle.log" 2>&1 \
+    && env "${OPENPILOT[@]}" "$HCQ_BIN" vkgsl -- "${EXPORT[@]}" --pickle "$TMP/policy_tinygrad.pkl" --json -o "$TMP/policy_pkl" \
+      >"$TMP/policy_pkl.log" 2>&1; then
+    pass "policy_transformer pickled the compile3.py way and exported with --pickle ($(grep '^export_tinygrad: time' "$TMP/policy_pkl.log" | cut -d' ' -f3-))"
+    check "policy_transformer: --model and --pickle give the same kernels" same_graph "$TMP/new_policy_transformer" "$TMP/policy_pkl" "$TMP/policy_same"
+    check "policy_transformer: the --pickle bundle computes the --model bundle's outputs from its inputs (exact, all four devices)" \
+      runs_exact "$TMP/policy_same"
+  else fail "policy_transformer --pickle: $(tail -3 "$TMP/policy_pickle.log" "$TMP/policy_pkl.log" 2>/dev/null)"; fi
+  # compile3.py's inputs on NPY: the bundle's inputs are those buffers and the JIT's copies onto the device its first launches
+  if env "${OPENPILOT[@]}" "$HCQ_BIN" vkgsl -- "$PY" "$TMP/make_pickle.py" "$ROOT" "$TMP/policy_npy.pkl" policy_transformer npy \
+      >"$TMP/policy_npy_pickle.log" 2>&1 \
+    && env "${OPENPILOT[@]}" "$HCQ_BIN" vkgsl -- "${EXPORT[@]}" --pickle "$TMP/policy_npy.pkl" --json -o "$TMP/policy_npy" \
+      >"$TMP/policy_npy.log" 2>&1; then
+    check "policy_transformer with its inputs on NPY: each input is read by a copy launch and by no kernel" "$PY" -c '
+import json, sys
+g = json.load(open(sys.argv[1] + "/manifest.json"))["graphs"][0]
+ins = {i["buffer"] for i in g["inputs"]}
+copied = {l["src"]["buffer"] for l in g["launches"] if l["kind"] == "copy"}
+direct = {a["buffer"] for l in g["launches"] if l["kind"] == "kernel" for a in l["args"]} & ins
+print(f"  inputs {sorted(ins)}, copied {sorted(copied & ins)}, read by kernels {sorted(direct)}")
+sys.exit(0 if ins <= copied and not direct else 1)' "$TMP/policy_npy"
+    check "policy_transformer with its inputs on NPY: --model and --pickle give the same kernels" same_graph "$TMP/new_policy_transformer" "$TMP/policy_npy" "$TMP/policy_npy_same"
+    check "policy_transformer with its inputs on NPY: computes the --model bundle's outputs from its inputs (exact, all four devices)" \
+      runs_exact "$TMP/policy_npy_same"
+  else fail "policy_transformer --pickle with NPY inputs: $(tail -3 "$TMP/policy_npy_pickle.log" "$TMP/policy_npy.log" 2>/dev/null)"; fi
+fi
 
 refused() { # refused WHAT EXPECTED_TEXT COMMAND...: the command fails and its error contains EXPECTED_TEXT
   local what="$1" want="$2"; shift 2

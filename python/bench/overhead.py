@@ -61,13 +61,16 @@ def against_hcq_run(m, x, a):
     med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
     n, b, w = med(native), med(bare), med(with_x)
     print(f"{' '.join(cmd[1:])}: call_us_median per round {[round(v / 1e3, 2) for v in native]}")
-    print(f"m.run() median per round {[round(v / 1e3, 2) for v in bare]}; "
-          f"m.run(x) {[round(v / 1e3, 2) for v in with_x]}")
+    print(
+        f"m.run() median per round {[round(v / 1e3, 2) for v in bare]}; m.run(x) {[round(v / 1e3, 2) for v in with_x]}"
+    )
     print(f"{'hcq run call_us_median':40s} median {n / 1e3:7.2f} us ({a.rounds} rounds)")
     print(f"{'m.run()':40s} median {b / 1e3:7.2f} us")
     print(f"{'m.run(x)':40s} median {w / 1e3:7.2f} us")
-    print(f"Python overhead per m.run over hcq run: {(b - n) / 1e3:.2f} us (m.run(x), which also copies "
-          f"the input in and returns a new output array: {(w - n) / 1e3:.2f} us)")
+    print(
+        f"Python overhead per m.run over hcq run: {(b - n) / 1e3:.2f} us (m.run(x), which also copies "
+        f"the input in and returns a new output array: {(w - n) / 1e3:.2f} us)"
+    )
 
 
 def main():
@@ -130,9 +133,11 @@ def main():
         run_ns, call_ns = native["native_run_median_ns"], native["native_call_median_ns"]
         print(f"{'C hcq_model_run':40s} median {run_ns / 1e3:7.2f} us")
         print(f"{'C hcq_model_call (copy in and out)':40s} median {call_ns / 1e3:7.2f} us")
-        print(f"Python overhead: m.run() - C run {(rows[1][1] - run_ns) / 1e3:.2f} us; "
-              f"m.run(x) - C call {(rows[2][1] - call_ns) / 1e3:.2f} us; "
-              f"m.run(x, out=) - C call {(rows[3][1] - call_ns) / 1e3:.2f} us")
+        print(
+            f"Python overhead: m.run() - C run {(rows[1][1] - run_ns) / 1e3:.2f} us; "
+            f"m.run(x) - C call {(rows[2][1] - call_ns) / 1e3:.2f} us; "
+            f"m.run(x, out=) - C call {(rows[3][1] - call_ns) / 1e3:.2f} us"
+        )
     # resident memory over many calls, after a warm-up
     for _ in range(10000):
         m.run(x)
@@ -147,8 +152,10 @@ def main():
     r1 = rss_kib()
     peak = max(peak, r1)
     dt = time.perf_counter() - t0
-    print(f"RSS over {a.rss_calls} m.run(x) calls ({dt:.1f} s): {r0} KiB after warm-up, {r1} KiB at the end, "
-          f"peak {peak} KiB: growth {r1 - r0:+d} KiB")
+    print(
+        f"RSS over {a.rss_calls} m.run(x) calls ({dt:.1f} s): {r0} KiB after warm-up, {r1} KiB at the end, "
+        f"peak {peak} KiB: growth {r1 - r0:+d} KiB"
+    )
     m.close()
     return 0
 

@@ -3,12 +3,16 @@
 Run from the repository root: `pytest python/tests` (with the package installed, or with
 HCQ_LIB=target/release/libhcq.so and PYTHONPATH=python)."""
 
+import functools
+import gc
 import json
 import os
 import shutil
 import subprocess
 import sys
 import threading
+import time
+import weakref
 
 import numpy as np
 import pytest
@@ -17,6 +21,16 @@ import hcq
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EX = os.path.join(ROOT, "examples")
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def write_json(path, value):
+    with open(path, "w") as f:
+        json.dump(value, f)
 
 
 def bundle(name):
@@ -63,12 +77,12 @@ def test_run_returns_new_arrays_in_output_order(chain):
 @pytest.mark.parametrize("name", ["mlp", "wide", "elementwise", "chain100"])
 def test_every_sample_bundle_gives_its_expected_outputs(name):
     m = hcq.load(bundle(name))
-    man = json.load(open(os.path.join(EX, name, "manifest.json")))
+    man = read_json(os.path.join(EX, name, "manifest.json"))
     ins = []
     for t in man["inputs"]:
         buf = man["buffers"][t["buffer"]]
         raw = np.fromfile(os.path.join(EX, name, buf["file"]), dtype=np.uint8)
-        ins.append(raw[t["offset"]:t["offset"] + t["nbytes"]].view(t["dtype"]).reshape(t["shape"]))
+        ins.append(raw[t["offset"] : t["offset"] + t["nbytes"]].view(t["dtype"]).reshape(t["shape"]))
     outs = m.run(*ins)
     for j, o in enumerate(outs):
         np.testing.assert_allclose(o.ravel(), expected(name, j, o.dtype), rtol=1e-4, atol=1e-5)
@@ -78,7 +92,8 @@ def test_every_sample_bundle_gives_its_expected_outputs(name):
 
 def test_wrong_shape_dtype_and_count_are_errors(chain):
     # the library's messages (hcq_model_check_input)
-    with pytest.raises(hcq.Error, match=r"hcq_model_check_input: input 0 \(input0\): shape \[15\], the model takes \[16\]") as e:
+    msg = r"hcq_model_check_input: input 0 \(input0\): shape \[15\], the model takes \[16\]"
+    with pytest.raises(hcq.Error, match=msg) as e:
         chain.run(np.zeros(15, np.float32))
     assert e.value.name == "HCQ_ERR_SIZE"
     with pytest.raises(hcq.Error, match="dtype float64, the model takes float32") as e:
@@ -88,14 +103,18 @@ def test_wrong_shape_dtype_and_count_are_errors(chain):
         chain.run(np.zeros(16, np.complex64))
     with pytest.raises(hcq.Error, match="2 inputs given"):
         chain.run(np.zeros(16, np.float32), np.zeros(16, np.float32))
-    # below the Python checks, the library checks sizes, pointers and indices itself
+    # below the Python checks, the library checks sizes, pointers and indices itself (every
+    # declared function raises hcq.Error through its errcheck)
     small = np.zeros(2, np.float32)
-    s = hcq._model_set_input(chain._h, 0, hcq._ptr(small), small.nbytes)
-    assert hcq.STATUS[s] == "HCQ_ERR_SIZE" and "input size" in hcq._lib.hcq_last_error().decode()
-    s = hcq._model_set_input(chain._h, 0, None, 64)
-    assert hcq.STATUS[s] == "HCQ_ERR_NULL_POINTER" and "NULL" in hcq._lib.hcq_last_error().decode()
-    s = hcq._model_set_input(chain._h, 5, None, 0)
-    assert hcq.STATUS[s] == "HCQ_ERR_OUT_OF_RANGE" and "model input index" in hcq._lib.hcq_last_error().decode()
+    with pytest.raises(hcq.Error, match="input size") as e:
+        hcq._model_set_input(chain._h, 0, hcq._ptr(small), small.nbytes)
+    assert e.value.name == "HCQ_ERR_SIZE" and e.value.status == hcq.HCQ_ERR_SIZE
+    with pytest.raises(hcq.Error, match="NULL") as e:
+        hcq._model_set_input(chain._h, 0, None, 64)
+    assert e.value.name == "HCQ_ERR_NULL_POINTER"
+    with pytest.raises(hcq.Error, match="model input index") as e:
+        hcq._model_set_input(chain._h, 5, None, 0)
+    assert e.value.name == "HCQ_ERR_OUT_OF_RANGE"
     with pytest.raises(hcq.Error, match="model input index") as e:
         chain.bind(5, None)
     assert e.value.name == "HCQ_ERR_OUT_OF_RANGE"
@@ -106,10 +125,16 @@ def test_set_input_then_run(chain):
     np.testing.assert_array_equal(chain.run()[0], np.full(16, 107, np.float32))
 
 
-def test_a_closed_model_raises_the_native_message(chain):
+def test_a_closed_model_raises_closed(chain):
     chain.close()
-    for call in (lambda: chain.run(), lambda: chain.run(np.zeros(16, np.float32)), chain.check,
-                 lambda: chain.wait(), lambda: chain.output_view(0), lambda: chain.bind(0, None)):
+    for call in (
+        lambda: chain.run(),
+        lambda: chain.run(np.zeros(16, np.float32)),
+        chain.check,
+        lambda: chain.wait(),
+        lambda: chain.output_view(0),
+        lambda: chain.bind(0, None),
+    ):
         with pytest.raises(hcq.Error, match="closed") as e:
             call()
         assert e.value.name == "HCQ_ERR_CLOSED"
@@ -130,7 +155,7 @@ def test_unknown_device_and_bad_bundles_are_errors(tmp_path):
 
 def test_device_from_dev_env():
     env = dict(os.environ, DEV="SIM")
-    code = "import hcq; m = hcq.load(%r); print(m.device); print(m.run()[0][0])" % bundle("chain100")
+    code = f"import hcq; m = hcq.load({bundle('chain100')!r}); print(m.device); print(m.run()[0][0])"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.startswith("SIM"), out.stdout
 
@@ -165,15 +190,17 @@ def slow(tmp_path):
     a call that takes milliseconds."""
     d = tmp_path / "slow"
     shutil.copytree(bundle("chain100"), d)
-    man = json.load(open(d / "manifest.json"))
+    man = read_json(d / "manifest.json")
     k = dict(man["launches"][0])
-    k["args"] = [{"buffer": 2, "offset": 0, "nbytes": 64, "dtype": "float32"},
-                 {"buffer": 0, "offset": 0, "nbytes": 64, "dtype": "float32"}]
+    k["args"] = [
+        {"buffer": 2, "offset": 0, "nbytes": 64, "dtype": "float32"},
+        {"buffer": 0, "offset": 0, "nbytes": 64, "dtype": "float32"},
+    ]
     man["launches"] = [k] * 100000
     man["model"] = "slow"
     for o in man["outputs"]:
         o.pop("file", None)
-    json.dump(man, open(d / "manifest.json", "w"))
+    write_json(d / "manifest.json", man)
     m = hcq.load(str(d))
     yield m
     if not m._closed:
@@ -272,18 +299,22 @@ VKGSL = os.environ.get("HCQ_VKGSL_LIB") or os.path.join(ROOT, "target", "release
 
 # CI builds the library before this suite and must run this test: under CI=true a missing library
 # is a failure, not a skip
-@pytest.mark.skipif(not os.path.exists(VKGSL) and os.environ.get("CI") != "true",
-                    reason="no libhcq_vkgsl.so (cargo build --release -p hcq-vkgsl)")
+@pytest.mark.skipif(
+    not os.path.exists(VKGSL) and os.environ.get("CI") != "true",
+    reason="no libhcq_vkgsl.so (cargo build --release -p hcq-vkgsl)",
+)
 def test_bind_is_zero_copy_on_qcom_through_the_virtual_kgsl_node():
     """Under libhcq_vkgsl.so (what `hcq vkgsl --` preloads), device QCOM opens /dev/kgsl-3d0 and
     m.bind imports the frame with the MAP_USER_MEM ioctl: the output follows the frame."""
-    script = ("import numpy as np, hcq\n"
-              f"m = hcq.load({bundle('chain100')!r}, device='KGSL+QCOM')\n"
-              "f = np.zeros(16, np.float32); m.bind(0, f)\n"
-              "for k in range(3):\n"
-              "    f[:] = np.arange(16) + 1000 * k\n"
-              "    np.testing.assert_array_equal(m.run()[0], f + 100)\n"
-              "m.bind(0, None); m.close(); print('bound PASS')\n")
+    script = (
+        "import numpy as np, hcq\n"
+        f"m = hcq.load({bundle('chain100')!r}, device='KGSL+QCOM')\n"
+        "f = np.zeros(16, np.float32); m.bind(0, f)\n"
+        "for k in range(3):\n"
+        "    f[:] = np.arange(16) + 1000 * k\n"
+        "    np.testing.assert_array_equal(m.run()[0], f + 100)\n"
+        "m.bind(0, None); m.close(); print('bound PASS')\n"
+    )
     env = dict(os.environ, LD_PRELOAD=VKGSL)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0 and "bound PASS" in out.stdout, out.stdout + out.stderr
@@ -304,7 +335,7 @@ def test_profile_writes_a_perfetto_trace(chain, tmp_path):
         for _ in range(3):
             chain.run()
     assert prof.events >= 3
-    trace = json.load(open(p))
+    trace = read_json(p)
     names = {e.get("name") for e in trace["traceEvents"]}
     assert "call chain100" in names and "E_4_4" in names
     # a profile the model's close ends
@@ -312,7 +343,7 @@ def test_profile_writes_a_perfetto_trace(chain, tmp_path):
     chain.profile(p2)
     chain.run()
     chain.close()
-    assert "call chain100" in {e.get("name") for e in json.load(open(p2))["traceEvents"]}
+    assert "call chain100" in {e.get("name") for e in read_json(p2)["traceEvents"]}
 
 
 def test_profile_to_an_unwritable_path_is_an_error(chain, tmp_path):
@@ -364,8 +395,306 @@ def test_run_into_given_arrays(chain):
 
 def test_the_modeld_example_runs_on_cpu():
     ex = os.path.join(ROOT, "examples", "python", "modeld.py")
-    out = subprocess.run([sys.executable, ex, "--frames", "20", "--hz", "200", "--device", "CPU"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, ex, "--frames", "20", "--hz", "200", "--device", "CPU"], capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "p50" in out.stdout and "p99" in out.stdout and "host overhead per call" in out.stdout
     assert "PASS" in out.stdout
+
+
+@pytest.fixture
+def two_inputs(tmp_path):
+    """chain100's program as a bundle of two inputs: input0 (16 float32), whose + 1 is the
+    output, and input1 (16 int32), which no kernel reads."""
+    d = tmp_path / "two"
+    shutil.copytree(bundle("chain100"), d)
+    man = read_json(d / "manifest.json")
+    k = dict(man["launches"][0])
+    k["args"] = [
+        {"buffer": 2, "offset": 0, "nbytes": 64, "dtype": "float32"},
+        {"buffer": 0, "offset": 0, "nbytes": 64, "dtype": "float32"},
+    ]
+    man["launches"] = [k]
+    np.zeros(16, np.int32).tofile(d / "buf_003.bin")
+    man["buffers"].append({"id": 3, "nbytes": 64, "dtype": "int32", "role": "input", "file": "buf_003.bin"})
+    man["inputs"].append({"buffer": 3, "offset": 0, "nbytes": 64, "dtype": "int32", "index": 1, "shape": [16]})
+    man["model"] = "two"
+    for o in man["outputs"]:
+        o.pop("file", None)
+    write_json(d / "manifest.json", man)
+    m = hcq.load(str(d), device="CPU")
+    yield m
+    if not m._closed:
+        m.close()
+
+
+def tables_are_empty(m):
+    return all(p is None for p in m._in_ptrs) and all(p is None for p in m._out_ptrs)
+
+
+@pytest.mark.parametrize("wait", [True, False])
+def test_a_call_that_fails_on_one_array_leaves_nothing_behind(two_inputs, wait):
+    """run(a, bad_b) raises and leaves no trace: not a's pointer in the model's table (which the
+    next run() would copy from, after a is freed), not a's values in the input."""
+    m = two_inputs
+    m.set_input(0, np.full(16, 7, np.float32))
+    m.set_input(1, np.zeros(16, np.int32))
+    (own,) = m.run()
+    np.testing.assert_array_equal(own, np.full(16, 8, np.float32))
+    a = np.arange(16, dtype=np.float32)
+    for bad in (np.zeros(15, np.int32), np.zeros(16, np.float32), "not an array"):
+        with pytest.raises((hcq.Error, ValueError)):
+            m.run(a, bad, wait=wait)
+        a[:] = -5  # were a's pointer kept, the next run would read this
+        np.testing.assert_array_equal(m.run()[0], own)
+        assert tables_are_empty(m)
+    # a call that succeeds clears the table too: its arrays may be freed after it returns
+    (y,) = m.run(a, np.ones(16, np.int32))
+    np.testing.assert_array_equal(y, a + 1)
+    assert tables_are_empty(m)
+    del a, y
+    gc.collect()
+    np.testing.assert_array_equal(m.run()[0], np.full(16, -4, np.float32))
+    # out= arrays that do not fit: nothing left either
+    with pytest.raises(hcq.Error, match="out= needs"):
+        m.run(np.ones(16, np.float32), None, out=[np.empty(15, np.float32)])
+    assert tables_are_empty(m)
+
+
+def test_a_bound_input_given_an_array_is_refused_before_anything_is_copied(two_inputs):
+    m = two_inputs
+    frame = np.full(16, 3, np.float32)
+    m.bind(0, frame)
+    with pytest.raises(hcq.Error, match="bound to caller memory") as e:
+        m.run(np.zeros(16, np.float32), np.ones(16, np.int32), wait=False)
+    with pytest.raises(hcq.Error, match="bound to caller memory") as e:
+        m.run(np.zeros(16, np.float32), np.ones(16, np.int32))
+    assert e.value.name == "HCQ_ERR_INVALID_ARGUMENT" and tables_are_empty(m)
+    np.testing.assert_array_equal(m.run()[0], frame + 1)
+    m.bind(0, None)
+
+
+def view_of_a_dropped_model(device):
+    """An output view of a model no one else holds, and a weak reference to that model."""
+    m = hcq.load(bundle("chain100"), device=device)
+    m.run(np.arange(16, dtype=np.float32))
+    return m.output_view(0), weakref.ref(m)
+
+
+@pytest.mark.parametrize("device", ["CPU", "SIM", "QCOM:SIM"])
+def test_an_output_view_keeps_its_model_alive_and_is_read_only(device):
+    v, model = view_of_a_dropped_model(device)
+    gc.collect()
+    junk = [np.full(16, -1, np.float32) for _ in range(1000)]  # reuse of freed memory, were it freed
+    assert model() is not None, "the view holds its model"
+    np.testing.assert_array_equal(v, np.arange(16) + 100)
+    assert not v.flags.writeable
+    with pytest.raises(ValueError):
+        v.flags.writeable = True
+    with pytest.raises(ValueError):
+        v[0] = 1
+    with pytest.raises(ValueError):
+        v.base.flags.writeable = True
+    h = model()._h
+    hcq._model_count(h, None, None)  # the library's model is open
+    del v, junk
+    gc.collect()
+    assert model() is None, "the last view gone, the model is freed"
+    with pytest.raises(hcq.Error, match="closed"):
+        hcq._model_count(h, None, None)
+
+
+@pytest.mark.parametrize("device", ["CPU", "QCOM:SIM"])
+def test_close_while_views_exist_frees_the_memory_after_the_last_view(device):
+    m = hcq.load(bundle("chain100"), device=device)
+    x = np.arange(16, dtype=np.float32)
+    m.run(x)
+    v1, v2 = m.output_view(0), m.output_view(0)
+    frame = np.zeros(16, np.float32)
+    m.bind(0, frame)
+    h = m._h
+    m.close()
+    for call in (m.run, functools.partial(m.output_view, 0), m.check, functools.partial(m.bind, 0, None)):
+        with pytest.raises(hcq.Error, match="closed") as e:
+            call()
+        assert e.value.name == "HCQ_ERR_CLOSED"
+    del e, call  # the traceback's frames hold the model
+    hcq._model_count(h, None, None)  # still allocated for the views
+    del frame
+    gc.collect()
+    np.testing.assert_array_equal(v1, x + 100)
+    del v1
+    gc.collect()
+    hcq._model_count(h, None, None)
+    np.testing.assert_array_equal(v2, x + 100)
+    del m
+    gc.collect()
+    hcq._model_count(h, None, None)  # v2 holds it
+    del v2
+    gc.collect()
+    with pytest.raises(hcq.Error, match="closed"):
+        hcq._model_count(h, None, None)
+
+
+def test_a_view_reads_the_last_calls_output_on_cpu(chain):
+    """The view is the output's memory (CPU): the next run rewrites its bytes, as documented."""
+    chain.run(np.zeros(16, np.float32))
+    v = chain.output_view(0)
+    keep = v.copy()
+    chain.run(np.ones(16, np.float32))
+    np.testing.assert_array_equal(v, np.full(16, 101, np.float32))
+    np.testing.assert_array_equal(keep, np.full(16, 100, np.float32))
+
+
+def test_status_constants_are_the_librarys():
+    import ctypes
+
+    name = hcq._lib.hcq_status_name
+    name.restype, name.argtypes = ctypes.c_char_p, [ctypes.c_int32]
+    assert len(hcq.Status) == len(hcq.STATUS) == 17
+    for s in hcq.Status:
+        assert name(int(s)).decode() == s.name == hcq.STATUS[s]
+        assert getattr(hcq, s.name) is s
+    assert name(len(hcq.Status)).decode() == "HCQ_UNKNOWN"
+    assert hcq.Error(99, "x").name == "HCQ_UNKNOWN"
+    for f in (hcq._model_run, hcq._model_call_prebuilt, hcq._device_open, hcq._model_close):
+        assert f.errcheck is hcq._check
+
+
+def test_the_fast_data_pointer_is_numpys():
+    """hcq reads an array's data pointer at the offset numpy keeps it (found at import): this
+    fails when numpy's layout changes, so the fast path is never silently wrong or lost."""
+    assert hcq._DATA_OFF is not None, "numpy's PyArrayObject layout changed: no data offset found"
+    base = np.arange(1000, dtype=np.float32)
+    arrays = hcq._layout_probes() + [
+        base,
+        base[7:],
+        base[::3],
+        base.reshape(10, 100).T,
+        np.zeros((0, 4)),
+        np.zeros(5, np.complex128),
+        np.frombuffer(bytearray(64), np.int16),
+        np.array(3.0),
+        np.ascontiguousarray(base[1:][::-1]),
+        np.empty(1 << 20, np.uint8),
+    ]
+    for a in arrays:
+        assert hcq._ptr(a) == a.ctypes.data == a.__array_interface__["data"][0], a
+
+
+SIM_FORK = """
+import os, sys, time, numpy as np, hcq
+m = hcq.load({path!r}, device={device!r})
+x = np.arange(16, dtype=np.float32)
+assert (m.run(x)[0] == x + 100).all()
+if {in_flight!r}:
+    m.run(x, wait=False)  # a call in flight at the fork: the child's run waits for it first
+pid = os.fork()
+if pid == 0:
+    t0 = time.monotonic()
+    try:
+        (y,) = m.run(x + 1)
+        ok = bool((y == x + 101).all())
+        print("child ran", ok, flush=True)
+        code = 0 if ok else 1
+    except hcq.Error as e:
+        print("child refused", e.name, str(e), round(time.monotonic() - t0, 3), flush=True)
+        code = 3
+    try:
+        if {close!r}:
+            m.close()
+            print("child closed", flush=True)
+    except hcq.Error as e:
+        print("child close failed", e.name, str(e), flush=True)
+        code = 4
+    os._exit(code)
+_, st = os.waitpid(pid, 0)
+print("child exit", os.waitstatus_to_exitcode(st), flush=True)
+assert (m.run(x + 2)[0] == x + 102).all(), "the parent's model still works"
+print("parent ok", flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    "device,in_flight,close",
+    [
+        ("CPU", False, False),
+        # the CPU device's close in a forked child leaves the parent's command-processor
+        # threads alone (hcq::soft::threaded::SoftDevice's drop; it used to join them and panic)
+        ("CPU", False, True),
+        ("SIM", False, True),
+        ("SIM", True, True),
+        ("QCOM:SIM", False, True),
+    ],
+)
+def test_a_model_used_in_a_forked_child_runs_or_is_refused_at_once(device, in_flight, close):
+    """A model loaded before fork() and used in the child: CPU and QCOM:SIM run it; SIM, whose
+    command processors are threads the child does not have, refuses at once with an error that
+    says so (it used to wait 30 s and report the device hung), also when a call was in flight
+    at the fork; the child closes the model without trouble."""
+    code = SIM_FORK.format(path=bundle("chain100"), device=device, in_flight=in_flight, close=close)
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - t0
+    assert out.returncode == 0 and "parent ok" in out.stdout, out.stdout + out.stderr
+    if device == "SIM":
+        assert "child refused HCQ_ERR_NO_DEVICE" in out.stdout and "fork" in out.stdout, out.stdout
+        assert "child exit 3" in out.stdout and "child closed" in out.stdout, out.stdout
+    else:
+        assert "child ran True" in out.stdout and "child exit 0" in out.stdout, out.stdout
+    assert took < 20, f"{took:.1f} s"
+
+
+FREED_INPUT = """
+import gc, json, os, shutil, sys, numpy as np, hcq
+src, d = sys.argv[1], sys.argv[2]
+shutil.copytree(src, d)
+with open(os.path.join(d, "manifest.json")) as f:
+    man = json.load(f)
+# input0: 65536 float32 (256 KiB: an allocation of its own, unmapped when freed, under
+# MALLOC_MMAP_THRESHOLD_=131072); the kernel reads its first 16; input1: 16 int32, unread
+np.zeros(65536, np.float32).tofile(os.path.join(d, "buf_000.bin"))
+np.zeros(16, np.int32).tofile(os.path.join(d, "buf_003.bin"))
+man["buffers"][0].update(nbytes=262144, file="buf_000.bin")
+man["buffers"][0].pop("sha256", None)
+man["buffers"].append({"id": 3, "nbytes": 64, "dtype": "int32", "role": "input", "file": "buf_003.bin"})
+man["inputs"] = [{"buffer": 0, "offset": 0, "nbytes": 262144, "dtype": "float32", "index": 0, "shape": [65536]},
+                 {"buffer": 3, "offset": 0, "nbytes": 64, "dtype": "int32", "index": 1, "shape": [16]}]
+k = dict(man["launches"][0])
+k["args"] = [{"buffer": 2, "offset": 0, "nbytes": 64, "dtype": "float32"},
+             {"buffer": 0, "offset": 0, "nbytes": 64, "dtype": "float32"}]
+man["launches"] = [k]
+for o in man["outputs"]:
+    o.pop("file", None)
+with open(os.path.join(d, "manifest.json"), "w") as f:
+    json.dump(man, f)
+m = hcq.load(d, device="CPU")
+(own,) = m.run(np.full(65536, 2, np.float32), np.zeros(16, np.int32))
+m.run()  # a call without arrays last (the old wrapper's table was then thought clean)
+a = np.full(65536, 9, np.float32)
+try:
+    m.run(a, np.zeros(15, np.int32))
+except hcq.Error as e:
+    print("refused", e.name)
+del a
+gc.collect()
+(again,) = m.run()
+print("same" if (again == own).all() else f"different {again[:4]}")
+"""
+
+
+def test_the_next_run_after_a_failed_call_reads_no_freed_memory(tmp_path):
+    """The issue's reproduction: run(a, bad_b) fails, a is freed (unmapped: 256 KiB under
+    MALLOC_MMAP_THRESHOLD_=131072), then run() without arrays: it runs on the model's own
+    inputs (before the fix it copied from a's unmapped pages and crashed)."""
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072")
+    out = subprocess.run(
+        [sys.executable, "-c", FREED_INPUT, bundle("chain100"), str(tmp_path / "big")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, f"exit {out.returncode}: {out.stdout}{out.stderr}"
+    assert "refused HCQ_ERR_SIZE" in out.stdout and "same" in out.stdout, out.stdout

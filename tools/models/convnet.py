@@ -11,7 +11,7 @@ def build(seed=0):
   x = Tensor.randn(2, 3, 16, 16).realize()
   def fn(x):
     h = c1(x).relu().max_pool2d()
-    h = c2(h).relu().max_pool2d(1) 
+    h = c2(h).relu().max_pool2d(1)
     h = h[:, :, :5, :5].flatten(1)
     return l(h).log_softmax()
   return fn, [x]

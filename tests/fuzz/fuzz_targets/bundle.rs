@@ -10,8 +10,8 @@
 
 use std::hint::black_box;
 
-use hcq::bundle::hcqb::{self, Hcqb, LaunchRef};
-use hcq::bundle::{Arch, inspect};
+use hcq_bundle::hcqb::{self, Hcqb, LaunchRef};
+use hcq_bundle::{Arch, inspect};
 use libfuzzer_sys::fuzz_target;
 
 fn walk(file: &Hcqb<'_>) {

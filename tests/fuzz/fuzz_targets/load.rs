@@ -13,7 +13,7 @@
 //! ```
 #![no_main]
 
-use hcq::bundle::hcqb::{self, Hcqb};
+use hcq_bundle::hcqb::{self, Hcqb};
 use hcq::device::DeviceLimits;
 use hcq_cpu::device::{CpuDevice, cpu_limits};
 

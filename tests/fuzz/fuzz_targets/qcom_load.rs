@@ -1,5 +1,5 @@
 //! Fuzz the whole bundle path on `QCOM:SIM`: the input's checksums are recomputed (so mutations
-//! reach past the CRCs), then `Hcqb::parse`, the limits check, `hcq::runner::Runner::load` on
+//! reach past the CRCs), then `Hcqb::parse`, the limits check, `hcq_runner::Runner::load` on
 //! the QCOM backend (a630 program validation, constant-block layout, PM4 capture) and one call:
 //! the captured queue runs on the simulated CP and every dispatch's (mutated) shader on the ir3
 //! interpreter — safe to run, unlike a mutated CPU object. Every input must give `Ok` or a clean
@@ -12,9 +12,9 @@
 //! ```
 #![no_main]
 
-use hcq::bundle::hcqb::{self, Hcqb};
+use hcq_bundle::hcqb::{self, Hcqb};
 use hcq::device::DeviceLimits;
-use hcq::runner::Runner;
+use hcq_runner::Runner;
 use hcq_qcom::device::QcomBackend;
 use hcq_sim_adreno::dispatch::Ir3Dispatch;
 use libfuzzer_sys::fuzz_target;
@@ -36,9 +36,8 @@ fuzz_target!(|data: &[u8]| {
         alloc_align: 4096,
         max_kernel_args: 64,
         max_grid: [u32::MAX; 3],
-        gpu: Some(dev.gpu_limits()),
     };
-    if file.check_limits(&limits).is_err() {
+    if file.check_limits(&limits).is_err() || hcq_qcom::device::check_limits(&file, &dev.gpu_limits(), 64).is_err() {
         return;
     }
     let Ok(backend) = QcomBackend::new(dev) else { return };

@@ -13,10 +13,10 @@
 //! ```
 #![no_main]
 
-use hcq::bundle::hcqb::{self, Hcqb};
-use hcq::bundle::model::{BundleModel, Launch};
+use hcq_bundle::hcqb::{self, Hcqb};
+use hcq_bundle::model::{BundleModel, Launch};
 use hcq::device::DeviceLimits;
-use hcq::runner::Runner;
+use hcq_runner::Runner;
 use hcq_qcom::device::QcomBackend;
 use hcq_sim_adreno::dispatch::Ir3Dispatch;
 use libfuzzer_sys::fuzz_target;
@@ -32,7 +32,7 @@ fn base() -> &'static (BundleModel, Vec<Value>) {
     static BASE: OnceLock<(BundleModel, Vec<Value>)> = OnceLock::new();
     BASE.get_or_init(|| {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/mlp");
-        let m = hcq::bundle::v1::import_dir(dir).expect("examples/mlp imports");
+        let m = hcq_bundle::v1::import_dir(dir).expect("examples/mlp imports");
         let metas = m.programs.iter().map(|p| serde_json::from_slice(p.adreno.as_deref().unwrap()).unwrap()).collect();
         (m, metas)
     })
