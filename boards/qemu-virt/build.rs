@@ -12,8 +12,8 @@
 //! - Tells the image where to write its defmt frames: `hcq-board-qemu-virt.defmt` next to
 //!   the ELF (`BOARD_DEFMT_PATH`).
 
-use hcq::bundle::hcqb::{self, Hcqb};
-use hcq::bundle::{Arch, model::BundleModel, v1};
+use hcq_bundle::hcqb::{self, Hcqb};
+use hcq_bundle::{Arch, model::BundleModel, v1};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,4 @@
-//! The board's backend of the core bundle runner ([`hcq::runner::Runner`]): the CPU of the
+//! The board's backend of the core bundle runner ([`hcq_runner::Runner`]): the CPU of the
 //! board, over the core's thread-less soft device ([`InlineDevice`]).
 //!
 //! What [`BoardBackend`] does for the runner (which parses, checks the limits, allocates,
@@ -9,20 +9,20 @@
 //! - launches: every launch's 64-bit arguments (buffer addresses, then integer values) in one
 //!   kernel-argument region of their own, recorded as exec packets (copies as copy packets);
 //!   `finish` builds the device with the [`Kernels`] executor and the queues
-//!   ([`hcq::runner::build_queues`]);
+//!   ([`hcq_runner::build_queues`]);
 //! - `replay`: submit the queues and drive the device with [`InlineDevice::run_until`] on this
 //!   one core.
 
 use crate::exec::{Image, Kernel, Kernels, MAX_ARGS};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use hcq::bundle::Arch;
-use hcq::bundle::hcqb::{Hcqb, ProgramRef};
+use hcq_bundle::Arch;
+use hcq_bundle::hcqb::{Hcqb, ProgramRef};
 use hcq::device::DeviceLimits;
 use hcq::error::{Error, Result, ResultExt};
 use hcq::mmio::{HostRegion, MmioBus};
 use hcq::queue::HwQueue;
-use hcq::runner::{Backend, KernelLaunch};
+use hcq_runner::{Backend, KernelLaunch};
 use hcq::soft::inline::{InlineDevice, SoftConfig};
 use hcq::stamp::Stamp;
 
@@ -84,7 +84,6 @@ impl Backend for BoardBackend {
             alloc_align: 16,
             max_kernel_args: MAX_ARGS as u32,
             max_grid: [u32::MAX; 3],
-            gpu: None,
         }
     }
 
@@ -148,7 +147,7 @@ impl Backend for BoardBackend {
         let dev = InlineDevice::new("CPU", &SoftConfig::compact(), exec, crate::time::now_ns)?;
         dev.add_kernarg_region(kernargs.addr(), kernargs.clone());
         let base = kernargs.addr();
-        self.queues = hcq::runner::build_queues(dev.engine(), &self.steps, |q, st| {
+        self.queues = hcq_runner::build_queues(dev.engine(), &self.steps, |q, st| {
             match *st {
                 Step::Exec { program, arg_word, global, local } => {
                     q.exec(program, base + 8 * arg_word as u64, global, local)?
@@ -169,7 +168,7 @@ impl Backend for BoardBackend {
         // exec names a kernel this backend loaded and an argument block in `kernargs`, whose
         // words are addresses of buffers in `bufs`; both live in `self` as long as the device,
         // and `run_until` below drives the device to the end of the call before returning.
-        unsafe { hcq::runner::submit_queues(dev.engine(), &mut self.queues, &mut self.last)? };
+        unsafe { hcq_runner::submit_queues(dev.engine(), &mut self.queues, &mut self.last)? };
         dev.run_until(self.last)
     }
 

@@ -3,7 +3,7 @@
 //! The image boots (see `boot`), turns the MMU and caches on with an identity map (`mmu`),
 //! brings up the PL011 UART (`uart`), the heap (`heap`) and defmt logging (`logger`), runs the
 //! on-target checks of the core (`checks`), then runs every embedded bundle through the core's
-//! bundle runner (`hcq::runner::Runner`) with the board's backend (`backend`: the CPU through
+//! bundle runner (`hcq_runner::Runner`) with the board's backend (`backend`: the CPU through
 //! the HCQ queue and ring of the core's thread-less soft device), and exits through
 //! semihosting: 0 only when every check and every bundle passed, the image-size check
 //! ([`IMAGE_BUDGET`]: code + constants of the runtime within 128 KiB) included. Results are plain text lines
@@ -36,8 +36,8 @@ mod time;
 #[macro_use]
 mod uart;
 
-use hcq::bundle::hcqb::Hcqb;
-use hcq::runner::{CheckReport, Runner};
+use hcq_bundle::hcqb::Hcqb;
+use hcq_runner::{CheckReport, Runner};
 
 mod bundles {
     include!(concat!(env!("OUT_DIR"), "/bundles.rs"));
