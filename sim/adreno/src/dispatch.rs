@@ -27,7 +27,7 @@
 //! - The dispatch is a transaction: global-memory writes go to an overlay that reads see
 //!   (`crate::overlay`: 4 KiB copy-on-write pages with a dirty bit per byte), and reach GPU
 //!   memory only when the whole dispatch finished, exactly the bytes written. A fault (an access outside every
-//!   allocation, e.g. an argument address that points nowhere), an unsupported instruction or
+//!   allocation under [`PageFaults::Fault`], the default, or an argument address that points nowhere), an unsupported instruction or
 //!   the step limit ends it with an error that names the instruction, and **nothing** of it is
 //!   written. The CP stops with that error (its IB offset added by the CP) and the host sees it
 //!   at the next wait, at once. With several threads, the error is the one of the lowest range
@@ -133,10 +133,40 @@ impl Worker {
         images: Images<'_>,
         mem: &M,
         groups: core::ops::Range<u64>,
-        max_steps: u64,
+        (max_steps, faults): (u64, PageFaults),
     ) -> core::result::Result<Stats, ExecError> {
         self.interp.max_steps = max_steps;
-        self.interp.run_groups(prog, d, images, &mut Overlay::new(mem, &mut self.pages), groups)
+        let terminate = faults == PageFaults::Terminate;
+        self.interp.run_groups(prog, d, images, &mut Overlay::new(mem, &mut self.pages, terminate), groups)
+    }
+}
+
+/// What the shader core does with a load or store outside every GPU object.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PageFaults {
+    /// The dispatch stops with a fault that names the access, nothing of it is written, and
+    /// the context is faulted (KGSL's policy with `KGSL_FT_PAGEFAULT_GPUHALT_ENABLE` set: the
+    /// GPU stalls on the fault and the dispatcher's recovery invalidates the context). hcq's
+    /// own QCOM device runs this way: every access of a bundle it validated lies inside its
+    /// buffers, so a fault is a bug to report.
+    #[default]
+    Fault,
+    /// The access is terminated and the dispatch goes on: the bytes of a load that lie outside
+    /// read 0, those of a store are dropped. This is KGSL's default page-fault policy on the
+    /// msm kernels of the Adreno 5xx/6xx generation (`adreno.h`:
+    /// `KGSL_FT_PAGEFAULT_DEFAULT_POLICY 0`, no GPU halt; `kgsl_iommu_fault_handler` logs the
+    /// fault, rate limited, and the SMMU terminates the transaction). The dispatcher counts
+    /// them ([`Ir3Dispatch::terminated`]) and says the first of a dispatch on stderr, for the
+    /// first [`LOGGED_DISPATCHES`] dispatches that have any (KGSL's `__ratelimit` burst of 10).
+    Terminate,
+}
+
+/// Dispatches whose terminated accesses are said on stderr under [`PageFaults::Terminate`].
+pub const LOGGED_DISPATCHES: u64 = 10;
+
+impl Worker {
+    fn take_terminated(&mut self) -> crate::overlay::Terminated {
+        core::mem::take(&mut self.pages.terminated)
     }
 }
 
@@ -157,6 +187,10 @@ pub struct Ir3Dispatch {
     images: ImageState,
     dispatches: u64,
     lane_instructions: u64,
+    faults: PageFaults,
+    /// Accesses terminated under [`PageFaults::Terminate`], and the dispatches that had any.
+    terminated: u64,
+    terminated_dispatches: u64,
 }
 
 impl core::fmt::Debug for Ir3Dispatch {
@@ -191,7 +225,21 @@ impl Ir3Dispatch {
             images: ImageState::default(),
             dispatches: 0,
             lane_instructions: 0,
+            faults: PageFaults::Fault,
+            terminated: 0,
+            terminated_dispatches: 0,
         }
+    }
+
+    /// What a load or store outside every GPU object does ([`PageFaults::Fault`] by default).
+    pub fn with_page_faults(mut self, faults: PageFaults) -> Self {
+        self.faults = faults;
+        self
+    }
+
+    /// Loads and stores terminated under [`PageFaults::Terminate`] so far.
+    pub fn terminated(&self) -> u64 {
+        self.terminated
     }
 
     /// Run a dispatch's work-groups on at most `threads` threads (at least 1; the default is
@@ -295,9 +343,12 @@ impl ShaderCore for Ir3Dispatch {
                 let known = cached.group_steps;
                 let pool = pool(&mut self.pool, threads)?;
                 let w = &mut self.workers;
-                run_parallel(w, pool, threads, min, known, &cached.prog, &d, images, sync, self.max_steps)
+                let limits = (self.max_steps, self.faults);
+                run_parallel(w, pool, threads, min, known, &cached.prog, &d, images, sync, limits)
             }
-            _ => self.workers[0].run(&cached.prog, &d, images, &*mem, 0..d.groups(), self.max_steps).map(|s| (s, 1)),
+            _ => self.workers[0]
+                .run(&cached.prog, &d, images, &*mem, 0..d.groups(), (self.max_steps, self.faults))
+                .map(|s| (s, 1)),
         };
         let (stats, used) = run.map_err(|e| {
             let why = match e {
@@ -313,6 +364,7 @@ impl ShaderCore for Ir3Dispatch {
             .context(format!("{e}"))
         })?;
         cached.group_steps = stats.steps.div_ceil(d.groups()).max(1);
+        self.note_terminated(used, s.shader_addr);
         // The dispatch finished: commit each thread's writes, in ascending work-group order.
         for w in &self.workers[..used] {
             w.pages.commit(mem)?;
@@ -320,6 +372,36 @@ impl ShaderCore for Ir3Dispatch {
         self.dispatches += 1;
         self.lane_instructions += stats.lane_instructions;
         Ok(())
+    }
+}
+
+impl Ir3Dispatch {
+    /// Count the accesses the first `used` workers terminated in the dispatch that just ran,
+    /// and say the first of them (see [`PageFaults::Terminate`]).
+    fn note_terminated(&mut self, used: usize, shader_addr: u64) {
+        let (mut count, mut first) = (0, None);
+        for w in &mut self.workers[..used] {
+            let t = w.take_terminated();
+            count += t.count;
+            first = first.or(t.first);
+        }
+        if count == 0 {
+            return;
+        }
+        self.terminated += count;
+        self.terminated_dispatches += 1;
+        if self.terminated_dispatches <= LOGGED_DISPATCHES
+            && let Some((addr, len, store)) = first
+        {
+            let what = if store { "store" } else { "load" };
+            let more = if self.terminated_dispatches == LOGGED_DISPATCHES { "; later ones are not said" } else { "" };
+            eprintln!(
+                "hcq-sim-adreno: GPU page fault terminated (KGSL's default policy: the dispatch goes on, loads read 0, \
+                 stores dropped): dispatch {} (shader {shader_addr:#x}): {count} access(es), the first a {len}-byte \
+                 {what} at {addr:#x} outside every GPU object{more}",
+                self.dispatches
+            );
+        }
     }
 }
 
@@ -340,7 +422,7 @@ fn run_parallel(
     d: &Dispatch<'_>,
     images: Images<'_>,
     mem: &(dyn GpuMemory + Sync),
-    max_steps: u64,
+    (max_steps, faults): (u64, PageFaults),
 ) -> core::result::Result<(Stats, usize), ExecError> {
     let total = d.groups();
     // Work-groups the interpreter packs into one wave: every range starts at a multiple of it,
@@ -351,7 +433,7 @@ fn run_parallel(
         (Stats::default(), 0)
     } else {
         let k0 = k.min(total);
-        (workers[0].run(prog, d, images, mem, 0..k0, max_steps)?, k0)
+        (workers[0].run(prog, d, images, mem, 0..k0, (max_steps, faults))?, k0)
     };
     let rest = total - k0;
     if rest == 0 {
@@ -378,7 +460,7 @@ fn run_parallel(
         workers.push(Worker::default());
     }
     if n == 1 {
-        workers[0].result = Some(workers[0].run(prog, d, images, mem, part(0), budget));
+        workers[0].result = Some(workers[0].run(prog, d, images, mem, part(0), (budget, faults)));
     } else {
         let (caller, others) = workers.split_at_mut(1);
         // The pool's threads run parts 1.., the calling thread part 0; the scope returns when
@@ -388,11 +470,11 @@ fn run_parallel(
                 let groups = part(i + 1);
                 sc.spawn(move |_| {
                     w.pages.clear();
-                    let r = w.run(prog, d, images, mem, groups, budget);
+                    let r = w.run(prog, d, images, mem, groups, (budget, faults));
                     w.result = Some(r);
                 });
             }
-            let r = caller[0].run(prog, d, images, mem, part(0), budget);
+            let r = caller[0].run(prog, d, images, mem, part(0), (budget, faults));
             caller[0].result = Some(r);
         });
     }

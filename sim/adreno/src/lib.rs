@@ -32,7 +32,7 @@ pub mod limits;
 pub mod msm;
 mod overlay;
 
-pub use dispatch::{ArgSlots, Ir3Dispatch};
+pub use dispatch::{ArgSlots, Ir3Dispatch, PageFaults};
 pub use hooked::{HookedKgsl, KgslCall, KgslHook};
 pub use kgsl::{SIM_CHIP_ID, SimKgsl};
 pub use limits::SIM_MAX_GROUPS;

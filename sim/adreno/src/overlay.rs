@@ -54,6 +54,25 @@ pub(crate) struct Pages {
     live: usize,
     /// `(page number, index or ABSENT)`; `u64::MAX` marks an empty slot.
     slots: [(u64, u32); SLOTS],
+    /// Accesses the SMMU terminated (see [`Overlay::terminate`]) since the last clear, and the
+    /// first of them.
+    pub(crate) terminated: Terminated,
+}
+
+/// Accesses outside every GPU object that were terminated instead of faulting the dispatch.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Terminated {
+    /// How many accesses (a load or a store, whatever its width).
+    pub(crate) count: u64,
+    /// The first: its address, its bytes, whether it was a store.
+    pub(crate) first: Option<(u64, usize, bool)>,
+}
+
+impl Terminated {
+    fn note(&mut self, addr: u64, len: usize, store: bool) {
+        self.count += 1;
+        self.first.get_or_insert((addr, len, store));
+    }
 }
 
 impl Default for Pages {
@@ -64,6 +83,7 @@ impl Default for Pages {
             nums: Vec::new(),
             live: 0,
             slots: [(u64::MAX, ABSENT); SLOTS],
+            terminated: Terminated::default(),
         }
     }
 }
@@ -78,6 +98,7 @@ impl Pages {
         self.nums.clear();
         self.live = 0;
         self.slots = [(u64::MAX, ABSENT); SLOTS];
+        self.terminated = Terminated::default();
     }
 
     /// Whether nothing was written.
@@ -200,11 +221,52 @@ pub(crate) struct Overlay<'a, M: ?Sized> {
     pub(crate) pages: &'a mut Pages,
     /// The allocation of the last access.
     span: Option<Span<'a>>,
+    /// An access outside every GPU object is terminated instead of being a fault: the bytes of
+    /// a load that lie outside read 0, those of a store are dropped, the rest of the access is
+    /// done, and the dispatch goes on ([`Pages::terminated`] counts them). This is what the
+    /// SMMU does to a faulting transaction when KGSL does not stall the GPU on page faults
+    /// (see `crate::dispatch::PageFaults::Terminate`).
+    terminate: bool,
 }
 
 impl<'a, M: GpuMemory + ?Sized> Overlay<'a, M> {
-    pub(crate) fn new(mem: &'a M, pages: &'a mut Pages) -> Self {
-        Self { mem, pages, span: None }
+    pub(crate) fn new(mem: &'a M, pages: &'a mut Pages, terminate: bool) -> Self {
+        Self { mem, pages, span: None, terminate }
+    }
+
+    /// Whether the byte at `addr` lies in GPU memory.
+    fn mapped(&self, addr: u64) -> bool {
+        self.mem.read_bytes(addr, &mut [0u8]).is_ok()
+    }
+
+    /// A terminated load: mapped bytes read as memory (under this dispatch's own writes),
+    /// the others as 0.
+    #[cold]
+    fn read_terminated(&mut self, addr: u64, buf: &mut [u8]) {
+        for (k, b) in buf.iter_mut().enumerate() {
+            let mut one = [0u8];
+            *b = match addr.checked_add(k as u64) {
+                Some(a) if self.mem.read_bytes(a, &mut one).is_ok() => one[0],
+                _ => 0,
+            };
+        }
+        if addr.checked_add(buf.len() as u64).is_some() && !self.pages.is_empty() {
+            self.pages.patch(addr, buf);
+        }
+        self.pages.terminated.note(addr, buf.len(), false);
+    }
+
+    /// A terminated store: the mapped bytes are written, the others dropped.
+    #[cold]
+    fn write_terminated(&mut self, addr: u64, data: &[u8]) {
+        for (k, b) in data.iter().enumerate() {
+            if let Some(a) = addr.checked_add(k as u64)
+                && self.mapped(a)
+            {
+                self.pages.write(a, core::slice::from_ref(b));
+            }
+        }
+        self.pages.terminated.note(addr, data.len(), true);
     }
 
     /// The span holding all of `[addr, addr + len)`, when the memory gives spans and one does.
@@ -227,11 +289,21 @@ impl<'a, M: GpuMemory + ?Sized> Overlay<'a, M> {
 impl<M: GpuMemory + ?Sized> Memory for Overlay<'_, M> {
     #[inline]
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), OutOfBounds> {
-        addr.checked_add(buf.len() as u64).ok_or(OutOfBounds)?;
-        match self.span_for(addr, buf.len()) {
-            Some(s) => s.read(addr - s.base, buf).map_err(|_| OutOfBounds)?,
-            // Not inside one span (or no spans): the memory's own checked read.
-            None => self.mem.read_bytes(addr, buf).map_err(|_| OutOfBounds)?,
+        let done = if addr.checked_add(buf.len() as u64).is_none() {
+            Err(OutOfBounds)
+        } else {
+            match self.span_for(addr, buf.len()) {
+                Some(s) => s.read(addr - s.base, buf).map_err(|_| OutOfBounds),
+                // Not inside one span (or no spans): the memory's own checked read.
+                None => self.mem.read_bytes(addr, buf).map_err(|_| OutOfBounds),
+            }
+        };
+        if done.is_err() {
+            if !self.terminate {
+                return Err(OutOfBounds);
+            }
+            self.read_terminated(addr, buf);
+            return Ok(());
         }
         if !self.pages.is_empty() {
             self.pages.patch(addr, buf);
@@ -241,14 +313,21 @@ impl<M: GpuMemory + ?Sized> Memory for Overlay<'_, M> {
 
     #[inline]
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), OutOfBounds> {
-        addr.checked_add(data.len() as u64).ok_or(OutOfBounds)?;
         // The whole access must be mapped before any of it is recorded.
-        if self.span_for(addr, data.len()).is_none() {
-            let mut scratch = [0u8; 64];
-            for (k, c) in data.chunks(scratch.len()).enumerate() {
-                let at = addr + (k * scratch.len()) as u64;
-                self.mem.read_bytes(at, &mut scratch[..c.len()]).map_err(|_| OutOfBounds)?;
+        let mapped = addr.checked_add(data.len() as u64).is_some()
+            && (self.span_for(addr, data.len()).is_some() || {
+                let mut scratch = [0u8; 64];
+                data.chunks(scratch.len()).enumerate().all(|(k, c)| {
+                    let at = addr + (k * scratch.len()) as u64;
+                    self.mem.read_bytes(at, &mut scratch[..c.len()]).is_ok()
+                })
+            });
+        if !mapped {
+            if !self.terminate {
+                return Err(OutOfBounds);
             }
+            self.write_terminated(addr, data);
+            return Ok(());
         }
         self.pages.write(addr, data);
         Ok(())
@@ -258,6 +337,57 @@ impl<M: GpuMemory + ?Sized> Memory for Overlay<'_, M> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cp::SparseMemory;
+
+    fn object() -> SparseMemory {
+        let mut mem = SparseMemory::new();
+        mem.map(0x1000, 16).unwrap();
+        mem.write_bytes(0x1000, &[0xaa; 16]).unwrap();
+        mem
+    }
+
+    #[test]
+    fn a_terminated_load_reads_zero_outside_and_memory_inside() {
+        let mem = object();
+        let mut pages = Pages::default();
+        let mut o = Overlay::new(&mem, &mut pages, true);
+        o.write(0x100e, &[0x11]).unwrap();
+        let mut buf = [0xffu8; 8];
+        // Bytes 0x100c..0x1010 inside (one written by this dispatch), 0x1010..0x1014 outside.
+        o.read(0x100c, &mut buf).unwrap();
+        assert_eq!(buf, [0xaa, 0xaa, 0x11, 0xaa, 0, 0, 0, 0]);
+        // Wholly outside, and past the end of the address space.
+        o.read(0x9000, &mut buf).unwrap();
+        assert_eq!(buf, [0; 8]);
+        o.read(u64::MAX - 3, &mut buf).unwrap();
+        assert_eq!(buf, [0; 8]);
+        assert_eq!(pages.terminated.count, 3);
+        assert_eq!(pages.terminated.first, Some((0x100c, 8, false)));
+        // Without termination the same loads are faults.
+        let mut pages = Pages::default();
+        let mut o = Overlay::new(&mem, &mut pages, false);
+        assert_eq!(o.read(0x100c, &mut buf), Err(OutOfBounds));
+        assert_eq!(pages.terminated.count, 0);
+    }
+
+    #[test]
+    fn a_terminated_store_writes_the_bytes_inside_and_drops_the_rest() {
+        let mut mem = object();
+        let mut pages = Pages::default();
+        let mut o = Overlay::new(&mem, &mut pages, true);
+        o.write(0x100e, &[1, 2, 3, 4]).unwrap();
+        o.write(0x2000, &[5; 4]).unwrap();
+        assert_eq!(pages.terminated.count, 2);
+        assert_eq!(pages.terminated.first, Some((0x100e, 4, true)));
+        pages.commit(&mut mem).unwrap();
+        let mut back = [0u8; 16];
+        mem.read_bytes(0x1000, &mut back).unwrap();
+        assert_eq!(&back[12..], &[0xaa, 0xaa, 1, 2]);
+        let mut pages = Pages::default();
+        let mut o = Overlay::new(&mem, &mut pages, false);
+        assert_eq!(o.write(0x100e, &[1, 2, 3, 4]), Err(OutOfBounds));
+        assert!(pages.is_empty(), "a faulting store records nothing");
+    }
 
     #[test]
     fn runs_of_dirty_bytes() {

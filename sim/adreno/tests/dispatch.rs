@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use hcq_sim_adreno::Ir3Dispatch;
+use hcq_sim_adreno::{Ir3Dispatch, PageFaults};
 
 /// One thread, and several (spread whatever the work-group cost).
 fn cores() -> (Ir3Dispatch, Ir3Dispatch) {
@@ -47,6 +47,26 @@ fn a_fault_in_the_last_work_group_writes_nothing() {
         assert!(e.contains("nothing of the dispatch written") && e.contains("work-group [36, 0, 0]"), "{e}");
         assert!(bytes(&mem).iter().all(|b| *b == 0xee), "a faulting dispatch wrote memory");
         assert_eq!(core.dispatches(), 0);
+    }
+}
+
+#[test]
+fn under_kgsl_default_page_fault_policy_the_store_outside_is_dropped_and_the_rest_lands() {
+    let (groups, local) = (37u32, 64u32);
+    let shader = program(6, 2, 3);
+    let n = (groups * local) as usize;
+    let (one, many) = cores();
+    for mut core in [one, many].map(|c| c.with_page_faults(PageFaults::Terminate)) {
+        // One dword short, as above: only the last lane's store lies outside the allocation.
+        let mut mem = memory(4 * (n - 1));
+        dispatch(&mut core, &shader, groups, local, &mut mem).unwrap();
+        let want: Vec<u8> = (0..n as u32 - 1).flat_map(|i| (i ^ 0x55).to_le_bytes()).collect();
+        assert!(bytes(&mem) == want, "every store inside the allocation landed");
+        assert_eq!((core.dispatches(), core.terminated()), (1, 1), "one store terminated, the dispatch finished");
+        // A dispatch with every store inside adds none.
+        let mut mem = memory(4 * n);
+        dispatch(&mut core, &shader, groups, local, &mut mem).unwrap();
+        assert_eq!((core.dispatches(), core.terminated()), (2, 1));
     }
 }
 

@@ -13,7 +13,7 @@ use crate::memfd::{AdoptSlot, MemfdBacking, ObjTable};
 use crate::user::{copy_in, copy_out};
 use hcq_qcom::kgsl::ioctl::KgslIoctl;
 use hcq_qcom::kgsl::uapi::*;
-use hcq_sim_adreno::dispatch::{DEFAULT_MAX_STEPS, Ir3Dispatch};
+use hcq_sim_adreno::dispatch::{DEFAULT_MAX_STEPS, Ir3Dispatch, PageFaults};
 use hcq_sim_adreno::kgsl::SimKgsl;
 use rustix::io::Errno;
 use std::collections::HashMap;
@@ -125,12 +125,40 @@ pub(crate) fn shader_off() -> bool {
     std::env::var("HCQ_VKGSL_SHADER").is_ok_and(|v| v == "off")
 }
 
+/// What a shader's load or store outside every GPU object does (`HCQ_VKGSL_PAGEFAULT`):
+/// `terminate`, the default, is KGSL's own default page-fault policy on the a6xx-generation msm
+/// kernels (no GPU halt: the access is terminated, a load reads 0, a store is dropped, the fault
+/// is logged and the context goes on; see [`PageFaults::Terminate`]); `halt` is KGSL with
+/// `ft_pagefault_policy`'s GPU-halt bit set, what hcq's own QCOM device does: the dispatch
+/// faults, nothing of it is written, and every later wait of the context fails. Another value
+/// is said once on stderr and the default used.
+pub(crate) fn page_faults() -> PageFaults {
+    page_faults_from(std::env::var("HCQ_VKGSL_PAGEFAULT").ok().as_deref())
+}
+
+fn page_faults_from(value: Option<&str>) -> PageFaults {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    match value {
+        None | Some("" | "terminate") => PageFaults::Terminate,
+        Some("halt") => PageFaults::Fault,
+        Some(other) => {
+            if !SAID.swap(true, Ordering::Relaxed) {
+                eprintln!(
+                    "hcq-vkgsl: HCQ_VKGSL_PAGEFAULT={other:?} is neither terminate nor halt: terminate (KGSL's default)"
+                );
+            }
+            PageFaults::Terminate
+        }
+    }
+}
+
 /// The shader core of a device the library opens (the KGSL node and the MSM render node): the ir3
-/// interpreter with [`max_steps`], or nothing when [`shader_off`] (said once on stderr).
+/// interpreter with [`max_steps`] and [`page_faults`], or nothing when [`shader_off`] (said once
+/// on stderr).
 pub(crate) fn shader_core() -> Box<dyn hcq_sim_adreno::cp::ShaderCore + Send> {
     static SAID: AtomicBool = AtomicBool::new(false);
     if !shader_off() {
-        return Box::new(Ir3Dispatch::with_max_steps(max_steps()));
+        return Box::new(Ir3Dispatch::with_max_steps(max_steps()).with_page_faults(page_faults()));
     }
     if !SAID.swap(true, Ordering::Relaxed) {
         eprintln!("hcq-vkgsl: HCQ_VKGSL_SHADER=off: dispatches run no shader (host-cost measurements only)");
@@ -628,4 +656,17 @@ fn say_once(req: u32, what: &str) {
 fn unknown(req: u32) -> Result<(), Errno> {
     say_once(req, "ioctl not implemented by the virtual KGSL device, answered ENOTTY");
     Err(Errno::NOTTY)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_faults_terminate_unless_halt_is_asked_for() {
+        assert_eq!(page_faults_from(None), PageFaults::Terminate, "KGSL's default policy");
+        assert_eq!(page_faults_from(Some("terminate")), PageFaults::Terminate);
+        assert_eq!(page_faults_from(Some("halt")), PageFaults::Fault);
+        assert_eq!(page_faults_from(Some("HALT!")), PageFaults::Terminate, "an unknown value keeps the default");
+    }
 }
