@@ -115,7 +115,7 @@ def src_types(enc, words, elems):
     for fld in fields:
         k = "ABC".index(fld)
 
-        def with_code(code, lit=None):
+        def with_code(code, lit=None, k=k):
             w = list(words[:2] if enc in ("VOP3", "VOP3P") else words[:1])
             if enc in ("VOP3", "VOP3P"):
                 w[1] = (w[1] & ~(0x1FF << (9 * k))) | code << (9 * k)
@@ -149,7 +149,11 @@ def encodings():
     e = {}
     e["SOP2"] = (0x60, lambda op, v: [2 << 30 | op << 23 | DST << 16 | S1 << 8 | S0], [0])
     e["SOPK"] = (0x1D, lambda op, v: [0xB << 28 | op << 23 | v << 16 | 0x1234], [DST, 0])
-    e["SOP1"] = (0x100, lambda op, v: [0x17D << 23 | v[0] << 16 | op << 8 | v[1]], [(DST, S0), (0, S0), (DST, 0), (0, 0)])
+    e["SOP1"] = (
+        0x100,
+        lambda op, v: [0x17D << 23 | v[0] << 16 | op << 8 | v[1]],
+        [(DST, S0), (0, S0), (DST, 0), (0, 0)],
+    )
     e["SOPC"] = (0x80, lambda op, v: [0x17E << 23 | op << 16 | S1 << 8 | S0], [0])
     e["SOPP"] = (0x80, lambda op, v: [0x17F << 23 | op << 16 | v], [0x1234, 0x0])
     e["SMEM"] = (
@@ -186,7 +190,16 @@ def encodings():
         srcs3,
     )
     # DS: w1 = vdst[31:24] data1[23:16] data0[15:8] addr[7:0]
-    ds = [(DST, S2, S1, S0), (DST, 0, S1, S0), (DST, 0, 0, S0), (0, S2, S1, S0), (0, 0, S1, S0), (0, 0, 0, S0), (DST, 0, 0, 0), (0, 0, 0, 0)]
+    ds = [
+        (DST, S2, S1, S0),
+        (DST, 0, S1, S0),
+        (DST, 0, 0, S0),
+        (0, S2, S1, S0),
+        (0, 0, S1, S0),
+        (0, 0, 0, S0),
+        (DST, 0, 0, 0),
+        (0, 0, 0, 0),
+    ]
     e["DS"] = (0x100, lambda op, v: [0x36 << 26 | op << 18, v[0] << 24 | v[1] << 16 | v[2] << 8 | v[3]], ds)
     # FLAT/GLOBAL/SCRATCH: w0 op[24:18] seg[17:16]; w1 vdst[31:24] sve[23] saddr[22:16] data[15:8] addr[7:0]
     fl = [(DST, S1, S0), (DST, 0, S0), (0, S1, S0), (0, 0, S0)]
@@ -312,7 +325,10 @@ def instances(enc, op, elems, rng):
             if enc != "FLAT" and rng.random() < 0.5:
                 saddr = sreg(2) if enc == "GLOBAL" else sreg()
             off = rng.choice([0, rng.getrandbits(12), rng.getrandbits(13)])
-            w = [0x37 << 26 | op << 18 | seg << 16 | rng.getrandbits(3) << 13 | off, f["D"] << 24 | saddr << 16 | f["B"] << 8 | f["A"]]
+            w = [
+                0x37 << 26 | op << 18 | seg << 16 | rng.getrandbits(3) << 13 | off,
+                f["D"] << 24 | saddr << 16 | f["B"] << 8 | f["A"],
+            ]
         else:
             continue
         if lit is not None:
@@ -359,12 +375,12 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
         for enc, (count, make, variants) in encodings().items():
             imm = enc in ("SOPP", "SOPK")
-            futs = {op: pool.submit(probe, lambda v, op=op, make=make: make(op, v), variants, imm) for op in range(count)}
+            futs = {
+                op: pool.submit(probe, lambda v, op=op, make=make: make(op, v), variants, imm) for op in range(count)
+            }
             rows[enc] = [(op, f.result()) for op, f in futs.items() if f.result() is not None]
             if enc in ("VOP1", "VOP2", "VOPC", "VOP3", "VOP3P"):
-                tf = {
-                    op: pool.submit(src_types, enc, r[5], r[1]) for op, r in rows[enc] if "E:s:1" not in r[1]
-                }
+                tf = {op: pool.submit(src_types, enc, r[5], r[1]) for op, r in rows[enc] if "E:s:1" not in r[1]}
                 rows[enc] = [(op, (*r, *(tf[op].result() if op in tf else ("", False)))) for op, r in rows[enc]]
             else:
                 rows[enc] = [(op, (*r, "", False)) for op, r in rows[enc]]
