@@ -60,14 +60,23 @@ def parse(text):
     return name, ops, last[1:]
 
 
-def operand(tok):
-    """An operand token as a table element: 'F:c:w' (field, class v/s/h, dwords) or a literal."""
+# The literal dword the probes append where an opcode needs one (VOP2's and VOPD's fmaak/fmamk);
+# LLVM prints it as hex: the element K.
+K_PROBE = 0x41200000
+
+
+def operand(tok, field_of=None):
+    """An operand token as a table element: 'F:c:w' (field, class v/s/h, dwords), K (the
+    literal constant of fmaak/fmamk) or text printed as it is."""
+    field_of = field_of or FIELD_OF
+    if tok in (f"{K_PROBE:#x}", f"{K_PROBE & 0xFFFF:#x}"):
+        return "K"
     m = REG.match(tok)
     if m:
         cls, one, lo, hi, half = m.groups()
         lo = int(one if one is not None else lo)
         width = 1 if one is not None else int(hi) - lo + 1
-        field = FIELD_OF.get(lo)
+        field = field_of.get(lo)
         if field is not None:
             return f"{field}:{'h' if half else cls}:{width}"
         # A register the probe did not put in a field (e.g. SMEM's base, VOP3SD's s0): literal.
@@ -139,8 +148,12 @@ def src_types(enc, words, elems):
         types += "?"
     opsel = False
     if enc == "VOP3":
-        t = disasm([words[0] | 0xF << 11, words[1]])
-        opsel = t is not None and "op_sel" in t
+        # every op_sel bit, then the sources' only (LLVM refuses a dst bit some opcodes lack)
+        for bits in (0xF, 0x7, 0x3, 0x1):
+            t = disasm([words[0] | bits << 11, words[1]])
+            if t is not None:
+                opsel = "op_sel" in t
+                break
     return types, opsel
 
 
@@ -162,7 +175,7 @@ def encodings():
         [DST, 0],
     )
     e["VOP1"] = (0x100, lambda op, v: [0x3F << 25 | v[0] << 17 | op << 9 | v[1]], [(DST, V | S0), (0, V | S0), (0, 0)])
-    e["VOP2"] = (0x3E, lambda op, v: [op << 25 | DST << 17 | S1 << 9 | (V | S0)], [0])
+    e["VOP2"] = (0x3E, lambda op, v: [op << 25 | DST << 17 | S1 << 9 | (V | S0)] + [K_PROBE] * v, [0, 1])
     e["VOPC"] = (0x100, lambda op, v: [0x3E << 25 | op << 17 | S1 << 9 | (V | S0)], [0])
     # most operand fields first: a field an opcode does not read must be zero, and a zero field
     # an opcode does read prints as s0, so the first variant that decodes names every field
@@ -210,6 +223,37 @@ def encodings():
             fl,
         )
     return e
+
+
+# VOPD: X's fields (vdstx, srcx0, vsrcx1) hold v16, v32, v64; Y's (vdsty, srcy0, vsrcy1) v17, v33,
+# v65 (LLVM decodes only pairs whose sources sit in different VGPR banks and whose destinations
+# differ in parity). The other half is a v_dual_mov_b32 (op 8), its unused field zero.
+VOPD_X = {16: "D", 32: "A", 64: "B"}
+VOPD_Y = {17: "D", 33: "A", 65: "B"}
+
+
+def vopd_words(opx, opy, x, y, lit):
+    """x, y: (vdst, src0 code, vsrc1) of each half."""
+    w0 = 0x32 << 26 | opx << 22 | opy << 17 | x[2] << 9 | x[1]
+    w1 = x[0] << 24 | (y[0] >> 1) << 17 | y[2] << 9 | y[1]
+    return [w0, w1] + ([lit] if lit is not None else [])
+
+
+def vopd_probe(side, op):
+    """(name, operands) of VOPD opcode `op` of half `side` ('X' or 'Y'), or None."""
+    for src1 in (True, False):
+        for lit in (None, K_PROBE):
+            me = (16, V | 32, 64 if src1 else 0) if side == "X" else (17, V | 33, 65 if src1 else 0)
+            mov = (17, V | 33, 0) if side == "X" else (16, V | 32, 0)
+            words = vopd_words(op, 8, me, mov, lit) if side == "X" else vopd_words(8, op, mov, me, lit)
+            t = disasm(words)
+            if t is None or " :: " not in t:
+                continue
+            half = t.split(" :: ")[0 if side == "X" else 1]
+            name, _, rest = half.partition(" ")
+            elems = [operand(tok, VOPD_X if side == "X" else VOPD_Y) for tok in rest.split(", ")]
+            return name, elems
+    return None
 
 
 def table_rows():
@@ -337,6 +381,39 @@ def instances(enc, op, elems, rng):
     return out
 
 
+def vopd_instances(rows, rng):
+    """Random VOPD pairs: every X with random Ys and every Y with random Xs; sources VGPRs,
+    SGPRs, inline constants or a literal (one literal shared, as the hardware reads one)."""
+    xs = [(op, elems) for enc, op, elems, _ in rows if enc == "VOPDX"]
+    ys = [(op, elems) for enc, op, elems, _ in rows if enc == "VOPDY"]
+    lits = [0x3F800000, 0x40490FDB, 0x12345678, 0x41, 0x3C00, 0x80000000]
+
+    def src0():
+        k = rng.random()
+        if k < 0.5:
+            return V | rng.randrange(0, 256)
+        if k < 0.7:
+            return rng.randrange(0, 106)
+        if k < 0.8:
+            return rng.randrange(128, 209)
+        if k < 0.9:
+            return rng.randrange(240, 249)
+        return 255
+
+    out = []
+    pairs = [(x, rng.choice(ys)) for x in xs for _ in range(12)] + [(rng.choice(xs), y) for y in ys for _ in range(12)]
+    for (opx, ex), (opy, ey) in pairs:
+        for _ in range(4):
+            dx = rng.randrange(0, 256)
+            dy = rng.randrange(0, 128) << 1 | (~dx & 1)
+            a, b = src0(), src0()
+            x = (dx, a, rng.randrange(0, 256) if any(e.startswith("B") for e in ex) else 0)
+            y = (dy, b, rng.randrange(0, 256) if any(e.startswith("B") for e in ey) else 0)
+            needs = 255 in (a, b) or "K" in ex or "K" in ey
+            out.append(vopd_words(opx, opy, x, y, rng.choice(lits) if needs else None))
+    return out
+
+
 NAMES = {}
 
 
@@ -352,6 +429,7 @@ def corpus():
     for enc, op, _, name in rows:
         NAMES[(enc, op)] = name
     cases = [w for enc, op, elems, _ in rows for w in instances(enc, op, elems, rng)]
+    cases += vopd_instances(rows, rng)
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
         texts = list(pool.map(disasm, cases))
     lines = ["# gfx1100 instructions and llvm-mc-19's text for them (tools/rdna3_tables.py --corpus)"]
@@ -389,7 +467,8 @@ def main():
         "//! The gfx1100 opcode tables: per encoding, `(opcode, mnemonic, operands, fixed modifiers)`.",
         "//! An operand is `F:c:w` (field D/A/B/C = dst/src0/src1/src2, class `v`/`s`/`h` (a 16-bit",
         "//! VGPR half), width in dwords), `I` (SOPP/SOPK's 16-bit immediate, printed by the",
-        "//! disassembler) or `=text` (printed as it is).",
+        "//! disassembler), `K` (the literal constant of fmaak/fmamk) or `=text` (printed as it is).",
+        "//! VOPDX and VOPDY are the two halves of a dual-issue VOPD instruction.",
         "",
         "/// One opcode of one encoding.",
         "#[derive(Debug)]",
@@ -410,6 +489,9 @@ def main():
         "}",
         "",
     ]
+    for side, count in (("X", 16), ("Y", 32)):
+        found = [(op, vopd_probe(side, op)) for op in range(count)]
+        rows[f"VOPD{side}"] = [(op, (r[0], r[1], [], 0, "", [], "", False)) for op, r in found if r is not None]
     for enc, ops in rows.items():
         out.append(f"/// {enc}: {len(ops)} opcodes.")
         out.append(f"pub static {enc}: &[Op] = &[")

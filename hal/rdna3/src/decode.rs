@@ -104,6 +104,7 @@ impl Encoding {
             Self::Flat => tables::FLAT,
             Self::Scratch => tables::SCRATCH,
             Self::Global => tables::GLOBAL,
+            Self::Vopd => tables::VOPDX,
             _ => return None,
         })
     }
@@ -155,8 +156,10 @@ impl core::error::Error for DecodeError {}
 pub struct Inst {
     /// The encoding.
     pub enc: Encoding,
-    /// The opcode's table entry.
+    /// The opcode's table entry (VOPD: its X half).
     pub op: &'static Op,
+    /// VOPD's Y half.
+    pub y: Option<&'static Op>,
     /// The instruction's dwords: `words[..len]`.
     pub words: [u32; 3],
     /// Dwords it takes.
@@ -231,13 +234,15 @@ fn opcode(enc: Encoding, w0: u32) -> u16 {
         Encoding::Vop3p => (w0 >> 16) & 0x7f,
         Encoding::Smem | Encoding::Ds => (w0 >> 18) & 0xff,
         Encoding::Flat | Encoding::Scratch | Encoding::Global => (w0 >> 18) & 0x7f,
+        Encoding::Vopd => (w0 >> 22) & 0xf,
         _ => 0,
     }) as u16
 }
 
-/// Opcodes that carry a literal whatever their sources say (VOP2's `*mk*`/`*ak*` forms).
-fn always_literal(enc: Encoding, op: &Op) -> bool {
-    enc == Encoding::Vop2 && (op.name.contains("mk_") || op.name.contains("ak_"))
+/// Opcodes that carry a literal whatever their sources say (the `*mk*`/`*ak*` forms of VOP2
+/// and VOPD: their constant `K`).
+fn always_literal(op: &Op) -> bool {
+    op.operands.contains(&"K")
 }
 
 /// The source fields (9-bit operand codes) of an instruction, for the literal check.
@@ -248,6 +253,8 @@ fn sources(enc: Encoding, w0: u32, w1: u32) -> [u32; 3] {
         Encoding::Sop1 => [w0 & 0xff, NONE, NONE],
         Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc => [w0 & 0x1ff, NONE, NONE],
         Encoding::Vop3 | Encoding::Vop3p => [w1 & 0x1ff, (w1 >> 9) & 0x1ff, (w1 >> 18) & 0x1ff],
+        // srcx0 and srcy0 (the vsrc1 fields name VGPRs only)
+        Encoding::Vopd => [w0 & 0x1ff, w1 & 0x1ff, NONE],
         _ => [NONE; 3],
     }
 }
@@ -276,9 +283,22 @@ pub fn decode(code: &[u32], at: usize) -> Result<Inst, DecodeError> {
     if vop && matches!(srcs[0], 0xe9 | 0xea | 0xfa) {
         return Err(DecodeError::Dpp { at });
     }
+    let y = if enc == Encoding::Vopd {
+        // CAST: a 5-bit field.
+        let opy = ((w0 >> 17) & 0x1f) as u16;
+        let t = tables::VOPDY;
+        Some(t.binary_search_by_key(&opy, |o| o.op).map(|i| &t[i]).map_err(|_| DecodeError::UnknownOpcode {
+            at,
+            encoding: Encoding::Vopd,
+            op: opy,
+        })?)
+    } else {
+        None
+    };
     let scalar = matches!(enc, Encoding::Sop2 | Encoding::Sopc | Encoding::Sop1);
-    let wants_literal = always_literal(enc, op)
-        || srcs.iter().any(|&s| s == LITERAL && (scalar || vop || enc == Encoding::Vop3p))
+    let wants_literal = always_literal(op)
+        || y.is_some_and(always_literal)
+        || srcs.iter().any(|&s| s == LITERAL && (scalar || vop || matches!(enc, Encoding::Vop3p | Encoding::Vopd)))
         || (enc == Encoding::Sopk && op.name == "s_setreg_imm32_b32");
     let len = base + usize::from(wants_literal);
     if code.len() - at < len {
@@ -287,7 +307,7 @@ pub fn decode(code: &[u32], at: usize) -> Result<Inst, DecodeError> {
     let mut words = [0; 3];
     words[..len].copy_from_slice(&code[at..at + len]);
     let literal = wants_literal.then(|| words[len - 1]);
-    Ok(Inst { enc, op, words, len, literal })
+    Ok(Inst { enc, op, y, words, len, literal })
 }
 
 /// Decode every instruction of `code` in order: `(dword offset, instruction)`, stopping at the

@@ -35,10 +35,8 @@ impl Ty {
 
 /// Whether `name` reads packed 16-bit pairs (LLVM's `V2FP16`/`V2INT16` operands).
 fn packed(name: &str) -> bool {
-    name.starts_with("v_pk_")
-        || name.starts_with("v_dot2")
-        || name.starts_with("v_sat_pk_")
-        || name.starts_with("v_wmma_")
+    let n = name.strip_prefix("v_dual_").or_else(|| name.strip_prefix("v_")).unwrap_or(name);
+    n.starts_with("pk_") || n.starts_with("dot2") || n.starts_with("sat_pk_") || n.starts_with("wmma_")
 }
 
 /// The source type of a packed instruction.
@@ -83,6 +81,11 @@ fn operand_ty(probe: Option<u8>, width: u32, fallback: Ty) -> Ty {
 /// A register range `s[a:b]`/`v[a:b]` or one register.
 fn reg(f: &mut dyn Write, class: &str, n: u32, width: u32) -> fmt::Result {
     if width <= 1 { write!(f, "{class}{n}") } else { write!(f, "{class}[{n}:{}]", n + width - 1) }
+}
+
+/// An SGPR field: `s<n>`, or the special register's name (vcc_lo, exec_lo, null, m0, ttmp).
+fn sreg(f: &mut dyn Write, code: u32, width: u32) -> fmt::Result {
+    scalar_special(f, code, width).unwrap_or_else(|| reg(f, "s", code, width))
 }
 
 /// A scalar operand code (0–255) that names a register or a special value.
@@ -243,8 +246,8 @@ fn elem(e: &str) -> Elem<'_> {
     if let Some(t) = e.strip_prefix('=') {
         return Elem { field: b'=', class: 0, width: 0, text: t };
     }
-    if e == "I" {
-        return Elem { field: b'I', class: 0, width: 0, text: "" };
+    if e == "I" || e == "K" {
+        return Elem { field: e.as_bytes()[0], class: 0, width: 0, text: "" };
     }
     let b = e.as_bytes();
     let width = e[4..].parse().unwrap_or(1);
@@ -276,6 +279,7 @@ fn write_inst(f: &mut dyn Write, i: &Inst) -> fmt::Result {
             };
         }
         Encoding::Flat | Encoding::Scratch | Encoding::Global => return flat(f, i),
+        Encoding::Vopd => return vopd(f, i),
         _ => {}
     }
     let name = i.op.name;
@@ -345,6 +349,7 @@ fn operand(f: &mut dyn Write, i: &Inst, e: &Elem<'_>, ty: Ty) -> fmt::Result {
     match e.field {
         b'=' => return f.write_str(e.text),
         b'I' => return write!(f, "{:#x}", i.words[0] & 0xffff),
+        b'K' => return konst(f, i.literal.unwrap_or(0)),
         _ => {}
     }
     let code = field(i, e);
@@ -376,8 +381,9 @@ fn operand(f: &mut dyn Write, i: &Inst, e: &Elem<'_>, ty: Ty) -> fmt::Result {
     } else if e.class == b'h' && code >= 256 {
         write!(f, "v{}.{}", (code - 256) & 0x7f, if code & 0x80 != 0 { 'h' } else { 'l' })?;
     } else if vector_field {
-        // A VOP destination field naming an SGPR (v_readfirstlane, VOP3 compares).
-        reg(f, "s", code, e.width)?;
+        // A VOP destination field naming an SGPR (v_readfirstlane, VOP3 compares): vcc_lo,
+        // exec_lo, null, m0 and ttmps by name.
+        sreg(f, code, e.width)?;
     } else {
         src(f, code, e.width, ty, i.literal)?;
     }
@@ -386,6 +392,49 @@ fn operand(f: &mut dyn Write, i: &Inst, e: &Elem<'_>, ty: Ty) -> fmt::Result {
     }
     if neg_call || sext {
         f.write_str(")")?;
+    }
+    Ok(())
+}
+
+/// The constant `K` of fmaak/fmamk: the literal dword in hex (also for the f16 forms).
+fn konst(f: &mut dyn Write, k: u32) -> fmt::Result {
+    write!(f, "{k:#x}")
+}
+
+/// VOPD: `X :: Y`, each half `name vdst, src0[, vsrc1][, K]` in its table's order. X's fields:
+/// vdstx [63:56], srcx0 [8:0], vsrcx1 [16:9]; Y's: vdsty [55:49] (its low bit the inverse of
+/// vdstx's), srcy0 [40:32], vsrcy1 [48:41].
+fn vopd(f: &mut dyn Write, i: &Inst) -> fmt::Result {
+    let (w0, w1) = (i.words[0], i.words[1]);
+    let vdstx = w1 >> 24;
+    let halves = [
+        (i.op, vdstx, w0 & 0x1ff, (w0 >> 9) & 0xff),
+        (i.y.unwrap_or(i.op), ((w1 >> 17) & 0x7f) << 1 | (!vdstx & 1), w1 & 0x1ff, (w1 >> 9) & 0xff),
+    ];
+    for (n, (op, d, a, b)) in halves.into_iter().enumerate() {
+        if n == 1 {
+            f.write_str(" :: ")?;
+        }
+        f.write_str(op.name)?;
+        // v_dual_dot2acc_f32_f16's src0 is a packed pair, unless the pair's literal is also an
+        // fmaak/fmamk constant: LLVM then prints it as that 32-bit constant.
+        let shares_k = i.op.operands.contains(&"K") || i.y.is_some_and(|y| y.operands.contains(&"K"));
+        let ty = match (packed(op.name), shares_k) {
+            (true, false) => packed_ty(op.name),
+            (true, true) => Ty::F32,
+            _ => src_ty(op.name),
+        };
+        for (k, e) in op.operands.iter().enumerate() {
+            f.write_str(if k == 0 { " " } else { ", " })?;
+            let e = elem(e);
+            match e.field {
+                b'D' => reg(f, "v", d, 1)?,
+                b'A' => src(f, a, 1, ty, i.literal)?,
+                b'B' => reg(f, "v", b, 1)?,
+                b'K' => konst(f, i.literal.unwrap_or(0))?,
+                _ => f.write_str(e.text)?,
+            }
+        }
     }
     Ok(())
 }
@@ -555,7 +604,7 @@ fn smem(f: &mut dyn Write, i: &Inst) -> fmt::Result {
         f.write_str(sep)?;
         sep = ", ";
         match e.field {
-            b'D' => reg(f, "s", (w0 >> 6) & 0x7f, e.width)?,
+            b'D' => sreg(f, (w0 >> 6) & 0x7f, e.width)?,
             // sbase is in pairs; a 4-dword buffer descriptor starts at a multiple of 4
             _ => reg(f, "s", ((w0 & 0x3f) << 1) & !(e.width.max(2) / 2 * 2 - 1), e.width)?,
         }

@@ -2,7 +2,8 @@
 //! The gfx1100 opcode tables: per encoding, `(opcode, mnemonic, operands, fixed modifiers)`.
 //! An operand is `F:c:w` (field D/A/B/C = dst/src0/src1/src2, class `v`/`s`/`h` (a 16-bit
 //! VGPR half), width in dwords), `I` (SOPP/SOPK's 16-bit immediate, printed by the
-//! disassembler) or `=text` (printed as it is).
+//! disassembler), `K` (the literal constant of fmaak/fmamk) or `=text` (printed as it is).
+//! VOPDX and VOPDY are the two halves of a dual-issue VOPD instruction.
 
 /// One opcode of one encoding.
 #[derive(Debug)]
@@ -348,7 +349,7 @@ pub static VOP1: &[Op] = &[
     Op { op: 0x6b, name: "v_cvt_u32_u16_e32", operands: &["D:v:1", "A:v:1"], modifiers: &[], srcs: "w", opsel: false },
 ];
 
-/// VOP2: 42 opcodes.
+/// VOP2: 46 opcodes.
 pub static VOP2: &[Op] = &[
     Op { op: 0x1, name: "v_cndmask_b32_e32", operands: &["D:v:1", "A:v:1", "B:v:1", "=vcc_lo"], modifiers: &[], srcs: "??", opsel: false },
     Op { op: 0x2, name: "v_dot2acc_f32_f16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "??", opsel: false },
@@ -382,12 +383,16 @@ pub static VOP2: &[Op] = &[
     Op { op: 0x26, name: "v_sub_nc_u32_e32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "??", opsel: false },
     Op { op: 0x27, name: "v_subrev_nc_u32_e32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "??", opsel: false },
     Op { op: 0x2b, name: "v_fmac_f32_e32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "??", opsel: false },
+    Op { op: 0x2c, name: "v_fmamk_f32", operands: &["D:v:1", "A:v:1", "K", "B:v:1"], modifiers: &[], srcs: "??", opsel: false },
+    Op { op: 0x2d, name: "v_fmaak_f32", operands: &["D:v:1", "A:v:1", "B:v:1", "K"], modifiers: &[], srcs: "??", opsel: false },
     Op { op: 0x2f, name: "v_cvt_pk_rtz_f16_f32_e32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "??", opsel: false },
     Op { op: 0x32, name: "v_add_f16_e32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "h?", opsel: false },
     Op { op: 0x33, name: "v_sub_f16_e32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "h?", opsel: false },
     Op { op: 0x34, name: "v_subrev_f16_e32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "h?", opsel: false },
     Op { op: 0x35, name: "v_mul_f16_e32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "h?", opsel: false },
     Op { op: 0x36, name: "v_fmac_f16_e32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "h?", opsel: false },
+    Op { op: 0x37, name: "v_fmamk_f16", operands: &["D:v:1", "A:v:1", "K", "B:v:1"], modifiers: &[], srcs: "??", opsel: false },
+    Op { op: 0x38, name: "v_fmaak_f16", operands: &["D:v:1", "A:v:1", "B:v:1", "K"], modifiers: &[], srcs: "??", opsel: false },
     Op { op: 0x39, name: "v_max_f16_e32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "h?", opsel: false },
     Op { op: 0x3a, name: "v_min_f16_e32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "h?", opsel: false },
     Op { op: 0x3b, name: "v_ldexp_f16_e32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "h?", opsel: false },
@@ -816,7 +821,7 @@ pub static VOP3: &[Op] = &[
     Op { op: 0x133, name: "v_sub_f16_e64", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "hh", opsel: false },
     Op { op: 0x134, name: "v_subrev_f16_e64", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "hh", opsel: false },
     Op { op: 0x135, name: "v_mul_f16_e64", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "hh", opsel: false },
-    Op { op: 0x136, name: "v_fmac_f16_e64", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "hh", opsel: false },
+    Op { op: 0x136, name: "v_fmac_f16_e64", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "hh", opsel: true },
     Op { op: 0x139, name: "v_max_f16_e64", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "hh", opsel: false },
     Op { op: 0x13a, name: "v_min_f16_e64", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "hh", opsel: false },
     Op { op: 0x13b, name: "v_ldexp_f16_e64", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "hh", opsel: false },
@@ -980,8 +985,8 @@ pub static VOP3: &[Op] = &[
     Op { op: 0x300, name: "v_add_co_u32", operands: &["D:v:1", "E:s:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
     Op { op: 0x301, name: "v_sub_co_u32", operands: &["D:v:1", "E:s:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
     Op { op: 0x302, name: "v_subrev_co_u32", operands: &["D:v:1", "E:s:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
-    Op { op: 0x303, name: "v_add_nc_u16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "ww", opsel: false },
-    Op { op: 0x304, name: "v_sub_nc_u16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "ww", opsel: false },
+    Op { op: 0x303, name: "v_add_nc_u16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "ww", opsel: true },
+    Op { op: 0x304, name: "v_sub_nc_u16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "ww", opsel: true },
     Op { op: 0x305, name: "v_mul_lo_u16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "ww", opsel: false },
     Op { op: 0x306, name: "v_cvt_pk_i16_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "ff", opsel: false },
     Op { op: 0x307, name: "v_cvt_pk_u16_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "ff", opsel: false },
@@ -989,11 +994,11 @@ pub static VOP3: &[Op] = &[
     Op { op: 0x30a, name: "v_max_i16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "ww", opsel: false },
     Op { op: 0x30b, name: "v_min_u16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "ww", opsel: false },
     Op { op: 0x30c, name: "v_min_i16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "ww", opsel: false },
-    Op { op: 0x30d, name: "v_add_nc_i16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "ww", opsel: false },
-    Op { op: 0x30e, name: "v_sub_nc_i16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "ww", opsel: false },
-    Op { op: 0x311, name: "v_pack_b32_f16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "hh", opsel: false },
-    Op { op: 0x312, name: "v_cvt_pk_norm_i16_f16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "hh", opsel: false },
-    Op { op: 0x313, name: "v_cvt_pk_norm_u16_f16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "hh", opsel: false },
+    Op { op: 0x30d, name: "v_add_nc_i16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "ww", opsel: true },
+    Op { op: 0x30e, name: "v_sub_nc_i16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "ww", opsel: true },
+    Op { op: 0x311, name: "v_pack_b32_f16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "hh", opsel: true },
+    Op { op: 0x312, name: "v_cvt_pk_norm_i16_f16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "hh", opsel: true },
+    Op { op: 0x313, name: "v_cvt_pk_norm_u16_f16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "hh", opsel: true },
     Op { op: 0x31c, name: "v_ldexp_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "fi", opsel: false },
     Op { op: 0x31d, name: "v_bfm_b32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "??", opsel: false },
     Op { op: 0x31e, name: "v_bcnt_u32_b32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "??", opsel: false },
@@ -1325,4 +1330,41 @@ pub static GLOBAL: &[Op] = &[
     Op { op: 0x51, name: "global_atomic_min_f32", operands: &["A:v:2", "B:v:1", "=off"], modifiers: &[], srcs: "", opsel: false },
     Op { op: 0x52, name: "global_atomic_max_f32", operands: &["A:v:2", "B:v:1", "=off"], modifiers: &[], srcs: "", opsel: false },
     Op { op: 0x56, name: "global_atomic_add_f32", operands: &["A:v:2", "B:v:1", "=off"], modifiers: &[], srcs: "", opsel: false },
+];
+
+/// VOPDX: 13 opcodes.
+pub static VOPDX: &[Op] = &[
+    Op { op: 0x0, name: "v_dual_fmac_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x1, name: "v_dual_fmaak_f32", operands: &["D:v:1", "A:v:1", "B:v:1", "K"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x2, name: "v_dual_fmamk_f32", operands: &["D:v:1", "A:v:1", "K", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x3, name: "v_dual_mul_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x4, name: "v_dual_add_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x5, name: "v_dual_sub_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x6, name: "v_dual_subrev_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x7, name: "v_dual_mul_dx9_zero_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x8, name: "v_dual_mov_b32", operands: &["D:v:1", "A:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x9, name: "v_dual_cndmask_b32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0xa, name: "v_dual_max_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0xb, name: "v_dual_min_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0xc, name: "v_dual_dot2acc_f32_f16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+];
+
+/// VOPDY: 16 opcodes.
+pub static VOPDY: &[Op] = &[
+    Op { op: 0x0, name: "v_dual_fmac_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x1, name: "v_dual_fmaak_f32", operands: &["D:v:1", "A:v:1", "B:v:1", "K"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x2, name: "v_dual_fmamk_f32", operands: &["D:v:1", "A:v:1", "K", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x3, name: "v_dual_mul_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x4, name: "v_dual_add_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x5, name: "v_dual_sub_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x6, name: "v_dual_subrev_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x7, name: "v_dual_mul_dx9_zero_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x8, name: "v_dual_mov_b32", operands: &["D:v:1", "A:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x9, name: "v_dual_cndmask_b32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0xa, name: "v_dual_max_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0xb, name: "v_dual_min_f32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0xc, name: "v_dual_dot2acc_f32_f16", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x10, name: "v_dual_add_nc_u32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x11, name: "v_dual_lshlrev_b32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
+    Op { op: 0x12, name: "v_dual_and_b32", operands: &["D:v:1", "A:v:1", "B:v:1"], modifiers: &[], srcs: "", opsel: false },
 ];
