@@ -34,6 +34,8 @@ done
 # as launch parameters, so any bytes serve)
 cp "$ROOT"/examples/*/*.a630.bin corpus/ir3_decode/ 2>/dev/null || true
 cp "$ROOT"/examples/*/*.a630.bin corpus/ir3_exec/ 2>/dev/null || true
+# seeds: tinygrad's gfx1100 code objects for the AMD loader
+cp "$ROOT"/hal/amd/tests/data/tinygrad/*.co corpus/amd_codeobj/
 for t in $TARGETS; do
   echo "fuzz $t: ${SECS}s"
   "./target/$HOST/release/$t" "corpus/$t" -max_total_time="$SECS" -rss_limit_mb=2048 \
