@@ -161,6 +161,7 @@ fn ci_keeps_every_check() {
         "-p hcq-bundle -p hcq-runner --lib --target aarch64-unknown-none",
         "-p hcq-adreno --lib --target aarch64-unknown-none",
         "-p hcq-ir3 --lib --target aarch64-unknown-none",
+        "-p hcq-rdna3 -p hcq-amd --lib --target aarch64-unknown-none",
         "--cfg loom",
         "miri test -p hcq --lib",
         "miri test -p hcq-bundle -p hcq-runner --lib",
