@@ -16,15 +16,15 @@
 use crate::exec::{Image, Kernel, Kernels, MAX_ARGS};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use hcq_bundle::Arch;
-use hcq_bundle::hcqb::{Hcqb, ProgramRef};
 use hcq::device::DeviceLimits;
 use hcq::error::{Error, Result, ResultExt};
 use hcq::mmio::{HostRegion, MmioBus};
 use hcq::queue::HwQueue;
-use hcq_runner::{Backend, KernelLaunch};
 use hcq::soft::inline::{InlineDevice, SoftConfig};
 use hcq::stamp::Stamp;
+use hcq_bundle::Arch;
+use hcq_bundle::hcqb::{Hcqb, ProgramRef};
+use hcq_runner::{Backend, KernelLaunch};
 
 /// One step of a call, as recorded.
 #[derive(Clone, Copy)]
