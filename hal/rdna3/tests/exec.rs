@@ -74,6 +74,7 @@ fn dispatch(local: u32, user: &[u32]) -> Dispatch<'_> {
         wave64: false,
         local: [local, 1, 1],
         user_sgprs: user,
+        user_sgpr_count: user.len() as u32,
         tgid: [true, false, false],
         tg_size: false,
         wave_offset: false,

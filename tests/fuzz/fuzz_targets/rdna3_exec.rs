@@ -53,6 +53,7 @@ fuzz_target!(|data: &[u8]| {
         wave64,
         local: [64, 1, 1],
         user_sgprs: &user,
+        user_sgpr_count: 4,
         tgid: [true, true, false],
         tg_size: true,
         wave_offset: true,

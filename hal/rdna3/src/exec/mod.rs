@@ -178,6 +178,9 @@ pub struct Dispatch<'a> {
     /// The user SGPRs, from s0 (private segment buffer, dispatch pointer, kernarg pointer, … as
     /// the descriptor enables them).
     pub user_sgprs: &'a [u32],
+    /// COMPUTE_PGM_RSRC2's USER_SGPR_COUNT: where the system SGPRs start (the descriptor may
+    /// reserve more user SGPRs than the driver fills; the rest read 0).
+    pub user_sgpr_count: u32,
     /// COMPUTE_PGM_RSRC2's TGID_X/Y/Z_EN: the work-group ids follow the user SGPRs.
     pub tgid: [bool; 3],
     /// TG_SIZE_EN: the work-group info SGPR follows (its wave count in bits 5:0).
@@ -258,6 +261,7 @@ enum Sem {
     Writelane,
     Readfirstlane,
     Mix(u8),
+    Pk(Sig),
     Wmma(bool),
     Vopd(Sig, Sig),
     Mem(MemOp),
@@ -464,6 +468,8 @@ impl Wave {
             s[n] = u;
             n += 1;
         }
+        // CAST: a 5-bit count.
+        n = n.max(d.user_sgpr_count.min(32) as usize);
         let mut push = |v: u32| {
             if n < 106 {
                 s[n] = v;
@@ -689,6 +695,7 @@ impl Cx<'_, '_> {
                 Sem::Vcmp { cond, t, signed, x } => self.vcmp(w, step, cond, t, signed, x),
                 Sem::Readlane | Sem::Writelane | Sem::Readfirstlane => lanes_op(w, step),
                 Sem::Mix(k) => self.mix(w, step, k),
+                Sem::Pk(g) => self.pk(w, step, g),
                 Sem::Wmma(bf) => self.wmma(w, step, bf)?,
                 Sem::Vopd(x, y) => self.vopd(w, step, x, y),
                 Sem::Mem(m) => self.memop(w, step, m)?,
@@ -812,7 +819,7 @@ impl Cx<'_, '_> {
                 continue;
             }
             let mut v = [0u64; 3];
-            for k in 0..usize::from(g.n) {
+            for k in 0..usize::from(g.n) + usize::from(g.acc) {
                 v[k] = Self::src_mod(w, srcs[k], lane, src_t[k], lit, &m, k);
             }
             let (mut r, co) = valu::eval(g.l, v[0], v[1], v[2], min >> lane & 1 == 1);
@@ -894,6 +901,51 @@ impl Cx<'_, '_> {
                 0 => w.set_vgpr(dst, lane, r.to_bits()),
                 _ => Self::write_dst(w, dst, lane, T::F16, u64::from(fp::f2h(r)), k == 2),
             }
+        }
+        self.st.lane_insts += u64::from(exec.count_ones());
+    }
+
+    /// VOP3P packed 16-bit math: the low and high halves each through the op, the low half's
+    /// sources chosen by op_sel and negated by neg_lo, the high half's by op_sel_hi and neg_hi.
+    fn pk(&mut self, w: &mut Wave, step: &Step, g: Sig) {
+        let i = &step.inst;
+        let (w0, w1) = (i.words[0], i.words[1]);
+        let bit = |x: u32, b: u32| (x >> b) & 1 == 1;
+        let dst = w0 & 0xff;
+        let mut srcs = [w1 & 0x1ff, (w1 >> 9) & 0x1ff, (w1 >> 18) & 0x1ff];
+        let mut sel = [[bit(w0, 11), bit(w0, 12), bit(w0, 13)], [bit(w1, 27), bit(w1, 28), bit(w0, 14)]];
+        let neg = [[bit(w1, 29), bit(w1, 30), bit(w1, 31)], [bit(w0, 8), bit(w0, 9), bit(w0, 10)]];
+        if g.acc {
+            srcs[2] = 256 + dst;
+            sel[0][2] = false;
+            sel[1][2] = true;
+        }
+        let clamp = bit(w0, 15);
+        let n = usize::from(g.n) + usize::from(g.acc);
+        let exec = w.exec();
+        for lane in 0..w.lanes {
+            if exec >> lane & 1 == 0 {
+                continue;
+            }
+            let mut out = 0u32;
+            for h in 0..2 {
+                let mut v = [0u64; 3];
+                for k in 0..n {
+                    let raw = Self::src(w, srcs[k], lane, T::B32, i.literal);
+                    let mut x = (raw >> if sel[h][k] { 16 } else { 0 }) & 0xffff;
+                    if g.src[k] == T::F16 && neg[h][k] {
+                        x ^= 0x8000;
+                    }
+                    v[k] = x;
+                }
+                let mut r = valu::eval(g.l, v[0], v[1], v[2], false).0;
+                if clamp && g.dst == T::F16 {
+                    r = post(r, T::F16, true, 0);
+                }
+                // CAST: a 16-bit result.
+                out |= (r as u32 & 0xffff) << (16 * h);
+            }
+            w.set_vgpr(dst, lane, out);
         }
         self.st.lane_insts += u64::from(exec.count_ones());
     }
@@ -1318,7 +1370,7 @@ fn salu(w: &mut Wave, i: &Inst, op: S) {
     // Shift amounts and bit indices are 32-bit even in the 64-bit forms.
     let b_wide = wide && !matches!(op, Lshl(_) | Lshr(_) | Ashr(_) | BfeU(_) | BfeI(_));
     let a = ssrc(w, a_code, wide, lit);
-    let b = if i.enc == Encoding::Sop2 { ssrc(w, b_code, b_wide, lit) } else { 0 };
+    let b = if matches!(i.enc, Encoding::Sop2 | Encoding::Sopc) { ssrc(w, b_code, b_wide, lit) } else { 0 };
     // CAST: SOPK's simm16, signed and unsigned.
     let k16 = w0 as u16;
     let sk = i64::from(k16 as i16) as u64;
@@ -1673,6 +1725,19 @@ fn mem_op(name: &str) -> Option<MemOp> {
     Some(MemOp { space, store, bytes, ext, two })
 }
 
+/// `v_pk_<op>` as the 16-bit `v_<op>` each half runs.
+fn pk_sig(name: &str) -> Option<Sig> {
+    let rest = name.strip_prefix("v_pk_")?;
+    let mut buf = [0u8; 32];
+    let full = b"v_".iter().chain(rest.as_bytes()).copied();
+    let mut n = 0;
+    for (k, c) in full.enumerate() {
+        *buf.get_mut(k)? = c;
+        n = k + 1;
+    }
+    valu::sig(core::str::from_utf8(&buf[..n]).ok()?)
+}
+
 /// What `i` does, or why it is refused.
 fn resolve(i: &Inst, at: usize, wave64: bool) -> Result<Sem, LoadError> {
     let name = i.op.name;
@@ -1743,6 +1808,18 @@ fn resolve(i: &Inst, at: usize, wave64: bool) -> Result<Sem, LoadError> {
             "v_fma_mix_f32" => Sem::Mix(0),
             "v_fma_mixlo_f16" => Sem::Mix(1),
             "v_fma_mixhi_f16" => Sem::Mix(2),
+            _ if name.starts_with("v_pk_") => {
+                let base = match &name[5..] {
+                    "add_u16" | "add_i16" => "v_add_nc_u16",
+                    "sub_u16" | "sub_i16" => "v_sub_nc_u16",
+                    _ => "",
+                };
+                let g = if base.is_empty() { pk_sig(name) } else { valu::sig(base) };
+                match g {
+                    Some(g) if g.src[0].bits() == 16 && g.dst.bits() == 16 => Sem::Pk(g),
+                    _ => return no("the opcode"),
+                }
+            }
             "v_wmma_f32_16x16x16_f16" | "v_wmma_f32_16x16x16_bf16" if !wave64 => {
                 let w1 = i.words[1];
                 if (w1 >> 18) & 0x1ff < 256 && (w1 >> 18) & 0x1ff != 128 {
