@@ -12,4 +12,5 @@
 extern crate alloc;
 
 pub mod codeobj;
+pub mod launch;
 pub mod listing;
