@@ -6,50 +6,12 @@
 //! buffer must equal the CPU's: integers exactly, floats within a few ulps (the GPU's exp, log,
 //! rcp and sqrt are the hardware's, the CPU's libm's).
 
+mod common;
+
+use common::Case;
 use hcq_amd::codeobj::CodeObject;
-use hcq_amd::launch::{self, Inputs};
-use hcq_rdna3::exec::Memory;
-use serde_json::Value;
+use hcq_amd::launch;
 use std::path::PathBuf;
-
-/// Buffers at fixed addresses, as a GPU's VA space.
-struct Mem {
-    regions: Vec<(u64, Vec<u8>)>,
-}
-
-impl Mem {
-    fn find(&mut self, addr: u64, n: usize) -> Option<&mut [u8]> {
-        for (base, b) in &mut self.regions {
-            if addr >= *base {
-                let off = usize::try_from(addr - *base).ok()?;
-                if off.checked_add(n).is_some_and(|e| e <= b.len()) {
-                    return Some(&mut b[off..off + n]);
-                }
-            }
-        }
-        None
-    }
-}
-
-impl Memory for Mem {
-    fn read(&mut self, addr: u64, buf: &mut [u8]) -> bool {
-        let n = buf.len();
-        self.find(addr, n).map(|s| buf.copy_from_slice(s)).is_some()
-    }
-    fn write(&mut self, addr: u64, data: &[u8]) -> bool {
-        self.find(addr, data.len()).map(|s| s.copy_from_slice(data)).is_some()
-    }
-}
-
-fn hex(s: &str) -> Vec<u8> {
-    (0..s.len() / 2).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap()).collect()
-}
-
-fn dims(v: &Value) -> [u32; 3] {
-    let a = v.as_array().unwrap();
-    let g = |i: usize| a.get(i).and_then(Value::as_u64).unwrap_or(1) as u32;
-    [g(0), g(1), g(2)]
-}
 
 /// `got` against `want` as elements of `dtype`: None when they agree, else the first difference.
 fn compare(dtype: &str, got: &[u8], want: &[u8]) -> Option<String> {
@@ -95,35 +57,11 @@ fn half(h: u16) -> f64 {
 }
 
 fn run_case(path: &std::path::Path) -> Result<(), String> {
-    let j: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let co_file = path.with_file_name(j["co"].as_str().unwrap());
-    let co = CodeObject::parse(&std::fs::read(&co_file).unwrap()).map_err(|e| e.to_string())?;
-    let k = co.kernels.first().ok_or("no kernel")?;
-    let prog = launch::program(&co, k).map_err(|e| e.to_string())?;
-    let (groups, local) = (dims(&j["global"]), dims(&j["local"]));
-    let bufs = j["bufs"].as_array().unwrap();
-    let mut mem = Mem { regions: Vec::new() };
-    let mut args = Vec::new();
-    for (i, b) in bufs.iter().enumerate() {
-        let addr = 0x1_0000_0000u64 + (i as u64) * 0x100_0000;
-        mem.regions.push((addr, hex(b["init"].as_str().unwrap())));
-        args.extend_from_slice(&addr.to_le_bytes());
-    }
-    for v in j["vals"].as_array().unwrap() {
-        args.extend_from_slice(&(v.as_i64().unwrap() as u32).to_le_bytes());
-    }
-    let (kernarg, packet) = (0x8000_0000u64, 0x8100_0000u64);
-    args.resize(args.len().max(k.kd.kernarg_bytes as usize), 0);
-    mem.regions.push((kernarg, args));
-    mem.regions.push((packet, launch::dispatch_packet(&k.kd, local, groups, 0, kernarg).to_vec()));
-    let user = launch::user_sgprs(&k.kd, &Inputs { kernarg, dispatch_packet: packet, scratch: 0 })
-        .map_err(|e| e.to_string())?;
-    let d = launch::dispatch(k, local, &user, 1 << 24).map_err(|e| e.to_string())?;
-    prog.run(&d, groups, &mut mem).map_err(|e| e.to_string())?;
-    for (i, b) in bufs.iter().enumerate() {
-        let want = hex(b["want"].as_str().unwrap());
-        if let Some(e) = compare(b["dtype"].as_str().unwrap_or("uchar"), &mem.regions[i].1, &want) {
-            return Err(format!("buffer {i} ({}): {e}", b["dtype"]));
+    let mut c = Case::load(path)?;
+    c.run()?;
+    for (i, (dtype, want)) in c.want.iter().enumerate() {
+        if let Some(e) = compare(dtype, &c.mem.regions[i].1, want) {
+            return Err(format!("buffer {i} ({dtype}): {e}"));
         }
     }
     Ok(())
