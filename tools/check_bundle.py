@@ -75,6 +75,7 @@ class Checker:
   def __init__(self, root: str, require_adreno: bool = False):
     self.root, self.errors, self.warnings, self.checks = root, [], [], 0
     self.require_adreno = require_adreno
+    self.require_amd = False
 
   def fail(self, msg: str): self.errors.append(getattr(self, "where", "") + msg)
 
@@ -188,8 +189,8 @@ class Checker:
     graphs, chains = m.get("graphs"), m.get("toolchains", {})
     if not self.expect(isinstance(graphs, list) and graphs, "manifest: graphs is not a non-empty list"): return None
     targets = [g.get("target") for g in graphs]
-    self.expect(len(set(targets)) == len(targets) and all(t in ("qcom", "cpu", "any") for t in targets)
-                and ("any" not in targets or len(targets) == 1), f"graphs: targets {targets}")
+    # at most one graph per target; a graph for any target may stand beside others (a device takes its own target's first)
+    self.expect(len(set(targets)) == len(targets) and all(t in ("qcom", "cpu", "amd", "any") for t in targets), f"graphs: targets {targets}")
     for key in ("buffers", "inputs", "outputs", "programs", "launches"):
       self.expect(key not in m, f"manifest: version 2 holds {key!r} in its graphs, not at the top level")
     for gi, g in enumerate(graphs):
@@ -199,11 +200,12 @@ class Checker:
       self.where = f"graphs[{gi}] ({g.get('name')}): "
       target = g.get("target")
       if target == "qcom": self.expect("adreno_a630" in chains, "toolchains: no adreno_a630 entry for the qcom graph")
+      if target == "amd": self.expect("amd_gfx1100" in chains, "toolchains: no amd_gfx1100 entry for the amd graph")
       levels = m.get("arch_levels", {}) if target == "cpu" else {}
-      saved = self.require_adreno
-      self.require_adreno = target == "qcom"
-      self.check_graph(g, levels, chains, need_x86=target == "cpu")
-      self.require_adreno = saved
+      saved = self.require_adreno, self.require_amd
+      self.require_adreno, self.require_amd = target == "qcom" or (saved[0] and target == "any"), target == "amd"
+      self.check_graph(g, levels, chains, need_x86=target in ("cpu", "any"))
+      self.require_adreno, self.require_amd = saved
     self.where = ""
     first = graphs[0]
     for g in graphs[1:]:
@@ -261,6 +263,9 @@ class Checker:
       if "adreno_a630" in objs or self.require_adreno:
         if self.expect("adreno_a630" in objs and isinstance(p.get("adreno"), dict), f"{what}: no adreno_a630 object and adreno metadata"):
           self.check_adreno(p, self.file_entry(objs["adreno_a630"], f"{what} adreno_a630"), f"{what} adreno")
+      if "amd_gfx1100" in objs or self.require_amd:
+        if self.expect("amd_gfx1100" in objs, f"{what}: no amd_gfx1100 object"):
+          self.check_amd(self.file_entry(objs["amd_gfx1100"], f"{what} amd_gfx1100"), p.get("symbol"), f"{what} amd_gfx1100")
       if need_x86 or "source_file" in p: self.read(p.get("source_file"), f"{what} source")
       for arch in levels:
         self.expect(arch in objs, f"{what}: arch_levels lists {arch} but the program has no {arch} object")
@@ -283,6 +288,21 @@ class Checker:
         for key in ADRENO_TOOLCHAIN_KEYS: self.expect(key in tc, f"toolchains.adreno_a630: missing {key!r}")
         self.expect(tc.get("executed") is False or tc.get("executed") is True, "toolchains.adreno_a630.executed is not a boolean")
     self.check_launches(m, buffers, programs)
+
+  # ---------- AMD ----------
+
+  def check_amd(self, co: bytes | None, symbol, what: str):
+    """An HSA code object (examples/FORMAT.md "AMD gfx1100 objects"): ELF64 little-endian, OS ABI AMDGPU_HSA (64), machine
+    EM_AMDGPU (224), gfx1100 in e_flags (EF_AMDGPU_MACH 0x41), the kernel `symbol` and its descriptor `symbol.kd`."""
+    if co is None: return
+    if not self.expect(len(co) >= 64 and co[:4] == b"\x7fELF" and co[4] == 2 and co[5] == 1, f"{what}: not an ELF64 little-endian file"):
+      return
+    self.expect(co[7] == 64, f"{what}: ELF OS ABI {co[7]}, expected 64 (AMDGPU HSA)")
+    self.expect(struct.unpack_from("<H", co, 18)[0] == 224, f"{what}: e_machine is not EM_AMDGPU (224)")
+    self.expect(struct.unpack_from("<I", co, 48)[0] & 0xff == 0x41, f"{what}: e_flags mach {struct.unpack_from('<I', co, 48)[0] & 0xff:#x}, expected gfx1100 (0x41)")
+    if isinstance(symbol, str):
+      self.expect(symbol.encode() + b"\x00" in co and (symbol + ".kd").encode() + b"\x00" in co,
+                  f"{what}: no symbol {symbol!r} and descriptor {symbol + '.kd'!r} in the string table")
 
   # ---------- Adreno ----------
 
@@ -619,7 +639,7 @@ def main(argv=None) -> int:
   m = c.run()
   if m is not None and a.like: compare_like(c, m, a.like)
   if m is not None and a.same_adreno: compare_adreno(c, m, a.dir, a.same_adreno)
-  if m is not None and a.model and not c.errors: c.compare_reference(m, a.model, a.seed, a.atol, a.rtol)
+  if m is not None and a.model and not c.errors: c.compare_reference(m["graphs"][0] if "graphs" in m else m, a.model, a.seed, a.atol, a.rtol)
   for w in c.warnings: print(f"  warning: {w}")
   for e in c.errors: print(f"  FAIL: {e}")
   status = "OK" if not c.errors else "FAILED"

@@ -4,7 +4,8 @@
 The format is documented in examples/FORMAT.md. This tool writes x86-64 objects (the exact bytes tinygrad loaded and ran),
 optionally AArch64 objects rebuilt from the same C source, optionally Adreno 630 shaders with their dispatch metadata (tinygrad's
 IR3 renderer and Mesa's ir3 compiler from the `tinymesa` package; see tools/adreno_a630.py), the buffers' starting bytes, the
-launch list of one forward pass and the outputs tinygrad computed.
+launch list of one forward pass and the outputs tinygrad computed. `--amd` adds AMD gfx1100 code objects (tinygrad's AMD LLVM
+renderer, `AMD_LLVM=1`, on the system's libLLVM; see tools/amd_gfx1100.py) as a second graph (`target: "amd"`, version 2).
 
 A model file defines `build(seed)` (or `build()`) returning `(fn, example_inputs)`: `fn` takes Tensors and returns a Tensor or
 a tuple/list of Tensors, `example_inputs` is a list of realized Tensors. The model is wrapped in TinyJit and called 4 times
@@ -12,7 +13,7 @@ a tuple/list of Tensors, `example_inputs` is a list of realized Tensors. The mod
 expected outputs.
 
 Usage: python tools/export_tinygrad.py --model tools/models/mlp.py -o OUTDIR [--x86-level x86-64-v2] [--aarch64] [--adreno]
-       [--seed N] [--name NAME] [--threads N] [--json]
+       [--amd] [--seed N] [--name NAME] [--threads N] [--json]
        hcq vkgsl -- python tools/export_tinygrad.py (--model M.py [--no-prune] [--cpu-graph] | --pickle X_tinygrad.pkl) --qcom-jit
        -o OUTDIR [--json]
 
@@ -39,6 +40,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from adreno_a630 import AdrenoError, AdrenoExporter, finish_signature  # noqa: E402 (imports tinygrad only when used)
 import qcom_capture  # noqa: E402 (--qcom-jit, --pickle; imports tinygrad only when used)
+from amd_gfx1100 import AmdError, AmdExporter, amd_graph  # noqa: E402 (--amd; imports tinygrad only when used)
 
 FORMAT, VERSION = "tg-cpu-bundle", 1
 TINYGRAD_VERSION = "0.14.0"
@@ -77,6 +79,9 @@ def parse_args(argv):
   ap.add_argument("--aarch64", action="store_true", help="also build AArch64 objects from the generated C sources")
   ap.add_argument("--adreno", action="store_true",
                   help="also build Adreno 630 shaders (tinygrad IR3 renderer + Mesa ir3 from tinymesa) and their dispatch metadata")
+  ap.add_argument("--amd", action="store_true",
+                  help="also build AMD gfx1100 code objects (tinygrad's AMD LLVM renderer and compiler on the system's libLLVM) as the "
+                       "bundle's `amd` graph (manifest version 2)")
   ap.add_argument("--qcom-jit", action="store_true",
                   help="capture tinygrad's own QCOM JIT (IR3) on a KGSL device, e.g. the virtual one of `hcq vkgsl -- python ...`, with the "
                        "flags of the environment (default FLOAT16=1 IMAGE=1 NOLOCALS=1 JIT_BATCH_SIZE=0)")
@@ -100,7 +105,8 @@ def parse_args(argv):
   if a.pickle: a.qcom_jit = True
   if a.cpu_graph and not (a.qcom_jit and a.model): ap.error("--cpu-graph needs --qcom-jit and --model")
   if a.no_prune and not (a.qcom_jit and a.model): ap.error("--no-prune needs --qcom-jit and --model (a pickle holds its JIT as made)")
-  if a.qcom_jit and (a.aarch64 or a.adreno): ap.error("--qcom-jit records tinygrad's own QCOM programs; --aarch64/--adreno do not apply")
+  if a.qcom_jit and (a.aarch64 or a.adreno or a.amd):
+    ap.error("--qcom-jit records tinygrad's own QCOM programs; --aarch64/--adreno/--amd do not apply")
   return a
 
 
@@ -168,7 +174,7 @@ PHASES = Phases()
 class Exporter:
   DEVICE = "CPU"  # the device tinygrad runs the capture on
 
-  def __init__(self, args, adreno=None):
+  def __init__(self, args, adreno=None, amd=None):
     import numpy as np
     import tinygrad
     from tinygrad import Tensor, TinyJit, dtypes
@@ -197,7 +203,9 @@ class Exporter:
     self.adreno = adreno            # AdrenoExporter with --adreno, else None
     self.gpu_programs: list[dict] = []  # per program id with --adreno: the compiled GPU kernel
     self.kernel_asts: dict = {}     # compiled CPU PROGRAM -> the kernel SINK the scheduler produced (recorded at compile time)
-    if adreno is not None: self.record_kernel_asts()
+    self.amd = amd                  # AmdExporter with --amd, else None
+    self.amd_programs: list[dict] = []  # per program id with --amd: the gfx1100 kernel
+    if adreno is not None or amd is not None: self.record_kernel_asts()
 
   def record_kernel_asts(self):
     """Remember, for every kernel tinygrad compiles, the SINK it started from: the GPU kernel is rendered from that, not from the
@@ -374,6 +382,7 @@ class Exporter:
                "global_size": self.int_dims(global_size, where), "local_size": self.int_dims(local_size or (1, 1, 1), where),
                "args": args, "vals": vals, "core_id_arg": core_id_arg, "outs": outs, "ins": ins}
       if self.adreno is not None: entry |= self.adreno.launch(self.gpu_programs[pid], info.globals, var_vals, f"{where} (GPU)")
+      if self.amd is not None: entry["_amd"] = self.amd.launch(self.amd_programs[pid], info.globals, var_vals, f"{where} (AMD)")
       return entry
     if ast.op is Ops.COPY:
       dst = self.view(resolved[0].buffer, f"launch {idx} copy dst")
@@ -409,9 +418,10 @@ class Exporter:
       "symbol": name, "sha256": obj_entry["sha256"], "nbytes": obj_entry["nbytes"], "signature": signature, "n_buffer_args": n_buf,
       "vars": [s["name"] for s in signature[n_buf:]], "core_id_arg": core_id_arg, "objects": {"x86_64": obj_entry}})
     self.program_data.append((obj, source))
-    if self.adreno is not None:
+    if self.adreno is not None or self.amd is not None:
       if (sink := self.kernel_asts.get(ast)) is None: raise ExportError(f"{where}: the kernel's scheduled AST was not recorded at compile time")
-      self.gpu_programs.append(self.adreno.program(sink, f"{where} (GPU)", stem))
+      if self.adreno is not None: self.gpu_programs.append(self.adreno.program(sink, f"{where} (GPU)", stem))
+      if self.amd is not None: self.amd_programs.append(self.amd.program(sink, f"{where} (AMD)"))
     return pid
 
   def classify(self, launches, inputs, outputs, start) -> list[dict]:
@@ -500,6 +510,9 @@ class Exporter:
       if "file" in b: put(b["file"], self.start[b["id"]])
     for o, data in zip(outputs, expected): put(o["file"], data)
 
+    if self.amd is not None:
+      toolchains["amd_gfx1100"] = self.amd.toolchain()
+      amd = amd_graph(self.programs, launches, self.amd_programs, buffers, inputs, outputs, self.dtype_name, put)
     manifest = {
       "format": FORMAT, "version": VERSION, "model": model_name, "tinygrad_version": self.tinygrad_version,
       "numpy_version": np.__version__, "python": platform.python_version(),
@@ -509,6 +522,10 @@ class Exporter:
       "calling_convention": CALLING_CONVENTION, "toolchains": toolchains,
       "buffers": buffers, "inputs": inputs, "outputs": outputs, "programs": self.programs, "launches": launches,
     }
+    if self.amd is not None:  # version 2: the CPU (and Adreno) graph for any other target, beside the AMD graph
+      main = {"name": "main", "target": "any", "expected_from": "x86_64"}
+      main |= {k: manifest.pop(k) for k in ("buffers", "inputs", "outputs", "programs", "launches")}
+      manifest |= {"version": 2, "graphs": [main, amd]}
     put("manifest.json", (json.dumps(manifest, indent=1) + "\n").encode())
     return manifest
 
@@ -521,9 +538,9 @@ def main(argv=None) -> int:
     setup_environment(args)
     mod = load_model(args.model)
     name = args.name or getattr(mod, "NAME", None) or os.path.splitext(os.path.basename(args.model))[0]
-    adreno = None
-    if args.adreno: adreno = AdrenoExporter()
-    ex = Exporter(args, adreno)
+    adreno = AdrenoExporter() if args.adreno else None
+    amd = AmdExporter() if args.amd else None
+    ex = Exporter(args, adreno, amd)
     from tinygrad.device import Device
     if type(Device["CPU"].compiler).__name__ != "ClangCompiler":
       raise ExportError(f"tinygrad's CPU compiler is {type(Device['CPU'].compiler).__name__}; only ClangCompiler objects are exported")
@@ -537,12 +554,17 @@ def main(argv=None) -> int:
   except AdrenoError as e:
     print(f"export_tinygrad: error: --adreno: {e}", file=sys.stderr)
     return 1
-  n_kernels = sum(1 for l in manifest["launches"] if l["kind"] == "kernel")
-  core = sum(1 for p in manifest["programs"] if p["core_id_arg"] is not None)
+  except AmdError as e:
+    print(f"export_tinygrad: error: --amd: {e}", file=sys.stderr)
+    return 1
+  g = manifest["graphs"][0] if "graphs" in manifest else manifest
+  n_kernels = sum(1 for l in g["launches"] if l["kind"] == "kernel")
+  core = sum(1 for p in g["programs"] if p["core_id_arg"] is not None)
   report()
-  print(f"exported {name!r} to {args.out}: {len(manifest['programs'])} programs ({core} with core_id), {n_kernels} kernel launches, "
-        f"{len(manifest['buffers'])} buffers")
-  if args.json: print_json(args, name, manifest["programs"], manifest["launches"], manifest["buffers"])
+  amd_note = f" and an AMD gfx1100 graph of {len(manifest['graphs'][1]['programs'])} programs" if "graphs" in manifest else ""
+  print(f"exported {name!r} to {args.out}: {len(g['programs'])} programs ({core} with core_id), {n_kernels} kernel launches, "
+        f"{len(g['buffers'])} buffers{amd_note}")
+  if args.json: print_json(args, name, g["programs"], g["launches"], g["buffers"])
   return 0
 
 

@@ -23,9 +23,9 @@ mkdir -p artifacts
 cp "$ROOT"/hal/cpu/tests/data/*/*.o "$ROOT"/examples/*/prog_*.o corpus/elf/ 2>/dev/null || true
 cp "$ROOT"/tests/data/bundles-bad/*.hcqb corpus/bundle/
 cp "$ROOT"/tests/data/bundles-bad/*.hcqb corpus/load/
-for b in "$ROOT"/examples/*/; do
+for b in "$ROOT"/examples/*/ "$ROOT"/examples/amd/*/; do
   [ -f "$b/manifest.json" ] || continue
-  name="$(basename "$b")"
+  name="$(basename "$(dirname "$b")")-$(basename "$b")"
   "$HCQ_BIN" pack "$b" -o "corpus/bundle/$name.hcqb" >/dev/null
   cp "corpus/bundle/$name.hcqb" "corpus/load/$name.hcqb"
   cp "corpus/bundle/$name.hcqb" "corpus/qcom_load/$name.hcqb"
@@ -36,6 +36,7 @@ cp "$ROOT"/examples/*/*.a630.bin corpus/ir3_decode/ 2>/dev/null || true
 cp "$ROOT"/examples/*/*.a630.bin corpus/ir3_exec/ 2>/dev/null || true
 # seeds: tinygrad's gfx1100 code objects for the AMD loader
 cp "$ROOT"/hal/amd/tests/data/tinygrad/*.co corpus/amd_codeobj/
+cp "$ROOT"/examples/amd/*/*.gfx1100.co corpus/amd_codeobj/
 for t in $TARGETS; do
   echo "fuzz $t: ${SECS}s"
   "./target/$HOST/release/$t" "corpus/$t" -max_total_time="$SECS" -rss_limit_mb=2048 \

@@ -190,6 +190,34 @@ EOF
   cat "$TMP/identity.log"; grep -q "no captured launch writes buffer" "$TMP/identity.log" && [ ! -e "$TMP/identity/manifest.json" ]
 }
 check "the exporter refuses an output no launch writes (a returned input)" refuses_returned_input
+amd_main_is_v1() { # amd_main_is_v1 AMD_DIR V1_DIR: --amd left every file of the v1 export as it was, its lists are graph main's
+  "$PY" - "$1" "$2" <<'EOF'
+import json, os, sys
+a, v = sys.argv[1], sys.argv[2]
+ma, mv = (json.load(open(os.path.join(d, "manifest.json"))) for d in (a, v))
+assert ma["version"] == 2 and [g["target"] for g in ma["graphs"]] == ["any", "amd"], [g["target"] for g in ma["graphs"]]
+main, amd = ma["graphs"]
+for k in ("buffers", "inputs", "outputs", "programs", "launches"):
+  assert main[k] == mv[k], f"graph main's {k} differ from the v1 export's"
+  if k in ("buffers", "inputs", "outputs"): assert amd[k] == mv[k], f"graph amd's {k} differ from the v1 export's"
+assert len(amd["programs"]) == len(mv["programs"]) and len(amd["launches"]) == len(mv["launches"])
+for f in os.listdir(v):
+  if f != "manifest.json": assert open(os.path.join(a, f), "rb").read() == open(os.path.join(v, f), "rb").read(), f
+extra = sorted(set(os.listdir(a)) - set(os.listdir(v)))
+assert extra == sorted(p["objects"]["amd_gfx1100"]["file"] for p in amd["programs"]), extra
+print(f"graph main equals the v1 export; {len(extra)} gfx1100 code objects added")
+EOF
+}
+AMD_MODELS=(mlp wide convnet)
+for model in "${AMD_MODELS[@]}"; do
+  if export_model "$model" "$TMP/amd-$model" --adreno --amd >/dev/null; then
+    pass "export $model --adreno --amd"
+    check "check_bundle $model --amd (the amd graph's code objects)" "$PY" "$ROOT/tools/check_bundle.py" "$TMP/amd-$model" --adreno
+    [ -d "$TMP/$model" ] && check "--amd adds the amd graph and changes nothing of the $model export" amd_main_is_v1 "$TMP/amd-$model" "$TMP/$model"
+  else
+    fail "export $model --adreno --amd"
+  fi
+done
 [ -d "$TMP/matmul" ] && check "matmul has core_id kernels" has_core_id "$TMP/matmul"
 [ -d "$TMP/matmul" ] && check "matmul a630 objects equal benches/bundles/matmul" \
   "$PY" "$ROOT/tools/check_bundle.py" "$TMP/matmul" --same-adreno "$ROOT/benches/bundles/matmul"

@@ -132,13 +132,13 @@ pub(crate) fn same_tensor(what: &'static str, first: ArgView, other: ArgView) ->
     Ok(())
 }
 
-/// A graph's target is known and no other graph has it; a graph for any target is a bundle's
-/// only graph (so which graph a device runs is never ambiguous).
+/// A graph's target is known and no other graph has it. A graph for any target may stand beside
+/// graphs of other targets (the CPU and Adreno objects of one schedule beside the AMD graph of the
+/// same kernels): a device runs the graph of its own target when there is one, else the graph for
+/// any target ([`Hcqb::for_archs`](crate::hcqb::Hcqb::for_archs)), so the choice is never ambiguous.
 pub(crate) fn graph_target(code: u8, all: impl Iterator<Item = u8>, index: usize) -> Result<()> {
-    let target = super::GraphTarget::from_code(code)?;
-    let mut n = 0usize;
+    super::GraphTarget::from_code(code)?;
     for (j, other) in all.enumerate() {
-        n += 1;
         if j != index && other == code {
             return Err(Error::Malformed {
                 what: "bundle graph target",
@@ -146,13 +146,6 @@ pub(crate) fn graph_target(code: u8, all: impl Iterator<Item = u8>, index: usize
                 reason: "two graphs for one target",
             });
         }
-    }
-    if target == super::GraphTarget::Any && n > 1 {
-        return Err(Error::Malformed {
-            what: "bundle graph target",
-            at: index as u64,
-            reason: "a graph for any target must be the bundle's only graph",
-        });
     }
     Ok(())
 }

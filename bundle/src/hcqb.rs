@@ -706,21 +706,25 @@ impl<'a> Hcqb<'a> {
         self.view_of.map(|g| g as usize)
     }
 
-    /// The graph a device with objects `archs` (preferred first) runs: the first graph whose
-    /// target runs one of them (for each arch in order) and that has that arch's object for every
-    /// program. A file without graphs is its own graph. Refused ([`Error::Unsupported`] `"bundle
+    /// The graph a device with objects `archs` (preferred first) runs: for each arch in order, the
+    /// graph of its own target, else the first graph for any target, that has that arch's object
+    /// for every program. A file without graphs is its own graph. Refused ([`Error::Unsupported`] `"bundle
     /// has no graph for this device's target"`, with the graphs the file has) when none fits: a
     /// bundle with only a QCOM graph does not run on a CPU.
     pub fn for_archs(&self, archs: &[Arch]) -> Result<Hcqb<'a>> {
         if self.graphs.is_empty() || self.view_of.is_some() {
             return Ok(*self);
         }
+        // The graph of the device's own target first, then a graph for any target.
         for &arch in archs {
-            for g in 0..self.graphs.len() {
-                let Some(view) = self.graph_view(g) else { continue };
-                let Some(info) = self.graph(g) else { continue };
-                if info.target.runs(arch) && view.programs().all(|p| p.object(arch).is_some()) {
-                    return Ok(view);
+            for exact in [true, false] {
+                for g in 0..self.graphs.len() {
+                    let Some(view) = self.graph_view(g) else { continue };
+                    let Some(info) = self.graph(g) else { continue };
+                    let fits = if exact { info.target == GraphTarget::of_arch(arch) } else { info.target.runs(arch) };
+                    if fits && view.programs().all(|p| p.object(arch).is_some()) {
+                        return Ok(view);
+                    }
                 }
             }
         }
@@ -753,7 +757,7 @@ impl<'a> Hcqb<'a> {
         let r = match arch {
             Arch::X86_64 => self.meta.level_x86_64,
             Arch::Aarch64 => self.meta.level_aarch64,
-            Arch::AdrenoA630 => return None,
+            Arch::AdrenoA630 | Arch::AmdGfx1100 => return None,
         };
         self.pools.str(r).ok().flatten()
     }

@@ -62,18 +62,22 @@ pub enum Arch {
     Aarch64 = 1,
     /// Adreno 630 (a6xx) shader blobs from Mesa's ir3 compiler, as tinygrad's QCOM runtime reads them.
     AdrenoA630 = 2,
+    /// AMD RDNA3 gfx1100 (RX 7900 XTX) HSA code objects from tinygrad's AMD LLVM renderer
+    /// (`AMD_LLVM=1`): ELF64 with a kernel descriptor per kernel.
+    AmdGfx1100 = 3,
 }
 
 impl Arch {
     /// Every architecture, in code order.
-    pub const ALL: [Arch; 3] = [Arch::X86_64, Arch::Aarch64, Arch::AdrenoA630];
+    pub const ALL: [Arch; 4] = [Arch::X86_64, Arch::Aarch64, Arch::AdrenoA630, Arch::AmdGfx1100];
 
-    /// The key the v1 manifest uses (`"x86_64"`, `"aarch64"`, `"adreno_a630"`).
+    /// The key the v1 manifest uses (`"x86_64"`, `"aarch64"`, `"adreno_a630"`, `"amd_gfx1100"`).
     pub const fn name(self) -> &'static str {
         match self {
             Arch::X86_64 => "x86_64",
             Arch::Aarch64 => "aarch64",
             Arch::AdrenoA630 => "adreno_a630",
+            Arch::AmdGfx1100 => "amd_gfx1100",
         }
     }
 
@@ -123,25 +127,29 @@ impl core::fmt::Display for Arch {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[repr(u8)]
 pub enum GraphTarget {
-    /// Any device with objects for it (a bundle's only graph: what single-graph bundles hold,
+    /// Any device with objects for it, when the bundle has no graph of the device's own target
+    /// (what single-graph bundles hold,
     /// CPU objects and Adreno objects of the same kernels side by side).
     Any = 0,
     /// CPU devices (x86-64 and AArch64 objects).
     Cpu = 1,
     /// The Adreno 630 (QCOM) device: what tinygrad's QCOM JIT ran.
     Qcom = 2,
+    /// AMD gfx1100 devices: the kernels tinygrad's AMD LLVM renderer compiled for the schedule.
+    Amd = 3,
 }
 
 impl GraphTarget {
     /// Every target, in code order.
-    pub const ALL: [GraphTarget; 3] = [GraphTarget::Any, GraphTarget::Cpu, GraphTarget::Qcom];
+    pub const ALL: [GraphTarget; 4] = [GraphTarget::Any, GraphTarget::Cpu, GraphTarget::Qcom, GraphTarget::Amd];
 
-    /// The manifest spelling (`"any"`, `"cpu"`, `"qcom"`).
+    /// The manifest spelling (`"any"`, `"cpu"`, `"qcom"`, `"amd"`).
     pub const fn name(self) -> &'static str {
         match self {
             GraphTarget::Any => "any",
             GraphTarget::Cpu => "cpu",
             GraphTarget::Qcom => "qcom",
+            GraphTarget::Amd => "amd",
         }
     }
 
@@ -171,6 +179,7 @@ impl GraphTarget {
         match arch {
             Arch::X86_64 | Arch::Aarch64 => GraphTarget::Cpu,
             Arch::AdrenoA630 => GraphTarget::Qcom,
+            Arch::AmdGfx1100 => GraphTarget::Amd,
         }
     }
 
@@ -178,7 +187,10 @@ impl GraphTarget {
     pub const fn runs(self, arch: Arch) -> bool {
         matches!(
             (self, GraphTarget::of_arch(arch)),
-            (GraphTarget::Any, _) | (GraphTarget::Cpu, GraphTarget::Cpu) | (GraphTarget::Qcom, GraphTarget::Qcom)
+            (GraphTarget::Any, _)
+                | (GraphTarget::Cpu, GraphTarget::Cpu)
+                | (GraphTarget::Qcom, GraphTarget::Qcom)
+                | (GraphTarget::Amd, GraphTarget::Amd)
         )
     }
 }

@@ -118,7 +118,7 @@ impl ArchLevels {
         match arch {
             Arch::X86_64 => self.x86_64.as_deref(),
             Arch::Aarch64 => self.aarch64.as_deref(),
-            Arch::AdrenoA630 => None,
+            Arch::AdrenoA630 | Arch::AmdGfx1100 => None,
         }
     }
 
@@ -198,6 +198,8 @@ pub struct Objects {
     pub aarch64: Option<Vec<u8>>,
     /// Adreno 630 shader blob.
     pub adreno_a630: Option<Vec<u8>>,
+    /// AMD gfx1100 HSA code object (ELF64 with the kernel's descriptor).
+    pub amd_gfx1100: Option<Vec<u8>>,
 }
 
 impl Objects {
@@ -207,6 +209,7 @@ impl Objects {
             Arch::X86_64 => self.x86_64.as_deref(),
             Arch::Aarch64 => self.aarch64.as_deref(),
             Arch::AdrenoA630 => self.adreno_a630.as_deref(),
+            Arch::AmdGfx1100 => self.amd_gfx1100.as_deref(),
         }
     }
 
@@ -216,6 +219,7 @@ impl Objects {
             Arch::X86_64 => self.x86_64 = bytes,
             Arch::Aarch64 => self.aarch64 = bytes,
             Arch::AdrenoA630 => self.adreno_a630 = bytes,
+            Arch::AmdGfx1100 => self.amd_gfx1100 = bytes,
         }
     }
 

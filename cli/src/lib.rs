@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! hcq devices                      enumerate devices (PASS/FAIL with reasons)
-//! hcq inspect BUNDLE [--disasm]    header, programs, buffers, launches, sizes (+ a630 listings)
+//! hcq inspect BUNDLE [--disasm]    header, programs, buffers, launches, sizes (+ a630 and gfx1100 listings)
 //! hcq pack DIR -o FILE             a v1 bundle directory into one .hcqb file
 //! hcq run BUNDLE [--device CPU|SIM|[KGSL+|MSM+]QCOM[:SIM]] [--iters N] [--check] [--profile trace.json] [--json]
 //!                  [--allow-native] [--dump-rd FILE] [--timeout-ms MS]
@@ -150,6 +150,28 @@ fn print_a630_listings(f: &Hcqb, out: &mut String) -> bool {
             Ok(instrs) => out.push_str(&hcq_ir3::listing(&instrs)),
             Err(e) => {
                 eprintln!("hcq: program {i} {}: a630 shader: {e}", p.name);
+                ok = false;
+            }
+        }
+    }
+    ok
+}
+
+/// The gfx1100 listing of every program with an AMD code object, as `llvm-objdump -d
+/// --mcpu=gfx1100` prints it (`hcq_amd::listing`); a code object that does not parse is reported
+/// and makes the command fail.
+fn print_amd_listings(f: &Hcqb, out: &mut String) -> bool {
+    let mut ok = true;
+    for (i, p) in f.programs().enumerate() {
+        let Some(co) = p.object(hcq_bundle::Arch::AmdGfx1100) else { continue };
+        writeln!(out, "program {i} {} (gfx1100):", p.name).ok();
+        match hcq_amd::codeobj::CodeObject::parse(co) {
+            Ok(co) => {
+                let path = format!("program {i} {}", p.name);
+                writeln!(out, "{}", hcq_amd::listing::Listing { co: &co, path: &path }).ok();
+            }
+            Err(e) => {
+                eprintln!("hcq: program {i} {}: gfx1100 code object: {e}", p.name);
                 ok = false;
             }
         }
@@ -403,7 +425,7 @@ pub fn main() -> ExitCode {
             let f = Hcqb::parse(&b).with_context(|| format!("bundle {}", bundle.display()))?;
             out.push_str(&hcq_bundle::inspect_with(&f, launches));
             writeln!(out, "file size: {} bytes (packed)", b.len()).ok();
-            Ok(!disasm || print_a630_listings(&f, &mut out))
+            Ok(!disasm || (print_a630_listings(&f, &mut out) & print_amd_listings(&f, &mut out)))
         }),
         Cmd::Pack { dir, output } => hcq_bundle::v1::import_dir(&dir)
             .with_context(|| format!("bundle {}", dir.display()))

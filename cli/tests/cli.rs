@@ -519,3 +519,44 @@ fn devices_fifos_and_links_out_of_the_bundle_are_refused() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     std::fs::remove_dir_all(&tmp).ok();
 }
+
+/// `hcq inspect --disasm` lists a bundle's gfx1100 code objects (the `amd` graph of
+/// examples/amd/mlp) as llvm-objdump does, and the CPU device still runs the bundle's graph for
+/// any target beside it; a code object with a broken ELF header makes the listing fail, naming
+/// the program.
+#[test]
+fn inspect_disasm_lists_the_amd_graphs_code_objects() {
+    let dir = root().join("examples/amd/mlp");
+    let out = hcq(&["inspect", dir.to_str().unwrap(), "--disasm"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("amd (target amd, expected outputs from x86_64): 3 programs"), "{text}");
+    assert_eq!(text.matches("(gfx1100):").count(), 3, "{text}");
+    assert!(text.contains("s_endpgm") && text.contains("global_load_b"), "{text}");
+    let out = hcq(&["run", dir.to_str().unwrap(), "--check"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let tmp = std::env::temp_dir().join(format!("hcq-cli-amd-bad-co-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, tmp.join(p.file_name().unwrap())).unwrap();
+    }
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(tmp.join("manifest.json")).unwrap()).unwrap();
+    let obj = &m["graphs"][1]["programs"][0]["objects"]["amd_gfx1100"];
+    let co = tmp.join(obj["file"].as_str().unwrap());
+    let mut bytes = std::fs::read(&co).unwrap();
+    bytes[0x20..0x28].copy_from_slice(&u64::MAX.to_le_bytes()); // e_phoff far outside the file
+    bytes[0x28..0x30].copy_from_slice(&u64::MAX.to_le_bytes()); // e_shoff too
+    std::fs::write(&co, &bytes).unwrap();
+    let mut m = m;
+    if let Some(o) = m["graphs"][1]["programs"][0]["objects"]["amd_gfx1100"].as_object_mut() {
+        o.remove("sha256");
+    }
+    std::fs::write(tmp.join("manifest.json"), serde_json::to_vec(&m).unwrap()).unwrap();
+    let out = hcq(&["inspect", tmp.to_str().unwrap(), "--disasm"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a broken code object listed without error");
+    assert!(err.contains("gfx1100 code object"), "{err}");
+    std::fs::remove_dir_all(&tmp).ok();
+}

@@ -319,7 +319,7 @@ pub(crate) fn two_graphs() -> BundleModel {
     m.inputs.push(m.inputs[0].clone());
     m.outputs.push(m.outputs[0].clone());
     let mut p = m.programs[0].clone();
-    p.objects = Objects { x86_64: None, aarch64: None, adreno_a630: Some(alloc::vec![7; 8]) };
+    p.objects = Objects { x86_64: None, aarch64: None, adreno_a630: Some(alloc::vec![7; 8]), amd_gfx1100: None };
     m.programs.push(p);
     m.launches.push(m.launches[0].clone());
     m.launches.push(m.launches[2].clone());
@@ -427,9 +427,6 @@ fn two_graphs_for_one_target_or_disagreeing_inputs_are_refused() {
     assert!(matches!(m.validate().unwrap_err().root(), Error::Malformed { reason: "two graphs for one target", .. }));
     assert!(Hcqb::parse(&write(&m).unwrap()).is_err());
     let mut m = two_graphs();
-    m.graphs[0].target = GraphTarget::Any;
-    assert!(m.validate().is_err());
-    let mut m = two_graphs();
     m.inputs[1].view.dtype = DType::I32;
     let e = m.validate().unwrap_err();
     assert!(e.to_string().starts_with("graph 1: input 0"), "{e}");
@@ -440,6 +437,24 @@ fn two_graphs_for_one_target_or_disagreeing_inputs_are_refused() {
     let e = m.validate().unwrap_err();
     assert!(matches!(e.root(), Error::Malformed { reason: "shapes differ", .. }), "{e}");
     assert!(Hcqb::parse(&write(&m).unwrap()).unwrap_err().to_string().starts_with("graph 1: input 0"));
+}
+
+#[test]
+fn a_device_takes_its_own_targets_graph_before_the_graph_for_any_target() {
+    // graph 0 for any target (x86-64 objects), graph 1 for QCOM: the Adreno takes graph 1 even
+    // though graph 0 comes first, a CPU takes graph 0; an AMD device has neither and is refused.
+    let mut m = two_graphs();
+    m.graphs[0].target = GraphTarget::Any;
+    m.validate().unwrap();
+    let bytes = write(&m).unwrap();
+    let file = Hcqb::parse(&bytes).unwrap();
+    assert_eq!(file.for_archs(&[Arch::AdrenoA630]).unwrap().view_of(), Some(1));
+    assert_eq!(file.for_archs(&[Arch::X86_64]).unwrap().view_of(), Some(0));
+    assert!(file.for_archs(&[Arch::AmdGfx1100]).is_err());
+    // an Adreno object in the any graph too: the QCOM graph still wins
+    m.programs[0].objects.adreno_a630 = Some(alloc::vec![1; 4]);
+    let bytes = write(&m).unwrap();
+    assert_eq!(Hcqb::parse(&bytes).unwrap().for_archs(&[Arch::AdrenoA630]).unwrap().view_of(), Some(1));
 }
 
 #[test]
