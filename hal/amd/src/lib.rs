@@ -5,12 +5,24 @@
 //!   descriptor checked before anything is allocated.
 //! - [`listing`]: a code object's `.text` as `llvm-objdump -d --mcpu=gfx1100` prints it, over
 //!   `hcq-rdna3`'s disassembler.
+//! - [`regs`]: the gfx11 (GC 11.0.0) registers the compute queue writes.
+//! - [`pm4`]: PM4 packets of the MEC compute queue and [`pm4::Pm4Encoder`], as tinygrad 0.14's
+//!   `AMDComputeQueue` emits them.
+//! - [`sdma`]: SDMA 6.0 packets and [`sdma::SdmaEncoder`], as tinygrad's `AMDCopyQueue`.
+//! - [`kfd`]: KFD's uapi, the [`kfd::Kfd`] trait over its ioctls, maps and sysfs topology (the
+//!   real `/dev/kfd` with feature `std`).
 //!
-//! The queues (PM4 compute, SDMA), KFD's kernel interface and the simulated GPU come next.
+//! The simulated GPU (`sim/amd`) comes next.
 #![no_std]
 
 extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
 
 pub mod codeobj;
+pub mod kfd;
 pub mod launch;
 pub mod listing;
+pub mod pm4;
+pub mod regs;
+pub mod sdma;
