@@ -1,0 +1,754 @@
+//! The simulated GPU's virtual memory: allocations at GPU virtual addresses, each backed by host
+//! memory, shared by the command processors, the shader core's threads and the host.
+//!
+//! # Shape
+//!
+//! As KFD hands memory out (`AMDKFD_IOC_ALLOC_MEMORY_OF_GPU`, then `MAP_MEMORY_TO_GPU`): an
+//! allocation reserves `[va, va + size)` ([`GpuMemory::allocate`], at the caller's address or one
+//! the allocator picks), the GPU reaches it only while it is mapped ([`GpuMemory::map`],
+//! [`GpuMemory::unmap`]), and the host reaches it whenever it exists (its CPU mapping:
+//! [`GpuMemory::host_read`], [`GpuMemory::host_write`]). A GPU access outside every mapped
+//! allocation is a [`MemFault`] naming the first byte that is not mapped — never a silent zero;
+//! a write that faults writes nothing.
+//!
+//! # Concurrency
+//!
+//! The CP may run on its own thread while the host writes buffers, and a dispatch's work-groups
+//! run on several threads at once, so memory is shared:
+//!
+//! - Every allocation is an `Arc` of a boxed slice of `AtomicU32` words. Dword accesses are single
+//!   atomic loads and stores (acquire / release, so a write the host makes before it rings a
+//!   doorbell is seen by the CP, and a signal the CP writes after a dispatch orders the dispatch's
+//!   results before it); a byte or short store is a compare-and-swap of its word, so threads
+//!   writing neighbouring bytes never lose each other's bytes. No lock is taken per access and no
+//!   `unsafe` is needed.
+//! - A 64-bit access is two dword accesses, low dword first: a reader racing a writer may see one
+//!   half old and one new (as two dword writes on the GPU would show). tinygrad's protocols do not
+//!   race 64-bit values (its signals are written as 32-bit low words; timestamps are read after
+//!   the signal that follows them).
+//! - The address map is an immutable snapshot (`Arc<Space>`) behind a `RwLock`: allocate, map,
+//!   unmap and free build a new snapshot; accesses take the current one ([`GpuMemory::view`]) and
+//!   keep it for a packet or a whole dispatch. An allocation freed while a dispatch holds a view
+//!   stays alive (and reachable by that dispatch) until the view drops, as a page stays in a
+//!   GPU's TLB until its flush; the next view no longer has it.
+
+use hcq_rdna3::exec::Memory;
+use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::alloc::Layout;
+use std::ptr::NonNull;
+use std::sync::{Arc, RwLock};
+
+/// Page size: allocations start on a page and are placed a page apart by the allocator.
+pub const PAGE: u64 = 4096;
+/// GPU virtual addresses are 48 bits on gfx11 (GPUVM's four-level page table).
+pub const VA_LIMIT: u64 = 1 << 48;
+/// Where the allocator starts looking when the caller does not choose an address.
+pub const AUTO_VA_BASE: u64 = 0x2000_0000_0000;
+/// Default limit on the bytes all allocations together may take (host memory backs them).
+pub const DEFAULT_LIMIT: u64 = 4 << 30;
+
+/// Why an allocation call was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemError {
+    /// The address is not page-aligned.
+    Misaligned {
+        /// The address asked for.
+        va: u64,
+    },
+    /// A zero-byte allocation.
+    Empty {
+        /// The address asked for (0: the allocator's choice).
+        va: u64,
+    },
+    /// The range runs into the null page or past the 48-bit address space.
+    OutOfRange {
+        /// Start.
+        va: u64,
+        /// Bytes.
+        size: u64,
+    },
+    /// The range overlaps an allocation.
+    Overlap {
+        /// Start asked for.
+        va: u64,
+        /// Bytes asked for.
+        size: u64,
+        /// The allocation it overlaps.
+        other: u64,
+        /// That allocation's size.
+        other_size: u64,
+    },
+    /// No room: the memory limit, or no free range of the address space.
+    OutOfMemory {
+        /// Bytes asked for.
+        size: u64,
+        /// Bytes allocated now.
+        used: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// No allocation starts at this address.
+    NotAllocated {
+        /// The address given.
+        va: u64,
+    },
+}
+
+impl fmt::Display for MemError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            MemError::Misaligned { va } => write!(f, "gpu memory: address {va:#x} is not {PAGE}-byte aligned"),
+            MemError::Empty { va } => write!(f, "gpu memory: zero-byte allocation at {va:#x}"),
+            MemError::OutOfRange { va, size } => write!(
+                f,
+                "gpu memory: {size} bytes at {va:#x} fall outside [{PAGE:#x}, {VA_LIMIT:#x}) (the null page, or past 48 bits)"
+            ),
+            MemError::Overlap { va, size, other, other_size } => write!(
+                f,
+                "gpu memory: {size} bytes at {va:#x} overlap the allocation of {other_size} bytes at {other:#x}"
+            ),
+            MemError::OutOfMemory { size, used, limit } => {
+                write!(f, "gpu memory: no room for {size} bytes ({used} of {limit} bytes in use)")
+            }
+            MemError::NotAllocated { va } => write!(f, "gpu memory: no allocation starts at {va:#x}"),
+        }
+    }
+}
+
+impl std::error::Error for MemError {}
+
+/// A GPU access outside every mapped allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemFault {
+    /// The first byte of the access that is not mapped.
+    pub va: u64,
+    /// Where the access started.
+    pub start: u64,
+    /// Its length in bytes.
+    pub len: u64,
+    /// A write (else a read).
+    pub write: bool,
+}
+
+impl fmt::Display for MemFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rw = if self.write { "write" } else { "read" };
+        write!(f, "gpu page fault: {rw} of {} bytes at {:#x}: {:#x} is not mapped", self.len, self.start, self.va)
+    }
+}
+
+impl std::error::Error for MemFault {}
+
+/// Zeroed, page-aligned host memory held as `AtomicU32` words: storage the host reaches at its
+/// own address (through [`HostPages::as_ptr`]) and the GPU reaches once adopted
+/// ([`GpuMemory::adopt`]) — KFD's shared virtual address space, where a buffer's GPU address is
+/// its host address. Freed when the last `Arc` of it drops (so an allocation adopting it keeps it
+/// alive).
+///
+/// Whoever writes it through the raw pointer while the GPU may read it should use atomic (or at
+/// least aligned, word-sized volatile) accesses: the GPU side's are atomic.
+#[derive(Debug)]
+pub struct HostPages {
+    ptr: NonNull<AtomicU32>,
+    bytes: usize,
+}
+
+// SAFETY: the storage is `AtomicU32` words owned by this value; moving it to another thread moves
+// only the ownership of those atomics.
+unsafe impl Send for HostPages {}
+// SAFETY: `&HostPages` gives out `&[AtomicU32]` (atomics are `Sync`) and the address; no
+// non-atomic access is made through it.
+unsafe impl Sync for HostPages {}
+
+impl HostPages {
+    fn layout(bytes: usize) -> Option<Layout> {
+        // CAST: PAGE is 4096.
+        Layout::from_size_align(bytes, PAGE as usize).ok()
+    }
+
+    /// `bytes` rounded up to whole pages of zeroed memory; `None` for 0 bytes or when the host
+    /// has no memory for it.
+    pub fn new(bytes: u64) -> Option<HostPages> {
+        let n = usize::try_from(bytes.checked_next_multiple_of(PAGE)?).ok()?;
+        if n == 0 {
+            return None;
+        }
+        let layout = Self::layout(n)?;
+        // SAFETY: the layout's size is non-zero.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(p.cast::<AtomicU32>())?;
+        Some(HostPages { ptr, bytes: n })
+    }
+
+    /// Its first byte's address (page-aligned).
+    pub fn addr(&self) -> u64 {
+        self.ptr.as_ptr() as u64
+    }
+
+    /// Its first byte.
+    pub fn as_ptr(&self) -> NonNull<u8> {
+        self.ptr.cast()
+    }
+
+    /// Its length in bytes (whole pages).
+    pub fn len(&self) -> usize {
+        self.bytes
+    }
+
+    /// Never empty (kept for the `len` convention).
+    pub fn is_empty(&self) -> bool {
+        self.bytes == 0
+    }
+
+    /// Its words.
+    pub fn words(&self) -> &[AtomicU32] {
+        // SAFETY: `ptr` is a live allocation of `bytes` bytes (a multiple of 4096), aligned to a
+        // page, zero-initialised (a valid `AtomicU32`), owned by `self` until drop; it is only
+        // ever accessed through these atomics (or by whoever holds the raw pointer, which is
+        // interior mutability the atomics' `UnsafeCell` permits).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.bytes / 4) }
+    }
+}
+
+impl Drop for HostPages {
+    fn drop(&mut self) {
+        if let Some(layout) = Self::layout(self.bytes) {
+            // SAFETY: allocated by `alloc_zeroed` with this same layout in `new`, freed once.
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast(), layout) };
+        }
+    }
+}
+
+/// Where an allocation's words live.
+#[derive(Debug)]
+enum Words {
+    /// Its own.
+    Owned(Box<[AtomicU32]>),
+    /// Words `first..first + n` of adopted host pages.
+    Host { pages: Arc<HostPages>, first: usize, n: usize },
+}
+
+/// One allocation's storage.
+#[derive(Debug)]
+struct Region {
+    va: u64,
+    len: u64,
+    storage: Words,
+}
+
+impl Region {
+    fn new(va: u64, len: u64) -> Option<Region> {
+        let n = usize::try_from(len.div_ceil(4)).ok()?;
+        let words: Box<[AtomicU32]> = (0..n).map(|_| AtomicU32::new(0)).collect();
+        Some(Region { va, len, storage: Words::Owned(words) })
+    }
+
+    #[inline]
+    fn words(&self) -> &[AtomicU32] {
+        match &self.storage {
+            Words::Owned(w) => w,
+            Words::Host { pages, first, n } => &pages.words()[*first..*first + *n],
+        }
+    }
+
+    fn end(&self) -> u64 {
+        self.va + self.len
+    }
+
+    /// Bytes `[off, off + out.len())` of the region (the caller checked they are inside).
+    #[inline]
+    fn read(&self, off: usize, out: &mut [u8]) {
+        if out.len() == 4 && off.is_multiple_of(4) {
+            out.copy_from_slice(&self.words()[off / 4].load(Ordering::Acquire).to_le_bytes());
+            return;
+        }
+        let mut done = 0;
+        while done < out.len() {
+            let at = off + done;
+            let (w, b) = (at / 4, at % 4);
+            let n = (4 - b).min(out.len() - done);
+            let v = self.words()[w].load(Ordering::Acquire).to_le_bytes();
+            out[done..done + n].copy_from_slice(&v[b..b + n]);
+            done += n;
+        }
+    }
+
+    /// Write `data` at byte `off` (the caller checked it is inside).
+    #[inline]
+    fn write(&self, off: usize, data: &[u8]) {
+        let mut done = 0;
+        while done < data.len() {
+            let at = off + done;
+            let (w, b) = (at / 4, at % 4);
+            let n = (4 - b).min(data.len() - done);
+            let word = &self.words()[w];
+            if n == 4 {
+                word.store(
+                    u32::from_le_bytes([data[done], data[done + 1], data[done + 2], data[done + 3]]),
+                    Ordering::Release,
+                );
+            } else {
+                // A part of the word: merge it in with a compare-and-swap, so a thread writing the
+                // word's other bytes at the same time keeps its bytes.
+                let mut bytes = [0u8; 4];
+                bytes[b..b + n].copy_from_slice(&data[done..done + n]);
+                let val = u32::from_le_bytes(bytes);
+                // CAST: n ≤ 3 bytes, a mask of at most 24 bits shifted by at most 24.
+                let mask = (((1u64 << (8 * n)) - 1) as u32) << (8 * b);
+                let mut cur = word.load(Ordering::Acquire);
+                loop {
+                    let new = (cur & !mask) | (val & mask);
+                    match word.compare_exchange_weak(cur, new, Ordering::AcqRel, Ordering::Acquire) {
+                        Ok(_) => break,
+                        Err(c) => cur = c,
+                    }
+                }
+            }
+            done += n;
+        }
+    }
+}
+
+/// One allocation in a snapshot of the address map.
+#[derive(Clone, Debug)]
+struct Entry {
+    region: Arc<Region>,
+    mapped: bool,
+}
+
+/// A snapshot of the address map: the allocations sorted by address.
+#[derive(Clone, Debug, Default)]
+struct Space {
+    entries: Vec<Entry>,
+    used: u64,
+}
+
+impl Space {
+    /// The index of the allocation holding `va`.
+    #[inline]
+    fn find(&self, va: u64) -> Option<usize> {
+        let i = self.entries.partition_point(|e| e.region.va <= va);
+        let i = i.checked_sub(1)?;
+        (va < self.entries[i].region.end()).then_some(i)
+    }
+
+    /// The allocation holding `va`, when the access (`gpu`: needs it mapped) may reach it.
+    #[inline]
+    fn reach(&self, va: u64, gpu: bool) -> Option<&Region> {
+        let e = &self.entries[self.find(va)?];
+        (!gpu || e.mapped).then_some(&*e.region)
+    }
+
+    fn range(va: u64, len: usize, write: bool) -> Result<u64, MemFault> {
+        // CAST: usize → u64, widening.
+        let n = len as u64;
+        va.checked_add(n).ok_or(MemFault { va, start: va, len: n, write })
+    }
+
+    fn read(&self, va: u64, out: &mut [u8], gpu: bool) -> Result<(), MemFault> {
+        let end = Self::range(va, out.len(), false)?;
+        let mut at = va;
+        while at < end {
+            let fault = MemFault { va: at, start: va, len: end - va, write: false };
+            let r = self.reach(at, gpu).ok_or(fault)?;
+            // CAST: n and done are at most out.len(); the offset is inside an allocation whose
+            // words fit a usize.
+            let n = (r.end().min(end) - at) as usize;
+            let done = (at - va) as usize;
+            r.read((at - r.va) as usize, &mut out[done..done + n]);
+            at += n as u64;
+        }
+        Ok(())
+    }
+
+    fn write(&self, va: u64, data: &[u8], gpu: bool) -> Result<(), MemFault> {
+        let end = Self::range(va, data.len(), true)?;
+        // Every byte reachable before any is written.
+        let mut at = va;
+        while at < end {
+            let r = self.reach(at, gpu).ok_or(MemFault { va: at, start: va, len: end - va, write: true })?;
+            at = r.end().min(end);
+        }
+        let mut at = va;
+        while at < end {
+            let r = self.reach(at, gpu).ok_or(MemFault { va: at, start: va, len: end - va, write: true })?;
+            // CAST: as in `read`.
+            let n = (r.end().min(end) - at) as usize;
+            let done = (at - va) as usize;
+            r.write((at - r.va) as usize, &data[done..done + n]);
+            at += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Whether `size` bytes at `va` may be placed: page-aligned, inside `[PAGE, VA_LIMIT)`,
+    /// overlapping no allocation.
+    fn check_place(&self, v: u64, size: u64) -> Result<(), MemError> {
+        if !v.is_multiple_of(PAGE) {
+            return Err(MemError::Misaligned { va: v });
+        }
+        if v < PAGE || v.checked_add(size).is_none_or(|e| e > VA_LIMIT) {
+            return Err(MemError::OutOfRange { va: v, size });
+        }
+        let i = self.entries.partition_point(|e| e.region.va < v + size);
+        if let Some(prev) = i.checked_sub(1).map(|k| &self.entries[k].region)
+            && prev.end() > v
+        {
+            return Err(MemError::Overlap { va: v, size, other: prev.va, other_size: prev.len });
+        }
+        Ok(())
+    }
+
+    /// Whether every byte of `[va, va + len)` is mapped for the GPU.
+    fn covers(&self, va: u64, len: u64) -> bool {
+        let Some(end) = va.checked_add(len) else { return false };
+        let mut at = va;
+        while at < end {
+            match self.reach(at, true) {
+                Some(r) => at = r.end(),
+                None => return false,
+            }
+        }
+        true
+    }
+}
+
+/// The GPU's virtual address space. `Send + Sync`: share it by reference or in an `Arc`.
+#[derive(Debug)]
+pub struct GpuMemory {
+    space: RwLock<Arc<Space>>,
+    limit: u64,
+}
+
+impl Default for GpuMemory {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl GpuMemory {
+    /// An empty address space with the [`DEFAULT_LIMIT`].
+    pub fn new() -> Self {
+        Self::with_limit(DEFAULT_LIMIT)
+    }
+
+    /// An empty address space whose allocations may take at most `limit` bytes together.
+    pub fn with_limit(limit: u64) -> Self {
+        Self { space: RwLock::new(Arc::new(Space::default())), limit }
+    }
+
+    fn snapshot(&self) -> Arc<Space> {
+        // A poisoned lock only means a writer panicked between building a snapshot and storing
+        // it; the stored Arc is still a whole snapshot.
+        match self.space.read() {
+            Ok(g) => Arc::clone(&g),
+            Err(p) => Arc::clone(&p.into_inner()),
+        }
+    }
+
+    fn update<T>(&self, f: impl FnOnce(&mut Space) -> Result<T, MemError>) -> Result<T, MemError> {
+        let mut g = match self.space.write() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let mut next = Space::clone(&g);
+        let t = f(&mut next)?;
+        *g = Arc::new(next);
+        Ok(t)
+    }
+
+    /// Reserve `size` zeroed bytes, at `va` when given (page-aligned), else where the allocator
+    /// finds room (page-aligned, at or above [`AUTO_VA_BASE`]). The GPU cannot reach it until
+    /// [`GpuMemory::map`]. Returns its address.
+    pub fn allocate(&self, va: Option<u64>, size: u64) -> Result<u64, MemError> {
+        let limit = self.limit;
+        self.update(|s| {
+            if size == 0 {
+                return Err(MemError::Empty { va: va.unwrap_or(0) });
+            }
+            if s.used.checked_add(size).is_none_or(|u| u > limit) {
+                return Err(MemError::OutOfMemory { size, used: s.used, limit });
+            }
+            let at = match va {
+                Some(v) => {
+                    s.check_place(v, size)?;
+                    v
+                }
+                None => {
+                    // First fit above the base, a page apart.
+                    let span = size.div_ceil(PAGE) * PAGE;
+                    let mut at = AUTO_VA_BASE;
+                    for e in s.entries.iter().filter(|e| e.region.end() > AUTO_VA_BASE) {
+                        if e.region.va >= at + span {
+                            break;
+                        }
+                        at = at.max(e.region.end().div_ceil(PAGE) * PAGE);
+                    }
+                    if at.checked_add(span).is_none_or(|e| e > VA_LIMIT) {
+                        return Err(MemError::OutOfMemory { size, used: s.used, limit });
+                    }
+                    at
+                }
+            };
+            let region = Region::new(at, size).ok_or(MemError::OutOfMemory { size, used: s.used, limit })?;
+            let i = s.entries.partition_point(|e| e.region.va < at);
+            s.entries.insert(i, Entry { region: Arc::new(region), mapped: false });
+            s.used += size;
+            Ok(at)
+        })
+    }
+
+    /// Register `size` bytes of `pages` from byte `offset` as an allocation at `va`: the GPU
+    /// then reaches the host's own bytes (KFD's shared virtual address space, where `va` is
+    /// `pages.addr() + offset`; another `va` aliases them). As [`GpuMemory::allocate`]: `va` and
+    /// `offset` page-aligned, no overlap, within the limit, unmapped until [`GpuMemory::map`];
+    /// [`GpuMemory::free`] drops the registration (the pages live while anyone holds them).
+    /// Returns `va`.
+    pub fn adopt(&self, va: u64, pages: &Arc<HostPages>, offset: u64, size: u64) -> Result<u64, MemError> {
+        let limit = self.limit;
+        self.update(|s| {
+            if size == 0 {
+                return Err(MemError::Empty { va });
+            }
+            if !offset.is_multiple_of(PAGE) {
+                return Err(MemError::Misaligned { va: pages.addr().wrapping_add(offset) });
+            }
+            // CAST: usize → u64, widening.
+            if offset.checked_add(size).is_none_or(|e| e > pages.len() as u64) {
+                return Err(MemError::OutOfRange { va: pages.addr().wrapping_add(offset), size });
+            }
+            if s.used.checked_add(size).is_none_or(|u| u > limit) {
+                return Err(MemError::OutOfMemory { size, used: s.used, limit });
+            }
+            s.check_place(va, size)?;
+            // CAST: inside `pages`, whose length is a usize.
+            let (first, n) = ((offset / 4) as usize, size.div_ceil(4) as usize);
+            let region = Region { va, len: size, storage: Words::Host { pages: Arc::clone(pages), first, n } };
+            let i = s.entries.partition_point(|e| e.region.va < va);
+            s.entries.insert(i, Entry { region: Arc::new(region), mapped: false });
+            s.used += size;
+            Ok(va)
+        })
+    }
+
+    /// [`GpuMemory::allocate`] then [`GpuMemory::map`]: memory the GPU reaches at once.
+    pub fn alloc(&self, va: Option<u64>, size: u64) -> Result<u64, MemError> {
+        let at = self.allocate(va, size)?;
+        self.map(at)?;
+        Ok(at)
+    }
+
+    fn set_mapped(&self, va: u64, mapped: bool) -> Result<(), MemError> {
+        self.update(|s| {
+            let e = s.entries.iter_mut().find(|e| e.region.va == va).ok_or(MemError::NotAllocated { va })?;
+            e.mapped = mapped;
+            Ok(())
+        })
+    }
+
+    /// Let the GPU reach the allocation that starts at `va`.
+    pub fn map(&self, va: u64) -> Result<(), MemError> {
+        self.set_mapped(va, true)
+    }
+
+    /// Take the GPU's access to the allocation at `va` away (the host keeps it).
+    pub fn unmap(&self, va: u64) -> Result<(), MemError> {
+        self.set_mapped(va, false)
+    }
+
+    /// Free the allocation that starts at `va` (views taken before keep it until they drop).
+    pub fn free(&self, va: u64) -> Result<(), MemError> {
+        self.update(|s| {
+            let i = s.entries.iter().position(|e| e.region.va == va).ok_or(MemError::NotAllocated { va })?;
+            let e = s.entries.remove(i);
+            s.used -= e.region.len;
+            Ok(())
+        })
+    }
+
+    /// Bytes allocated.
+    pub fn used(&self) -> u64 {
+        self.snapshot().used
+    }
+
+    /// The allocation holding `va`: its start, size and whether it is mapped.
+    pub fn allocation(&self, va: u64) -> Option<(u64, u64, bool)> {
+        let s = self.snapshot();
+        let e = &s.entries[s.find(va)?];
+        Some((e.region.va, e.region.len, e.mapped))
+    }
+
+    /// A snapshot of the address map for a run of GPU accesses (see the module docs).
+    pub fn view(&self) -> MemView {
+        MemView { space: self.snapshot(), hint: 0 }
+    }
+
+    /// GPU read of `out.len()` bytes at `va`.
+    pub fn read(&self, va: u64, out: &mut [u8]) -> Result<(), MemFault> {
+        self.snapshot().read(va, out, true)
+    }
+
+    /// GPU write of `data` at `va` (nothing written when a byte is not mapped).
+    pub fn write(&self, va: u64, data: &[u8]) -> Result<(), MemFault> {
+        self.snapshot().write(va, data, true)
+    }
+
+    /// GPU read of the little-endian dword at `va`.
+    pub fn read_u32(&self, va: u64) -> Result<u32, MemFault> {
+        let mut b = [0; 4];
+        self.read(va, &mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    /// GPU write of a little-endian dword at `va`.
+    pub fn write_u32(&self, va: u64, v: u32) -> Result<(), MemFault> {
+        self.write(va, &v.to_le_bytes())
+    }
+
+    /// GPU read of the little-endian qword at `va` (two dword reads, low first).
+    pub fn read_u64(&self, va: u64) -> Result<u64, MemFault> {
+        let mut b = [0; 8];
+        self.read(va, &mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    /// GPU write of a little-endian qword at `va` (two dword writes, low first).
+    pub fn write_u64(&self, va: u64, v: u64) -> Result<(), MemFault> {
+        self.write(va, &v.to_le_bytes())
+    }
+
+    /// GPU write of dwords at `va`.
+    pub fn write_words(&self, va: u64, words: &[u32]) -> Result<(), MemFault> {
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        self.write(va, &bytes)
+    }
+
+    /// Host read (the CPU's mapping of the allocation: mapped for the GPU or not).
+    pub fn host_read(&self, va: u64, out: &mut [u8]) -> Result<(), MemFault> {
+        self.snapshot().read(va, out, false)
+    }
+
+    /// Host write (the CPU's mapping: mapped for the GPU or not).
+    pub fn host_write(&self, va: u64, data: &[u8]) -> Result<(), MemFault> {
+        self.snapshot().write(va, data, false)
+    }
+}
+
+/// A snapshot of the address map with a lookup hint: what a packet, an SDMA copy or one of a
+/// dispatch's threads reads and writes through. GPU accesses only (mapped allocations).
+#[derive(Clone, Debug)]
+pub struct MemView {
+    space: Arc<Space>,
+    hint: usize,
+}
+
+impl MemView {
+    /// The region for `[va, va + len)` when one mapped allocation holds all of it.
+    #[inline]
+    fn one(&mut self, va: u64, len: usize) -> Option<(&Region, usize)> {
+        // CAST: usize → u64, widening.
+        let end = va.checked_add(len as u64)?;
+        let ok = |e: &Entry| e.mapped && e.region.va <= va && end <= e.region.end();
+        if !self.space.entries.get(self.hint).is_some_and(ok) {
+            let i = self.space.find(va)?;
+            if !ok(&self.space.entries[i]) {
+                return None;
+            }
+            self.hint = i;
+        }
+        let r = &*self.space.entries[self.hint].region;
+        // CAST: an offset inside an allocation whose words fit a usize.
+        Some((r, (va - r.va) as usize))
+    }
+
+    /// Read `out.len()` bytes at `va`.
+    #[inline]
+    pub fn read(&mut self, va: u64, out: &mut [u8]) -> Result<(), MemFault> {
+        if let Some((r, off)) = self.one(va, out.len()) {
+            r.read(off, out);
+            return Ok(());
+        }
+        self.space.read(va, out, true)
+    }
+
+    /// Write `data` at `va` (nothing written when a byte is not mapped).
+    #[inline]
+    pub fn write(&mut self, va: u64, data: &[u8]) -> Result<(), MemFault> {
+        if let Some((r, off)) = self.one(va, data.len()) {
+            r.write(off, data);
+            return Ok(());
+        }
+        self.space.write(va, data, true)
+    }
+
+    /// Read the dword at `va`.
+    #[inline]
+    pub fn read_u32(&mut self, va: u64) -> Result<u32, MemFault> {
+        let mut b = [0; 4];
+        self.read(va, &mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    /// Write a dword at `va`.
+    pub fn write_u32(&mut self, va: u64, v: u32) -> Result<(), MemFault> {
+        self.write(va, &v.to_le_bytes())
+    }
+
+    /// Read the qword at `va` (two dwords, low first).
+    pub fn read_u64(&mut self, va: u64) -> Result<u64, MemFault> {
+        let mut b = [0; 8];
+        self.read(va, &mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    /// Write a qword at `va` (two dwords, low first).
+    pub fn write_u64(&mut self, va: u64, v: u64) -> Result<(), MemFault> {
+        self.write(va, &v.to_le_bytes())
+    }
+
+    /// Read `out.len()` dwords from `va`.
+    pub fn read_words(&mut self, va: u64, out: &mut [u32]) -> Result<(), MemFault> {
+        // CAST: a dword count; × 4 fits a u64.
+        let len = 4 * out.len() as u64;
+        if let Some((r, off)) = va.is_multiple_of(4).then(|| self.one(va, 4 * out.len())).flatten() {
+            for (k, w) in out.iter_mut().enumerate() {
+                *w = r.words()[off / 4 + k].load(Ordering::Acquire);
+            }
+            return Ok(());
+        }
+        if !self.space.covers(va, len) {
+            let mut b = vec![0u8; 4 * out.len()];
+            return self.space.read(va, &mut b, true);
+        }
+        for (k, w) in out.iter_mut().enumerate() {
+            *w = self.read_u32(va + 4 * k as u64)?;
+        }
+        Ok(())
+    }
+
+    /// Whether every byte of `[va, va + len)` is mapped.
+    pub fn covers(&self, va: u64, len: u64) -> bool {
+        self.space.covers(va, len)
+    }
+
+    /// The mapped allocation holding `va`: its start and size.
+    pub fn allocation(&self, va: u64) -> Option<(u64, u64)> {
+        let e = &self.space.entries[self.space.find(va)?];
+        e.mapped.then_some((e.region.va, e.region.len))
+    }
+}
+
+/// The shader core's view: a load or store outside every mapped allocation returns `false`, and
+/// the interpreter turns it into a fault naming the wave, lane and address.
+impl Memory for MemView {
+    #[inline]
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> bool {
+        MemView::read(self, addr, buf).is_ok()
+    }
+
+    #[inline]
+    fn write(&mut self, addr: u64, data: &[u8]) -> bool {
+        MemView::write(self, addr, data).is_ok()
+    }
+}
