@@ -1,0 +1,36 @@
+//! The `AMD` device: an AMD gfx1100 (RDNA3) behind the KFD kernel interface
+//! ([`hcq_amd::kfd::Kfd`]): the real `/dev/kfd` (`KFD+AMD`, [`hcq_amd::kfd::LinuxKfd`]) or a
+//! simulated KFD in process (`KFD+AMD:SIM`, opened by the `hcq-sim-amd` crate through
+//! [`AmdDevice::open`]); `AMD` is whichever exists. And its bundle runner backend
+//! ([`AmdBackend`], driven by `hcq_runner::Runner`).
+//!
+//! The device opens as tinygrad 0.14's `KFDIface` does: the KFD version, the topology's GPU
+//! node (gfx_target_version 110000 required), the render node, `ACQUIRE_VM`, `RUNTIME_ENABLE`
+//! on KFD 1.14+, and a memory-exception event whose firing ends every wait with the fault.
+//! A load picks the bundle's `amd_gfx1100` objects (the `amd` graph) and, before anything is
+//! allocated, parses every code object and checks each kernel's descriptor
+//! ([`hcq_amd::codeobj::CodeObject::parse`], the PM4 encoder's [`hcq_amd::pm4::Program::new`]:
+//! register counts, LDS, user SGPR layout, the inputs tinygrad's queue does not pass). Then it
+//! allocates every base buffer and each code object's image as KFD buffer objects (VRAM,
+//! CPU-visible: `AllocFlags::tinygrad`), lays out each launch's kernel-argument block as
+//! tinygrad's `CLikeArgsState` does (the 64-bit address of every buffer argument, then every
+//! value as a 32-bit integer, then the HSA dispatch packet for a kernel that reads it), and
+//! captures the launch list as one core `HwQueue` encoded by [`hcq_amd::pm4::Pm4Encoder`]: the
+//! timeline wait, a cache invalidate, one exec per launch, the timeline signal.
+//!
+//! The engine is the core's ([`hcq::engine::Engine`]) with the ring shape: KFD queues are
+//! user-mode rings, so a call copies the queue's words into the compute queue's ring (uncached
+//! GTT) with word-sized volatile stores, issues the device write barrier and writes the 64-bit
+//! write pointer (in dwords) to the queue's doorbell in the doorbell page mapped from
+//! `/dev/kfd`. The timeline signal is a slot of an uncached GTT page the CP's `RELEASE_MEM`
+//! writes. Copy launches are refused for now (they belong on the SDMA queue, not driven yet).
+
+mod backend;
+mod device;
+mod memory;
+mod plug;
+
+pub use backend::AmdBackend;
+pub use device::{AmdDevice, DEFAULT_TIMEOUT_MS};
+pub use memory::GpuBuf;
+pub use plug::{AmdKind, AmdOpen, KfdOpener};
