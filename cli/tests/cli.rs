@@ -560,3 +560,22 @@ fn inspect_disasm_lists_the_amd_graphs_code_objects() {
     assert!(err.contains("gfx1100 code object"), "{err}");
     std::fs::remove_dir_all(&tmp).ok();
 }
+
+/// The AMD kind is one registry entry (hcq-kfd's `AmdKind`): `hcq devices` lists it, and where
+/// this host has no `/dev/kfd` the line and a run on it name the node instead of failing
+/// silently or panicking.
+#[test]
+fn devices_lists_amd_and_a_missing_kfd_is_named() {
+    let out = hcq(&["devices"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line =
+        text.lines().find(|l| l.trim_start().starts_with("AMD ")).unwrap_or_else(|| panic!("no AMD line:\n{text}"));
+    if Path::new("/dev/kfd").exists() {
+        assert!(line.contains("PASS") || line.contains("FAIL"), "{line}");
+        return;
+    }
+    assert!(line.contains("FAIL") && line.contains("/dev/kfd"), "{line}");
+    let out = hcq(&["run", "examples/amd/mlp", "--device", "KFD+AMD", "--check"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("/dev/kfd"), "{err}");
+}

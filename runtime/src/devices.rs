@@ -18,6 +18,7 @@ pub(crate) fn register_builtin(r: &Registry) {
     for i in [Interface::Any, Interface::Kgsl, Interface::Msm] {
         r.register(Arc::new(hcq_sim_adreno::QcomSimKind(i)));
     }
+    r.register(Arc::new(hcq_kfd::AmdKind::kfd()));
     #[cfg(not(feature = "sim"))]
     r.register(Arc::new(without_sim::NoSim));
 }
