@@ -1,5 +1,5 @@
-//! The simulated AMD RDNA3 (gfx1100, Radeon RX 7900 XTX) GPU's command processors: what a KFD
-//! layer (written later) drives, and what checks hcq's AMD PM4 and SDMA encoders against the
+//! The simulated AMD RDNA3 (gfx1100, Radeon RX 7900 XTX) GPU's command processors: what the KFD
+//! layer ([`kfd::SimKfd`]) drives, and what checks hcq's AMD PM4 and SDMA encoders against the
 //! hardware's definition, decoded here independently of them.
 //!
 //! - [`memory`]: the GPU virtual address space ([`GpuMemory`]): allocations at GPU VAs backed by
@@ -11,6 +11,8 @@
 //! - [`events`]: the event table (signal events by id, memory and hardware exceptions) a KFD
 //!   layer answers `WAIT_EVENTS` from.
 //! - [`fault`]: a queue's fault report ([`QueueFault`]: queue, packet place, what).
+//! - [`kfd`]: [`SimKfd`], an in-process KFD (hcq-amd's `Kfd` trait) over a [`Gpu`]: KFD's
+//!   shared address space on host pages, doorbells the CP thread polls, events, topology.
 //! - [`gpu`]: the front ([`Gpu`]): create queues, ring doorbells, run them on the caller's thread
 //!   ([`Gpu::process`]) or on a CP thread ([`Gpu::start`]).
 //!
@@ -22,12 +24,14 @@ pub mod cp;
 pub mod events;
 pub mod fault;
 pub mod gpu;
+pub mod kfd;
 pub mod memory;
 pub mod sdma;
 
 pub use cp::{ComputeQueueDesc, QueueStats};
 pub use events::{EventState, Events, HwException, MemoryException};
 pub use fault::{Engine, QueueFault, QueueId, What, Where};
-pub use gpu::{GPU_CLOCK_HZ, Gpu, GpuConfig, Progress, QueueError, QueueHandle, QueueState, QueueStatus};
-pub use memory::{GpuMemory, MemError, MemFault, MemView};
+pub use gpu::{DoorbellPage, GPU_CLOCK_HZ, Gpu, GpuConfig, Progress, QueueError, QueueHandle, QueueState, QueueStatus};
+pub use kfd::SimKfd;
+pub use memory::{GpuMemory, HostPages, MemError, MemFault, MemView};
 pub use sdma::SdmaQueueDesc;

@@ -16,7 +16,9 @@
 //! The CP may run on its own thread while the host writes buffers, and a dispatch's work-groups
 //! run on several threads at once, so memory is shared:
 //!
-//! - Every allocation is an `Arc` of a boxed slice of `AtomicU32` words. Dword accesses are single
+//! - Every allocation is an `Arc` of `AtomicU32` words: a boxed slice of its own, or a range of
+//!   [`HostPages`] it adopted ([`GpuMemory::adopt`]: host memory the host also reaches at the same
+//!   address, as under KFD). Dword accesses are single
 //!   atomic loads and stores (acquire / release, so a write the host makes before it rings a
 //!   doorbell is seen by the CP, and a signal the CP writes after a dispatch orders the dispatch's
 //!   results before it); a byte or short store is a compare-and-swap of its word, so threads
@@ -33,10 +35,10 @@
 //!   GPU's TLB until its flush; the next view no longer has it.
 
 use hcq_rdna3::exec::Memory;
-use std::fmt;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::alloc::Layout;
+use std::fmt;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, RwLock};
 
 /// Page size: allocations start on a page and are placed a page apart by the allocator.
@@ -144,12 +146,16 @@ impl std::error::Error for MemFault {}
 /// own address (through [`HostPages::as_ptr`]) and the GPU reaches once adopted
 /// ([`GpuMemory::adopt`]) — KFD's shared virtual address space, where a buffer's GPU address is
 /// its host address. Freed when the last `Arc` of it drops (so an allocation adopting it keeps it
-/// alive).
+/// alive). Zeroed lazily by the host allocator (`calloc`: a large range costs no memory until
+/// touched), one page more than asked for and aligned up inside it.
 ///
 /// Whoever writes it through the raw pointer while the GPU may read it should use atomic (or at
 /// least aligned, word-sized volatile) accesses: the GPU side's are atomic.
 #[derive(Debug)]
 pub struct HostPages {
+    /// What the allocator returned.
+    base: NonNull<u8>,
+    /// The first page inside it.
     ptr: NonNull<AtomicU32>,
     bytes: usize,
 }
@@ -162,9 +168,11 @@ unsafe impl Send for HostPages {}
 unsafe impl Sync for HostPages {}
 
 impl HostPages {
+    /// The allocation's layout for `bytes` of pages: a page more, 8-aligned (so the system
+    /// allocator zeroes with `calloc`).
     fn layout(bytes: usize) -> Option<Layout> {
         // CAST: PAGE is 4096.
-        Layout::from_size_align(bytes, PAGE as usize).ok()
+        Layout::from_size_align(bytes.checked_add(PAGE as usize)?, 8).ok()
     }
 
     /// `bytes` rounded up to whole pages of zeroed memory; `None` for 0 bytes or when the host
@@ -176,9 +184,13 @@ impl HostPages {
         }
         let layout = Self::layout(n)?;
         // SAFETY: the layout's size is non-zero.
-        let p = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(p.cast::<AtomicU32>())?;
-        Some(HostPages { ptr, bytes: n })
+        let base = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })?;
+        // CAST: PAGE is 4096.
+        let skip = (PAGE as usize - (base.as_ptr() as usize) % PAGE as usize) % PAGE as usize;
+        // SAFETY: `skip` < 4096 and `skip + n` ≤ the allocation's `n + 4096` bytes, so the
+        // offset pointer stays inside it.
+        let first = unsafe { base.add(skip) };
+        Some(HostPages { base, ptr: first.cast(), bytes: n })
     }
 
     /// Its first byte's address (page-aligned).
@@ -203,9 +215,9 @@ impl HostPages {
 
     /// Its words.
     pub fn words(&self) -> &[AtomicU32] {
-        // SAFETY: `ptr` is a live allocation of `bytes` bytes (a multiple of 4096), aligned to a
-        // page, zero-initialised (a valid `AtomicU32`), owned by `self` until drop; it is only
-        // ever accessed through these atomics (or by whoever holds the raw pointer, which is
+        // SAFETY: `ptr` starts `bytes` bytes (a multiple of 4096) of a live allocation, aligned
+        // to a page, zero-initialised (a valid `AtomicU32`), owned by `self` until drop; it is
+        // only ever accessed through these atomics (or by whoever holds the raw pointer, which is
         // interior mutability the atomics' `UnsafeCell` permits).
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.bytes / 4) }
     }
@@ -215,7 +227,7 @@ impl Drop for HostPages {
     fn drop(&mut self) {
         if let Some(layout) = Self::layout(self.bytes) {
             // SAFETY: allocated by `alloc_zeroed` with this same layout in `new`, freed once.
-            unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast(), layout) };
+            unsafe { std::alloc::dealloc(self.base.as_ptr(), layout) };
         }
     }
 }
