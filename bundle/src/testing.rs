@@ -56,7 +56,12 @@ pub fn tiny() -> BundleModel {
                 n_buffer_args: 2,
                 vars: vec![],
                 core_id_arg: None,
-                objects: Objects { x86_64: Some(vec![0x7f, b'E', b'L', b'F']), aarch64: None, adreno_a630: None, amd_gfx1100: None },
+                objects: Objects {
+                    x86_64: Some(vec![0x7f, b'E', b'L', b'F']),
+                    aarch64: None,
+                    adreno_a630: None,
+                    amd_gfx1100: None,
+                },
                 adreno: Some(b"{\"arch\":\"a630\"}".to_vec()),
             },
             Program {
@@ -82,7 +87,12 @@ pub fn tiny() -> BundleModel {
                 n_buffer_args: 1,
                 vars: vec!["n".to_string(), "core_id".to_string()],
                 core_id_arg: Some(2),
-                objects: Objects { x86_64: None, aarch64: Some(vec![1, 2, 3]), adreno_a630: Some(vec![9; 5]), amd_gfx1100: None },
+                objects: Objects {
+                    x86_64: None,
+                    aarch64: Some(vec![1, 2, 3]),
+                    adreno_a630: Some(vec![9; 5]),
+                    amd_gfx1100: None,
+                },
                 adreno: None,
             },
         ],

@@ -347,9 +347,6 @@ impl Backend for AmdBackend {
         }
         self.block.resize(kd.kernarg_bytes as usize, 0);
         let groups = k.global_size;
-        if kd.dispatch_ptr {
-            self.block.resize(kd.kernarg_bytes as usize, 0);
-        }
         let total = args_bytes + if kd.dispatch_ptr { 64 } else { 0 };
         let (chunk, off) = self.kernarg_slot(total.max(16))?;
         let buf = &self.kernargs[chunk];

@@ -120,7 +120,7 @@ impl AmdDevice {
         DeviceProperties {
             kind: "amd".into(),
             arch: "gfx1100".into(),
-            cores: self.node.props.get("simd_count").map_or(0, |n| u32::try_from(n / 2).unwrap_or(u32::MAX)),
+            cores: self.node.scratch_device().map_or(0, |d| d.cu_count),
             memory_bytes: MAX_ALLOC_BYTES,
             // tinygrad: AMDSignal timestamp_divider 100 (a 100 MHz counter)
             timestamp_hz: 100_000_000,
