@@ -58,15 +58,15 @@ const IDLE_SLEEP_MAX_NS: u64 = 1_000_000;
 /// fault seen there ends the wait at once.
 #[derive(Debug)]
 pub struct TimestampHooks {
-    kgsl: Arc<dyn kernel::GpuKernel>,
+    kernel: Arc<dyn kernel::GpuKernel>,
     ctx: Arc<Context>,
     fault: Mutex<Option<Error>>,
 }
 
 impl TimestampHooks {
-    /// Hooks waiting on `ctx` of `kgsl` (either kernel interface).
-    pub fn new(kgsl: Arc<dyn kernel::GpuKernel>, ctx: Arc<Context>) -> Self {
-        Self { kgsl, ctx, fault: Mutex::new(None) }
+    /// Hooks waiting on `ctx` of `kernel` (KGSL or MSM).
+    pub fn new(kernel: Arc<dyn kernel::GpuKernel>, ctx: Arc<Context>) -> Self {
+        Self { kernel, ctx, fault: Mutex::new(None) }
     }
 }
 
@@ -82,12 +82,12 @@ impl hcq::signal::WaitHooks for TimestampHooks {
         // so a wait for an older call does not sleep through the calls queued behind it (the
         // core re-reads its signal after every wake and sleeps again if it is not there yet).
         let last = self.ctx.last_submitted();
-        let (next, in_flight) = match self.kgsl.retired(&self.ctx) {
+        let (next, in_flight) = match self.kernel.retired(&self.ctx) {
             Ok(r) if r != last => (r.wrapping_add(1), true),
             _ => (last, false),
         };
         // TIMEOUT: 1 ms per call; the core's wait policy owns the overall timeout.
-        match self.kgsl.wait(&self.ctx, next, 1) {
+        match self.kernel.wait(&self.ctx, next, 1) {
             Ok(()) if !in_flight => {
                 // KGSL retired everything and the signal is still not there (a faulted IB that
                 // never wrote it, or a signal only the host writes): no retirement will wake
