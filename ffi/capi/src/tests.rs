@@ -288,17 +288,49 @@ fn thread_exit_child() {
     println!("probe status {s:?} message {msg:?}");
 }
 
+/// A pthread key's destructor, as a C program's thread-exit cleanup: glibc runs it after every
+/// thread-local destructor of the thread (`__call_tls_dtors` first), so the library's error slot
+/// is gone by then. It never unwinds (the probe's drop does not panic).
+extern "C" fn key_destructor(_: *mut c_void) {
+    drop(ExitProbe);
+}
+
+/// The child half of the test below, through a pthread key instead of a Rust thread-local.
+#[test]
+#[ignore = "run by a_failing_call_from_a_thread_exit_destructor_returns_its_status_without_aborting"]
+fn pthread_key_exit_child() {
+    std::thread::spawn(|| {
+        let mut key: libc::pthread_key_t = 0;
+        // SAFETY: `key` is a valid place for the new key; the destructor is an `extern "C"` fn
+        // that does not unwind.
+        assert_eq!(unsafe { libc::pthread_key_create(&mut key, Some(key_destructor)) }, 0);
+        // SAFETY: `key` was just created; a non-NULL value makes its destructor run at thread exit.
+        assert_eq!(unsafe { libc::pthread_setspecific(key, std::ptr::dangling::<c_void>()) }, 0);
+        // the library's error slot is made (and later destroyed before the key's destructor)
+        assert_eq!(hcq_model_run(hcq_model { id: 0 }), HCQ_ERR_CLOSED);
+        assert!(last().contains("closed"), "{}", last());
+    })
+    .join()
+    .expect("the thread");
+    let seen = EXIT_PROBE.lock().unwrap().take();
+    let (s, msg) = seen.expect("the key's destructor ran");
+    println!("probe status {s:?} message {msg:?}");
+}
+
 #[test]
 fn a_failing_call_from_a_thread_exit_destructor_returns_its_status_without_aborting() {
     let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new(exe)
-        .args(["--ignored", "--exact", "tests::thread_exit_child", "--nocapture", "--test-threads=1"])
-        .output()
-        .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "the child died ({}): {text}", out.status);
-    assert!(text.contains("probe status HCQ_ERR_CLOSED"), "{text}");
-    assert!(text.contains("error slot is gone"), "{text}");
+    // a Rust thread-local's destructor and a pthread key's (what a C program registers)
+    for child in ["tests::thread_exit_child", "tests::pthread_key_exit_child"] {
+        let out = std::process::Command::new(&exe)
+            .args(["--ignored", "--exact", child, "--nocapture", "--test-threads=1"])
+            .output()
+            .unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{child}: the child died ({}): {text}", out.status);
+        assert!(text.contains("probe status HCQ_ERR_CLOSED"), "{child}: {text}");
+        assert!(text.contains("error slot is gone"), "{child}: {text}");
+    }
 }
 
 /// `hcq_model_output_ptr`'s memory stays where it is until the model is closed (the Python
