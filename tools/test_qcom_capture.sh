@@ -25,7 +25,8 @@
 # with --pickle and pass the same runs, and a pickle from an older tinygrad (a CapturedJit with `jit_cache`) and one whose
 # TinyJit class tinygrad 0.14 does not define must be refused, naming the tinygrad version the exporter needs; --qcom-jit
 # outside the virtual device must be refused, saying how to run it. IMAGE=1 up to writing and loading the bundle:
-# tools/test_qcom_images.py (no device runs image kernels before the vimg/qimg merge).
+# tools/test_qcom_images.py (on tinygrad's NULL device, no execution: the descriptor words and kernarg layout against
+# tinygrad's own; the image kernels run with QCOM_IMAGE=1 above and in the zoo, tools/test_zoo.sh).
 #
 # Environment: TG_VENV (default target/tg-export-venv, as tools/test_export.sh; created the same way when missing),
 # HCQ_BIN (required: the hcq binary, with libhcq_vkgsl.so next to it or at $HCQ_VKGSL_LIB). "SKIP: ..." when the environment
@@ -303,7 +304,8 @@ fi
 refused "--qcom-jit without the virtual device" "hcq vkgsl --" \
   env HCQ_VKGSL_LIB=/nonexistent "${EXPORT[@]}" --model "$ROOT/tools/models/qcom_small.py" --qcom-jit -o "$TMP/nodev"
 
-# IMAGE=1: no device executes image kernels before the vimg/qimg merge; everything up to writing and loading the bundle
+# IMAGE=1 without a device (tinygrad's NULL device): everything up to writing and loading the bundle, checked against
+# tinygrad's own descriptor words and kernarg blocks (execution: QCOM_IMAGE=1 above, and the zoo)
 if out=$("$PY" "$ROOT/tools/test_qcom_images.py" "$HCQ_BIN" 2>&1); then
   pass "IMAGE=1: tinygrad's image kernels captured (descriptors, samplers, kernarg layout), bundle written and loaded ($(grep -c '^PASS' <<<"$out") checks)"
 else fail "IMAGE=1 capture up to the bundle: $(grep -v '^PASS' <<<"$out" | tail -5)"; fi

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""IMAGE=1 capture up to writing and loading the bundle, before any device executes image kernels.
+"""IMAGE=1 capture up to writing and loading the bundle, on tinygrad's NULL device: no execution.
 
-Neither the virtual A630 (libhcq_vkgsl.so) nor hcq's QCOM device runs texture/IBO kernels yet (branches vimg, qimg), so
-`export_tinygrad.py --qcom-jit` with IMAGE=1 cannot run the model. This checks everything of that path that needs no execution:
+Image kernels run on the virtual A630 and hcq's QCOM device (tools/test_qcom_capture.sh with QCOM_IMAGE=1, the zoo's
+tools/test_zoo.sh); this checks, without a device, what that path builds against tinygrad's own bytes:
 the kernels tinygrad schedules for tools/models/qcom_small.py with openpilot's flags (FLOAT16=1 IMAGE=1 NOLOCALS=1, scheduled on
 tinygrad's NULL device, which takes IMAGE=1) are compiled by tinygrad's IR3 renderer for `a630,IMAGE_PITCH_ALIGNMENT=64` (what
 QCOMDevice uses under IMAGE=1); tinygrad's own QCOMProgram, QCOMArgsState and QCOMComputeQueue run on the host-memory stand-in of

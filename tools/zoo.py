@@ -303,10 +303,15 @@ class Zoo:
       tg = {"ok": ok, "wall_s": dt, "error": None if ok else error_line(out)}
       if ok:
         with open(tg_json) as f: tg |= json.load(f)
+    kernels = {}
     for route in self.a.routes:
       r = {"model": model, "flags": flags, "route": route, "params": info["params"],
            "tinygrad_call_us": tg.get("call_us_median"), "tinygrad_error": tg.get("error")}
-      self.record(self.run_route(r, fd, onnx, inputs, env, route, pkl, tg, flags))
+      r = self.run_route(r, fd, onnx, inputs, env, route, pkl, tg, flags)
+      if r["status"] == "PASS":
+        kernels[route] = r.pop("kernel_names")
+        r = same_graph(r, kernels)
+      self.record(r)
 
   def run_route(self, r, fd, onnx, inputs, env, route, pkl, tg, flags):
     b = os.path.join(fd, route)
@@ -327,6 +332,7 @@ class Zoo:
     with open(os.path.join(b, "manifest.json")) as f: m = json.load(f)
     g = m["graphs"][0]
     r["kernels"] = sum(1 for l in g["launches"] if l["kind"] == "kernel")
+    r["kernel_names"] = [l["name"] for l in g["launches"] if l["kind"] == "kernel"]
     r["programs"] = len(g["programs"])
     views = {(a["buffer"], a["offset"], json.dumps(a["image"], sort_keys=True)) for l in g["launches"] if l["kind"] == "kernel"
              for a in l["args"] if "image" in a}
@@ -389,6 +395,19 @@ class Zoo:
                f"hcq QCOM:SIM {fmt_ms(r.get('hcq_sim_call_us'))} ms, tinygrad {fmt_ms(r.get('tinygrad_call_us'))} ms)")
     else: line += f" at {r['stage']}: {r['error']}"
     print(line, flush=True)
+
+
+def same_graph(r, kernels):
+  """The --model (qcom-jit) route builds its TinyJit with prune=True as compile3.py does, so both routes of one model and
+  flag set must give the same kernels in the same order: a later route that differs from an earlier one fails."""
+  for other, names in kernels.items():
+    mine = kernels[r["route"]]
+    if other == r["route"] or names == mine: continue
+    i = next((i for i, (x, y) in enumerate(zip(names, mine)) if x != y), min(len(names), len(mine)))
+    return r | {"status": "FAIL", "stage": f"same graph as {other}",
+                "error": f"{len(mine)} kernels against {other}'s {len(names)}; first difference at kernel {i}: "
+                         f"{mine[i:i + 3]} / {names[i:i + 3]}"}
+  return r
 
 
 def fmt_ms(us):
