@@ -438,9 +438,9 @@ mod bind_input_tests {
     /// model's own input.
     #[test]
     fn a_bound_input_is_read_from_the_callers_memory_on_cpu_and_qcom_sim() {
-        let bundle = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/elementwise");
+        let bundle = hcq_testkit::example("elementwise");
         for dev in ["CPU", "QCOM:SIM"] {
-            let mut m = crate::open(dev).unwrap().load(bundle).unwrap();
+            let mut m = crate::open(dev).unwrap().load(&bundle).unwrap();
             m.run().unwrap();
             let before = m.output("output0").unwrap();
             let n = m.inputs()[0].nbytes as usize;

@@ -65,7 +65,7 @@ impl Executor for Kernels {
 /// Run every launch of `name` (from examples/) once with the inline runner; returns the
 /// number of outputs that matched the expected bytes and the number of kernel calls.
 fn run_example(name: &str) -> (usize, usize) {
-    let model = v1::import_dir(format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let model = v1::import_dir(hcq_testkit::example(name)).unwrap();
     let bytes = hcqb::write(&model).unwrap();
     let file = Hcqb::parse(&bytes).unwrap();
     let arch = Arch::host().unwrap();

@@ -5,9 +5,7 @@ use hcq_bundle::hcqb::{self, Hcqb};
 use hcq_bundle::{Arch, v1};
 use hcq_cpu::device::CpuDevice;
 
-fn examples(b: &str) -> String {
-    format!("{}/../../examples/{b}", env!("CARGO_MANIFEST_DIR"))
-}
+use hcq_testkit::example as examples;
 
 #[test]
 fn a_launch_list_longer_than_the_ring_runs_as_one_exec_list() {

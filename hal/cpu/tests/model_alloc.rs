@@ -57,83 +57,20 @@ mod supported {
     use hcq_bundle::hcqb::{self, Hcqb};
     use hcq_cpu::device::CpuDevice;
     use hcq_cpu::model::host_arch;
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::cell::Cell;
+    use hcq_testkit::counting_alloc::{Counting, allocations_and_bytes_on_every_thread, trace_next};
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
-    struct Counting;
-
-    static ALLOCS: AtomicU64 = AtomicU64::new(0);
-    static BYTES: AtomicU64 = AtomicU64::new(0);
-    /// Print a backtrace for allocations while this is set (and `TRACE_LEFT > 0`).
-    static TRACE: AtomicBool = AtomicBool::new(false);
-    static TRACE_LEFT: AtomicU64 = AtomicU64::new(0);
-
-    thread_local! {
-        /// Set while this thread is printing a trace, so the trace's own allocations are not traced.
-        static IN_TRACE: Cell<bool> = const { Cell::new(false) };
-    }
-
-    fn note(size: usize) {
-        // `try_with`: the thread-local may already be gone while a thread exits
-        if IN_TRACE.try_with(Cell::get).unwrap_or(false) {
-            return; // the trace's own allocations
-        }
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(size as u64, Ordering::Relaxed);
-        if TRACE.load(Ordering::Relaxed) && TRACE_LEFT.load(Ordering::Relaxed) > 0 {
-            TRACE_LEFT.fetch_sub(1, Ordering::Relaxed);
-            IN_TRACE.with(|t| t.set(true));
-            let t = std::thread::current();
-            eprintln!(
-                "allocation of {size} bytes on thread {:?}:\n{}",
-                t.name(),
-                std::backtrace::Backtrace::force_capture()
-            );
-            IN_TRACE.with(|t| t.set(false));
-        }
-    }
-
-    // SAFETY: every method forwards to `System` with the caller's arguments unchanged; counting
-    // touches only atomics (and, when tracing, allocates through this same allocator re-entrantly,
-    // which `System` allows).
-    unsafe impl GlobalAlloc for Counting {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            note(layout.size());
-            // SAFETY: forwarded with the caller's layout.
-            unsafe { System.alloc(layout) }
-        }
-        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-            note(layout.size());
-            // SAFETY: forwarded with the caller's layout.
-            unsafe { System.alloc_zeroed(layout) }
-        }
-        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            note(new_size);
-            // SAFETY: forwarded; `ptr` was allocated by `System` with `layout` (all allocations go
-            // through this wrapper).
-            unsafe { System.realloc(ptr, layout, new_size) }
-        }
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            // SAFETY: forwarded; `ptr` came from `System` with `layout`.
-            unsafe { System.dealloc(ptr, layout) }
-        }
-    }
 
     #[global_allocator]
     static GLOBAL: Counting = Counting;
 
     /// Allocations (count, bytes) made by everything in the process while `f` runs.
     fn count_allocs(f: impl FnOnce()) -> (u64, u64) {
-        let (a0, b0) = (ALLOCS.load(Ordering::SeqCst), BYTES.load(Ordering::SeqCst));
-        f();
-        (ALLOCS.load(Ordering::SeqCst) - a0, BYTES.load(Ordering::SeqCst) - b0)
+        let ((), n, b) = allocations_and_bytes_on_every_thread(f);
+        (n, b)
     }
 
     fn bundle_bytes(name: &str) -> Vec<u8> {
-        let dir = format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"));
-        let model = hcq_bundle::v1::import_dir(&dir).unwrap();
+        let model = hcq_bundle::v1::import_dir(hcq_testkit::example(name)).unwrap();
         hcqb::write(&model).unwrap()
     }
 
@@ -190,9 +127,7 @@ mod supported {
         for _ in 0..20 {
             model.call().unwrap();
         }
-        let trace = std::env::var_os("HCQ_ALLOC_TRACE").is_some();
-        TRACE_LEFT.store(if trace { 8 } else { 0 }, Ordering::SeqCst);
-        TRACE.store(trace, Ordering::SeqCst);
+        trace_next(if std::env::var_os("HCQ_ALLOC_TRACE").is_some() { 8 } else { 0 });
         let mut failed = None;
         let counted = count_allocs(|| {
             for i in 0..1000 {
@@ -202,7 +137,7 @@ mod supported {
                 }
             }
         });
-        TRACE.store(false, Ordering::SeqCst);
+        trace_next(0);
         if let Some((i, e)) = failed {
             panic!("{name}: call {i} failed: {e}");
         }
