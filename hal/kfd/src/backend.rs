@@ -2,7 +2,8 @@
 //! PM4 exec per launch into a core `HwQueue`, and calls through the engine's compute ring.
 
 use crate::device::AmdDevice;
-use crate::memory::{BufBus, GpuBuf, KfdPage};
+use crate::memory::{BufBus, GpuBuf, KfdPage, QueueDoorbell};
+use core::time::Duration;
 use hcq::barrier::Barrier;
 use hcq::device::DeviceLimits;
 use hcq::engine::{Channel, Engine};
@@ -17,7 +18,7 @@ use hcq_amd::kfd::uapi::{CreateQueueArgs, DestroyQueueArgs, MAX_QUEUE_PERCENTAGE
 use hcq_amd::pm4::{Pm4Config, Pm4Encoder, Scratch};
 use hcq_bundle::hcqb::{Hcqb, ProgramRef};
 use hcq_bundle::{Arch, ArgView};
-use hcq_runner::plug::Capabilities;
+use hcq_runner::plug::{Capabilities, policy_within};
 use hcq_runner::{Backend, KernelLaunch};
 use std::sync::Arc;
 
@@ -53,9 +54,28 @@ impl Drop for Queue {
     }
 }
 
-/// The wait hooks: the host clock, and the device's memory-exception event as the fault check.
+/// The wait hooks: the host clock, and the device's memory- and hardware-exception events as
+/// the fault check (naming the queue).
 struct AmdHooks {
     dev: Arc<AmdDevice>,
+    queue: QueueInfo,
+}
+
+/// What names the compute queue in an error: its KFD id and where its read pointer stands.
+#[derive(Clone)]
+struct QueueInfo {
+    id: u32,
+    /// The queue's pointers (read pointer at 0, write pointer at 8, both in dwords).
+    ptrs: Arc<GpuBuf>,
+}
+
+impl QueueInfo {
+    /// `"KFD compute queue 0 (read pointer at dword 96, write pointer at 120)"`.
+    fn describe(&self) -> String {
+        let read = |off| self.ptrs.bus().read(off, hcq::mmio::Width::U64).unwrap_or(0);
+        let (r, w) = (read(0), read(8));
+        format!("KFD compute queue {} (read pointer at dword {r}, write pointer at {w})", self.id)
+    }
 }
 
 impl WaitHooks for AmdHooks {
@@ -69,7 +89,7 @@ impl WaitHooks for AmdHooks {
         std::thread::sleep(std::time::Duration::from_nanos(idle_ns.min(1_000_000)));
     }
     fn fault(&self) -> Option<Error> {
-        self.dev.fault()
+        self.dev.fault().map(|e| e.context(self.queue.describe()))
     }
 }
 
@@ -90,6 +110,8 @@ pub struct AmdBackend {
     hcq: Option<Arc<Engine>>,
     /// Dropped before the ring memory: KFD stops the queue first.
     kfd_queue: Option<Queue>,
+    /// The queue as errors name it.
+    queue_info: Option<QueueInfo>,
     ring_mem: Vec<Arc<GpuBuf>>,
     timeout_ms: u32,
     block: Vec<u8>,
@@ -119,6 +141,7 @@ impl AmdBackend {
             timeline: None,
             hcq: None,
             kfd_queue: None,
+            queue_info: None,
             ring_mem: Vec::new(),
             timeout_ms,
             block: Vec::new(),
@@ -158,18 +181,27 @@ impl AmdBackend {
         unsafe { h.submit(0, q) }
     }
 
-    /// Wait until the timeline reaches `stamp` (a memory exception ends the wait with it).
+    /// Wait until the timeline reaches `stamp` (a memory or hardware exception ends the wait
+    /// with it; a timeout names the queue).
     pub fn wait(&self, stamp: Stamp) -> Result<()> {
         match &self.hcq {
-            Some(h) => h.wait(stamp),
+            Some(h) => h.wait(stamp).map_err(|e| self.on_queue(e)),
             None => Ok(()),
+        }
+    }
+
+    /// `e` with the compute queue named, when it is a timeout (a fault names it already).
+    fn on_queue(&self, e: Error) -> Error {
+        match (&self.queue_info, e.root()) {
+            (Some(q), Error::Timeout { .. }) => e.context(q.describe()),
+            _ => e,
         }
     }
 
     fn settle(&self) -> Result<()> {
         match &self.hcq {
             Some(h) => match h.synchronize() {
-                Err(e) if !matches!(e.root(), Error::DeviceHung { .. }) => Err(e),
+                Err(e) if !matches!(e.root(), Error::DeviceHung { .. }) => Err(self.on_queue(e)),
                 _ => Ok(()),
             },
             None => Ok(()),
@@ -404,13 +436,15 @@ impl Backend for AmdBackend {
         let (pages, bell_off) = mmap::doorbell_pages(cq.doorbell_offset);
         let bell_page = Arc::new(KfdPage::map(&dev.kfd, pages, mmap::DOORBELL_BYTES)?);
         // CAST: an offset inside the 8 KiB doorbell pages.
-        let bell = Doorbell { bus: bell_page, offset: bell_off as usize, width: hcq::mmio::Width::U64 };
-        // gfx11 doorbells take the 64-bit write pointer in dwords (tinygrad's signal_doorbell);
-        // the ring words are written with volatile word stores and a device write barrier
-        // orders them before the doorbell.
+        let bell_bus = QueueDoorbell { page: bell_page, bell: bell_off as usize, wptr: ptrs.clone(), wptr_off: 8 };
+        let bell = Doorbell { bus: Arc::new(bell_bus), offset: bell_off as usize, width: hcq::mmio::Width::U64 };
+        // gfx11 doorbells take the 64-bit write pointer in dwords (tinygrad's signal_doorbell,
+        // after the same value in the write-pointer memory); the ring words are written with
+        // volatile word stores and a device write barrier orders them before both.
         let cring = CommandRing::new(Arc::new(BufBus(ring.clone())), 16, bell)?.with_barrier(Barrier::DeviceWrite);
         let kpool = KernargPool::new(Arc::new(BufBus(kmem.clone())), kmem.va(), 16);
-        let hooks = Arc::new(AmdHooks { dev: dev.clone() });
+        let queue = QueueInfo { id: cq.queue_id, ptrs: ptrs.clone() };
+        let hooks = Arc::new(AmdHooks { dev: dev.clone(), queue: queue.clone() });
         let hcq = Engine::new(
             hcq::error::device_name(&dev.name),
             timeline,
@@ -421,6 +455,7 @@ impl Backend for AmdBackend {
         )?;
         hcq.timeline().set_policy(WaitPolicy::with_timeout_ms(self.timeout_ms.into()));
         self.kfd_queue = Some(kq);
+        self.queue_info = Some(queue);
         self.ring_mem = vec![ring, ptrs, eop, kmem];
         self.hcq = Some(Arc::new(hcq));
         Ok(())
@@ -468,6 +503,14 @@ impl Capabilities for AmdBackend {
     }
     fn submit(&mut self) -> Result<u64> {
         self.submit_call().map(Stamp::get)
+    }
+    fn wait(&self, stamp: u64, timeout: Option<Duration>) -> Result<()> {
+        let Some(e) = &self.hcq else { return Ok(()) };
+        let r = match timeout {
+            Some(t) => e.wait_with(Stamp::new(stamp), &policy_within(e, t)),
+            None => e.wait(Stamp::new(stamp)),
+        };
+        r.map_err(|e| self.on_queue(e))
     }
     fn host_ptr(&self, view: ArgView) -> Option<*const u8> {
         let b = self.buffers.get(view.buffer as usize)?;

@@ -5,8 +5,9 @@ use crate::memory::GpuBuf;
 use hcq::device::{DeviceLimits, DeviceProperties};
 use hcq::{Error, Result};
 use hcq_amd::kfd::uapi::{
-    AcquireVmArgs, AllocFlags, CreateEventArgs, EVENT_MEMORY, EventData, RUNTIME_ENABLE_MODE_ENABLE_MASK,
-    RuntimeEnableArgs, WAIT_RESULT_COMPLETE, WaitEventsArgs,
+    AcquireVmArgs, AllocFlags, CreateEventArgs, EVENT_HW_EXCEPTION, EVENT_MEMORY, EventData,
+    HW_EXCEPTION_PER_ENGINE_RESET, RUNTIME_ENABLE_MODE_ENABLE_MASK, RuntimeEnableArgs, WAIT_RESULT_COMPLETE,
+    WaitEventsArgs,
 };
 use hcq_amd::kfd::{GpuNode, Kfd, RUNTIME_ENABLE_VERSION, Topology};
 use std::sync::Arc;
@@ -26,6 +27,9 @@ pub struct AmdDevice {
     pub(crate) version: (u32, u32),
     /// The memory-exception event (auto-reset off: it stays set once the GPU faulted).
     pub(crate) fault_event: u32,
+    /// The hardware-exception event (a queue or GPU reset: a hang), as tinygrad's
+    /// `hw_fault_event` (auto-reset off).
+    pub(crate) hw_event: u32,
     pub(crate) timeout_ms: u32,
 }
 
@@ -63,12 +67,20 @@ impl AmdDevice {
         let mut ev =
             CreateEventArgs { event_type: EVENT_MEMORY, auto_reset: 0, node_id: node.node, ..Default::default() };
         kfd.create_event(&mut ev)?;
+        let mut hw =
+            CreateEventArgs { event_type: EVENT_HW_EXCEPTION, auto_reset: 0, node_id: node.node, ..Default::default() };
+        if let Err(e) = kfd.create_event(&mut hw) {
+            let _ = kfd
+                .destroy_event(&hcq_amd::kfd::uapi::DestroyEventArgs { event_id: ev.event_id, ..Default::default() });
+            return Err(e);
+        }
         Ok(Arc::new(AmdDevice {
             name: name.to_string(),
             kfd,
             node,
             version,
             fault_event: ev.event_id,
+            hw_event: hw.event_id,
             timeout_ms: DEFAULT_TIMEOUT_MS,
         }))
     }
@@ -97,18 +109,42 @@ impl AmdDevice {
         GpuBuf::alloc(&self.kfd, self.node.gpu_id, size, AllocFlags::tinygrad(false, uncached, true))
     }
 
-    /// The memory exception KFD reported, if the GPU faulted (a `WAIT_EVENTS` that does not
-    /// wait).
+    /// The memory or hardware exception KFD reported, if the GPU faulted or a queue hung (a
+    /// `WAIT_EVENTS` on both events that does not wait; tinygrad's `_wait_signal` reads the
+    /// same two after a timeout).
     pub fn fault(&self) -> Option<Error> {
-        let mut data = [EventData::for_event(self.fault_event)];
-        let mut w = WaitEventsArgs { num_events: 1, wait_for_all: 0, timeout: 0, ..Default::default() };
+        let mut data = [EventData::for_event(self.fault_event), EventData::for_event(self.hw_event)];
+        let mut w = WaitEventsArgs { num_events: 2, wait_for_all: 0, timeout: 0, ..Default::default() };
         match self.kfd.wait_events(&mut w, &mut data) {
             Ok(()) if w.wait_result == WAIT_RESULT_COMPLETE => {
-                let m = data[0].memory_exception();
-                Some(Error::DeviceHung { device: hcq::error::device_name(&self.name) }.context(format!(
-                    "{}: GPU memory exception at {:#x} (gpu {}, KFD memory-exception event {})",
-                    self.name, m.va, m.gpu_id, self.fault_event
-                )))
+                let hung = || Error::DeviceHung { device: hcq::error::device_name(&self.name) };
+                let (m, h) = (data[0].memory_exception(), data[1].hw_exception());
+                // KFD fills only the entries of the events that fired (the others stay zero).
+                if m.gpu_id != 0 {
+                    let access = if m.failure.read_only != 0 {
+                        "write to a read-only page"
+                    } else if m.failure.no_execute != 0 {
+                        "execute of a no-execute page"
+                    } else {
+                        "page not present"
+                    };
+                    Some(hung().context(format!(
+                        "{}: GPU memory exception at {:#x} ({access}; gpu {:#x}, KFD memory-exception event {:#x})",
+                        self.name, m.va, m.gpu_id, self.fault_event
+                    )))
+                } else {
+                    let reset =
+                        if h.reset_type == HW_EXCEPTION_PER_ENGINE_RESET { "a queue reset" } else { "a GPU reset" };
+                    let cause = if h.reset_cause == hcq_amd::kfd::uapi::HW_EXCEPTION_ECC { "ECC" } else { "hang" };
+                    Some(hung().context(format!(
+                        "{}: GPU hardware exception: {reset} after a {cause} (gpu {:#x}, memory lost: {}, KFD \
+                         hardware-exception event {:#x})",
+                        self.name,
+                        h.gpu_id,
+                        h.memory_lost != 0,
+                        self.hw_event
+                    )))
+                }
             }
             Ok(()) => None,
             Err(e) => Some(e),
@@ -152,9 +188,11 @@ impl AmdDevice {
 
 impl Drop for AmdDevice {
     fn drop(&mut self) {
-        let d = hcq_amd::kfd::uapi::DestroyEventArgs { event_id: self.fault_event, ..Default::default() };
-        if let Err(e) = self.kfd.destroy_event(&d) {
-            log::warn!("AMD: destroying the memory-exception event: {e}");
+        for (id, what) in [(self.fault_event, "memory"), (self.hw_event, "hardware")] {
+            let d = hcq_amd::kfd::uapi::DestroyEventArgs { event_id: id, ..Default::default() };
+            if let Err(e) = self.kfd.destroy_event(&d) {
+                log::warn!("AMD: destroying the {what}-exception event: {e}");
+            }
         }
     }
 }

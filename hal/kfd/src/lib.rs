@@ -1,12 +1,15 @@
 //! The `AMD` device: an AMD gfx1100 (RDNA3) behind the KFD kernel interface
-//! ([`hcq_amd::kfd::Kfd`]): the real `/dev/kfd` (`KFD+AMD`, [`hcq_amd::kfd::LinuxKfd`]) or a
-//! simulated KFD in process (`KFD+AMD:SIM`, opened by the `hcq-sim-amd` crate through
-//! [`AmdDevice::open`]); `AMD` is whichever exists. And its bundle runner backend
+//! ([`hcq_amd::kfd::Kfd`]): the real `/dev/kfd` (`AMD`, `KFD+AMD`: [`hcq_amd::kfd::LinuxKfd`])
+//! or a simulated KFD in process (`AMD:SIM`, `KFD+AMD:SIM`: `hcq_sim_amd::plug::kind()`, this
+//! crate's [`AmdKind`] over the simulator's `SimKfd`). And its bundle runner backend
 //! ([`AmdBackend`], driven by `hcq_runner::Runner`).
 //!
 //! The device opens as tinygrad 0.14's `KFDIface` does: the KFD version, the topology's GPU
 //! node (gfx_target_version 110000 required), the render node, `ACQUIRE_VM`, `RUNTIME_ENABLE`
-//! on KFD 1.14+, and a memory-exception event whose firing ends every wait with the fault.
+//! on KFD 1.14+, and a memory-exception and a hardware-exception event (tinygrad's
+//! `mem_fault_event`, `hw_fault_event`) whose firing ends every wait with the fault's address or
+//! the reset, naming the KFD queue and its read and write pointers; a wait without progress
+//! past the timeout names them too.
 //! A load picks the bundle's `amd_gfx1100` objects (the `amd` graph) and, before anything is
 //! allocated, parses every code object and checks each kernel's descriptor
 //! ([`hcq_amd::codeobj::CodeObject::parse`], the PM4 encoder's [`hcq_amd::pm4::Program::new`]:
@@ -21,8 +24,8 @@
 //! The engine is the core's ([`hcq::engine::Engine`]) with the ring shape: KFD queues are
 //! user-mode rings, so a call copies the queue's words into the compute queue's ring (uncached
 //! GTT) with word-sized volatile stores, issues the device write barrier and writes the 64-bit
-//! write pointer (in dwords) to the queue's doorbell in the doorbell page mapped from
-//! `/dev/kfd`. The timeline signal is a slot of an uncached GTT page the CP's `RELEASE_MEM`
+//! write pointer (in dwords) to the queue's write-pointer memory and then to its doorbell in the
+//! doorbell page mapped from `/dev/kfd` (tinygrad's order). The timeline signal is a slot of an uncached GTT page the CP's `RELEASE_MEM`
 //! writes. Copy launches are refused for now (they belong on the SDMA queue, not driven yet).
 
 mod backend;

@@ -159,3 +159,31 @@ impl MmioBus for KfdPage {
         self.bus.write(offset, width, value)
     }
 }
+
+/// The doorbell of a KFD queue as tinygrad's `AMDQueue` rings it: the write pointer is stored
+/// to the queue's write-pointer memory first (what the scheduler reads when it maps the queue
+/// back in), then, after a device write barrier, to the doorbell.
+pub(crate) struct QueueDoorbell {
+    pub(crate) page: Arc<KfdPage>,
+    /// The doorbell's byte offset on the page.
+    pub(crate) bell: usize,
+    /// The queue's pointer memory and the write pointer's byte offset in it.
+    pub(crate) wptr: Arc<GpuBuf>,
+    pub(crate) wptr_off: usize,
+}
+
+impl MmioBus for QueueDoorbell {
+    fn size(&self) -> usize {
+        self.page.size()
+    }
+    fn read(&self, offset: usize, width: Width) -> Result<u64> {
+        self.page.read(offset, width)
+    }
+    fn write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
+        if offset == self.bell {
+            self.wptr.bus.write(self.wptr_off, Width::U64, value)?;
+            hcq::barrier::device_write_barrier();
+        }
+        self.page.write(offset, width, value)
+    }
+}
