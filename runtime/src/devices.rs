@@ -19,6 +19,8 @@ pub(crate) fn register_builtin(r: &Registry) {
         r.register(Arc::new(hcq_sim_adreno::QcomSimKind(i)));
     }
     r.register(Arc::new(hcq_kfd::AmdKind::kfd()));
+    #[cfg(feature = "sim")]
+    r.register(Arc::new(hcq_sim_amd::plug::kind()));
     #[cfg(not(feature = "sim"))]
     r.register(Arc::new(without_sim::NoSim));
 }
@@ -41,7 +43,7 @@ mod without_sim {
 
     impl DeviceKind for NoSim {
         fn names(&self) -> &[&'static str] {
-            &["SIM", "QCOM:SIM", "KGSL+QCOM:SIM", "MSM+QCOM:SIM"]
+            &["SIM", "QCOM:SIM", "KGSL+QCOM:SIM", "MSM+QCOM:SIM", "AMD:SIM", "KFD+AMD:SIM"]
         }
         fn indexed(&self) -> u32 {
             // SIM and SIM:1, as hcq-sim's `SIM_DEVICES`
