@@ -1,0 +1,79 @@
+//! `hcq run --device AMD:SIM`: every bundle of `examples/amd` runs its gfx1100 code objects
+//! through hcq-kfd's PM4 compute queue on the simulated KFD and GPU (the RDNA3 interpreter) and
+//! matches its expected outputs, call after call; `hcq devices` lists the device; bundles it
+//! cannot run are one-line errors with exit code 2.
+
+use hcq_testkit::cli::{last_json, text};
+use hcq_testkit::root;
+use std::path::Path;
+use std::process::Output;
+
+const BUNDLES: [&str; 5] = ["chain100", "convnet", "elementwise", "mlp", "wide"];
+
+/// `hcq ARGS...` in the repository root.
+fn hcq(args: &[&str]) -> Output {
+    hcq_testkit::cli::run(env!("CARGO_BIN_EXE_hcq"), args)
+}
+
+#[test]
+fn every_amd_example_passes_its_check_on_amd_sim() {
+    for b in BUNDLES {
+        let d = format!("examples/amd/{b}");
+        let out = hcq(&["run", &d, "--device", "AMD:SIM", "--check", "--json", "--iters", "5"]);
+        assert!(out.status.success(), "{d}: {}", text(&out));
+        let j = last_json(&out);
+        assert_eq!(j["outputs_ok"], true, "{d}");
+        assert_eq!((j["device"].as_str(), j["arch"].as_str()), (Some("AMD:SIM"), Some("amd_gfx1100")), "{d}");
+        assert_eq!(j["calls"], 5, "{d}");
+        let dev = j["max_abs_diff"].as_f64().unwrap();
+        assert!(dev < 1e-5, "{d}: max |got - expected| = {dev:e}");
+    }
+}
+
+#[test]
+fn the_interface_spelling_runs_too_and_devices_lists_amd_sim_passing() {
+    let out = hcq(&["run", "examples/amd/chain100", "--device", "kfd+amd:sim", "--check", "--iters", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("KFD+AMD:SIM"), "{}", text(&out));
+    let out = hcq(&["devices"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let list = String::from_utf8_lossy(&out.stdout);
+    let line = list.lines().find(|l| l.trim_start_matches(['*', ' ']).starts_with("AMD:SIM")).unwrap_or_default();
+    assert!(line.contains(": PASS amd gfx1100"), "{list}");
+}
+
+#[test]
+fn a_bundle_without_gfx1100_objects_is_refused_on_amd_sim() {
+    let out = hcq(&["run", "examples/mlp", "--device", "AMD:SIM", "--iters", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("no complete object set") && e.contains("amd_gfx1100"), "{e}");
+    assert_eq!(e.lines().count(), 1, "one line: {e}");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+/// A program whose symbol the code object does not define is refused at load, naming the
+/// program and the kernels the object has.
+#[test]
+fn a_symbol_the_code_object_lacks_is_refused_naming_the_program() {
+    let dir = std::env::temp_dir().join(format!("hcq-amd-symbol-{}", std::process::id()));
+    copy_dir(&root().join("examples/amd/elementwise"), &dir);
+    let path = dir.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let graphs = m["graphs"].as_array_mut().unwrap();
+    let amd = graphs.iter_mut().find(|g| g["target"] == "amd").unwrap();
+    amd["programs"][0]["symbol"] = serde_json::json!("not_a_kernel");
+    std::fs::write(&path, serde_json::to_string(&m).unwrap()).unwrap();
+    let out = hcq(&["run", &dir.to_string_lossy(), "--device", "AMD:SIM", "--iters", "0"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("program 0") && e.contains("not_a_kernel") && e.contains("E_32_32_4"), "{e}");
+}
