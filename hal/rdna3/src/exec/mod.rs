@@ -18,6 +18,9 @@
 #![allow(clippy::needless_range_loop)]
 
 mod fp;
+mod lanes;
+#[cfg(test)]
+mod tests;
 pub mod valu;
 
 use crate::decode::{DecodeError, Encoding, Inst, decode};
@@ -256,7 +259,12 @@ enum Sem {
     Salu(S),
     Smem(u8),
     Valu(Sig),
-    Vcmp { cond: Cond, t: T, signed: bool, x: bool },
+    Vcmp {
+        cond: Cond,
+        t: T,
+        signed: bool,
+        x: bool,
+    },
     Readlane,
     Writelane,
     Readfirstlane,
@@ -264,6 +272,12 @@ enum Sem {
     Pk(Sig),
     Wmma(bool),
     Vopd(Sig, Sig),
+    /// A VALU op on 32-bit operands: `Program::v32[k]`.
+    V32(u32),
+    /// A VOPD of 32-bit operands: `Program::v32[k]` (X) and `[k + 1]` (Y).
+    Vopd32(u32),
+    /// A compare of 32-bit operands: `Program::c32[k]`.
+    C32(u32),
     Mem(MemOp),
     Bpermute,
 }
@@ -342,6 +356,10 @@ struct Step {
 pub struct Program {
     steps: Vec<Step>,
     wave64: bool,
+    /// The resolved 32-bit VALU ops (`Sem::V32`, `Sem::Vopd32`).
+    v32: Vec<lanes::V32>,
+    /// The resolved 32-bit compares (`Sem::C32`).
+    c32: Vec<lanes::C32>,
 }
 
 fn unsupported(at: usize, i: &Inst, what: &'static str) -> LoadError {
@@ -352,6 +370,12 @@ impl Program {
     /// Decode `code` from dword `entry` to its end and resolve every instruction for waves of
     /// 64 lanes (`wave64`) or 32.
     pub fn load(code: &[u32], entry: usize, wave64: bool) -> Result<Program, LoadError> {
+        Self::load_with(code, entry, wave64, true)
+    }
+
+    /// [`Program::load`]; `lanes`: the 32-bit VALU ops and compares on the lane-array paths
+    /// (else every one on the per-lane path, the reference the tests compare them with).
+    fn load_with(code: &[u32], entry: usize, wave64: bool, lanes: bool) -> Result<Program, LoadError> {
         let mut steps = Vec::new();
         let mut starts = vec![usize::MAX; code.len() + 1];
         let mut at = entry;
@@ -381,7 +405,39 @@ impl Program {
             };
             steps[k].sem = sem;
         }
-        Ok(Program { steps, wave64 })
+        let mut p = Program { steps, wave64, v32: Vec::new(), c32: Vec::new() };
+        if lanes {
+            p.resolve_lanes();
+        }
+        Ok(p)
+    }
+
+    /// Move what the lane-array paths take onto them.
+    fn resolve_lanes(&mut self) {
+        for k in 0..self.steps.len() {
+            let Step { inst: i, sem, .. } = self.steps[k];
+            // CAST: a table index below the step count.
+            let (nv, nc) = (self.v32.len() as u32, self.c32.len() as u32);
+            let fast = match sem {
+                Sem::Valu(g) => lanes::v32(&i, g, valu_mods(&i, g)).map(|v| {
+                    self.v32.push(v);
+                    Sem::V32(nv)
+                }),
+                Sem::Vopd(x, y) => lanes::vopd32(&i, x, y).map(|[vx, vy]| {
+                    self.v32.push(vx);
+                    self.v32.push(vy);
+                    Sem::Vopd32(nv)
+                }),
+                Sem::Vcmp { cond, t, signed, x } => lanes::c32(&i, cond, t, signed, x, Cx::mods(&i)).map(|c| {
+                    self.c32.push(c);
+                    Sem::C32(nc)
+                }),
+                _ => None,
+            };
+            if let Some(f) = fast {
+                self.steps[k].sem = f;
+            }
+        }
     }
 
     /// The mnemonics of the program, in order (for tables of what a kernel uses).
@@ -422,7 +478,11 @@ impl Program {
                 }
                 // CAST: a wave index < 2^10.
                 let mut cx = Cx { p: self, d, group, wave: k as u32, mem, lds: &mut lds, st: &mut st };
-                cx.run(w)?;
+                if lanes == 32 {
+                    cx.run::<32>(w)?;
+                } else {
+                    cx.run::<64>(w)?;
+                }
             }
             let mut waiting = 0;
             for w in &waves {
@@ -445,6 +505,7 @@ impl Program {
 }
 
 /// One wave's state.
+#[derive(Clone)]
 struct Wave {
     s: [u32; 128],
     scc: bool,
@@ -649,7 +710,7 @@ impl Cx<'_, '_> {
     }
 
     /// Run `w` until it ends, waits at a barrier or faults.
-    fn run(&mut self, w: &mut Wave) -> Result<(), Fault> {
+    fn run<const N: usize>(&mut self, w: &mut Wave) -> Result<(), Fault> {
         loop {
             let Some(step) = self.p.steps.get(w.pc) else {
                 // PANIC: `load` refuses a program without instructions.
@@ -698,11 +759,57 @@ impl Cx<'_, '_> {
                 Sem::Pk(g) => self.pk(w, step, g),
                 Sem::Wmma(bf) => self.wmma(w, step, bf)?,
                 Sem::Vopd(x, y) => self.vopd(w, step, x, y),
+                Sem::V32(k) => self.v32::<N>(w, k),
+                Sem::Vopd32(k) => self.vopd32::<N>(w, k),
+                Sem::C32(k) => self.c32::<N>(w, k),
                 Sem::Mem(m) => self.memop(w, step, m)?,
                 Sem::Bpermute => self.bpermute(w, step)?,
             }
             w.pc = next;
         }
+    }
+
+    /// A [`lanes::V32`] op over the wave.
+    #[inline(always)]
+    fn v32<const N: usize>(&mut self, w: &mut Wave, k: u32) {
+        let p = self.p;
+        // PANIC: `resolve_lanes` numbers the ops it pushes.
+        let op = &p.v32[k as usize];
+        let exec = w.exec();
+        let mut r = [0u32; N];
+        let co = lanes::eval_v32::<N>(w, op, &mut r);
+        lanes::write::<N>(w, op.dst, exec, &r);
+        if let Some(mo) = op.mask_out {
+            w.set_mask(mo, co & exec);
+        }
+        self.st.lane_insts += u64::from(exec.count_ones());
+    }
+
+    /// A VOPD of two [`lanes::V32`]: both read before either writes.
+    #[inline(always)]
+    fn vopd32<const N: usize>(&mut self, w: &mut Wave, k: u32) {
+        let p = self.p;
+        // PANIC: `resolve_lanes` pushes a VOPD's two halves together.
+        let (x, y) = (&p.v32[k as usize], &p.v32[k as usize + 1]);
+        let exec = w.exec();
+        let (mut rx, mut ry) = ([0u32; N], [0u32; N]);
+        lanes::eval_v32::<N>(w, x, &mut rx);
+        lanes::eval_v32::<N>(w, y, &mut ry);
+        lanes::write::<N>(w, x.dst, exec, &rx);
+        lanes::write::<N>(w, y.dst, exec, &ry);
+        self.st.lane_insts += 2 * u64::from(exec.count_ones());
+    }
+
+    /// A [`lanes::C32`] compare over the wave.
+    #[inline(always)]
+    fn c32<const N: usize>(&mut self, w: &mut Wave, k: u32) {
+        let p = self.p;
+        // PANIC: `resolve_lanes` numbers the compares it pushes.
+        let op = &p.c32[k as usize];
+        let exec = w.exec();
+        let r = lanes::eval_c32::<N>(w, op) & exec;
+        self.st.lane_insts += u64::from(exec.count_ones());
+        w.set_mask(op.dst, r);
     }
 
     /// A VALU source of type `t` for `lane` (before modifiers).
@@ -787,7 +894,7 @@ impl Cx<'_, '_> {
     fn valu(&mut self, w: &mut Wave, step: &Step, g: Sig) {
         let i = &step.inst;
         let (w0, w1) = (i.words[0], i.words[1]);
-        let mut m = Self::mods(i);
+        let m = valu_mods(i, g);
         // Operand fields per encoding: (dst vgpr, sources, mask-in code, mask-out code).
         let (dst, mut srcs, mask_in, mask_out) = match i.enc {
             Encoding::Vop1 => ((w0 >> 17) & 0xff, [w0 & 0x1ff, 0, 0], 106, 106),
@@ -799,17 +906,10 @@ impl Cx<'_, '_> {
         if g.acc {
             srcs[2] = 256 + dst;
             src_t[2] = g.dst;
-            // fmac's accumulator op_sel is the destination's.
-            m.sel[2] = m.sel[3];
         }
         let konst = matches!(g.l, L::FmaakF32 | L::FmamkF32 | L::FmaakF16 | L::FmamkF16);
         if konst {
             srcs[2] = 255;
-        }
-        if i.enc == Encoding::Vop3 && g.mask_out {
-            // VOP3SD: bits 8–14 are the carry-out SGPR, not abs/op_sel/clamp.
-            m.abs = [false; 3];
-            m.sel = [false; 4];
         }
         let exec = w.exec();
         let min = if g.mask_in { w.mask(mask_in) } else { 0 };
@@ -1263,6 +1363,21 @@ impl Wave {
         let c = (code & 0x7f) as usize;
         u64::from(self.s[c]) | u64::from(self.s[(c + 1) & 0x7f]) << 32
     }
+}
+
+/// The modifiers of a VOP1/VOP2/VOP3 VALU op of signature `g`.
+fn valu_mods(i: &Inst, g: Sig) -> Mods {
+    let mut m = Cx::mods(i);
+    if g.acc {
+        // fmac's accumulator op_sel is the destination's.
+        m.sel[2] = m.sel[3];
+    }
+    if i.enc == Encoding::Vop3 && g.mask_out {
+        // VOP3SD: bits 8–14 are the carry-out SGPR, not abs/op_sel/clamp.
+        m.abs = [false; 3];
+        m.sel = [false; 4];
+    }
+    m
 }
 
 /// Clamp to [0, 1] and the output modifier (×2, ×4, ÷2), on a float result.

@@ -1,0 +1,506 @@
+//! The lane-array paths of the VALU: an instruction whose sources and result are all 32 bits
+//! wide (VOP1, VOP2, VOP3, both halves of a VOPD, a VOPC/VOP3 compare) is resolved at load into
+//! a [`V32`] or [`C32`] — its operands named once (a VGPR, an SGPR, a constant), its modifiers
+//! as sign-bit masks — and executed a whole wave at a time: each source read into an array of
+//! `N` lanes, the lane function run over the arrays (one loop per op, which the compiler
+//! vectorizes), the result written to the lanes EXEC enables.
+//!
+//! Every lane function is [`valu::eval`] or [`valu::cmp`] itself (inlined with the op fixed), so
+//! the results are those of the per-lane path (`Cx::valu`, `Cx::vcmp`, `Cx::vopd`, which still
+//! run what this does not take: 16- and 64-bit operands). Lanes EXEC disables are computed too
+//! (no lane function panics or has an effect) but never written, and never set a bit of a
+//! carry-out or compare mask. The differential tests below run both paths on random
+//! instructions and states.
+
+use super::valu::{self, Cond, L, Sig, T};
+use super::{Mods, Wave, inline_const, post};
+use crate::decode::{Encoding, Inst};
+
+/// A 32-bit source, resolved at load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Src {
+    /// VGPR `n`.
+    V(u8),
+    /// SGPR `n` (< 128; `null` reads as the constant 0).
+    S(u8),
+    /// A constant: inline, literal or 0.
+    K(u32),
+    /// `vccz`.
+    Vccz,
+    /// `execz`.
+    Execz,
+    /// `scc`.
+    Scc,
+}
+
+impl Src {
+    /// Source field `code` read as type `t` (32 bits wide), `lit` the instruction's literal.
+    pub(super) fn of(code: u32, t: T, lit: Option<u32>) -> Src {
+        match code {
+            // CAST: a VGPR index < 256.
+            256..=511 => Src::V((code - 256) as u8),
+            124 => Src::K(0),
+            // CAST: an SGPR index < 128.
+            0..=127 => Src::S(code as u8),
+            251 => Src::Vccz,
+            252 => Src::Execz,
+            253 => Src::Scc,
+            255 => Src::K(lit.unwrap_or(0)),
+            // CAST: the constant's low 32 bits (its type is 32 bits wide).
+            c => Src::K(inline_const(c, t).unwrap_or(0) as u32),
+        }
+    }
+}
+
+/// A VALU op on 32-bit operands, resolved.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct V32 {
+    pub l: L,
+    /// Destination VGPR.
+    pub dst: u8,
+    /// The result's type (for clamp and omod).
+    pub dst_t: T,
+    /// Sources read: `src[..n]` (the others read as 0).
+    pub n: u8,
+    pub src: [Src; 3],
+    /// Per source: the sign bit where `abs` clears it, else 0.
+    pub abs: [u32; 3],
+    /// Per source: the sign bit where `neg` flips it, else 0.
+    pub neg: [u32; 3],
+    /// Clamp or omod: the result goes through `post`.
+    pub post: bool,
+    pub clamp: bool,
+    pub omod: u32,
+    /// The SGPR code of the mask source (cndmask's selector, a carry-in).
+    pub mask_in: Option<u32>,
+    /// The SGPR code of the carry-out mask.
+    pub mask_out: Option<u32>,
+}
+
+fn all32(ts: &[T]) -> bool {
+    ts.iter().all(|t| t.bits() == 32)
+}
+
+/// The sign bit, where the modifier applies (float sources only).
+fn sign(on: bool, t: T) -> u32 {
+    if on && t.float() { 0x8000_0000 } else { 0 }
+}
+
+/// A VOP1/VOP2/VOP3 instruction of signature `g` as a [`V32`] (its fields as `Cx::valu` reads
+/// them), or `None` when an operand is not 32 bits wide.
+pub(super) fn v32(i: &Inst, g: Sig, m: Mods) -> Option<V32> {
+    let n = usize::from(g.n) + usize::from(g.acc);
+    let mut src_t = g.src;
+    if g.acc {
+        src_t[2] = g.dst;
+    }
+    if n > 3 || g.dst.bits() != 32 || !all32(&src_t[..n]) {
+        return None;
+    }
+    let (w0, w1) = (i.words[0], i.words[1]);
+    let (dst, mut srcs, mask_in, mask_out) = match i.enc {
+        Encoding::Vop1 => ((w0 >> 17) & 0xff, [w0 & 0x1ff, 0, 0], 106, 106),
+        Encoding::Vop2 => ((w0 >> 17) & 0xff, [w0 & 0x1ff, 256 + ((w0 >> 9) & 0xff), 0], 106, 106),
+        Encoding::Vop3 => {
+            (w0 & 0xff, [w1 & 0x1ff, (w1 >> 9) & 0x1ff, (w1 >> 18) & 0x1ff], (w1 >> 18) & 0x1ff, (w0 >> 8) & 0x7f)
+        }
+        _ => return None,
+    };
+    if g.acc {
+        srcs[2] = 256 + dst;
+    }
+    if matches!(g.l, L::FmaakF32 | L::FmamkF32 | L::FmaakF16 | L::FmamkF16) {
+        srcs[2] = 255;
+    }
+    let mut src = [Src::K(0); 3];
+    let (mut abs, mut neg) = ([0; 3], [0; 3]);
+    for k in 0..n {
+        src[k] = Src::of(srcs[k], src_t[k], i.literal);
+        abs[k] = sign(m.abs[k], src_t[k]);
+        neg[k] = sign(m.neg[k], src_t[k]);
+    }
+    Some(V32 {
+        l: g.l,
+        // CAST: an 8-bit field.
+        dst: dst as u8,
+        dst_t: g.dst,
+        // CAST: n ≤ 3.
+        n: n as u8,
+        src,
+        abs,
+        neg,
+        post: m.clamp || m.omod != 0,
+        clamp: m.clamp,
+        omod: m.omod,
+        mask_in: g.mask_in.then_some(mask_in),
+        mask_out: g.mask_out.then_some(mask_out),
+    })
+}
+
+/// Both halves of a VOPD instruction (X, Y) as `Cx::vopd` reads them, or `None` when an
+/// operand is not 32 bits wide.
+pub(super) fn vopd32(i: &Inst, x: Sig, y: Sig) -> Option<[V32; 2]> {
+    let (w0, w1) = (i.words[0], i.words[1]);
+    let dx = w1 >> 24;
+    let dy = (((w1 >> 17) & 0x7f) << 1) | ((dx & 1) ^ 1);
+    let half = |g: Sig, d: u32, s: [u32; 2]| -> Option<V32> {
+        let n = usize::from(g.n).min(2);
+        if g.dst.bits() != 32 || !all32(&g.src[..n]) {
+            return None;
+        }
+        let mut src = [Src::K(0); 3];
+        src[0] = Src::of(s[0], g.src[0], i.literal);
+        if g.n >= 2 {
+            src[1] = Src::of(s[1], g.src[1], i.literal);
+        }
+        src[2] = if g.acc {
+            // CAST: an 8-bit register number.
+            Src::V(d as u8)
+        } else if matches!(g.l, L::FmaakF32 | L::FmamkF32) {
+            Src::K(i.literal.unwrap_or(0))
+        } else {
+            Src::K(0)
+        };
+        Some(V32 {
+            l: g.l,
+            // CAST: an 8-bit register number.
+            dst: d as u8,
+            dst_t: g.dst,
+            n: 3,
+            src,
+            abs: [0; 3],
+            neg: [0; 3],
+            post: false,
+            clamp: false,
+            omod: 0,
+            mask_in: g.mask_in.then_some(106),
+            mask_out: None,
+        })
+    };
+    let hx = half(x, dx, [w0 & 0x1ff, 256 + ((w0 >> 9) & 0xff)])?;
+    let hy = half(y, dy, [w1 & 0x1ff, 256 + ((w1 >> 9) & 0xff)])?;
+    Some([hx, hy])
+}
+
+/// A compare of 32-bit operands, resolved.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct C32 {
+    pub cond: Cond,
+    pub t: T,
+    pub signed: bool,
+    pub src: [Src; 2],
+    pub abs: [u32; 2],
+    pub neg: [u32; 2],
+    /// The mask written: EXEC for v_cmpx, else VCC or VOP3's SGPR.
+    pub dst: u32,
+}
+
+/// A VOPC/VOP3 compare as `Cx::vcmp` reads it, or `None` when an operand is not 32 bits wide.
+pub(super) fn c32(i: &Inst, cond: Cond, t: T, signed: bool, x: bool, m: Mods) -> Option<C32> {
+    let (w0, w1) = (i.words[0], i.words[1]);
+    let (sd, a, b) = match i.enc {
+        Encoding::Vopc => (106, w0 & 0x1ff, 256 + ((w0 >> 9) & 0xff)),
+        Encoding::Vop3 => (w0 & 0xff, w1 & 0x1ff, (w1 >> 9) & 0x1ff),
+        _ => return None,
+    };
+    let bt = if cond == Cond::Class { T::B32 } else { t };
+    if t.bits() != 32 || bt.bits() != 32 {
+        return None;
+    }
+    Some(C32 {
+        cond,
+        t,
+        signed,
+        src: [Src::of(a, t, i.literal), Src::of(b, bt, i.literal)],
+        abs: [sign(m.abs[0], t), sign(m.abs[1], bt)],
+        neg: [sign(m.neg[0], t), sign(m.neg[1], bt)],
+        dst: if x { 126 } else { sd },
+    })
+}
+
+/// All lanes of a wave of `N`.
+#[inline(always)]
+pub(super) const fn full<const N: usize>() -> u64 {
+    if N >= 64 { u64::MAX } else { (1u64 << N) - 1 }
+}
+
+/// VGPR `r` of a wave of `N` lanes.
+#[inline(always)]
+pub(super) fn vreg<const N: usize>(w: &Wave, r: u8) -> &[u32; N] {
+    let b = usize::from(r) * N;
+    // PANIC: a wave of N lanes has 256 × N VGPRs (`Wave::new`), r < 256; the slice is N long.
+    (&w.v[b..b + N]).try_into().expect("a VGPR of N lanes")
+}
+
+#[inline(always)]
+pub(super) fn vreg_mut<const N: usize>(w: &mut Wave, r: u8) -> &mut [u32; N] {
+    let b = usize::from(r) * N;
+    // PANIC: as in `vreg`.
+    (&mut w.v[b..b + N]).try_into().expect("a VGPR of N lanes")
+}
+
+/// Source `s` of every lane.
+#[inline(always)]
+fn fetch<const N: usize>(w: &Wave, s: Src, out: &mut [u32; N]) {
+    let k = match s {
+        Src::V(r) => {
+            *out = *vreg::<N>(w, r);
+            return;
+        }
+        Src::S(r) => w.s[usize::from(r) & 0x7f],
+        Src::K(x) => x,
+        Src::Vccz => u32::from(w.mask(106) == 0),
+        Src::Execz => u32::from(w.exec() == 0),
+        Src::Scc => u32::from(w.scc),
+    };
+    *out = [k; N];
+}
+
+/// Source `s` with its abs and neg masks.
+#[inline(always)]
+fn fetch_mod<const N: usize>(w: &Wave, s: Src, abs: u32, neg: u32, out: &mut [u32; N]) {
+    fetch(w, s, out);
+    if abs | neg != 0 {
+        for x in out.iter_mut() {
+            *x = (*x & !abs) ^ neg;
+        }
+    }
+}
+
+/// Write `x` into VGPR `r` of the lanes `exec` enables.
+#[inline(always)]
+pub(super) fn write<const N: usize>(w: &mut Wave, r: u8, exec: u64, x: &[u32; N]) {
+    let d = vreg_mut::<N>(w, r);
+    if exec & full::<N>() == full::<N>() {
+        *d = *x;
+        return;
+    }
+    for l in 0..N {
+        d[l] = if exec >> l & 1 == 1 { x[l] } else { d[l] };
+    }
+}
+
+/// [`valu::eval`] of op `l` on 32-bit lanes (no mask bit, no carry).
+#[inline(always)]
+fn ev(l: L, x: u32, y: u32, z: u32) -> u32 {
+    // CAST: a 32-bit result.
+    valu::eval(l, x.into(), y.into(), z.into(), false).0 as u32
+}
+
+#[inline(always)]
+fn map<const N: usize>(r: &mut [u32; N], a: &[u32; N], b: &[u32; N], c: &[u32; N], f: impl Fn(u32, u32, u32) -> u32) {
+    for l in 0..N {
+        r[l] = f(a[l], b[l], c[l]);
+    }
+}
+
+/// `fmaf(a, b, c)` on every lane ([`valu::fmaf`]: the wide path, then libm's for the lanes it
+/// cannot round).
+#[inline(always)]
+fn fma_lanes<const N: usize>(r: &mut [u32; N], a: &[u32; N], b: &[u32; N], c: &[u32; N]) {
+    let mut hard = false;
+    for l in 0..N {
+        let (x, ok) = valu::fma_wide(f32::from_bits(a[l]), f32::from_bits(b[l]), f32::from_bits(c[l]));
+        r[l] = x.to_bits();
+        hard |= !ok;
+    }
+    if hard {
+        for l in 0..N {
+            r[l] = valu::fmaf(f32::from_bits(a[l]), f32::from_bits(b[l]), f32::from_bits(c[l])).to_bits();
+        }
+    }
+}
+
+/// Lane function `l` over the source arrays into `r`; the carry-out of every lane.
+#[inline(always)]
+fn compute<const N: usize>(l: L, a: &[u32; N], b: &[u32; N], c: &[u32; N], min: u64, r: &mut [u32; N]) -> u64 {
+    macro_rules! plain {
+        ($($v:ident),* $(,)?) => {
+            match l {
+                $(L::$v => {
+                    map(r, a, b, c, |x, y, z| ev(L::$v, x, y, z));
+                    return 0;
+                })*
+                _ => {}
+            }
+        };
+    }
+    plain!(
+        Mov,
+        AddF32,
+        SubF32,
+        SubrevF32,
+        MulF32,
+        MulDx9F32,
+        MaxF32,
+        MinF32,
+        Max3F32,
+        Min3F32,
+        Med3F32,
+        LdexpF32,
+        ExpF32,
+        LogF32,
+        RcpF32,
+        RsqF32,
+        SqrtF32,
+        FloorF32,
+        CeilF32,
+        TruncF32,
+        RndneF32,
+        FractF32,
+        CvtF32I32,
+        CvtF32U32,
+        CvtI32F32,
+        CvtU32F32,
+        AddU32,
+        SubU32,
+        SubrevU32,
+        MulLoU32,
+        MulHiU32,
+        MulHiI32,
+        MulU32U24,
+        MulI32I24,
+        MulHiU32U24,
+        MulHiI32I24,
+        MadU32U24,
+        MadI32I24,
+        LshlB32,
+        LshrB32,
+        AshrI32,
+        LshlAdd,
+        AddLshl,
+        LshlOr,
+        AndOr,
+        Or3,
+        Xor3,
+        Add3,
+        Xad,
+        And,
+        Or,
+        Xor,
+        Xnor,
+        Not,
+        Bfrev,
+        Bcnt,
+        BfeU32,
+        BfeI32,
+        Bfi,
+        Bfm,
+        Alignbit,
+        Alignbyte,
+        MaxI32,
+        MinI32,
+        MaxU32,
+        MinU32,
+        Max3I32,
+        Min3I32,
+        Max3U32,
+        Min3U32,
+        Med3I32,
+        Med3U32,
+    );
+    match l {
+        L::FmaF32 | L::FmaakF32 => fma_lanes(r, a, b, c),
+        L::FmamkF32 => fma_lanes(r, a, c, b),
+        L::FmaDx9F32 => {
+            fma_lanes(r, a, b, c);
+            for k in 0..N {
+                if f32::from_bits(a[k]) == 0.0 || f32::from_bits(b[k]) == 0.0 {
+                    r[k] = c[k];
+                }
+            }
+        }
+        L::Cndmask => {
+            for k in 0..N {
+                r[k] = if min >> k & 1 == 1 { b[k] } else { a[k] };
+            }
+        }
+        _ => {
+            // Everything else, carries included: the lane function as it is.
+            let mut co = 0u64;
+            for k in 0..N {
+                let (x, o) = valu::eval(l, a[k].into(), b[k].into(), c[k].into(), min >> k & 1 == 1);
+                // CAST: a 32-bit result.
+                r[k] = x as u32;
+                co |= u64::from(o) << k;
+            }
+            return co;
+        }
+    }
+    0
+}
+
+/// `op` on every lane of `w` into `r`; the carry-out mask (every lane's).
+#[inline(always)]
+pub(super) fn eval_v32<const N: usize>(w: &Wave, op: &V32, r: &mut [u32; N]) -> u64 {
+    let mut a = [[0u32; N]; 3];
+    for k in 0..usize::from(op.n).min(3) {
+        fetch_mod(w, op.src[k], op.abs[k], op.neg[k], &mut a[k]);
+    }
+    let min = op.mask_in.map_or(0, |c| w.mask(c));
+    let co = compute::<N>(op.l, &a[0], &a[1], &a[2], min, r);
+    if op.post {
+        for x in r.iter_mut() {
+            // CAST: a 32-bit result.
+            *x = post(u64::from(*x), op.dst_t, op.clamp, op.omod) as u32;
+        }
+    }
+    co
+}
+
+/// One bit per lane: `f` of its two sources.
+#[inline(always)]
+fn bits<const N: usize>(a: &[u32; N], b: &[u32; N], f: impl Fn(u32, u32) -> bool) -> u64 {
+    let mut r = 0u64;
+    for l in 0..N {
+        r |= u64::from(f(a[l], b[l])) << l;
+    }
+    r
+}
+
+/// The compare's bit of every lane (EXEC not applied).
+#[inline(always)]
+pub(super) fn eval_c32<const N: usize>(w: &Wave, op: &C32) -> u64 {
+    let (mut a, mut b) = ([0u32; N], [0u32; N]);
+    fetch_mod(w, op.src[0], op.abs[0], op.neg[0], &mut a);
+    fetch_mod(w, op.src[1], op.abs[1], op.neg[1], &mut b);
+    macro_rules! spec {
+        ($(($c:ident, $t:ident, $s:literal)),* $(,)?) => {
+            match (op.cond, op.t, op.signed) {
+                $((Cond::$c, T::$t, $s) => {
+                    return bits(&a, &b, |x, y| valu::cmp(Cond::$c, T::$t, $s, x.into(), y.into()));
+                })*
+                _ => {}
+            }
+        };
+    }
+    spec!(
+        (Lt, F32, false),
+        (Le, F32, false),
+        (Gt, F32, false),
+        (Ge, F32, false),
+        (Eq, F32, false),
+        (Lg, F32, false),
+        (Neq, F32, false),
+        (Nlt, F32, false),
+        (Nle, F32, false),
+        (Ngt, F32, false),
+        (Nge, F32, false),
+        (U, F32, false),
+        (O, F32, false),
+        (Lt, B32, false),
+        (Le, B32, false),
+        (Gt, B32, false),
+        (Ge, B32, false),
+        (Eq, B32, false),
+        (Ne, B32, false),
+        (Lt, B32, true),
+        (Le, B32, true),
+        (Gt, B32, true),
+        (Ge, B32, true),
+        (Eq, B32, true),
+        (Ne, B32, true),
+    );
+    let (c, t, s) = (op.cond, op.t, op.signed);
+    bits(&a, &b, |x, y| valu::cmp(c, t, s, x.into(), y.into()))
+}
