@@ -1,7 +1,8 @@
 //! The C example (`examples/c/hcq_example.c`) built against `include/hcq.h` and this build's
 //! `libhcq.so` with the system C compiler, and run on the sample bundles: it checks the outputs
 //! against the bundles' expected bytes, the error statuses, and chain100 with a bound input (on
-//! CPU and on QCOM:SIM, where the frame is imported with KGSL `MAP_USER_MEM`).
+//! CPU and on QCOM:SIM, where the frame is imported with KGSL `MAP_USER_MEM`); the gfx1100
+//! bundles of `examples/amd` on AMD:SIM.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -51,7 +52,13 @@ fn the_c_example_builds_and_checks_the_sample_bundles() {
         .status()
         .expect("a C compiler (cc)");
     assert!(st.success(), "compiling examples/c/hcq_example.c failed");
-    for (bundle, device) in [("chain100", "CPU"), ("mlp", "CPU"), ("chain100", "QCOM:SIM")] {
+    for (bundle, device) in [
+        ("chain100", "CPU"),
+        ("mlp", "CPU"),
+        ("chain100", "QCOM:SIM"),
+        ("amd/chain100", "AMD:SIM"),
+        ("amd/mlp", "AMD:SIM"),
+    ] {
         let out = Command::new(&exe)
             .env("LD_LIBRARY_PATH", &lib)
             .arg(root.join("examples").join(bundle))
@@ -62,6 +69,10 @@ fn the_c_example_builds_and_checks_the_sample_bundles() {
         assert!(out.status.success(), "{bundle}: {text}\n{}", String::from_utf8_lossy(&out.stderr));
         assert!(text.contains("check PASS"), "{text}");
         assert!(text.contains("HCQ_ERR_SIZE") && text.contains("HCQ_ERR_CLOSED"), "{text}");
+        if bundle == "amd/chain100" {
+            // AMD:SIM copies between its own memory and the caller's: the bind says so
+            assert!(text.contains("bind: ") && text.contains("binding caller memory"), "{device}: {text}");
+        }
         if bundle == "chain100" {
             // zero-copy on QCOM:SIM too: the frame's pages imported with KGSL MAP_USER_MEM
             assert!(text.contains("bound input: 3 frames PASS"), "{device}: {text}");

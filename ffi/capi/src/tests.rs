@@ -378,3 +378,39 @@ fn the_output_pointer_stays_put_until_close() {
         assert_eq!(hcq_model_close(m), HCQ_OK);
     }
 }
+
+/// `AMD:SIM` (hcq-kfd's driver over the simulated KFD) is a device like any other to the C
+/// ABI: listed by `hcq_devices`, opened by name, a gfx1100 bundle loaded, run, submitted and
+/// waited for, checked; binding caller memory is `HCQ_ERR_UNSUPPORTED` naming it; a bundle
+/// without gfx1100 objects is refused.
+#[test]
+fn amd_sim_runs_a_gfx1100_bundle_as_any_other_device() {
+    let mut buf = vec![0u8; 1 << 14];
+    let mut len = 0usize;
+    assert_eq!(hcq_devices(buf.as_mut_ptr().cast(), buf.len(), &mut len), HCQ_OK, "{}", last());
+    let list = CStr::from_bytes_until_nul(&buf).unwrap().to_string_lossy().into_owned();
+    assert!(list.lines().any(|l| l.contains("AMD:SIM") && l.contains("PASS amd gfx1100")), "{list}");
+    let d = open_dev(c"amd:sim");
+    let path = CString::new(hcq_testkit::example("amd/chain100").to_str().unwrap()).unwrap();
+    let mut m = hcq_model { id: 0 };
+    assert_eq!(hcq_model_load(d, path.as_ptr(), &mut m), HCQ_OK, "{}", last());
+    let (mut ok, mut compared) = (0i32, 0usize);
+    assert_eq!(hcq_model_run(m), HCQ_OK, "{}", last());
+    assert_eq!(hcq_model_check(m, &mut ok, &mut compared), HCQ_OK, "{}", last());
+    assert_eq!((ok, compared), (1, 1), "the bundle's own input gives its expected output");
+    for k in [0f32, 7.0] {
+        let x: Vec<f32> = (0..16).map(|i| i as f32 + k).collect();
+        assert_eq!(hcq_model_set_input(m, 0, x.as_ptr().cast(), 64), HCQ_OK, "{}", last());
+        assert_eq!(hcq_model_submit(m), HCQ_OK, "{}", last());
+        assert_eq!(hcq_model_wait(m, 30_000), HCQ_OK, "{}", last());
+        assert_eq!(output0(m)[3], 103.0 + k);
+    }
+    let mut frame = Frame([0.0; 16]);
+    assert_eq!(hcq_model_bind_input(m, 0, frame.0.as_mut_ptr().cast(), 64), HCQ_ERR_UNSUPPORTED);
+    assert!(last().contains("AMD:SIM"), "{}", last());
+    assert_eq!(hcq_model_close(m), HCQ_OK);
+    let path = CString::new(chain100().to_str().unwrap()).unwrap();
+    assert_ne!(hcq_model_load(d, path.as_ptr(), &mut m), HCQ_OK);
+    assert!(last().contains("amd_gfx1100"), "{}", last());
+    assert_eq!(hcq_device_close(d), HCQ_OK);
+}
