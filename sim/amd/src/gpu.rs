@@ -6,7 +6,7 @@ use crate::cp::dispatch::ProgramCache;
 use crate::cp::{ComputeQueue, ComputeQueueDesc, QueueStats, Run};
 use crate::events::{Events, HwException, MemoryException};
 use crate::fault::{Engine, QueueFault, QueueId};
-use crate::memory::{GpuMemory, MemFault};
+use crate::memory::{GpuMemory, HostPages, MemFault};
 use crate::sdma::{SdmaQueue, SdmaQueueDesc};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -180,15 +180,50 @@ struct Slot {
 }
 
 /// The doorbell page: two 4 KiB pages of 64-bit doorbells, page-aligned so it can stand for
-/// KFD's mapped doorbell frame (doorbell `i` at byte `8 * i`).
+/// KFD's mapped doorbell frame (doorbell `i` at byte `8 * i`): the GPU's own
+/// ([`DoorbellPage::default`]) or host pages someone else also maps ([`DoorbellPage::on`]: a
+/// virtual device's file, which its client maps as `/dev/kfd`'s doorbell frame).
+#[derive(Debug)]
+pub struct DoorbellPage(Bells);
+
+#[derive(Debug)]
+enum Bells {
+    Own(Box<Frame>),
+    /// The first [`DOORBELLS`] 64-bit words of pages at least that long.
+    Host(Arc<HostPages>),
+}
+
 #[derive(Debug)]
 #[repr(C, align(4096))]
-pub struct DoorbellPage([AtomicU64; DOORBELLS]);
+struct Frame([AtomicU64; DOORBELLS]);
+
+impl Default for DoorbellPage {
+    fn default() -> Self {
+        DoorbellPage(Bells::Own(Box::new(Frame(std::array::from_fn(|_| AtomicU64::new(0))))))
+    }
+}
 
 impl DoorbellPage {
+    /// The doorbells on the first 8 KiB of `pages` (`None` when they are shorter).
+    pub fn on(pages: Arc<HostPages>) -> Option<DoorbellPage> {
+        (pages.len() >= DOORBELLS * 8).then_some(DoorbellPage(Bells::Host(pages)))
+    }
+
     /// The doorbells.
     pub fn doorbells(&self) -> &[AtomicU64; DOORBELLS] {
-        &self.0
+        match &self.0 {
+            Bells::Own(f) => &f.0,
+            Bells::Host(p) => {
+                let ptr = p.as_ptr().as_ptr().cast::<[AtomicU64; DOORBELLS]>();
+                // SAFETY: `p` is page-aligned (so 8-aligned) host memory of at least
+                // `DOORBELLS * 8` bytes (checked in `on`), alive while `self` holds it; any bits
+                // are a valid `AtomicU64`, and HostPages' contract has it accessed only
+                // atomically or through raw pointers, so a shared reference to atomics over it
+                // is sound (nothing here views these bytes as `AtomicU32`s: the pages are only
+                // the doorbells').
+                unsafe { &*ptr }
+            }
+        }
     }
 }
 
@@ -208,6 +243,18 @@ struct Inner {
     /// The CP thread polls the doorbells (stores to the page that do not call
     /// [`Gpu::write_doorbell`]) instead of sleeping until one is rung.
     poll: AtomicBool,
+    /// Run before every pass over the queues ([`Gpu::before_pass`]).
+    hook: RwLock<Option<PassHook>>,
+}
+
+/// What [`Gpu::before_pass`] runs.
+#[derive(Clone)]
+struct PassHook(Arc<dyn Fn() + Send + Sync>);
+
+impl fmt::Debug for PassHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PassHook")
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -244,6 +291,11 @@ impl Default for Gpu {
 impl Gpu {
     /// A GPU with no memory allocated and no queues.
     pub fn new(config: GpuConfig) -> Self {
+        Self::with_doorbells(config, DoorbellPage::default())
+    }
+
+    /// [`Gpu::new`] whose doorbells are `doorbells` (host pages a client maps, say).
+    pub fn with_doorbells(config: GpuConfig, doorbells: DoorbellPage) -> Self {
         let mem = GpuMemory::with_limit(config.memory_limit);
         Self {
             inner: Arc::new(Inner {
@@ -255,7 +307,7 @@ impl Gpu {
                     programs: Mutex::new(ProgramCache::default()),
                 },
                 queues: RwLock::new(Vec::new()),
-                doorbells: Arc::new(DoorbellPage(std::array::from_fn(|_| AtomicU64::new(0)))),
+                doorbells: Arc::new(doorbells),
                 taken: Mutex::new(vec![false; DOORBELLS]),
                 next_id: AtomicU64::new(0),
                 pass: Mutex::new(()),
@@ -263,6 +315,7 @@ impl Gpu {
                 wake: Condvar::new(),
                 stop: AtomicBool::new(false),
                 poll: AtomicBool::new(false),
+                hook: RwLock::new(None),
             }),
             thread: None,
         }
@@ -323,7 +376,7 @@ impl Gpu {
         let mut taken = lock(&self.inner.taken);
         let doorbell = taken.iter().position(|t| !*t).ok_or(QueueError::NoDoorbell)?;
         taken[doorbell] = true;
-        self.inner.doorbells.0[doorbell].store(0, Ordering::Release);
+        self.inner.doorbells.doorbells()[doorbell].store(0, Ordering::Release);
         let id = match &engine {
             Engines::Compute(q) => q.id(),
             Engines::Sdma(q) => q.id(),
@@ -389,7 +442,7 @@ impl Gpu {
 
     /// Write doorbell `index` of the doorbell page (what a mapped doorbell page write does).
     pub fn write_doorbell(&self, index: usize, value: u64) {
-        if let Some(d) = self.inner.doorbells.0.get(index) {
+        if let Some(d) = self.inner.doorbells.doorbells().get(index) {
             d.store(value, Ordering::Release);
         }
         *lock(&self.inner.rung) += 1;
@@ -401,7 +454,7 @@ impl Gpu {
     /// nothing by itself; the CP thread sees it when it polls ([`Gpu::poll_doorbells`]) or at
     /// the next [`Gpu::process`].
     pub fn doorbell_page(&self) -> &[AtomicU64; DOORBELLS] {
-        &self.inner.doorbells.0
+        self.inner.doorbells.doorbells()
     }
 
     /// The doorbell page, shared: what keeps it alive for a mapping that may outlive `self`.
@@ -416,6 +469,18 @@ impl Gpu {
         self.inner.poll.store(on, Ordering::Release);
         *lock(&self.inner.rung) += 1;
         self.inner.wake.notify_all();
+    }
+
+    /// Have `hook` run before every pass over the queues ([`Gpu::process`] and the CP thread's),
+    /// outside every lock of the GPU, or no hook (`None`): where a host layer takes back memory
+    /// the process no longer maps before the queues can reach it again (a virtual device's user
+    /// pointers). It runs on the CP thread while the thread runs, so it must not wait for it.
+    pub fn before_pass(&self, hook: Option<Arc<dyn Fn() + Send + Sync>>) {
+        let mut g = match self.inner.hook.write() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        *g = hook.map(PassHook);
     }
 
     /// Run every queue until each is at its write pointer, stopped at a wait that does not hold,
@@ -444,7 +509,7 @@ impl Gpu {
     /// A queue's status.
     pub fn queue_status(&self, id: QueueId) -> Result<QueueStatus, QueueError> {
         let slot = self.slot(id)?;
-        let doorbell = self.inner.doorbells.0[slot.doorbell].load(Ordering::Acquire);
+        let doorbell = self.inner.doorbells.doorbells()[slot.doorbell].load(Ordering::Acquire);
         let g = lock(&slot.engine);
         let (engine, fault, blocked, (rptr, wptr), stats, deep) = match &*g {
             Engines::Compute(q) => {
@@ -508,6 +573,13 @@ impl Drop for Gpu {
 }
 
 fn process(inner: &Inner) -> Progress {
+    let hook = match inner.hook.read() {
+        Ok(g) => g.clone(),
+        Err(p) => p.into_inner().clone(),
+    };
+    if let Some(PassHook(h)) = hook {
+        h();
+    }
     let _pass = lock(&inner.pass);
     let slots: Vec<Arc<Slot>> = match inner.queues.read() {
         Ok(g) => g.clone(),
@@ -517,7 +589,7 @@ fn process(inner: &Inner) -> Progress {
     loop {
         let mut p = Progress::default();
         for s in &slots {
-            let doorbell = inner.doorbells.0[s.doorbell].load(Ordering::Acquire);
+            let doorbell = inner.doorbells.doorbells()[s.doorbell].load(Ordering::Acquire);
             let mut g = lock(&s.engine);
             let (before, run, after) = match &mut *g {
                 Engines::Compute(q) => {

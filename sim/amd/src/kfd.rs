@@ -246,6 +246,7 @@ impl State {
 pub struct SimKfd {
     gpu: Gpu,
     gpu_id: u32,
+    render_minor: u32,
     files: BTreeMap<String, String>,
     state: Mutex<State>,
     why: Mutex<Option<String>>,
@@ -292,8 +293,22 @@ impl SimKfd {
         let mut gpu = Gpu::new(config);
         gpu.poll_doorbells(true);
         gpu.start();
+        SimKfd::with_gpu(gpu, RENDER_MINOR)
+    }
+
+    /// A KFD over `gpu` as it is (its CP thread and doorbell polling as the caller set them up),
+    /// whose render node is `/dev/dri/renderD<render_minor>` (in the topology and for
+    /// [`Kfd::open_render`]).
+    pub fn with_gpu(gpu: Gpu, render_minor: u32) -> SimKfd {
         let state = State { next_render: RENDER_OFFSET_BASE, ..State::default() };
-        SimKfd { gpu, gpu_id: GPU_ID, files: sysfs(GPU_ID), state: Mutex::new(state), why: Mutex::new(None) }
+        SimKfd {
+            gpu,
+            gpu_id: GPU_ID,
+            render_minor,
+            files: sysfs(GPU_ID, render_minor),
+            state: Mutex::new(state),
+            why: Mutex::new(None),
+        }
     }
 
     /// The simulated GPU (its memory, events, queue states), for tests and tools.
@@ -435,7 +450,7 @@ impl Drop for SimKfd {
 /// clocks and firmware versions are values recalled from public dumps of that card, and
 /// `location_id`, `gpu_id` are chosen. IP versions: GC 11.0.0, SDMA0/1 6.0.0, NBIF (NBIO) 4.3.0,
 /// MMHUB 3.0.0, HDP 6.0.0 (amdgpu's `amdgpu_discovery.c` tables for gfx1100).
-fn sysfs(gpu_id: u32) -> BTreeMap<String, String> {
+fn sysfs(gpu_id: u32, render_minor: u32) -> BTreeMap<String, String> {
     let mut f = BTreeMap::new();
     let topo = "/sys/devices/virtual/kfd/kfd/topology";
     f.insert(format!("{topo}/generation_id"), "1\n".to_string());
@@ -496,7 +511,7 @@ fn sysfs(gpu_id: u32) -> BTreeMap<String, String> {
         ("device_id", 29772),
         ("location_id", 768),
         ("domain", 0),
-        ("drm_render_minor", u64::from(RENDER_MINOR)),
+        ("drm_render_minor", u64::from(render_minor)),
         ("hive_id", 0),
         ("num_sdma_engines", 2),
         ("num_sdma_xgmi_engines", 0),
@@ -520,7 +535,7 @@ fn sysfs(gpu_id: u32) -> BTreeMap<String, String> {
         f.insert(format!("{TOPOLOGY_NODES}/{node}/gpu_id"), format!("{id}\n"));
         f.insert(format!("{TOPOLOGY_NODES}/{node}/properties"), text);
     }
-    let ip = format!("/sys/class/drm/renderD{RENDER_MINOR}/device/ip_discovery/die/0");
+    let ip = format!("/sys/class/drm/renderD{render_minor}/device/ip_discovery/die/0");
     // (hwid, version): soc15_hw_ip.h ids.
     for (hwid, v) in
         [(11u32, (11, 0, 0)), (42, (6, 0, 0)), (43, (6, 0, 0)), (108, (4, 3, 0)), (34, (3, 0, 0)), (41, (6, 0, 0))]
@@ -539,7 +554,7 @@ impl Kfd for SimKfd {
     }
 
     fn open_render(&self, minor: u32) -> Result<()> {
-        if minor != RENDER_MINOR {
+        if minor != self.render_minor {
             return Err(Error::Os { what: "open the DRM render node", errno: ENOENT })
                 .with_context(|| format!("open /dev/dri/renderD{minor}"));
         }
@@ -1176,6 +1191,40 @@ impl SimKfd {
             *n_success = i as u32 + 1;
         }
         Ok(())
+    }
+}
+
+/// Buffers on storage the caller supplies: a virtual device whose buffer objects live in a file
+/// its client maps itself (the render node's), not in ranges of [`Kfd::map_anonymous`].
+impl SimKfd {
+    /// [`Kfd::alloc_memory_of_gpu`] where, for this call, the host range starting at `at` (the
+    /// VA of a VRAM or GTT buffer, the page of a `USERPTR`'s user pointer) is `pages`, accessible
+    /// user memory when `access` (what a `USERPTR` must be): the same checks in the same order
+    /// with the same errno values, and the buffer object keeps `pages` (at `va_addr` in the GPU's
+    /// address space) until it is freed. Calls must not race [`Kfd::map_anonymous`] ranges at
+    /// `at` nor each other (the caller serialises them).
+    pub fn alloc_memory_on(
+        &self,
+        args: &mut AllocMemoryOfGpuArgs,
+        at: u64,
+        pages: Arc<HostPages>,
+        access: bool,
+    ) -> Result<()> {
+        let before = lock(&self.state).ranges.insert(at, HostRange { pages, access });
+        let r = self.alloc_memory_of_gpu(args);
+        let mut st = lock(&self.state);
+        match before {
+            Some(b) => st.ranges.insert(at, b),
+            None => st.ranges.remove(&at),
+        };
+        r
+    }
+
+    /// The sysfs tree of a KFD with one simulated gfx1100 whose render node has `render_minor`
+    /// (path → text): what [`SimKfd::sysfs_files`] of [`SimKfd::with_gpu`] serves, without
+    /// making one.
+    pub fn sysfs_for(render_minor: u32) -> BTreeMap<String, String> {
+        sysfs(GPU_ID, render_minor)
     }
 }
 

@@ -142,7 +142,8 @@ impl fmt::Display for MemFault {
 
 impl std::error::Error for MemFault {}
 
-/// Zeroed, page-aligned host memory held as `AtomicU32` words: storage the host reaches at its
+/// Zeroed, page-aligned host memory held as `AtomicU32` words (or someone else's memory, with
+/// [`HostPages::external`]): storage the host reaches at its
 /// own address (through [`HostPages::as_ptr`]) and the GPU reaches once adopted
 /// ([`GpuMemory::adopt`]) — KFD's shared virtual address space, where a buffer's GPU address is
 /// its host address. Freed when the last `Arc` of it drops (so an allocation adopting it keeps it
@@ -151,20 +152,38 @@ impl std::error::Error for MemFault {}
 ///
 /// Whoever writes it through the raw pointer while the GPU may read it should use atomic (or at
 /// least aligned, word-sized volatile) accesses: the GPU side's are atomic.
-#[derive(Debug)]
 pub struct HostPages {
-    /// What the allocator returned.
-    base: NonNull<u8>,
-    /// The first page inside it.
+    /// Who owns the storage.
+    owner: Owner,
+    /// The first page.
     ptr: NonNull<AtomicU32>,
     bytes: usize,
+}
+
+/// Who owns a [`HostPages`]' storage.
+enum Owner {
+    /// The host allocator: what `alloc_zeroed` returned.
+    Heap(NonNull<u8>),
+    /// Someone else, who is told when the pages are no longer used ([`HostPages::external`]).
+    External(Option<Box<dyn FnOnce() + Send>>),
+}
+
+impl fmt::Debug for HostPages {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let owner = match self.owner {
+            Owner::Heap(_) => "heap",
+            Owner::External(_) => "external",
+        };
+        f.debug_struct("HostPages").field("addr", &self.ptr).field("bytes", &self.bytes).field("owner", &owner).finish()
+    }
 }
 
 // SAFETY: the storage is `AtomicU32` words owned by this value; moving it to another thread moves
 // only the ownership of those atomics.
 unsafe impl Send for HostPages {}
 // SAFETY: `&HostPages` gives out `&[AtomicU32]` (atomics are `Sync`) and the address; no
-// non-atomic access is made through it.
+// non-atomic access is made through it (the external owner's release is only reached through
+// `&mut self`, in `drop`).
 unsafe impl Sync for HostPages {}
 
 impl HostPages {
@@ -190,7 +209,27 @@ impl HostPages {
         // SAFETY: `skip` < 4096 and `skip + n` ≤ the allocation's `n + 4096` bytes, so the
         // offset pointer stays inside it.
         let first = unsafe { base.add(skip) };
-        Some(HostPages { base, ptr: first.cast(), bytes: n })
+        Some(HostPages { owner: Owner::Heap(base), ptr: first.cast(), bytes: n })
+    }
+
+    /// `bytes` of page-aligned memory at `ptr` that someone else owns (a shared mapping of a file,
+    /// say, which another process or another mapping in this one also reaches): `release` runs
+    /// once, when the last holder drops it (an allocation adopting it keeps it alive, as
+    /// [`HostPages::new`]'s). `None` when `ptr` is not page-aligned or `bytes` is 0 or not a
+    /// whole number of pages (`release` is then dropped without running).
+    ///
+    /// # Safety
+    ///
+    /// `bytes` bytes from `ptr` must stay readable and writable until `release` runs, and be
+    /// accessed meanwhile only atomically or through raw pointers (never through Rust references
+    /// to non-atomic types), as every [`HostPages`]' words are.
+    pub unsafe fn external(ptr: NonNull<u8>, bytes: usize, release: Box<dyn FnOnce() + Send>) -> Option<HostPages> {
+        // CAST: PAGE is 4096.
+        let page = PAGE as usize;
+        if bytes == 0 || !bytes.is_multiple_of(page) || !(ptr.as_ptr() as usize).is_multiple_of(page) {
+            return None;
+        }
+        Some(HostPages { owner: Owner::External(Some(release)), ptr: ptr.cast(), bytes })
     }
 
     /// Its first byte's address (page-aligned).
@@ -216,18 +255,29 @@ impl HostPages {
     /// Its words.
     pub fn words(&self) -> &[AtomicU32] {
         // SAFETY: `ptr` starts `bytes` bytes (a multiple of 4096) of a live allocation, aligned
-        // to a page, zero-initialised (a valid `AtomicU32`), owned by `self` until drop; it is
-        // only ever accessed through these atomics (or by whoever holds the raw pointer, which is
-        // interior mutability the atomics' `UnsafeCell` permits).
+        // to a page, zero-initialised (a valid `AtomicU32`), owned by `self` until drop — or
+        // external memory `external`'s caller keeps readable and writable until the release that
+        // `drop` runs (any bits are a valid `AtomicU32`); it is only ever accessed through these
+        // atomics (or by whoever holds the raw pointer, which is interior mutability the atomics'
+        // `UnsafeCell` permits).
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.bytes / 4) }
     }
 }
 
 impl Drop for HostPages {
     fn drop(&mut self) {
-        if let Some(layout) = Self::layout(self.bytes) {
-            // SAFETY: allocated by `alloc_zeroed` with this same layout in `new`, freed once.
-            unsafe { std::alloc::dealloc(self.base.as_ptr(), layout) };
+        match &mut self.owner {
+            Owner::Heap(base) => {
+                if let Some(layout) = Self::layout(self.bytes) {
+                    // SAFETY: allocated by `alloc_zeroed` with this same layout in `new`, freed once.
+                    unsafe { std::alloc::dealloc(base.as_ptr(), layout) };
+                }
+            }
+            Owner::External(release) => {
+                if let Some(r) = release.take() {
+                    r();
+                }
+            }
         }
     }
 }
