@@ -60,8 +60,7 @@ pub(super) struct V32 {
     pub dst: u8,
     /// The result's type (for clamp and omod).
     pub dst_t: T,
-    /// Sources read: `src[..n]` (the others read as 0).
-    pub n: u8,
+    /// The sources (those the op does not read: `Src::K(0)`).
     pub src: [Src; 3],
     /// Per source: the sign bit where `abs` clears it, else 0.
     pub abs: [u32; 3],
@@ -124,8 +123,6 @@ pub(super) fn v32(i: &Inst, g: Sig, m: Mods) -> Option<V32> {
         // CAST: an 8-bit field.
         dst: dst as u8,
         dst_t: g.dst,
-        // CAST: n ≤ 3.
-        n: n as u8,
         src,
         abs,
         neg,
@@ -166,7 +163,6 @@ pub(super) fn vopd32(i: &Inst, x: Sig, y: Sig) -> Option<[V32; 2]> {
             // CAST: an 8-bit register number.
             dst: d as u8,
             dst_t: g.dst,
-            n: 3,
             src,
             abs: [0; 3],
             neg: [0; 3],
@@ -239,13 +235,18 @@ pub(super) fn vreg_mut<const N: usize>(w: &mut Wave, r: u8) -> &mut [u32; N] {
     (&mut w.v[b..b + N]).try_into().expect("a VGPR of N lanes")
 }
 
-/// Source `s` of every lane.
+/// Source `s` of every lane, with its abs and neg masks.
 #[inline(always)]
-fn fetch<const N: usize>(w: &Wave, s: Src, out: &mut [u32; N]) {
+fn fetch<const N: usize>(w: &Wave, s: Src, abs: u32, neg: u32) -> [u32; N] {
     let k = match s {
         Src::V(r) => {
-            *out = *vreg::<N>(w, r);
-            return;
+            let mut x = *vreg::<N>(w, r);
+            if abs | neg != 0 {
+                for x in x.iter_mut() {
+                    *x = (*x & !abs) ^ neg;
+                }
+            }
+            return x;
         }
         Src::S(r) => w.s[usize::from(r) & 0x7f],
         Src::K(x) => x,
@@ -253,18 +254,21 @@ fn fetch<const N: usize>(w: &Wave, s: Src, out: &mut [u32; N]) {
         Src::Execz => u32::from(w.exec() == 0),
         Src::Scc => u32::from(w.scc),
     };
-    *out = [k; N];
+    [(k & !abs) ^ neg; N]
 }
 
-/// Source `s` with its abs and neg masks.
-#[inline(always)]
-fn fetch_mod<const N: usize>(w: &Wave, s: Src, abs: u32, neg: u32, out: &mut [u32; N]) {
-    fetch(w, s, out);
-    if abs | neg != 0 {
-        for x in out.iter_mut() {
-            *x = (*x & !abs) ^ neg;
+/// Source `$k` of `$op` as an array reference: the VGPR itself when no modifier applies, else
+/// `$tmp` filled (a deferred `let`, so nothing is zeroed first).
+macro_rules! operand {
+    ($w:expr, $op:expr, $k:expr, $tmp:ident) => {
+        match $op.src[$k] {
+            Src::V(r) if $op.abs[$k] | $op.neg[$k] == 0 => vreg::<N>($w, r),
+            s => {
+                $tmp = fetch::<N>($w, s, $op.abs[$k], $op.neg[$k]);
+                &$tmp
+            }
         }
-    }
+    };
 }
 
 /// Write `x` into VGPR `r` of the lanes `exec` enables.
@@ -433,12 +437,13 @@ fn compute<const N: usize>(l: L, a: &[u32; N], b: &[u32; N], c: &[u32; N], min: 
 /// `op` on every lane of `w` into `r`; the carry-out mask (every lane's).
 #[inline(always)]
 pub(super) fn eval_v32<const N: usize>(w: &Wave, op: &V32, r: &mut [u32; N]) -> u64 {
-    let mut a = [[0u32; N]; 3];
-    for k in 0..usize::from(op.n).min(3) {
-        fetch_mod(w, op.src[k], op.abs[k], op.neg[k], &mut a[k]);
-    }
+    // Sources past `n` are `Src::K(0)`.
+    let (t0, t1, t2);
+    let a = operand!(w, op, 0, t0);
+    let b = operand!(w, op, 1, t1);
+    let c = operand!(w, op, 2, t2);
     let min = op.mask_in.map_or(0, |c| w.mask(c));
-    let co = compute::<N>(op.l, &a[0], &a[1], &a[2], min, r);
+    let co = compute::<N>(op.l, a, b, c, min, r);
     if op.post {
         for x in r.iter_mut() {
             // CAST: a 32-bit result.
@@ -461,14 +466,14 @@ fn bits<const N: usize>(a: &[u32; N], b: &[u32; N], f: impl Fn(u32, u32) -> bool
 /// The compare's bit of every lane (EXEC not applied).
 #[inline(always)]
 pub(super) fn eval_c32<const N: usize>(w: &Wave, op: &C32) -> u64 {
-    let (mut a, mut b) = ([0u32; N], [0u32; N]);
-    fetch_mod(w, op.src[0], op.abs[0], op.neg[0], &mut a);
-    fetch_mod(w, op.src[1], op.abs[1], op.neg[1], &mut b);
+    let (t0, t1);
+    let a = operand!(w, op, 0, t0);
+    let b = operand!(w, op, 1, t1);
     macro_rules! spec {
         ($(($c:ident, $t:ident, $s:literal)),* $(,)?) => {
             match (op.cond, op.t, op.signed) {
                 $((Cond::$c, T::$t, $s) => {
-                    return bits(&a, &b, |x, y| valu::cmp(Cond::$c, T::$t, $s, x.into(), y.into()));
+                    return bits(a, b, |x, y| valu::cmp(Cond::$c, T::$t, $s, x.into(), y.into()));
                 })*
                 _ => {}
             }
@@ -502,5 +507,5 @@ pub(super) fn eval_c32<const N: usize>(w: &Wave, op: &C32) -> u64 {
         (Ne, B32, true),
     );
     let (c, t, s) = (op.cond, op.t, op.signed);
-    bits(&a, &b, |x, y| valu::cmp(c, t, s, x.into(), y.into()))
+    bits(a, b, |x, y| valu::cmp(c, t, s, x.into(), y.into()))
 }

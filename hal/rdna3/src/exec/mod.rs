@@ -22,6 +22,7 @@ mod lanes;
 #[cfg(test)]
 mod tests;
 pub mod valu;
+mod vmem;
 
 use crate::decode::{DecodeError, Encoding, Inst, decode};
 use alloc::vec;
@@ -278,6 +279,8 @@ enum Sem {
     Vopd32(u32),
     /// A compare of 32-bit operands: `Program::c32[k]`.
     C32(u32),
+    /// A vector memory access: `Program::vmem[k]`.
+    VMem(u32),
     Mem(MemOp),
     Bpermute,
 }
@@ -360,6 +363,8 @@ pub struct Program {
     v32: Vec<lanes::V32>,
     /// The resolved 32-bit compares (`Sem::C32`).
     c32: Vec<lanes::C32>,
+    /// The resolved vector memory accesses (`Sem::VMem`).
+    vmem: Vec<vmem::VMem>,
 }
 
 fn unsupported(at: usize, i: &Inst, what: &'static str) -> LoadError {
@@ -405,7 +410,7 @@ impl Program {
             };
             steps[k].sem = sem;
         }
-        let mut p = Program { steps, wave64, v32: Vec::new(), c32: Vec::new() };
+        let mut p = Program { steps, wave64, v32: Vec::new(), c32: Vec::new(), vmem: Vec::new() };
         if lanes {
             p.resolve_lanes();
         }
@@ -417,7 +422,7 @@ impl Program {
         for k in 0..self.steps.len() {
             let Step { inst: i, sem, .. } = self.steps[k];
             // CAST: a table index below the step count.
-            let (nv, nc) = (self.v32.len() as u32, self.c32.len() as u32);
+            let (nv, nc, nm) = (self.v32.len() as u32, self.c32.len() as u32, self.vmem.len() as u32);
             let fast = match sem {
                 Sem::Valu(g) => lanes::v32(&i, g, valu_mods(&i, g)).map(|v| {
                     self.v32.push(v);
@@ -432,6 +437,10 @@ impl Program {
                     self.c32.push(c);
                     Sem::C32(nc)
                 }),
+                Sem::Mem(m) => {
+                    self.vmem.push(vmem::vmem(&i, m));
+                    Some(Sem::VMem(nm))
+                }
                 _ => None,
             };
             if let Some(f) = fast {
@@ -762,6 +771,11 @@ impl Cx<'_, '_> {
                 Sem::V32(k) => self.v32::<N>(w, k),
                 Sem::Vopd32(k) => self.vopd32::<N>(w, k),
                 Sem::C32(k) => self.c32::<N>(w, k),
+                Sem::VMem(k) => {
+                    let p = self.p;
+                    // PANIC: `resolve_lanes` numbers the accesses it pushes.
+                    self.vmem::<N>(w, step, &p.vmem[k as usize])?
+                }
                 Sem::Mem(m) => self.memop(w, step, m)?,
                 Sem::Bpermute => self.bpermute(w, step)?,
             }

@@ -172,6 +172,101 @@ fn valu_inst(r: &mut Rng) -> [u32; 3] {
     }
 }
 
+/// One random vector memory instruction (global, flat, scratch, LDS; every opcode of their
+/// tables), its registers among v0–v7, global's base SGPR pair s[0:1], s[2:3] or none.
+fn mem_inst(r: &mut Rng) -> [u32; 3] {
+    let (vdst, data, addr) = (vgpr(r), vgpr(r), vgpr(r));
+    // Small offsets, now and then negative (13-bit two's complement).
+    let off = if r.chance(20) { 0x2000 - 4 * r.below(8) } else { 4 * r.below(16) + rare(r, 10) } & 0x1fff;
+    match r.below(4) {
+        0 => {
+            let o = r.op(tables::GLOBAL);
+            let saddr = r.pick(&[0, 2, 124, 124]);
+            [0x37 << 26 | u32::from(o.op) << 18 | 2 << 16 | off, vdst << 24 | saddr << 16 | data << 8 | addr, 0]
+        }
+        1 => {
+            let o = r.op(tables::FLAT);
+            [0x37 << 26 | u32::from(o.op) << 18 | (off & 0xfff), vdst << 24 | 124 << 16 | data << 8 | addr, 0]
+        }
+        2 => {
+            let o = r.op(tables::SCRATCH);
+            let saddr = r.pick(&[4, 124]);
+            let sve = rare(r, 50);
+            let w1 = vdst << 24 | sve << 23 | saddr << 16 | data << 8 | addr;
+            [0x37 << 26 | u32::from(o.op) << 18 | 1 << 16 | (off & 0x3f), w1, 0]
+        }
+        _ => {
+            let o = r.op(tables::DS);
+            let mut field = || {
+                let n = if r.chance(50) { 8 } else { 256 };
+                r.below(n)
+            };
+            let (o0, o1) = (field(), field());
+            [0x36 << 26 | u32::from(o.op) << 18 | o1 << 8 | o0, vdst << 24 | vgpr(r) << 16 | data << 8 | addr, 0]
+        }
+    }
+}
+
+/// Global memory: `bytes` at `base`.
+#[derive(Clone, PartialEq, Eq)]
+struct Buf {
+    base: u64,
+    bytes: Vec<u8>,
+}
+
+impl Memory for Buf {
+    fn read(&mut self, a: u64, b: &mut [u8]) -> bool {
+        let n = b.len();
+        match a.checked_sub(self.base).and_then(|o| usize::try_from(o).ok()).and_then(|o| self.bytes.get(o..o + n)) {
+            Some(s) => {
+                b.copy_from_slice(s);
+                true
+            }
+            None => false,
+        }
+    }
+    fn write(&mut self, a: u64, d: &[u8]) -> bool {
+        let n = d.len();
+        match a.checked_sub(self.base).and_then(|o| usize::try_from(o).ok()).and_then(|o| self.bytes.get_mut(o..o + n))
+        {
+            Some(s) => {
+                s.copy_from_slice(d);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+const BASE: u64 = 0x1000;
+
+/// Addresses in v0–v7 (byte offsets, global addresses' low halves, zeros, now and then
+/// anything), base pairs in s[0:1] and s[2:3], a scratch offset in s4; random memory.
+fn addressed<const N: usize>(r: &mut Rng, w: &mut Wave) -> (Buf, Vec<u8>) {
+    for reg in 0..8 {
+        for l in 0..N {
+            w.v[reg * N + l] = match r.below(20) {
+                // CAST: BASE is small.
+                0..=7 => BASE as u32 + 4 * r.below(130),
+                8..=12 => 4 * r.below(70),
+                13..=16 => 0,
+                17..=18 => r.below(300),
+                _ => value(r),
+            };
+        }
+    }
+    // CAST: BASE is small.
+    (w.s[0], w.s[1], w.s[2], w.s[3]) = (BASE as u32, 0, 64, 0);
+    w.s[4] = r.below(8);
+    for x in w.private.iter_mut() {
+        // CAST: a random byte.
+        *x = r.next() as u8;
+    }
+    // CAST (both): random bytes.
+    let mem = Buf { base: BASE, bytes: (0..600).map(|_| r.next() as u8).collect() };
+    (mem, (0..256).map(|_| r.next() as u8).collect())
+}
+
 const ENDPGM: u32 = 0xbfb0_0000;
 
 /// The instruction of `words` (as much of them as it takes), then `s_endpgm`.
@@ -182,16 +277,6 @@ fn program(words: &[u32]) -> Option<(Vec<u32>, Inst)> {
     code.truncate(i.len);
     code.push(ENDPGM);
     Some((code, i))
-}
-
-struct NoMem;
-impl Memory for NoMem {
-    fn read(&mut self, _: u64, _: &mut [u8]) -> bool {
-        false
-    }
-    fn write(&mut self, _: u64, _: &[u8]) -> bool {
-        false
-    }
 }
 
 fn dispatch(lanes: u32) -> Dispatch<'static> {
@@ -232,11 +317,10 @@ fn wave<const N: usize>(r: &mut Rng) -> Wave {
 }
 
 /// Run `w` on `p` from its first instruction until it ends or faults.
-fn run<const N: usize>(p: &Program, w: &mut Wave, mem: &mut dyn Memory) -> (Result<(), Fault>, Stats) {
+fn run<const N: usize>(p: &Program, w: &mut Wave, mem: &mut dyn Memory, lds: &mut [u8]) -> (Result<(), Fault>, Stats) {
     let d = dispatch(N as u32);
-    let mut lds = vec![0u8; 256];
     let mut st = Stats::default();
-    let mut cx = Cx { p, d: &d, group: [0; 3], wave: 0, mem, lds: &mut lds, st: &mut st };
+    let mut cx = Cx { p, d: &d, group: [0; 3], wave: 0, mem, lds, st: &mut st };
     let r = cx.run::<N>(w);
     (r, st)
 }
@@ -252,6 +336,9 @@ fn differ(a: &Wave, b: &Wave, n: usize, nans: bool) -> Option<String> {
     if let Some(k) = (0..a.v.len()).find(|&k| !same(a.v[k], b.v[k])) {
         return Some(format!("v{} lane {}: {:#x} against {:#x}", k / n, k % n, a.v[k], b.v[k]));
     }
+    if a.private != b.private {
+        return Some("scratch".into());
+    }
     None
 }
 
@@ -261,6 +348,7 @@ fn differential<const N: usize>(
     nans: bool,
     trials: usize,
     mut inst: impl FnMut(&mut Rng) -> [u32; 3],
+    mem: bool,
 ) -> usize {
     let mut r = Rng(seed, nans);
     let (mut ran, mut lanes) = (0, 0);
@@ -277,16 +365,23 @@ fn differential<const N: usize>(
             }
             (a, b) => panic!("{}: loads differ: {:?} / {:?}", Text(&i), a.err(), b.err()),
         };
-        lanes += usize::from(fast.steps.iter().any(|s| matches!(s.sem, Sem::V32(_) | Sem::Vopd32(_) | Sem::C32(_))));
+        lanes += usize::from(
+            fast.steps.iter().any(|s| matches!(s.sem, Sem::V32(_) | Sem::Vopd32(_) | Sem::C32(_) | Sem::VMem(_))),
+        );
         for _ in 0..4 {
-            let w0 = wave::<N>(&mut r);
+            let mut w0 = wave::<N>(&mut r);
+            let (m0, l0) =
+                if mem { addressed::<N>(&mut r, &mut w0) } else { (Buf { base: 0, bytes: Vec::new() }, vec![0; 256]) };
             let (mut a, mut b) = (w0.clone(), w0);
-            let ra = run::<N>(&fast, &mut a, &mut NoMem);
-            let rb = run::<N>(&slow, &mut b, &mut NoMem);
+            let (mut ma, mut mb, mut la, mut lb) = (m0.clone(), m0, l0.clone(), l0);
+            let ra = run::<N>(&fast, &mut a, &mut ma, &mut la);
+            let rb = run::<N>(&slow, &mut b, &mut mb, &mut lb);
             assert_eq!(ra, rb, "{} ({:#x?}): result or counts", Text(&i), &code);
             if let Some(d) = differ(&a, &b, N, nans) {
                 panic!("{} ({:#x?}), wave{N}: lane paths against per-lane: {d}", Text(&i), &code);
             }
+            assert!(ma == mb, "{} ({:#x?}), wave{N}: memory differs", Text(&i), &code);
+            assert!(la == lb, "{} ({:#x?}), wave{N}: LDS differs", Text(&i), &code);
             ran += 1;
         }
     }
@@ -298,18 +393,30 @@ fn differential<const N: usize>(
 /// Without NaN operands, bit for bit; with them, any NaN where two NaNs meet.
 #[test]
 fn lane_paths_compute_what_the_per_lane_paths_compute_wave32() {
-    let ran = differential::<32>(0x5eed_0001, false, 30_000, valu_inst);
+    let ran = differential::<32>(0x5eed_0001, false, 30_000, valu_inst, false);
     assert!(ran > 30_000, "{ran} states ran");
-    let ran = differential::<32>(0x5eed_0011, true, 30_000, valu_inst);
+    let ran = differential::<32>(0x5eed_0011, true, 30_000, valu_inst, false);
     assert!(ran > 30_000, "{ran} states ran");
 }
 
 #[test]
 fn lane_paths_compute_what_the_per_lane_paths_compute_wave64() {
-    let ran = differential::<64>(0x5eed_0002, false, 15_000, valu_inst);
+    let ran = differential::<64>(0x5eed_0002, false, 15_000, valu_inst, false);
     assert!(ran > 15_000, "{ran} states ran");
-    let ran = differential::<64>(0x5eed_0012, true, 15_000, valu_inst);
+    let ran = differential::<64>(0x5eed_0012, true, 15_000, valu_inst, false);
     assert!(ran > 15_000, "{ran} states ran");
+}
+
+/// Loads and stores of every width and extension, in every space, over addresses in and out of
+/// memory: the same registers, memory, LDS and scratch, the same fault at the same lane.
+#[test]
+fn lane_paths_access_memory_as_the_per_lane_paths_do() {
+    for seed in 0..2 {
+        let ran = differential::<32>(0x5eed_0100 + seed, true, 20_000, mem_inst, true);
+        assert!(ran > 20_000, "{ran} states ran");
+        let ran = differential::<64>(0x5eed_0200 + seed, true, 10_000, mem_inst, true);
+        assert!(ran > 10_000, "{ran} states ran");
+    }
 }
 
 /// Near the halfway points of f32: `a·b + c` whose exact value is within a few f64 ulps of a
