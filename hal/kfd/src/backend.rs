@@ -172,6 +172,7 @@ impl AmdBackend {
 
     /// Submit one call without waiting; the stamp that completes it.
     pub fn submit_call(&mut self) -> Result<Stamp> {
+        self.dev.check_process()?;
         let (Some(h), Some(q)) = (self.hcq.as_ref(), self.queue.as_mut()) else {
             return Err(Error::InvalidArgument { what: "AMD: call before the load finished", value: 0 });
         };
@@ -184,6 +185,7 @@ impl AmdBackend {
     /// Wait until the timeline reaches `stamp` (a memory or hardware exception ends the wait
     /// with it; a timeout names the queue).
     pub fn wait(&self, stamp: Stamp) -> Result<()> {
+        self.dev.check_process()?;
         match &self.hcq {
             Some(h) => h.wait(stamp).map_err(|e| self.on_queue(e)),
             None => Ok(()),
@@ -470,6 +472,7 @@ impl Backend for AmdBackend {
         let b = self.buffer(buffer)?;
         let off =
             usize::try_from(offset).map_err(|_| Error::InvalidArgument { what: "AMD read offset", value: offset })?;
+        self.dev.check_process()?;
         self.settle()?;
         b.bus().read_bytes(off, out)
     }
@@ -478,6 +481,7 @@ impl Backend for AmdBackend {
         let b = self.buffer(buffer)?;
         let off =
             usize::try_from(offset).map_err(|_| Error::InvalidArgument { what: "AMD write offset", value: offset })?;
+        self.dev.check_process()?;
         self.settle()?;
         b.bus().write_bytes(off, data)
     }
@@ -485,6 +489,21 @@ impl Backend for AmdBackend {
 
 impl Drop for AmdBackend {
     fn drop(&mut self) {
+        if self.dev.in_forked_child() {
+            // Nothing of the parent's KFD objects is this process's to wait for, stop or free:
+            // every KFD call would be refused (a simulated KFD's copied locks may even be held
+            // by a thread that is not here). Leave them as the fork left them.
+            core::mem::forget(self.hcq.take());
+            core::mem::forget(self.kfd_queue.take());
+            core::mem::forget(self.queue_info.take());
+            core::mem::forget(self.timeline.take());
+            core::mem::forget(self.scratch.take());
+            core::mem::forget(core::mem::take(&mut self.ring_mem));
+            core::mem::forget(core::mem::take(&mut self.buffers));
+            core::mem::forget(core::mem::take(&mut self.code));
+            core::mem::forget(core::mem::take(&mut self.kernargs));
+            return;
+        }
         // Let the calls in flight finish, then stop the queue before its memory goes.
         let _ = self.settle();
         self.hcq = None;
@@ -504,7 +523,15 @@ impl Capabilities for AmdBackend {
     fn submit(&mut self) -> Result<u64> {
         self.submit_call().map(Stamp::get)
     }
+    fn try_wait(&self, stamp: u64, within: Duration) -> Result<bool> {
+        self.dev.check_process()?;
+        match &self.hcq {
+            Some(e) => e.try_wait(Stamp::new(stamp), &policy_within(e, within)),
+            None => Ok(true),
+        }
+    }
     fn wait(&self, stamp: u64, timeout: Option<Duration>) -> Result<()> {
+        self.dev.check_process()?;
         let Some(e) = &self.hcq else { return Ok(()) };
         let r = match timeout {
             Some(t) => e.wait_with(Stamp::new(stamp), &policy_within(e, t)),

@@ -31,7 +31,14 @@ pub struct AmdDevice {
     /// `hw_fault_event` (auto-reset off).
     pub(crate) hw_event: u32,
     pub(crate) timeout_ms: u32,
+    /// The process that opened it: KFD serves no other (`kfd_ioctl` refuses another process
+    /// with `EBADF`; its doorbell mappings are not inherited by a forked child).
+    pid: u32,
 }
+
+/// Why an AMD device cannot run work in a forked child.
+pub const FORKED_REASON: &str = "opened before fork(): KFD serves only the process that opened it (a \
+forked child inherits neither its queues nor its doorbell mappings; open the device, or load the model, in the child)";
 
 impl core::fmt::Debug for AmdDevice {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -82,6 +89,7 @@ impl AmdDevice {
             fault_event: ev.event_id,
             hw_event: hw.event_id,
             timeout_ms: DEFAULT_TIMEOUT_MS,
+            pid: std::process::id(),
         }))
     }
 
@@ -98,6 +106,23 @@ impl AmdDevice {
     /// The kernel interface.
     pub fn kfd(&self) -> &Arc<dyn Kfd> {
         &self.kfd
+    }
+
+    /// Whether this is a forked child of the process that opened the device.
+    pub fn in_forked_child(&self) -> bool {
+        std::process::id() != self.pid
+    }
+
+    /// Refuse work in a forked child ([`Error::DeviceUnavailable`], [`FORKED_REASON`]) at once,
+    /// instead of ringing a doorbell no one serves and waiting for the timeout.
+    pub fn check_process(&self) -> Result<()> {
+        if self.in_forked_child() {
+            return Err(Error::DeviceUnavailable {
+                device: hcq::error::device_name(&self.name),
+                reason: FORKED_REASON,
+            });
+        }
+        Ok(())
     }
 
     /// A buffer object: device memory, CPU-visible (tinygrad's default buffers) or, with
@@ -188,6 +213,12 @@ impl AmdDevice {
 
 impl Drop for AmdDevice {
     fn drop(&mut self) {
+        if self.in_forked_child() {
+            // The parent's KFD is not this process's to tear down (its calls would be refused,
+            // a simulated one's threads are not here to stop): leave it as the fork left it.
+            core::mem::forget(self.kfd.clone());
+            return;
+        }
         for (id, what) in [(self.fault_event, "memory"), (self.hw_event, "hardware")] {
             let d = hcq_amd::kfd::uapi::DestroyEventArgs { event_id: id, ..Default::default() };
             if let Err(e) = self.kfd.destroy_event(&d) {

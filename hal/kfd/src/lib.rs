@@ -34,6 +34,6 @@ mod memory;
 mod plug;
 
 pub use backend::AmdBackend;
-pub use device::{AmdDevice, DEFAULT_TIMEOUT_MS};
+pub use device::{AmdDevice, DEFAULT_TIMEOUT_MS, FORKED_REASON};
 pub use memory::GpuBuf;
 pub use plug::{AmdKind, AmdOpen, KfdOpener};
