@@ -160,16 +160,21 @@ def test_device_from_dev_env():
     assert out.stdout.startswith("SIM"), out.stdout
 
 
-@pytest.mark.parametrize("device", ["SIM", "QCOM:SIM"])
+def chain100_for(device):
+    """chain100 with the objects `device` runs: the gfx1100 build (examples/amd) on AMD:SIM."""
+    return bundle("amd/chain100" if device == "AMD:SIM" else "chain100")
+
+
+@pytest.mark.parametrize("device", ["SIM", "QCOM:SIM", "AMD:SIM"])
 def test_other_devices_run_the_same_bundle(device):
-    m = hcq.load(bundle("chain100"), device=device)
+    m = hcq.load(chain100_for(device), device=device)
     x = np.arange(16, dtype=np.float32)
     np.testing.assert_allclose(m.run(x)[0], x + 100)
     m.run(x + 1, wait=False)
     np.testing.assert_allclose(m.wait(timeout_ms=30000)[0], x + 101)
     np.testing.assert_allclose(m.output_view(0), x + 101)  # a host copy on these devices
-    if device == "SIM":
-        with pytest.raises(hcq.Error, match="SIM") as e:
+    if device in ("SIM", "AMD:SIM"):
+        with pytest.raises(hcq.Error, match=device) as e:
             m.bind(0, np.zeros(16, np.float32))
         assert e.value.name == "HCQ_ERR_UNSUPPORTED"
     m.close()
@@ -357,6 +362,7 @@ def test_profile_to_an_unwritable_path_is_an_error(chain, tmp_path):
 def test_python_m_hcq_devices_prints_the_registry():
     out = subprocess.run([sys.executable, "-m", "hcq", "devices"], capture_output=True, text=True, check=True)
     assert "CPU" in out.stdout and "PASS" in out.stdout and "QCOM" in out.stdout
+    assert any(line.strip().startswith("AMD:SIM") and "PASS amd gfx1100" in line for line in out.stdout.splitlines())
     assert hcq.devices() == out.stdout.rstrip("\n")
     bad = subprocess.run([sys.executable, "-m", "hcq", "frobnicate"], capture_output=True, text=True)
     assert bad.returncode == 2
@@ -477,12 +483,12 @@ def test_a_bound_input_given_an_array_is_refused_before_anything_is_copied(two_i
 
 def view_of_a_dropped_model(device):
     """An output view of a model no one else holds, and a weak reference to that model."""
-    m = hcq.load(bundle("chain100"), device=device)
+    m = hcq.load(chain100_for(device), device=device)
     m.run(np.arange(16, dtype=np.float32))
     return m.output_view(0), weakref.ref(m)
 
 
-@pytest.mark.parametrize("device", ["CPU", "SIM", "QCOM:SIM"])
+@pytest.mark.parametrize("device", ["CPU", "SIM", "QCOM:SIM", "AMD:SIM"])
 def test_an_output_view_keeps_its_model_alive_and_is_read_only(device):
     v, model = view_of_a_dropped_model(device)
     gc.collect()
@@ -626,19 +632,24 @@ print("parent ok", flush=True)
         ("SIM", False, True),
         ("SIM", True, True),
         ("QCOM:SIM", False, True),
+        # KFD serves only the process that opened it: refused at once in the child, as SIM
+        ("AMD:SIM", False, True),
+        ("AMD:SIM", True, True),
     ],
 )
 def test_a_model_used_in_a_forked_child_runs_or_is_refused_at_once(device, in_flight, close):
     """A model loaded before fork() and used in the child: CPU and QCOM:SIM run it; SIM, whose
     command processors are threads the child does not have, refuses at once with an error that
     says so (it used to wait 30 s and report the device hung), also when a call was in flight
-    at the fork; the child closes the model without trouble."""
-    code = SIM_FORK.format(path=bundle("chain100"), device=device, in_flight=in_flight, close=close)
+    at the fork, and so does AMD:SIM (KFD serves only the process that opened it; the simulated
+    GPU's command processor is a thread of the parent); the child closes the model without
+    trouble."""
+    code = SIM_FORK.format(path=chain100_for(device), device=device, in_flight=in_flight, close=close)
     t0 = time.monotonic()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     took = time.monotonic() - t0
     assert out.returncode == 0 and "parent ok" in out.stdout, out.stdout + out.stderr
-    if device == "SIM":
+    if device in ("SIM", "AMD:SIM"):
         assert "child refused HCQ_ERR_NO_DEVICE" in out.stdout and "fork" in out.stdout, out.stdout
         assert "child exit 3" in out.stdout and "child closed" in out.stdout, out.stdout
     else:
