@@ -14,6 +14,7 @@
 //! `mmap`/`munmap` are not intercepted: the descriptor is a memfd that the kernel maps itself
 //! (tinygrad calls libc's `mmap` through its own handle, which no preload could catch).
 
+use crate::amd::{AmdSystem, VAmdRender, VKfd};
 use crate::device::VDev;
 use crate::fds;
 use crate::render::VMsm;
@@ -45,11 +46,50 @@ impl Node for VMsm {
     }
 }
 
+impl Node for VKfd {
+    fn ioctl(&self, request: u32, arg: u64) -> Result<(), rustix::io::Errno> {
+        VKfd::ioctl(self, request, arg)
+    }
+}
+
+impl Node for VAmdRender {
+    fn ioctl(&self, request: u32, arg: u64) -> Result<(), rustix::io::Errno> {
+        VAmdRender::ioctl(self, request, arg)
+    }
+}
+
 /// Which device a path opens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Kgsl,
     Msm,
+    Kfd,
+    AmdRender,
+}
+
+/// What a path is to the library.
+enum Route {
+    /// One of the virtual devices' nodes.
+    Device(Kind),
+    /// A virtual sysfs file or directory: the path to use instead ([`crate::sysfs`]).
+    Redirect(std::ffi::CString),
+    /// Anything else.
+    Pass,
+}
+
+fn route(path: *const c_char) -> Route {
+    if let Some(k) = node_kind(path) {
+        return Route::Device(k);
+    }
+    if path.is_null() {
+        return Route::Pass;
+    }
+    // SAFETY: the caller's contract: a non-null path is a NUL-terminated string.
+    let p = unsafe { CStr::from_ptr(path) };
+    match catch_unwind(|| crate::sysfs::redirect(p)) {
+        Ok(Some(to)) => Route::Redirect(to),
+        _ => Route::Pass,
+    }
 }
 
 /// The MSM render node's path (`$HCQ_VKGSL_RENDER_NODE`, else `/dev/dri/renderD128`).
@@ -111,15 +151,39 @@ fn node_kind(path: *const c_char) -> Option<Kind> {
         Some(Kind::Kgsl)
     } else if p.to_bytes() == render_node() {
         Some(Kind::Msm)
+    } else if p == crate::amd::KFD_NODE {
+        Some(Kind::Kfd)
+    } else if p == crate::amd::RENDER_NODE {
+        Some(Kind::AmdRender)
     } else {
         None
     }
 }
 
+/// Open an AMD node: a new open of the process's system's memfd for it.
+fn open_amd(flags: c_int, kind: Kind) -> Result<c_int, c_int> {
+    let cloexec = flags & libc::O_CLOEXEC != 0;
+    let sys = AmdSystem::get().map_err(|e| e.raw_os_error())?;
+    let (fd, node): (std::os::fd::OwnedFd, Arc<dyn Node>) = if kind == Kind::Kfd {
+        (sys.open_kfd(cloexec).map_err(|e| e.raw_os_error())?, Arc::new(VKfd::new(sys)))
+    } else {
+        (sys.open_render(cloexec).map_err(|e| e.raw_os_error())?, Arc::new(VAmdRender::new(sys)))
+    };
+    let file = rustix::fs::fstat(&fd).map(|st| (st.st_dev, st.st_ino)).map_err(|e| e.raw_os_error())?;
+    at_fork_once();
+    let fd = std::os::fd::IntoRawFd::into_raw_fd(fd);
+    trace(format_args!("open {kind:?} node -> {fd}"));
+    drop(fds::insert(fd, file, node));
+    Ok(fd)
+}
+
 /// Open a device: a memfd (close-on-exec when the caller asked for it) behind a new [`VDev`]
-/// or [`VMsm`].
+/// or [`VMsm`]; the AMD nodes: a new open of their system's memfd ([`open_amd`]).
 fn open_device(flags: c_int, kind: Kind) -> c_int {
     let r = catch_unwind(|| {
+        if matches!(kind, Kind::Kfd | Kind::AmdRender) {
+            return open_amd(flags, kind);
+        }
         let mfd = if flags & libc::O_CLOEXEC != 0 { libc::MFD_CLOEXEC } else { 0 };
         // SAFETY: memfd_create with a NUL-terminated name; returns a new descriptor or -1.
         let fd = unsafe { libc::memfd_create(c"hcq-vkgsl".as_ptr(), mfd) };
@@ -131,6 +195,7 @@ fn open_device(flags: c_int, kind: Kind) -> c_int {
         let dev: Result<Arc<dyn Node>, rustix::io::Errno> = match kind {
             Kind::Kgsl => VDev::new(borrowed).map(|d| Arc::new(d) as Arc<dyn Node>),
             Kind::Msm => VMsm::new(borrowed).map(|d| Arc::new(d) as Arc<dyn Node>),
+            Kind::Kfd | Kind::AmdRender => Err(rustix::io::Errno::INVAL),
         };
         match dev {
             Ok(d) => {
@@ -194,11 +259,14 @@ fn file_of(fd: c_int) -> Option<fds::FileId> {
 }
 
 extern "C" fn before_fork() {
+    // The AMD system's lock first: its creation takes the table's lock under it.
+    let _ = catch_unwind(crate::amd::before_fork);
     let _ = catch_unwind(fds::before_fork);
 }
 
 extern "C" fn after_fork() {
     let _ = catch_unwind(fds::after_fork);
+    let _ = catch_unwind(crate::amd::after_fork);
 }
 
 /// Register the fork handlers ([`fds::before_fork`]) once, with the first device.
@@ -236,12 +304,19 @@ fn enosys() -> c_int {
 /// libc's contract for `open`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
-    if let Some(kind) = node_kind(path) {
-        return open_device(flags, kind);
-    }
+    let to = match route(path) {
+        Route::Device(kind) => return open_device(flags, kind),
+        Route::Redirect(to) => Some(to),
+        Route::Pass => None,
+    };
     match real!(REAL_OPEN, c"open", OpenFn) {
-        // SAFETY: forwarded with the caller's arguments to libc's open.
-        Some(f) => unsafe { f(path, flags, mode) },
+        Some(f) => match &to {
+            // SAFETY: the caller's arguments to libc's open, the path redirected to the virtual
+            // sysfs tree (a NUL-terminated string alive for the call).
+            Some(to) => unsafe { f(to.as_ptr(), flags, mode) },
+            // SAFETY: forwarded with the caller's arguments to libc's open.
+            None => unsafe { f(path, flags, mode) },
+        },
         None => enosys(),
     }
 }
@@ -252,12 +327,19 @@ pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: c_uint) -
 /// libc's contract for `open64`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
-    if let Some(kind) = node_kind(path) {
-        return open_device(flags, kind);
-    }
+    let to = match route(path) {
+        Route::Device(kind) => return open_device(flags, kind),
+        Route::Redirect(to) => Some(to),
+        Route::Pass => None,
+    };
     match real!(REAL_OPEN64, c"open64", OpenFn) {
-        // SAFETY: forwarded with the caller's arguments to libc's open64.
-        Some(f) => unsafe { f(path, flags, mode) },
+        Some(f) => match &to {
+            // SAFETY: the caller's arguments to libc's open64, the path redirected to the virtual
+            // sysfs tree (a NUL-terminated string alive for the call).
+            Some(to) => unsafe { f(to.as_ptr(), flags, mode) },
+            // SAFETY: forwarded with the caller's arguments to libc's open64.
+            None => unsafe { f(path, flags, mode) },
+        },
         None => enosys(),
     }
 }
@@ -268,12 +350,19 @@ pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: c_uint)
 /// libc's contract for `openat`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn openat(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
-    if let Some(kind) = node_kind(path) {
-        return open_device(flags, kind);
-    }
+    let to = match route(path) {
+        Route::Device(kind) => return open_device(flags, kind),
+        Route::Redirect(to) => Some(to),
+        Route::Pass => None,
+    };
     match real!(REAL_OPENAT, c"openat", OpenatFn) {
-        // SAFETY: forwarded with the caller's arguments to libc's openat.
-        Some(f) => unsafe { f(dirfd, path, flags, mode) },
+        Some(f) => match &to {
+            // SAFETY: the caller's arguments to libc's openat, the path redirected to the virtual
+            // sysfs tree (a NUL-terminated string alive for the call).
+            Some(to) => unsafe { f(dirfd, to.as_ptr(), flags, mode) },
+            // SAFETY: forwarded with the caller's arguments to libc's openat.
+            None => unsafe { f(dirfd, path, flags, mode) },
+        },
         None => enosys(),
     }
 }
@@ -284,12 +373,19 @@ pub unsafe extern "C" fn openat(dirfd: c_int, path: *const c_char, flags: c_int,
 /// libc's contract for `openat64`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn openat64(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
-    if let Some(kind) = node_kind(path) {
-        return open_device(flags, kind);
-    }
+    let to = match route(path) {
+        Route::Device(kind) => return open_device(flags, kind),
+        Route::Redirect(to) => Some(to),
+        Route::Pass => None,
+    };
     match real!(REAL_OPENAT64, c"openat64", OpenatFn) {
-        // SAFETY: forwarded with the caller's arguments to libc's openat64.
-        Some(f) => unsafe { f(dirfd, path, flags, mode) },
+        Some(f) => match &to {
+            // SAFETY: the caller's arguments to libc's openat64, the path redirected to the virtual
+            // sysfs tree (a NUL-terminated string alive for the call).
+            Some(to) => unsafe { f(dirfd, to.as_ptr(), flags, mode) },
+            // SAFETY: forwarded with the caller's arguments to libc's openat64.
+            None => unsafe { f(dirfd, path, flags, mode) },
+        },
         None => enosys(),
     }
 }
@@ -300,12 +396,19 @@ pub unsafe extern "C" fn openat64(dirfd: c_int, path: *const c_char, flags: c_in
 /// glibc's contract for `__open_2`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __open_2(path: *const c_char, flags: c_int) -> c_int {
-    if let Some(kind) = node_kind(path) {
-        return open_device(flags, kind);
-    }
+    let to = match route(path) {
+        Route::Device(kind) => return open_device(flags, kind),
+        Route::Redirect(to) => Some(to),
+        Route::Pass => None,
+    };
     match real!(REAL_OPEN_2, c"__open_2", Open2Fn) {
-        // SAFETY: forwarded with the caller's arguments to glibc's __open_2.
-        Some(f) => unsafe { f(path, flags) },
+        Some(f) => match &to {
+            // SAFETY: the caller's arguments to glibc's __open_2, the path redirected to the virtual
+            // sysfs tree (a NUL-terminated string alive for the call).
+            Some(to) => unsafe { f(to.as_ptr(), flags) },
+            // SAFETY: forwarded with the caller's arguments to glibc's __open_2.
+            None => unsafe { f(path, flags) },
+        },
         None => enosys(),
     }
 }
@@ -316,12 +419,19 @@ pub unsafe extern "C" fn __open_2(path: *const c_char, flags: c_int) -> c_int {
 /// glibc's contract for `__open64_2`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __open64_2(path: *const c_char, flags: c_int) -> c_int {
-    if let Some(kind) = node_kind(path) {
-        return open_device(flags, kind);
-    }
+    let to = match route(path) {
+        Route::Device(kind) => return open_device(flags, kind),
+        Route::Redirect(to) => Some(to),
+        Route::Pass => None,
+    };
     match real!(REAL_OPEN64_2, c"__open64_2", Open2Fn) {
-        // SAFETY: forwarded with the caller's arguments to glibc's __open64_2.
-        Some(f) => unsafe { f(path, flags) },
+        Some(f) => match &to {
+            // SAFETY: the caller's arguments to glibc's __open64_2, the path redirected to the virtual
+            // sysfs tree (a NUL-terminated string alive for the call).
+            Some(to) => unsafe { f(to.as_ptr(), flags) },
+            // SAFETY: forwarded with the caller's arguments to glibc's __open64_2.
+            None => unsafe { f(path, flags) },
+        },
         None => enosys(),
     }
 }
@@ -332,12 +442,19 @@ pub unsafe extern "C" fn __open64_2(path: *const c_char, flags: c_int) -> c_int 
 /// glibc's contract for `__openat_2`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __openat_2(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
-    if let Some(kind) = node_kind(path) {
-        return open_device(flags, kind);
-    }
+    let to = match route(path) {
+        Route::Device(kind) => return open_device(flags, kind),
+        Route::Redirect(to) => Some(to),
+        Route::Pass => None,
+    };
     match real!(REAL_OPENAT_2, c"__openat_2", Openat2Fn) {
-        // SAFETY: forwarded with the caller's arguments to glibc's __openat_2.
-        Some(f) => unsafe { f(dirfd, path, flags) },
+        Some(f) => match &to {
+            // SAFETY: the caller's arguments to glibc's __openat_2, the path redirected to the virtual
+            // sysfs tree (a NUL-terminated string alive for the call).
+            Some(to) => unsafe { f(dirfd, to.as_ptr(), flags) },
+            // SAFETY: forwarded with the caller's arguments to glibc's __openat_2.
+            None => unsafe { f(dirfd, path, flags) },
+        },
         None => enosys(),
     }
 }
@@ -348,12 +465,19 @@ pub unsafe extern "C" fn __openat_2(dirfd: c_int, path: *const c_char, flags: c_
 /// glibc's contract for `__openat64_2`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __openat64_2(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
-    if let Some(kind) = node_kind(path) {
-        return open_device(flags, kind);
-    }
+    let to = match route(path) {
+        Route::Device(kind) => return open_device(flags, kind),
+        Route::Redirect(to) => Some(to),
+        Route::Pass => None,
+    };
     match real!(REAL_OPENAT64_2, c"__openat64_2", Openat2Fn) {
-        // SAFETY: forwarded with the caller's arguments to glibc's __openat64_2.
-        Some(f) => unsafe { f(dirfd, path, flags) },
+        Some(f) => match &to {
+            // SAFETY: the caller's arguments to glibc's __openat64_2, the path redirected to the virtual
+            // sysfs tree (a NUL-terminated string alive for the call).
+            Some(to) => unsafe { f(dirfd, to.as_ptr(), flags) },
+            // SAFETY: forwarded with the caller's arguments to glibc's __openat64_2.
+            None => unsafe { f(dirfd, path, flags) },
+        },
         None => enosys(),
     }
 }
@@ -632,4 +756,141 @@ pub unsafe extern "C" fn closefrom(low: c_int) {
         return;
     }
     close_range_around_devices(low, c_uint::MAX, 0);
+}
+
+/// The caller's path, or where [`crate::sysfs`] redirects it (kept alive in `to`).
+fn sysfs_path(path: *const c_char, to: &mut Option<std::ffi::CString>) -> *const c_char {
+    if let Route::Redirect(t) = route(path) {
+        return to.insert(t).as_ptr();
+    }
+    path
+}
+
+/// A libc function taking a path that may be one of the virtual sysfs files: `$call` runs with
+/// `$p` the path to use (the caller's, or the redirected one).
+macro_rules! with_path {
+    ($slot:ident, $name:literal, $ty:ty, $path:expr, |$f:ident, $p:ident| $call:expr) => {{
+        let mut keep = None;
+        let $p = sysfs_path($path, &mut keep);
+        match real!($slot, $name, $ty) {
+            // SAFETY: forwarded to libc's definition with the caller's arguments, the path
+            // possibly redirected to the virtual sysfs tree (NUL-terminated, alive in `keep`).
+            Some($f) => unsafe { $call },
+            None => enosys(),
+        }
+    }};
+}
+
+type OpendirFn = unsafe extern "C" fn(*const c_char) -> *mut c_void;
+
+/// `opendir(3)`: the virtual sysfs directories are listed from their tree ([`crate::sysfs`]).
+///
+/// # Safety
+/// libc's contract for `opendir`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn opendir(path: *const c_char) -> *mut c_void {
+    let mut keep = None;
+    let p = sysfs_path(path, &mut keep);
+    match real!(REAL_OPENDIR, c"opendir", OpendirFn) {
+        // SAFETY: forwarded to libc's opendir, the path possibly redirected (NUL-terminated,
+        // alive in `keep`).
+        Some(f) => unsafe { f(p) },
+        None => {
+            set_errno(libc::ENOSYS);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+type StatFn = unsafe extern "C" fn(*const c_char, *mut c_void) -> c_int;
+type FstatatFn = unsafe extern "C" fn(c_int, *const c_char, *mut c_void, c_int) -> c_int;
+type AccessFn = unsafe extern "C" fn(*const c_char, c_int) -> c_int;
+type FaccessatFn = unsafe extern "C" fn(c_int, *const c_char, c_int, c_int) -> c_int;
+type StatxFn = unsafe extern "C" fn(c_int, *const c_char, c_int, c_uint, *mut c_void) -> c_int;
+
+/// `stat(2)` (the virtual sysfs paths are their tree's).
+///
+/// # Safety
+/// libc's contract for `stat`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn stat(path: *const c_char, buf: *mut c_void) -> c_int {
+    with_path!(REAL_STAT, c"stat", StatFn, path, |f, p| f(p, buf))
+}
+
+/// `stat64`.
+///
+/// # Safety
+/// libc's contract for `stat64`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn stat64(path: *const c_char, buf: *mut c_void) -> c_int {
+    with_path!(REAL_STAT64, c"stat64", StatFn, path, |f, p| f(p, buf))
+}
+
+/// `lstat(2)`.
+///
+/// # Safety
+/// libc's contract for `lstat`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lstat(path: *const c_char, buf: *mut c_void) -> c_int {
+    with_path!(REAL_LSTAT, c"lstat", StatFn, path, |f, p| f(p, buf))
+}
+
+/// `lstat64`.
+///
+/// # Safety
+/// libc's contract for `lstat64`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lstat64(path: *const c_char, buf: *mut c_void) -> c_int {
+    with_path!(REAL_LSTAT64, c"lstat64", StatFn, path, |f, p| f(p, buf))
+}
+
+/// `fstatat(2)` (an absolute path ignores `dirfd`, as the kernel does).
+///
+/// # Safety
+/// libc's contract for `fstatat`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fstatat(dirfd: c_int, path: *const c_char, buf: *mut c_void, flags: c_int) -> c_int {
+    with_path!(REAL_FSTATAT, c"fstatat", FstatatFn, path, |f, p| f(dirfd, p, buf, flags))
+}
+
+/// `fstatat64`.
+///
+/// # Safety
+/// libc's contract for `fstatat64`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fstatat64(dirfd: c_int, path: *const c_char, buf: *mut c_void, flags: c_int) -> c_int {
+    with_path!(REAL_FSTATAT64, c"fstatat64", FstatatFn, path, |f, p| f(dirfd, p, buf, flags))
+}
+
+/// `statx(2)`.
+///
+/// # Safety
+/// libc's contract for `statx`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn statx(
+    dirfd: c_int,
+    path: *const c_char,
+    flags: c_int,
+    mask: c_uint,
+    buf: *mut c_void,
+) -> c_int {
+    with_path!(REAL_STATX, c"statx", StatxFn, path, |f, p| f(dirfd, p, flags, mask, buf))
+}
+
+/// `access(2)`.
+///
+/// # Safety
+/// libc's contract for `access`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn access(path: *const c_char, mode: c_int) -> c_int {
+    with_path!(REAL_ACCESS, c"access", AccessFn, path, |f, p| f(p, mode))
+}
+
+/// `faccessat(2)`.
+///
+/// # Safety
+/// libc's contract for `faccessat`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn faccessat(dirfd: c_int, path: *const c_char, mode: c_int, flags: c_int) -> c_int {
+    with_path!(REAL_FACCESSAT, c"faccessat", FaccessatFn, path, |f, p| f(dirfd, p, mode, flags))
 }

@@ -35,6 +35,7 @@
 //! `unsafe` lives in [`interpose`] (the C boundary), [`user`] (copies of ioctl arguments),
 //! [`memfd`] and [`device`] (the device's own mappings).
 
+pub mod amd;
 pub mod capture;
 pub mod device;
 pub mod fds;
@@ -42,4 +43,5 @@ pub mod interpose;
 pub mod maps;
 pub mod memfd;
 pub mod render;
+pub mod sysfs;
 pub mod user;
