@@ -1,14 +1,16 @@
 //! The simulated gfx1100's costs: the compute CP per packet, the SDMA engine's copy bandwidth,
-//! and tinygrad's kernels through the CP on 1, 2 and 4 shader threads (the work-group spread's
-//! speedup).
+//! tinygrad's kernels through the CP on 1, 2 and 4 shader threads (the work-group spread's
+//! speedup), and the interpreter's throughput through the CP on a convolution and a matmul, in
+//! lane-instructions per second (one lane executing one vector instruction; `shader_core`).
 //!
-//! `cargo bench -p hcq-sim-amd --bench cp`
+//! `cargo bench -p hcq-sim-amd --bench cp` (`-- shader_core` for the throughput alone)
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 
 use common::*;
 use divan::Bencher;
+use divan::counter::ItemsCount;
 use hcq_sim_amd::{Gpu, GpuConfig, QueueState};
 use std::time::Duration;
 
@@ -74,4 +76,88 @@ fn wide_kernels(b: Bencher, threads: usize) {
         gpu.process();
         assert_eq!(ring.state(&gpu), QueueState::Idle);
     });
+}
+
+/// Launch `launch` of the `amd` graph of the example bundle `examples/amd/BUNDLE`: its code
+/// object, its arguments' buffers (the bundle's bytes where it has them, zeros elsewhere), its
+/// grid.
+fn bundle_kernel(gpu: &Gpu, bundle: &str, launch: usize) -> Case {
+    let dir = hcq_testkit::root().join("examples/amd").join(bundle);
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let g = m["graphs"].as_array().unwrap().iter().find(|g| g["name"] == "amd").unwrap();
+    let l = &g["launches"][launch];
+    let p = &g["programs"][l["program"].as_u64().unwrap() as usize];
+    let co = std::fs::read(dir.join(p["objects"]["amd_gfx1100"]["file"].as_str().unwrap())).unwrap();
+    let bufs = l["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            let b = &g["buffers"][a["buffer"].as_u64().unwrap() as usize];
+            let n = a["nbytes"].as_u64().unwrap() as usize;
+            let mut init = match b["file"].as_str() {
+                Some(f) => std::fs::read(dir.join(f)).unwrap(),
+                None => vec![0; n],
+            };
+            init.resize(n, 0);
+            (init, "uchar".to_string(), Vec::new())
+        })
+        .collect();
+    let dim = |v: &serde_json::Value| [0, 1, 2].map(|i| v[i].as_u64().unwrap() as u32);
+    let vals: Vec<i64> = l["vals"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap_or(0)).collect();
+    let name = format!("{bundle}/{}", l["name"].as_str().unwrap());
+    layout(gpu, &name, &co, (dim(&l["global_size"]), dim(&l["local_size"])), bufs, &vals)
+}
+
+/// One kernel's dispatch replayed through the CP on `threads` shader threads, counted in the
+/// lane-instructions it executes.
+fn shader_core(b: Bencher, threads: usize, load: impl Fn(&Gpu) -> Case) {
+    let gpu = gpu(threads);
+    let mut ring = compute_ring(&gpu, 1 << 16);
+    let case = load(&gpu);
+    let before = gpu.queue_status(ring.id()).unwrap().stats.lane_insts;
+    ring.submit(&gpu, &case.exec);
+    gpu.process();
+    assert_eq!(ring.state(&gpu), QueueState::Idle, "{}", case.name);
+    let lanes = gpu.queue_status(ring.id()).unwrap().stats.lane_insts - before;
+    b.counter(ItemsCount::new(lanes)).bench_local(|| {
+        ring.submit(&gpu, &case.exec);
+        gpu.process();
+    });
+    assert_eq!(ring.state(&gpu), QueueState::Idle, "{}", case.name);
+}
+
+/// The interpreter's throughput through the CP, 1 and 2 shader threads, on tinygrad's gfx1100
+/// kernels: two convolutions and a matmul of the example bundles (`convnet`'s first layer: 98
+/// work-groups of 8 work-items; its second: 25 of 32; `wide`'s first matmul: 4 of 128), and the
+/// conv2d and matmul_f32 kernel cases (3 and 2 work-groups of 128: at most 1.5× and 2× on 2).
+#[divan::bench_group(sample_count = 20)]
+mod shader_core {
+    use super::*;
+
+    #[divan::bench(args = [1, 2])]
+    fn convnet_conv1(b: Bencher, threads: usize) {
+        shader_core(b, threads, |g| bundle_kernel(g, "convnet", 0));
+    }
+
+    #[divan::bench(args = [1, 2])]
+    fn convnet_conv2(b: Bencher, threads: usize) {
+        shader_core(b, threads, |g| bundle_kernel(g, "convnet", 2));
+    }
+
+    #[divan::bench(args = [1, 2])]
+    fn wide_matmul(b: Bencher, threads: usize) {
+        shader_core(b, threads, |g| bundle_kernel(g, "wide", 0));
+    }
+
+    #[divan::bench(args = [1, 2])]
+    fn conv2d(b: Bencher, threads: usize) {
+        shader_core(b, threads, |g| load_case(g, &kernels_dir().join("conv2d.json")));
+    }
+
+    #[divan::bench(args = [1, 2])]
+    fn matmul_f32(b: Bencher, threads: usize) {
+        shader_core(b, threads, |g| load_case(g, &kernels_dir().join("matmul_f32.json")));
+    }
 }

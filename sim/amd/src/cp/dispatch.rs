@@ -24,9 +24,11 @@
 //!   the ring the hardware would address. Without `SCRATCH_EN` a lane has no private bytes.
 //!
 //! Work-groups are claimed in chunks from one counter by [`crate::GpuConfig::shader_threads`]
-//! scoped threads, each with its own [`MemView`]; the first fault (lowest work-group index among
-//! those that faulted) stops the others from claiming more. Writes of work-groups that ran before
-//! a fault stay in memory, as on hardware.
+//! threads — the CP's own and `shader_threads - 1` kept in a pool (made at the first dispatch that
+//! spreads, again in a forked child), as the a630's shader core keeps its own — each with its own
+//! [`MemView`]; the first fault (lowest work-group index among those that faulted) stops the
+//! others from claiming more. Writes of work-groups that ran before a fault stay in memory, as on
+//! hardware.
 
 use super::regs::*;
 use crate::fault::What;
@@ -52,17 +54,54 @@ struct Cached {
     program: Arc<Program>,
 }
 
-/// Decoded programs by (address, wave64), checked against memory at each use.
-#[derive(Debug, Default)]
+/// Decoded programs by (address, wave64), checked against memory at each use; and the shader
+/// threads' pool (the dispatcher's state, behind the same lock).
+#[derive(Default)]
 pub struct ProgramCache {
     map: HashMap<(u64, bool), Cached>,
     /// Loads (misses) so far.
     pub loads: u64,
     /// Reuses (hits) so far.
     pub hits: u64,
+    /// `shader_threads - 1` threads, with the id of the process that made them.
+    pool: Option<(u32, Arc<rayon_core::ThreadPool>)>,
+}
+
+impl std::fmt::Debug for ProgramCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProgramCache")
+            .field("programs", &self.map.len())
+            .field("loads", &self.loads)
+            .field("hits", &self.hits)
+            .field("pool", &self.pool.as_ref().map(|(_, p)| p.current_num_threads()))
+            .finish()
+    }
 }
 
 impl ProgramCache {
+    /// The pool of `threads - 1` threads, made at its first use, and again in a forked child
+    /// (whose copy of the parent's pool has no threads: it is leaked, not dropped, since its locks
+    /// may be held by threads that do not exist in the child).
+    fn pool(&mut self, threads: usize) -> Result<Arc<rayon_core::ThreadPool>, What> {
+        let pid = std::process::id();
+        if self.pool.as_ref().is_some_and(|(p, _)| *p != pid)
+            && let Some((_, stale)) = self.pool.take()
+        {
+            std::mem::forget(stale);
+        }
+        if let Some((_, p)) = &self.pool {
+            return Ok(Arc::clone(p));
+        }
+        let built = rayon_core::ThreadPoolBuilder::new()
+            .num_threads(threads - 1)
+            .thread_name(|i| format!("hcq-sim-amd-cu{}", i + 1))
+            .build()
+            .map_err(|e| What::Dispatch(format!("cannot start the shader core's {} threads: {e}", threads - 1)))?;
+        let built = Arc::new(built);
+        self.pool = Some((pid, Arc::clone(&built)));
+        Ok(built)
+    }
+
     /// The program at `pgm`: the cached one when memory still holds its words, else loaded anew.
     fn get(&mut self, view: &mut MemView, pgm: u64, wave64: bool) -> Result<Arc<Program>, What> {
         let (base, len) = view.allocation(pgm).ok_or(What::Memory {
@@ -193,7 +232,13 @@ pub(crate) fn dispatch(sh: &Shared, regs: &RegFile, dims: [u32; 3], initiator: u
             sh.config.max_groups
         )));
     }
-    let program = lock(&sh.programs).get(&mut view, pgm, !wave32)?;
+    let threads = sh.config.shader_threads.max(1);
+    let (program, pool) = {
+        let mut cache = lock(&sh.programs);
+        let program = cache.get(&mut view, pgm, !wave32)?;
+        let pool = if threads > 1 && groups > 1 { Some(cache.pool(threads)?) } else { None };
+        (program, pool)
+    };
     let user: Vec<u32> = (0..user_sgpr_count).map(|k| regs.get(COMPUTE_USER_DATA_0 + k)).collect();
     let d = Dispatch {
         wave64: !wave32,
@@ -207,7 +252,7 @@ pub(crate) fn dispatch(sh: &Shared, regs: &RegFile, dims: [u32; 3], initiator: u
         private_bytes,
         max_steps: sh.config.max_wave_steps,
     };
-    let stats = run_groups(&program, &d, dims, groups, sh.config.shader_threads, view).map_err(|e| match e {
+    let stats = run_groups(&program, &d, dims, groups, pool.as_deref(), view).map_err(|e| match e {
         GroupError::Fault(fault) => What::Shader { program: pgm, fault },
         GroupError::Panic { group, what } => What::Dispatch(format!(
             "the interpreter panicked in work-group {group:?} of the program at {pgm:#x} (a bug in hcq-rdna3): {what}"
@@ -259,20 +304,56 @@ fn one(program: &Program, d: &Dispatch<'_>, group: [u32; 3], mem: &mut MemView) 
     }
 }
 
-/// Run work-groups `0..groups` (x fastest, as `Program::run` orders them) on up to `threads`
-/// threads.
+/// What one thread ran: its counts, and the first work-group that failed (its index) if any.
+type Part = (Stats, Option<(u64, GroupError)>);
+
+/// Claim chunks of `chunk` work-groups from `next` and run them until none are left or `stop`.
+#[allow(clippy::too_many_arguments)]
+fn claim(
+    program: &Program,
+    d: &Dispatch<'_>,
+    dims: [u32; 3],
+    groups: u64,
+    chunk: u64,
+    (next, stop): (&AtomicU64, &AtomicBool),
+    mem: &mut MemView,
+) -> Part {
+    let mut st = Stats::default();
+    while !stop.load(Ordering::Relaxed) {
+        let first = next.fetch_add(chunk, Ordering::Relaxed);
+        if first >= groups {
+            break;
+        }
+        for i in first..(first + chunk).min(groups) {
+            match one(program, d, group_id(i, dims), mem) {
+                Ok(g) => {
+                    st.insts += g.insts;
+                    st.lane_insts += g.lane_insts;
+                }
+                Err(f) => {
+                    stop.store(true, Ordering::Relaxed);
+                    return (st, Some((i, f)));
+                }
+            }
+        }
+    }
+    (st, None)
+}
+
+/// Run work-groups `0..groups` (x fastest, as `Program::run` orders them) on the calling thread
+/// and, with a `pool`, its threads too (at most one a work-group).
 pub fn run_groups(
     program: &Program,
     d: &Dispatch<'_>,
     dims: [u32; 3],
     groups: u64,
-    threads: usize,
+    pool: Option<&rayon_core::ThreadPool>,
     view: MemView,
 ) -> Result<Stats, GroupError> {
     // CAST: usize → u64, widening.
-    let threads = (threads.max(1) as u64).min(groups);
-    if threads <= 1 {
-        let mut mem = view;
+    let threads = pool.map_or(1, |p| p.current_num_threads() as u64 + 1).min(groups);
+    let mut mem = view;
+    let Some(pool) = pool.filter(|_| threads > 1) else {
         let mut st = Stats::default();
         for i in 0..groups {
             let s = one(program, d, group_id(i, dims), &mut mem)?;
@@ -280,53 +361,26 @@ pub fn run_groups(
             st.lane_insts += s.lane_insts;
         }
         return Ok(st);
-    }
+    };
     let next = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
     let chunk = (groups / (threads * 8)).max(1);
-    let results: Vec<(Stats, Option<(u64, GroupError)>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                let mut mem = view.clone();
-                let (next, stop) = (&next, &stop);
-                s.spawn(move || {
-                    let mut st = Stats::default();
-                    while !stop.load(Ordering::Relaxed) {
-                        let first = next.fetch_add(chunk, Ordering::Relaxed);
-                        if first >= groups {
-                            break;
-                        }
-                        for i in first..(first + chunk).min(groups) {
-                            match one(program, d, group_id(i, dims), &mut mem) {
-                                Ok(g) => {
-                                    st.insts += g.insts;
-                                    st.lane_insts += g.lane_insts;
-                                }
-                                Err(f) => {
-                                    stop.store(true, Ordering::Relaxed);
-                                    return (st, Some((i, f)));
-                                }
-                            }
-                        }
-                    }
-                    (st, None)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| match h.join() {
-                Ok(r) => r,
-                // `one` catches the interpreter's panics; anything else is reported the same way.
-                Err(p) => {
-                    (Stats::default(), Some((u64::MAX, GroupError::Panic { group: [0; 3], what: panic_text(&*p) })))
-                }
-            })
-            .collect()
+    // CAST: threads ≤ the pool's threads + 1, a usize.
+    let mut parts: Vec<Part> = vec![(Stats::default(), None); threads as usize];
+    let (mine, others) = parts.split_at_mut(1);
+    // The pool's threads claim work-groups alongside the calling thread; the scope returns when
+    // every part is done (`one` catches the interpreter's panics, so none reach it).
+    pool.in_place_scope(|sc| {
+        for part in others.iter_mut() {
+            let mut view = mem.clone();
+            let (next, stop) = (&next, &stop);
+            sc.spawn(move |_| *part = claim(program, d, dims, groups, chunk, (next, stop), &mut view));
+        }
+        mine[0] = claim(program, d, dims, groups, chunk, (&next, &stop), &mut mem);
     });
     let mut st = Stats::default();
     let mut first: Option<(u64, GroupError)> = None;
-    for (s, f) in results {
+    for (s, f) in parts {
         st.insts += s.insts;
         st.lane_insts += s.lane_insts;
         if let Some((i, f)) = f

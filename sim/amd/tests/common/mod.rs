@@ -244,29 +244,53 @@ pub struct Case {
 
 /// Lay case `path` out in `gpu`'s memory.
 pub fn load_case(gpu: &Gpu, path: &Path) -> Case {
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let co = std::fs::read(path.with_file_name(j["co"].as_str().unwrap())).unwrap();
+    let bufs: Vec<(Vec<u8>, String, Vec<u8>)> = j["bufs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let dtype = b["dtype"].as_str().unwrap_or("uchar").to_string();
+            (hex(b["init"].as_str().unwrap()), dtype, hex(b["want"].as_str().unwrap()))
+        })
+        .collect();
+    let vals: Vec<i64> = j["vals"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
+    let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+    layout(gpu, &name, &co, (dims(&j["global"]), dims(&j["local"])), bufs, &vals)
+}
+
+/// Lay out a kernel of code object `co` in `gpu`'s memory as tinygrad 0.14 does: its buffers
+/// (initial bytes, dtype, expected bytes), `vals`, the kernel arguments and dispatch packet,
+/// scratch, and the packets of one dispatch of `(global, local)`.
+pub fn layout(
+    gpu: &Gpu,
+    name: &str,
+    co: &[u8],
+    (groups, local): ([u32; 3], [u32; 3]),
+    buffers: Vec<(Vec<u8>, String, Vec<u8>)>,
+    vals: &[i64],
+) -> Case {
     use hcq_amd::codeobj::CodeObject;
     use hcq_amd::launch;
-    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let co = CodeObject::parse(&std::fs::read(path.with_file_name(j["co"].as_str().unwrap())).unwrap()).unwrap();
+    let co = CodeObject::parse(co).unwrap();
     let k = co.kernels[0].clone();
     let m = gpu.memory();
     let mut allocs = Vec::new();
     let code = m.alloc(None, co.image.len().div_ceil(4096) as u64 * 4096).unwrap();
     m.write(code, &co.image).unwrap();
     allocs.push(code);
-    let (groups, local) = (dims(&j["global"]), dims(&j["local"]));
     let mut args = Vec::new();
     let mut bufs = Vec::new();
-    for b in j["bufs"].as_array().unwrap() {
-        let init = hex(b["init"].as_str().unwrap());
+    for (init, dtype, want) in buffers {
         let va = m.alloc(None, init.len().max(1) as u64).unwrap();
         m.write(va, &init).unwrap();
         allocs.push(va);
         args.extend_from_slice(&va.to_le_bytes());
-        bufs.push((va, b["dtype"].as_str().unwrap_or("uchar").to_string(), hex(b["want"].as_str().unwrap())));
+        bufs.push((va, dtype, want));
     }
-    for v in j["vals"].as_array().unwrap() {
-        args.extend_from_slice(&(v.as_i64().unwrap() as u32).to_le_bytes());
+    for v in vals {
+        args.extend_from_slice(&(*v as u32).to_le_bytes());
     }
     // tinygrad: the dispatch packet follows the kernel arguments (`kernargs_segment_size`).
     let kbytes = (k.kd.kernarg_bytes as usize).max(args.len());
@@ -302,9 +326,8 @@ pub fn load_case(gpu: &Gpu, path: &Path) -> Case {
         INITIATOR_COMPUTE_SHADER_EN | INITIATOR_FORCE_START_AT_000 | if k.kd.wave32 { INITIATOR_CS_W32_EN } else { 0 };
     w.extend(pkt(DISPATCH_DIRECT, &[groups[0], groups[1], groups[2], initiator]));
     w.extend(cs_partial_flush());
-    let name = path.file_stem().unwrap().to_string_lossy().into_owned();
     let g = groups.iter().map(|&x| u64::from(x)).product();
-    Case { name, bufs, allocs, exec: w, groups: g }
+    Case { name: name.to_string(), bufs, allocs, exec: w, groups: g }
 }
 
 impl Case {
