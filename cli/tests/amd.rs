@@ -38,8 +38,10 @@ fn the_interface_spelling_runs_too_and_devices_lists_amd_sim_passing() {
     let out = hcq(&["devices"]);
     assert!(out.status.success(), "{}", text(&out));
     let list = String::from_utf8_lossy(&out.stdout);
-    let line = list.lines().find(|l| l.trim_start_matches(['*', ' ']).starts_with("AMD:SIM")).unwrap_or_default();
-    assert!(line.contains(": PASS amd gfx1100"), "{list}");
+    for n in ["AMD:SIM ", "KFD+AMD:SIM"] {
+        let line = list.lines().find(|l| l.trim_start_matches(['*', ' ']).starts_with(n)).unwrap_or_default();
+        assert!(line.contains(": PASS amd gfx1100"), "{n}: {list}");
+    }
 }
 
 #[test]

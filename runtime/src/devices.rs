@@ -20,7 +20,9 @@ pub(crate) fn register_builtin(r: &Registry) {
     }
     r.register(Arc::new(hcq_kfd::AmdKind::kfd()));
     #[cfg(feature = "sim")]
-    r.register(Arc::new(hcq_sim_amd::plug::kind()));
+    for k in hcq_sim_amd::plug::kinds() {
+        r.register(Arc::new(k));
+    }
     #[cfg(not(feature = "sim"))]
     r.register(Arc::new(without_sim::NoSim));
 }

@@ -77,15 +77,17 @@ fn inputs_drive_the_outputs_and_submit_wait_equals_run() {
     assert!(m.wait_for(Duration::from_secs(30)).unwrap());
 }
 
-/// `hcq devices`' list: both names' kind is there and passes, with the KFD it found.
+/// `hcq devices`' list: both names are there and pass, with the KFD they found.
 #[test]
-fn the_devices_list_has_amd_sim_passing() {
+fn the_devices_list_has_amd_sim_and_kfd_amd_sim_passing() {
     let reports = hcq_runtime::devices();
-    let r = reports.iter().find(|r| r.name == "AMD:SIM").expect("AMD:SIM is listed");
-    let p = r.result.as_ref().unwrap();
-    assert_eq!((p.kind.as_str(), p.arch.as_str()), ("amd", "gfx1100"));
-    assert!(p.notes.contains("KFD"), "{}", p.notes);
-    assert!(reports.iter().any(|r| r.name == "AMD"), "the real one beside it");
+    for n in ["AMD:SIM", "KFD+AMD:SIM"] {
+        let r = reports.iter().find(|r| r.name == n).unwrap_or_else(|| panic!("{n} is listed"));
+        let p = r.result.as_ref().unwrap();
+        assert_eq!((p.kind.as_str(), p.arch.as_str()), ("amd", "gfx1100"), "{n}");
+        assert!(p.notes.contains("KFD"), "{}", p.notes);
+    }
+    assert!(reports.iter().any(|r| r.name == "AMD"), "the real one beside them");
 }
 
 /// What the device cannot do, and bundles it cannot run, are clear errors naming them.

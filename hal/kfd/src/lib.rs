@@ -1,6 +1,6 @@
 //! The `AMD` device: an AMD gfx1100 (RDNA3) behind the KFD kernel interface
 //! ([`hcq_amd::kfd::Kfd`]): the real `/dev/kfd` (`AMD`, `KFD+AMD`: [`hcq_amd::kfd::LinuxKfd`])
-//! or a simulated KFD in process (`AMD:SIM`, `KFD+AMD:SIM`: `hcq_sim_amd::plug::kind()`, this
+//! or a simulated KFD in process (`AMD:SIM`, `KFD+AMD:SIM`: `hcq_sim_amd::plug::kinds()`, this
 //! crate's [`AmdKind`] over the simulator's `SimKfd`). And its bundle runner backend
 //! ([`AmdBackend`], driven by `hcq_runner::Runner`).
 //!

@@ -13,7 +13,7 @@
 //! - [`fault`]: a queue's fault report ([`QueueFault`]: queue, packet place, what).
 //! - [`kfd`]: [`SimKfd`], an in-process KFD (hcq-amd's `Kfd` trait) over a [`Gpu`]: KFD's
 //!   shared address space on host pages, doorbells the CP thread polls, events, topology.
-//! - [`plug`]: the registry entry ([`plug::kind`]: `AMD:SIM`, `KFD+AMD:SIM`, hcq-kfd's
+//! - [`plug`]: the registry entries ([`plug::kinds`]: `AMD:SIM`, `KFD+AMD:SIM`, hcq-kfd's
 //!   `AmdKind` over a [`SimKfd`]).
 //! - [`gpu`]: the front ([`Gpu`]): create queues, ring doorbells, run them on the caller's thread
 //!   ([`Gpu::process`]) or on a CP thread ([`Gpu::start`]).

@@ -26,12 +26,15 @@ fn load(name: &str, config: GpuConfig) -> (Arc<SimKfd>, Runner<AmdBackend>) {
 }
 
 #[test]
-fn the_registry_entry_names_both_spellings_and_probes_a_gfx1100() {
-    let kind = hcq_sim_amd::plug::kind();
-    assert_eq!(kind.names(), ["AMD:SIM", "KFD+AMD:SIM"]);
-    let p = kind.probe("AMD:SIM").unwrap();
-    assert_eq!((p.kind.as_str(), p.arch.as_str()), ("amd", "gfx1100"));
-    assert!(p.notes.contains("KFD 1.17"), "{}", p.notes);
+fn the_registry_entries_name_both_spellings_and_probe_a_gfx1100() {
+    let kinds = hcq_sim_amd::plug::kinds();
+    let names: Vec<&str> = kinds.iter().flat_map(|k| k.names().iter().copied()).collect();
+    assert_eq!(names, ["AMD:SIM", "KFD+AMD:SIM"]);
+    for (k, n) in kinds.iter().zip(names) {
+        let p = k.probe(n).unwrap();
+        assert_eq!((p.kind.as_str(), p.arch.as_str()), ("amd", "gfx1100"), "{n}");
+        assert!(p.notes.contains("KFD 1.17"), "{}", p.notes);
+    }
 }
 
 #[test]
