@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
-# tinygrad 0.14.0, unmodified, on the virtual Adreno 630 (libhcq_vkgsl.so preloaded, DEV=QCOM:IR3),
-# against the same test files on DEV=CPU in the same run: prints the counts and wall times of both
-# and fails when a test that passes on CPU does not pass on the virtual device.
+# tinygrad 0.14.0, unmodified, on a virtual device of libhcq_vkgsl.so (preloaded): the Adreno 630
+# (DEV=QCOM:IR3, the default) or, with TG_VDEV=AMD, the AMD gfx1100 behind /dev/kfd (DEV=AMD:LLVM,
+# tinygrad's AMD LLVM renderer and compiler, formerly AMD_LLVM=1) — against the same test files on
+# DEV=CPU in the same run: prints the counts and wall times of both and fails when a test that
+# passes on CPU does not pass on the virtual device.
 #
 #   bash tools/tinygrad_on_vkgsl.sh [TEST_FILE | @SHARD ...]  (paths under test/; default: test_tiny.py backend/test_jit.py)
 #   bash tools/tinygrad_on_vkgsl.sh @tools/tinygrad_shards/test_ops.txt
 #   TG_FLAGS="FLOAT16=1 IMAGE=1 NOLOCALS=1" bash tools/tinygrad_on_vkgsl.sh ... hcq_vkgsl_checks.py
+#   TG_VDEV=AMD bash tools/tinygrad_on_vkgsl.sh test_tiny.py device/test_hcq.py
 #
 # TG_FLAGS: extra tinygrad environment for both runs (openpilot's flags above: fp16 image kernels, IBO
 # stores; the CPU run gets the same flags, so a test the flags break in tinygrad itself fails on both).
 # `hcq_vkgsl_checks.py` is written by this script: conv2d and matmul against numpy, and a kernel that
 # ir3 must spill to private memory (on QCOM it must have pvtmem > 0). KNOWN below lists failures that
-# come from tinygrad's own QCOM runtime code (raised before any ioctl) or from the shader Mesa's ir3
-# compiles (the same on a real A630), each allowed only with its exact error in the log. Every pytest
-# run is under `timeout`, so a hang fails instead of stalling.
+# come from tinygrad's own runtime code (raised before any ioctl) or from the shader its compiler
+# makes (the same on a real A630 or 7900 XTX), each for one device and allowed only with its exact
+# error in the log. Every pytest run is under `timeout`, so a hang fails instead of stalling.
 #
 # A file DEV=CPU skips whole (tinygrad's test/device/ suites are not run there at all;
-# backend/test_graph.py skips every test) is judged on the virtual A630 alone: every test that does
+# backend/test_graph.py skips every test) is judged on the virtual device alone: every test that does
 # not skip there must pass, and at least one must.
 #
 # @SHARD: a file of pytest ids under test/ (one a line, `#` comments), run as one pytest call whose
@@ -33,6 +36,9 @@
 #                  (test_dtype, test_dtype_alu, test_transcendental)
 #   TG_RUN_DIR     the copy of test/ and the logs (default target/tg-run)
 #   TG_TIMEOUT     seconds per pytest call (default 900)
+#   TG_VDEV        QCOM (default) or AMD: which virtual device; logs are named $file.$TG_VDEV.log.
+#                  AMD needs a libLLVM of 18 or newer where tinygrad looks (apt-get install libllvm19;
+#                  or LLVM_PATH=/path/to/libLLVM.so), else SKIP
 #   HCQ_VKGSL_LIB  default target/release/libhcq_vkgsl.so, built here when missing
 #   TG_EXTRA_SRC   a checkout of tinygrad at the tests' commit (see ../shared/reference/tinygrad/SOURCES.md):
 #                  its examples/ and extra/ are copied beside test/ in TG_RUN_DIR (never into the
@@ -55,6 +61,20 @@ VENV="${TG_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/hcq/tg-venv-tinygrad0.14.0-torc
 # shellcheck source=tools/tg_venv.sh
 . "$ROOT/tools/tg_venv.sh"
 tg_venv "$VENV" torch==2.9.1 numpy==2.4.6 pytest==9.2.0 hypothesis==6.170.17 || skip "$TG_VENV_ERROR"
+VDEV="${TG_VDEV:-QCOM}"
+case "$VDEV" in
+  QCOM) VDEVSTR=QCOM:IR3; VNAME="the virtual A630" ;;
+  AMD)
+    VDEVSTR=AMD:LLVM; VNAME="the virtual gfx1100"
+    # tinygrad's AMD LLVM compiler loads the newest libLLVM it finds and needs 18+ (amdgcn intrinsics)
+    llvm18=""
+    for f in /usr/lib/*/libLLVM-{18,19,20,21}.so* /usr/lib/*/libLLVM.so.{18,19,20,21}*; do
+      [ -e "$f" ] && llvm18=1
+    done
+    [ -n "${LLVM_PATH:-}" ] || [ -n "$llvm18" ] \
+      || skip "tinygrad's AMD LLVM compiler needs libLLVM 18 or newer (apt-get install libllvm19, or LLVM_PATH)" ;;
+  *) echo "FAIL: TG_VDEV=$VDEV is neither QCOM nor AMD"; exit 1 ;;
+esac
 LIB="${HCQ_VKGSL_LIB:-$ROOT/target/release/libhcq_vkgsl.so}"
 [ -f "$LIB" ] || cargo build --release -q -p hcq-vkgsl
 RUN="${TG_RUN_DIR:-$ROOT/target/tg-run}"
@@ -67,22 +87,22 @@ if [ -n "${TG_EXTRA_SRC:-}" ]; then
 fi
 read -r -a FLAGS <<<"${TG_FLAGS:-}"
 TIMEOUT="${TG_TIMEOUT:-900}"
-# test id | a line its log must contain | the cause (not the simulator: the same on a real A630)
+# device | test id | a line its log must contain | the cause (not the simulator: the same on the real GPU)
 KNOWN=(
-  "test/test_tiny.py::TestTiny::test_symbolic|TypeError: reduce() arg 2 must support iteration|tinygrad's QCOM runtime, prod(local_size) with local_size=None under NOLOCALS=1, before any ioctl"
+  "QCOM|test/test_tiny.py::TestTiny::test_symbolic|TypeError: reduce() arg 2 must support iteration|tinygrad's QCOM runtime, prod(local_size) with local_size=None under NOLOCALS=1, before any ioctl"
   # sin(1e6): Mesa's ir3 lowers fsin(x) to sin(6.2831853 * ffract(0.15915494 * x + 0.5) - 3.14159265)
   # (ir3_nir_trig.py) in fp32, so |x| = 1e6 keeps only ~0.016 of the period: sin(-1e6) -> -0.38268,
   # exactly what that fp32 reduction gives (torch: -0.34999, tolerance 3e-3)
-  "test/backend/test_ops.py::TestOps::test_sin|[5]: -0.3826833665370941 (ACTUAL), -0.349993497133255 (DESIRED)|Mesa ir3's fp32 range reduction of fsin loses the argument at |x| = 1e6"
+  "QCOM|test/backend/test_ops.py::TestOps::test_sin|[5]: -0.3826833665370941 (ACTUAL), -0.349993497133255 (DESIRED)|Mesa ir3's fp32 range reduction of fsin loses the argument at |x| = 1e6"
   # cos and tan at +-1e6 through the same reduction: fract(0.15915494 * 1e6 + 0.5) in fp32 is 0.4375
   # (the spacing there is 1/64), so the angle is -pi/8: cos 0.9238795 (torch 0.9367521), tan
   # -0.4142135 (torch -0.3736244)
-  "test/backend/test_ops.py::TestOps::test_cos|[5]: 0.9238795042037964 (ACTUAL), 0.9367521405220032 (DESIRED)|Mesa ir3's fp32 range reduction of fsin/fcos loses the argument at |x| = 1e6"
-  "test/backend/test_ops.py::TestOps::test_tan|[5]: -0.41421350836753845 (ACTUAL), -0.37362444400787354 (DESIRED)|Mesa ir3's fp32 range reduction (tan = sin/cos) loses the argument at |x| = 1e6"
+  "QCOM|test/backend/test_ops.py::TestOps::test_cos|[5]: 0.9238795042037964 (ACTUAL), 0.9367521405220032 (DESIRED)|Mesa ir3's fp32 range reduction of fsin/fcos loses the argument at |x| = 1e6"
+  "QCOM|test/backend/test_ops.py::TestOps::test_tan|[5]: -0.41421350836753845 (ACTUAL), -0.37362444400787354 (DESIRED)|Mesa ir3's fp32 range reduction (tan = sin/cos) loses the argument at |x| = 1e6"
   # the same reduction at x = -44 (7 periods): fract(-44 * 0.15915494 + 0.5) in fp32 keeps 2e-6 of
   # the angle's error; fused or unfused, that fp32 arithmetic gives -0.0176997 (numpy -0.0177019,
   # rtol 1e-4)
-  "test/backend/test_transcendental.py::TestTranscendentalVectorized::test_sin_vectorized|[11, 2]: -0.017699748277664185 (ACTUAL), -0.017701925709843636 (DESIRED)|Mesa ir3's fp32 range reduction of fsin at x = -44"
+  "QCOM|test/backend/test_transcendental.py::TestTranscendentalVectorized::test_sin_vectorized|[11, 2]: -0.017699748277664185 (ACTUAL), -0.017701925709843636 (DESIRED)|Mesa ir3's fp32 range reduction of fsin at x = -44"
 )
 cat >"$RUN/test/hcq_vkgsl_checks.py" <<'PY'
 # Written by tools/tinygrad_on_vkgsl.sh: results against numpy on the current device (with the run's flags).
@@ -135,14 +155,15 @@ class TestVkgslChecks(unittest.TestCase):
 if __name__ == "__main__":
   unittest.main()
 PY
-# Take the KNOWN failures out of $broken (the failing test ids), each only when its exact line is
-# in the QCOM log $qlog, and say so.
+# Take the KNOWN failures of this device out of $broken (the failing test ids), each only when its
+# exact line is in the virtual device's log $qlog, and say so.
 drop_known() {
-  local k id line why
+  local k dev id line why
   for k in "${KNOWN[@]}"; do
-    IFS='|' read -r id line why <<<"$k"
+    IFS='|' read -r dev id line why <<<"$k"
+    [ "$dev" = "$VDEV" ] || continue
     if grep -qxF "$id" <<<"$broken" && grep -qF -- "$line" "$qlog"; then
-      echo "  known failure on QCOM, not the simulator ($why): $id: $line"
+      echo "  known failure on $VDEV, not the simulator ($why): $id: $line"
       broken=$(grep -vxF "$id" <<<"$broken" || true)
     fi
   done
@@ -163,19 +184,19 @@ for f in "${files[@]}"; do
     name="$(basename "$f" .py)"
   fi
   # tinygrad's device tests (test/device/: test_hcq, test_qcom) need an HCQ device; DEV=CPU skips
-  # every one, so they run on the virtual A630 alone and every test that does not skip must pass
-  devs=(CPU QCOM)
+  # every one, so they run on the virtual device alone and every test that does not skip must pass
+  devs=(CPU "$VDEV")
   qcom_only=""
   if ! printf '%s\n' "${ids[@]}" | grep -qv '^test/device/'; then
-    devs=(QCOM)
+    devs=("$VDEV")
     qcom_only=1
   fi
   for dev in "${devs[@]}"; do
     log="$RUN/$name.$dev.log"
     t0=$(date +%s)
     set +e
-    if [ "$dev" = QCOM ]; then
-      (cd "$RUN" && env "${FLAGS[@]}" LD_PRELOAD="$LIB" DEV=QCOM:IR3 timeout "$TIMEOUT" "$PY" -m pytest -q -p no:cacheprovider -rA "${ids[@]}" >"$log" 2>&1)
+    if [ "$dev" = "$VDEV" ]; then
+      (cd "$RUN" && env "${FLAGS[@]}" LD_PRELOAD="$LIB" DEV="$VDEVSTR" timeout "$TIMEOUT" "$PY" -m pytest -q -p no:cacheprovider -rA "${ids[@]}" >"$log" 2>&1)
     else
       (cd "$RUN" && env "${FLAGS[@]}" DEV=CPU timeout "$TIMEOUT" "$PY" -m pytest -q -p no:cacheprovider -rA "${ids[@]}" >"$log" 2>&1)
     fi
@@ -189,8 +210,8 @@ for f in "${files[@]}"; do
     grep -E "^SUBFAILED[[(]" "$log" | sed -E 's/^SUBFAILED(\[(.*)\]|\((.*)\)) (test\/[^ ]+).*$/\4[\2\3]/' | sort -u >"$log.subfailed" || true
   done
   cpu="$RUN/$name.CPU.log.passed"
-  qcom="$RUN/$name.QCOM.log.passed"
-  qlog="$RUN/$name.QCOM.log"
+  qcom="$RUN/$name.$VDEV.log.passed"
+  qlog="$RUN/$name.$VDEV.log"
   # a file DEV=CPU skips whole (backend/test_graph.py: graphs need an HCQ or graph-capable
   # device) is judged like the device tests: on the virtual A630 alone
   clog="$RUN/$name.CPU.log"
@@ -200,7 +221,7 @@ for f in "${files[@]}"; do
   fi
   if [ -n "$qcom_only" ]; then
     if [ "$qcom_only" = 2 ]; then
-      echo "  (DEV=CPU skips every test of this file: judged on the virtual A630 alone)"
+      echo "  (DEV=CPU skips every test of this file: judged on $VNAME alone)"
     else
       echo "  (tinygrad's device tests: not run on DEV=CPU, which skips them all)"
     fi
@@ -208,18 +229,18 @@ for f in "${files[@]}"; do
     broken=$(cat "$qlog.failed" "$qlog.subfailed" | sed '/^$/d')
     drop_known
     if [ -n "$broken" ]; then
-      echo "FAIL: $f: fails on the virtual A630:"; echo "$broken" | sed 's/^/  /'; status=1
+      echo "FAIL: $f: fails on $VNAME:"; echo "$broken" | sed 's/^/  /'; status=1
     fi
-    if [ ! -s "$qcom" ]; then echo "FAIL: $f: no test passed on the virtual A630 (see $RUN)"; status=1; fi
+    if [ ! -s "$qcom" ]; then echo "FAIL: $f: no test passed on $VNAME (see $RUN)"; status=1; fi
     if ! grep -qE "(passed|skipped|deselected).* in [0-9.]+s" <(tail -1 "$qlog"); then
-      echo "FAIL: $f: the run on the virtual A630 did not finish (see $qlog)"; status=1
+      echo "FAIL: $f: the run on $VNAME did not finish (see $qlog)"; status=1
     fi
     continue
   fi
   if [ ! -s "$cpu" ]; then
     echo "FAIL: $f: no test passed on DEV=CPU (see $RUN)"; status=1; continue
   fi
-  # a test that passes on CPU must not fail or error on the virtual A630; one tinygrad itself
+  # a test that passes on CPU must not fail or error on the virtual device; one tinygrad itself
   # skips there (a CPU-only runtime variable, no second device) is listed with its reason
   # (and a subtest that passes on CPU, in a test that ran there, must not fail on it either)
   grep -E "^(FAILED|ERROR) " "$qlog" | sed -E 's/^(FAILED|ERROR) //; s/ - .*//' | sort -u >"$qlog.failed" || true
@@ -232,17 +253,17 @@ for f in "${files[@]}"; do
   broken=$(sed '/^$/d' <<<"$broken")
   drop_known
   if [ -n "$broken" ]; then
-    echo "FAIL: $f: passes on CPU but fails on the virtual A630:"
+    echo "FAIL: $f: passes on CPU but fails on $VNAME:"
     echo "$broken" | sed 's/^/  /'
     grep -E "hcq-vkgsl" "$qlog" | head -10 | sed 's/^/  /'
     status=1
   fi
   if ! grep -qE "(passed|skipped|deselected).* in [0-9.]+s" <(tail -1 "$qlog"); then
-    echo "FAIL: $f: the run on the virtual A630 did not finish (see $qlog)"; status=1
+    echo "FAIL: $f: the run on $VNAME did not finish (see $qlog)"; status=1
   fi
   skipped=$(comm -23 "$cpu" "$qcom" | comm -23 - "$qlog.failed" || true)
   if [ -n "$skipped" ]; then
-    echo "  passed on CPU, skipped by tinygrad on QCOM: $(echo "$skipped" | wc -l)"
+    echo "  passed on CPU, skipped by tinygrad on $VDEV: $(echo "$skipped" | wc -l)"
     grep -E "^SKIPPED" "$qlog" | sed 's/^/    /'
   fi
 done
