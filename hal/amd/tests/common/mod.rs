@@ -37,6 +37,20 @@ impl Memory for Mem {
     fn write(&mut self, addr: u64, data: &[u8]) -> bool {
         self.find(addr, data.len()).map(|s| s.copy_from_slice(data)).is_some()
     }
+    fn read_dwords(&mut self, addr: u64, out: &mut [u32]) -> bool {
+        let Some(s) = self.find(addr, 4 * out.len()) else { return false };
+        for (x, c) in out.iter_mut().zip(s.chunks_exact(4)) {
+            *x = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        }
+        true
+    }
+    fn write_dwords(&mut self, addr: u64, data: &[u32]) -> bool {
+        let Some(s) = self.find(addr, 4 * data.len()) else { return false };
+        for (x, c) in data.iter().zip(s.chunks_exact_mut(4)) {
+            c.copy_from_slice(&x.to_le_bytes());
+        }
+        true
+    }
 }
 
 /// One case, loaded and laid out, ready to run (again: `reset` restores the buffers).

@@ -271,6 +271,26 @@ macro_rules! operand {
     };
 }
 
+/// Bit `k` of a 32-lane mask, per lane: tests of a mask against these (and not shifts by the
+/// lane number) are what the compiler vectorizes.
+const BIT: [u32; 32] = {
+    let mut b = [0; 32];
+    let mut k = 0;
+    while k < 32 {
+        b[k] = 1 << k;
+        k += 1;
+    }
+    b
+};
+
+/// Lane `l`'s bit of `mask`, as all ones or zero.
+#[inline(always)]
+fn lane_mask(mask: u64, l: usize) -> u32 {
+    // CAST: the 32 bits of the half holding lane l.
+    let half = (mask >> (l & 32)) as u32;
+    0u32.wrapping_sub(u32::from(half & BIT[l % 32] != 0))
+}
+
 /// Write `x` into VGPR `r` of the lanes `exec` enables.
 #[inline(always)]
 pub(super) fn write<const N: usize>(w: &mut Wave, r: u8, exec: u64, x: &[u32; N]) {
@@ -280,7 +300,8 @@ pub(super) fn write<const N: usize>(w: &mut Wave, r: u8, exec: u64, x: &[u32; N]
         return;
     }
     for l in 0..N {
-        d[l] = if exec >> l & 1 == 1 { x[l] } else { d[l] };
+        let m = lane_mask(exec, l);
+        d[l] = (x[l] & m) | (d[l] & !m);
     }
 }
 
@@ -416,7 +437,8 @@ fn compute<const N: usize>(l: L, a: &[u32; N], b: &[u32; N], c: &[u32; N], min: 
         }
         L::Cndmask => {
             for k in 0..N {
-                r[k] = if min >> k & 1 == 1 { b[k] } else { a[k] };
+                let m = lane_mask(min, k);
+                r[k] = (b[k] & m) | (a[k] & !m);
             }
         }
         _ => {
@@ -457,8 +479,13 @@ pub(super) fn eval_v32<const N: usize>(w: &Wave, op: &V32, r: &mut [u32; N]) -> 
 #[inline(always)]
 fn bits<const N: usize>(a: &[u32; N], b: &[u32; N], f: impl Fn(u32, u32) -> bool) -> u64 {
     let mut r = 0u64;
-    for l in 0..N {
-        r |= u64::from(f(a[l], b[l])) << l;
+    for h in 0..N.div_ceil(32) {
+        let mut half = 0u32;
+        for k in 0..32.min(N) {
+            let l = 32 * h + k;
+            half |= if f(a[l], b[l]) { BIT[k] } else { 0 };
+        }
+        r |= u64::from(half) << (32 * h);
     }
     r
 }

@@ -36,6 +36,30 @@ pub trait Memory {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> bool;
     /// Write `data` at `addr`; `false` (nothing written) if any byte is outside memory.
     fn write(&mut self, addr: u64, data: &[u8]) -> bool;
+    /// Read `out.len()` (at most 4) little-endian dwords at `addr`, any alignment: what
+    /// [`Memory::read`] of their bytes reads (the default), which a memory of words may do
+    /// faster.
+    fn read_dwords(&mut self, addr: u64, out: &mut [u32]) -> bool {
+        let n = out.len().min(4);
+        let mut b = [0u8; 16];
+        if !self.read(addr, &mut b[..4 * n]) {
+            return false;
+        }
+        for (k, x) in out[..n].iter_mut().enumerate() {
+            *x = u32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]]);
+        }
+        true
+    }
+    /// Write `data.len()` (at most 4) little-endian dwords at `addr`, any alignment: what
+    /// [`Memory::write`] of their bytes writes (the default).
+    fn write_dwords(&mut self, addr: u64, data: &[u32]) -> bool {
+        let n = data.len().min(4);
+        let mut b = [0u8; 16];
+        for (k, x) in data[..n].iter().enumerate() {
+            b[4 * k..4 * k + 4].copy_from_slice(&x.to_le_bytes());
+        }
+        self.write(addr, &b[..4 * n])
+    }
 }
 
 /// Why [`Program::load`] refused a kernel.

@@ -158,10 +158,10 @@ impl Cx<'_, '_> {
             let lane = e.trailing_zeros() as usize;
             e &= e - 1;
             let a = addr(lane);
-            let mut buf = [0u8; 16];
+            let mut buf = [0u32; 4];
             if m.store {
                 for k in 0..dwords {
-                    buf[4 * k..4 * k + 4].copy_from_slice(&vals[k][lane].to_le_bytes());
+                    buf[k] = vals[k][lane];
                 }
             }
             let ok = match m.space {
@@ -169,18 +169,22 @@ impl Cx<'_, '_> {
                     let at = usize::try_from(a).unwrap_or(usize::MAX);
                     match self.lds.get_mut(at..at.saturating_add(n)) {
                         Some(s) if m.store => {
-                            s.copy_from_slice(&buf[..n]);
+                            for (k, c) in s.chunks_exact_mut(4).enumerate() {
+                                c.copy_from_slice(&buf[k].to_le_bytes());
+                            }
                             true
                         }
                         Some(s) => {
-                            buf[..n].copy_from_slice(s);
+                            for (k, c) in s.chunks_exact(4).enumerate() {
+                                buf[k] = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                            }
                             true
                         }
                         None => false,
                     }
                 }
-                _ if m.store => self.mem.write(a, &buf[..n]),
-                _ => self.mem.read(a, &mut buf[..n]),
+                _ if m.store => self.mem.write_dwords(a, &buf[..dwords]),
+                _ => self.mem.read_dwords(a, &mut buf[..dwords]),
             };
             if !ok {
                 fault = Some((lane, a));
@@ -188,7 +192,7 @@ impl Cx<'_, '_> {
             }
             if !m.store {
                 for k in 0..dwords {
-                    vals[k][lane] = u32::from_le_bytes([buf[4 * k], buf[4 * k + 1], buf[4 * k + 2], buf[4 * k + 3]]);
+                    vals[k][lane] = buf[k];
                 }
             }
         }
