@@ -6,8 +6,9 @@
 //! hcq pack DIR -o FILE             a v1 bundle directory into one .hcqb file
 //! hcq run BUNDLE [--device CPU|SIM|[KGSL+|MSM+]QCOM[:SIM]] [--iters N] [--check] [--profile trace.json] [--json]
 //!                  [--allow-native] [--dump-rd FILE] [--timeout-ms MS]
-//! hcq vkgsl -- CMD ARGS...         run CMD with the virtual /dev/kgsl-3d0 and MSM render node
-//!                                  (/dev/dri/renderD128, libhcq_vkgsl.so) preloaded
+//! hcq vkgsl -- CMD ARGS...         run CMD with the virtual devices of libhcq_vkgsl.so preloaded:
+//!                                  /dev/kgsl-3d0 and the MSM render node (/dev/dri/renderD128),
+//!                                  /dev/kfd and the AMD render node (renderD129); alias `hcq virtual`
 //! ```
 //!
 //! BUNDLE is a v1 directory (with `manifest.json`) or a `.hcqb` file. Devices are opened and
@@ -93,8 +94,11 @@ enum Cmd {
         #[arg(long)]
         timeout_ms: Option<u64>,
     },
-    /// Run a command with the virtual Adreno 630 (`/dev/kgsl-3d0` of libhcq_vkgsl.so, found
-    /// next to this binary or at $HCQ_VKGSL_LIB) preloaded: `hcq vkgsl -- python3 model.py`.
+    /// Run a command with the virtual devices of libhcq_vkgsl.so (found next to this binary or
+    /// at $HCQ_VKGSL_LIB) preloaded: the Adreno 630 (`/dev/kgsl-3d0`, the MSM render node
+    /// `/dev/dri/renderD128`) and the AMD gfx1100 (`/dev/kfd`, `/dev/dri/renderD129`, its sysfs
+    /// topology): `hcq virtual -- python3 model.py`.
+    #[command(visible_alias = "virtual")]
     Vkgsl {
         /// The command and its arguments.
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]

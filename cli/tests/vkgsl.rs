@@ -156,3 +156,36 @@ fn a_missing_library_is_a_clear_error() {
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("cargo build --release -p hcq-vkgsl") && e.contains("/nonexistent"), "{e}");
 }
+
+/// `hcq virtual` (the same command) with the library: the AMD GPU's sysfs topology is there for
+/// any program (`cat`, `ls`: open, opendir, stat through libc), and hcq's own `AMD` device (the
+/// real KFD path: sysfs, /dev/kfd ioctls, render-node mmaps, the doorbell mapped from /dev/kfd)
+/// passes every `examples/amd` bundle's check on the virtual gfx1100.
+#[test]
+fn hcq_virtual_serves_the_amd_gpu_and_every_amd_example_passes_on_it() {
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_hcq"))
+            .arg("virtual")
+            .arg("--")
+            .args(args)
+            .env("HCQ_VKGSL_LIB", lib())
+            .current_dir(root())
+            .output()
+            .expect("run hcq virtual");
+        let (o, e) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{args:?}: {e}\n{o}");
+        o.into_owned()
+    };
+    let props = run(&["cat", "/sys/devices/virtual/kfd/kfd/topology/nodes/1/properties"]);
+    assert!(props.contains("gfx_target_version 110000\n") && props.contains("drm_render_minor 129\n"), "{props}");
+    let ips = run(&["ls", "/sys/class/drm/renderD129/device/ip_discovery/die/0"]);
+    assert_eq!(ips.split_whitespace().collect::<Vec<_>>(), ["108", "11", "34", "41", "42", "43"], "{ips}");
+    let hcq = env!("CARGO_BIN_EXE_hcq");
+    for b in ["chain100", "convnet", "elementwise", "mlp", "wide"] {
+        let d = format!("examples/amd/{b}");
+        let o = run(&[hcq, "run", &d, "--device", "AMD", "--check", "--json", "--iters", "2"]);
+        let j: serde_json::Value = serde_json::from_str(o.lines().last().unwrap_or_default()).unwrap();
+        assert_eq!(j["outputs_ok"], true, "{d}: {o}");
+        assert_eq!((j["device"].as_str(), j["arch"].as_str()), (Some("AMD"), Some("amd_gfx1100")), "{d}");
+    }
+}
