@@ -146,9 +146,11 @@ size_t hcq_dtype_size(int32_t dtype);
 // `HCQ_ERR_BUFFER_TOO_SMALL` when `cap` is less.
 enum hcq_status hcq_devices(char *buf, size_t cap, size_t *len);
 
-// Open device `name` (`"CPU"`, `"SIM"`, `"QCOM"`, `"QCOM:SIM"`, any case; NULL or `""`: the
-// device `$DEV` names, else CPU) with `flags` (`HCQ_OPEN_*`) into `*out`.
-enum hcq_status hcq_device_open(const char *name, uint32_t flags, struct hcq_device *out_dev);
+// Open device `name` (`"CPU"`, `"SIM"`, `"QCOM"`, `"QCOM:SIM"`, `"AMD"`, `"AMD:SIM"`, any name
+// `hcq_devices` lists, any case; NULL or `""`: the device `$DEV` names, else CPU) with `flags` (`HCQ_OPEN_*`) into `*out`.
+enum hcq_status hcq_device_open(const char *name,
+                                uint32_t flags,
+                                struct hcq_device *out_dev);
 
 // The device's canonical name and description (`"CPU (8 cores)"`) into `buf`, as
 // [`hcq_devices`] writes strings.
@@ -215,7 +217,8 @@ enum hcq_status hcq_model_set_input(struct hcq_model m, size_t i, const void *da
 //
 // Errors: `HCQ_ERR_NULL_POINTER` (NULL with a length), `HCQ_ERR_SIZE` (not the input's size),
 // `HCQ_ERR_MISALIGNED`, `HCQ_ERR_OUT_OF_RANGE` (no input `i`), `HCQ_ERR_UNSUPPORTED` (SIM,
-// whose devices copy between simulated memories; the MSM DRM path, `MSM+QCOM`, whose driver
+// whose devices copy between simulated memories; the AMD devices, which do not import caller
+// memory yet; the MSM DRM path, `MSM+QCOM`, whose driver
 // has no user-pointer import; an input a copy launch, an output or a kernel argument reaching
 // across its edge also uses), `HCQ_ERR_OS` (the kernel refused the import); nothing changes
 // then.

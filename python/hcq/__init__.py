@@ -294,7 +294,8 @@ class Tensor:
 
 def load(path, device=None, *, profile=False, allow_native=False):
     """Load a bundle (a v1 directory or a `.hcqb` file path, or the bytes of a `.hcqb` file) on
-    `device` ("CPU", "SIM", "QCOM", "QCOM:SIM"; None: $DEV, else CPU)."""
+    `device` ("CPU", "SIM", "QCOM", "QCOM:SIM", "AMD", "AMD:SIM", any name `python -m hcq devices`
+    lists; None: $DEV, else CPU)."""
     dev = _Handle()
     flags = (OPEN_PROFILE if profile else 0) | (OPEN_ALLOW_NATIVE if allow_native else 0)
     _device_open(None if device is None else str(device).encode(), flags, ctypes.byref(dev))
@@ -523,7 +524,7 @@ class Model:
         shape and dtype (kept alive while bound; write it in place, then `run()`), or an integer
         address of the input's size (which must stay valid until unbound or closed); None
         unbinds. CPU reads it where it lies; QCOM and QCOM:SIM import its pages for the GPU
-        (KGSL MAP_USER_MEM); SIM cannot (HCQ_ERR_UNSUPPORTED). The memory must be aligned to 16
+        (KGSL MAP_USER_MEM); SIM and AMD:SIM cannot (HCQ_ERR_UNSUPPORTED). The memory must be aligned to 16
         bytes (HCQ_ERR_MISALIGNED); unbinding and close() wait for the calls that use it."""
         with self._lock:
             h = self._live_handle()

@@ -41,8 +41,8 @@ pub extern "C" fn hcq_devices(buf: *mut c_char, cap: usize, len: *mut usize) -> 
     guard("hcq_devices", || str_out(&devices_report(), buf, cap, len))
 }
 
-/// Open device `name` (`"CPU"`, `"SIM"`, `"QCOM"`, `"QCOM:SIM"`, any case; NULL or `""`: the
-/// device `$DEV` names, else CPU) with `flags` (`HCQ_OPEN_*`) into `*out`.
+/// Open device `name` (`"CPU"`, `"SIM"`, `"QCOM"`, `"QCOM:SIM"`, `"AMD"`, `"AMD:SIM"`, any name
+/// `hcq_devices` lists, any case; NULL or `""`: the device `$DEV` names, else CPU) with `flags` (`HCQ_OPEN_*`) into `*out`.
 #[unsafe(no_mangle)]
 pub extern "C" fn hcq_device_open(name: *const c_char, flags: u32, out_dev: *mut hcq_device) -> hcq_status {
     guard("hcq_device_open", || {

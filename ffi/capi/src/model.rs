@@ -131,7 +131,8 @@ pub extern "C" fn hcq_model_set_input(m: hcq_model, i: usize, data: *const c_voi
 ///
 /// Errors: `HCQ_ERR_NULL_POINTER` (NULL with a length), `HCQ_ERR_SIZE` (not the input's size),
 /// `HCQ_ERR_MISALIGNED`, `HCQ_ERR_OUT_OF_RANGE` (no input `i`), `HCQ_ERR_UNSUPPORTED` (SIM,
-/// whose devices copy between simulated memories; the MSM DRM path, `MSM+QCOM`, whose driver
+/// whose devices copy between simulated memories; the AMD devices, which do not import caller
+/// memory yet; the MSM DRM path, `MSM+QCOM`, whose driver
 /// has no user-pointer import; an input a copy launch, an output or a kernel argument reaching
 /// across its edge also uses), `HCQ_ERR_OS` (the kernel refused the import); nothing changes
 /// then.
