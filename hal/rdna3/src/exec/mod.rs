@@ -1515,13 +1515,15 @@ fn salu(w: &mut Wave, i: &Inst, op: S) {
             | Cmov(true)
             | Not(true)
             | Saveexec(_, true)
+            | Cmp(_, _, true)
+            | Bitcmp(_, true)
     );
     let (a_code, b_code) = match i.enc {
         Encoding::Sopk => (sdst, 0),
         _ => (w0 & 0xff, (w0 >> 8) & 0xff),
     };
     // Shift amounts and bit indices are 32-bit even in the 64-bit forms.
-    let b_wide = wide && !matches!(op, Lshl(_) | Lshr(_) | Ashr(_) | BfeU(_) | BfeI(_));
+    let b_wide = wide && !matches!(op, Lshl(_) | Lshr(_) | Ashr(_) | BfeU(_) | BfeI(_) | Bitcmp(..));
     let a = ssrc(w, a_code, wide, lit);
     let b = if matches!(i.enc, Encoding::Sop2 | Encoding::Sopc) { ssrc(w, b_code, b_wide, lit) } else { 0 };
     // CAST: SOPK's simm16, signed and unsigned.
@@ -1703,14 +1705,7 @@ fn salu(w: &mut Wave, i: &Inst, op: S) {
             w.scc = e != 0;
             return;
         }
-        Cmp(c, signed, wd) => {
-            let r = if wd {
-                valu::cmp(c, T::B64, signed, a, ssrc(w, b_code, true, lit))
-            } else {
-                valu::cmp(c, T::B32, signed, a, b)
-            };
-            nscc = Some(r);
-        }
+        Cmp(c, signed, wd) => nscc = Some(valu::cmp(c, if wd { T::B64 } else { T::B32 }, signed, a, b)),
         Bitcmp(one, wd) => {
             let bit = if wd { (a >> (b & 63)) & 1 } else { u64::from((a32 >> (b32 & 31)) & 1) };
             nscc = Some((bit == 1) == one);
