@@ -216,7 +216,7 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-/// `pthread_atfork`'s prepare handler: no other thread holds [`SYSTEM`]'s lock in the copy.
+/// `pthread_atfork`'s prepare handler: no other thread holds the process system's lock in the copy.
 pub fn before_fork() {
     let g = lock(&SYSTEM);
     HELD.with(|h| *h.borrow_mut() = Some(g));

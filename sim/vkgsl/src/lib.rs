@@ -13,6 +13,13 @@
 //! simulated MSM driver (`SimMsm`) over the same simulated GPU; GEM objects live in that
 //! node's memfd at their mmap offset (`id << 12`), at the IOVA where the device maps them.
 //!
+//! And it presents a virtual AMD gfx1100 (RX 7900 XTX) behind Linux's KFD ([`amd`]): `/dev/kfd`
+//! and the GPU's render node `/dev/dri/renderD129`, answered by hcq-sim-amd's `SimKfd` (the PM4
+//! compute CP, SDMA and the RDNA3 interpreter), one KFD process per process, buffer objects in the
+//! render node's memfd at their mmap offsets, the doorbells in `/dev/kfd`'s; and the sysfs files a
+//! KFD client reads first (the topology, IP discovery), written to a private directory and
+//! redirected there by `open`, `opendir`, `stat` and `access` ([`sysfs`]).
+//!
 //! In someone else's process the library behaves as the driver's file would:
 //! - Descriptors ([`fds`]): which numbers are devices is a lock-free table, so `close` and
 //!   `ioctl` of every other descriptor take no lock (`close` stays async-signal-safe, and a
@@ -33,7 +40,7 @@
 //!   by an identical one at the same address between two ioctls cannot be told apart.
 //!
 //! `unsafe` lives in [`interpose`] (the C boundary), [`user`] (copies of ioctl arguments),
-//! [`memfd`] and [`device`] (the device's own mappings).
+//! [`memfd`], [`device`] and [`amd`] (the devices' own mappings).
 
 pub mod amd;
 pub mod capture;
