@@ -789,6 +789,53 @@ impl MemView {
         Ok(())
     }
 
+    /// `Memory::gather_dwords` of `K` dwords a lane.
+    #[inline(always)]
+    fn gather<const K: usize>(&mut self, addrs: &[u64], exec: u64, out: &mut [u32]) -> Result<(), usize> {
+        let lanes = addrs.len();
+        let space = Arc::clone(&self.space);
+        // The allocation of the last fast lane: its start, its bytes (0: none yet), its words.
+        let (mut va, mut span, mut words): (u64, u64, &[AtomicU32]) = (0, 0, &[]);
+        let mut e = exec;
+        while e != 0 {
+            // CAST: a lane < 64.
+            let l = e.trailing_zeros() as usize;
+            e &= e - 1;
+            let Some(&a) = addrs.get(l) else { return Err(l) };
+            // CAST: K ≤ 4.
+            let bytes = 4 * K as u64;
+            let mut off = a.wrapping_sub(va);
+            if a.is_multiple_of(4) && (span < bytes || off > span - bytes) {
+                // Not in the last one: the allocation holding `a`, if mapped.
+                if let Some(e) = space.find(a).map(|i| &space.entries[i]).filter(|e| e.mapped) {
+                    (va, span, words) = (e.region.va, e.region.len, e.region.words());
+                    off = a - va;
+                }
+            }
+            let fast = a.is_multiple_of(4) && span >= bytes && off <= span - bytes;
+            // CAST: an offset inside an allocation whose words fit a usize.
+            let mut got = [0u32; K];
+            match words.get((off / 4) as usize..).and_then(|w| w.get(..K)).filter(|_| fast) {
+                Some(w) => {
+                    for (x, w) in got.iter_mut().zip(w) {
+                        *x = w.load(Ordering::Acquire);
+                    }
+                }
+                None => {
+                    if !self.read_dwords(a, &mut got) {
+                        return Err(l);
+                    }
+                }
+            }
+            for (k, x) in got.into_iter().enumerate() {
+                if let Some(o) = out.get_mut(k * lanes + l) {
+                    *o = x;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Whether every byte of `[va, va + len)` is mapped.
     pub fn covers(&self, va: u64, len: u64) -> bool {
         self.space.covers(va, len)
@@ -836,6 +883,18 @@ impl Memory for MemView {
             *x = u32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]]);
         }
         true
+    }
+
+    /// Lane by lane, each as `read_dwords` reads it: an aligned access inside the allocation
+    /// the lane before reached (or the one a lookup finds) a load of each word, any other
+    /// through `read_dwords`.
+    fn gather_dwords(&mut self, addrs: &[u64], exec: u64, n: usize, out: &mut [u32]) -> Result<(), usize> {
+        match n {
+            1 => self.gather::<1>(addrs, exec, out),
+            2 => self.gather::<2>(addrs, exec, out),
+            3 => self.gather::<3>(addrs, exec, out),
+            _ => self.gather::<4>(addrs, exec, out),
+        }
     }
 
     /// Aligned, inside one allocation: a store of each word (as `write` does it); else

@@ -536,3 +536,180 @@ pub(super) fn eval_c32<const N: usize>(w: &Wave, op: &C32) -> u64 {
     let (c, t, s) = (op.cond, op.t, op.signed);
     bits(a, b, |x, y| valu::cmp(c, t, s, x.into(), y.into()))
 }
+
+/// A source of a [`VW`] op, resolved (`K`: the constant as the source's type reads it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SrcW {
+    /// VGPR `n` (and `n + 1` for a 64-bit source).
+    V(u8),
+    /// SGPR `n` (and `n + 1`).
+    S(u8),
+    K(u64),
+    Vccz,
+    Execz,
+    Scc,
+}
+
+/// A VALU op with 64-bit operands (and 32-bit ones; none of 16 bits), resolved: lanes of u64.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct VW {
+    pub l: L,
+    pub dst: u8,
+    pub dst_t: T,
+    pub src: [SrcW; 3],
+    /// The sources' types (for their width).
+    pub t: [T; 3],
+    /// Per source: its sign bit where `abs` clears it, else 0.
+    pub abs: [u64; 3],
+    /// Per source: its sign bit where `neg` flips it, else 0.
+    pub neg: [u64; 3],
+    pub post: bool,
+    pub clamp: bool,
+    pub omod: u32,
+    pub mask_in: Option<u32>,
+    pub mask_out: Option<u32>,
+}
+
+fn src_w(code: u32, t: T, lit: Option<u32>) -> SrcW {
+    let mask = if t.bits() == 64 { u64::MAX } else { 0xffff_ffff };
+    match code {
+        // CAST: a VGPR index < 256.
+        256..=511 => SrcW::V((code - 256) as u8),
+        124 => SrcW::K(0),
+        // CAST: an SGPR index < 128.
+        0..=127 => SrcW::S(code as u8),
+        251 => SrcW::Vccz,
+        252 => SrcW::Execz,
+        253 => SrcW::Scc,
+        255 => {
+            let l = u64::from(lit.unwrap_or(0));
+            SrcW::K(if t == T::F64 { l << 32 } else { l } & mask)
+        }
+        c => SrcW::K(inline_const(c, t).unwrap_or(0) & mask),
+    }
+}
+
+/// A VOP1/VOP2/VOP3 instruction of signature `g` with a 64-bit operand and none of 16 bits as a
+/// [`VW`] (its fields as `Cx::valu` reads them), else `None`.
+pub(super) fn vw(i: &Inst, g: Sig, m: Mods) -> Option<VW> {
+    let n = usize::from(g.n) + usize::from(g.acc);
+    let mut src_t = g.src;
+    if g.acc {
+        src_t[2] = g.dst;
+    }
+    let ts = &src_t[..n.min(3)];
+    if n > 3 || g.dst.bits() == 16 || ts.iter().any(|t| t.bits() == 16) {
+        return None;
+    }
+    if g.dst.bits() != 64 && ts.iter().all(|t| t.bits() != 64) {
+        return None;
+    }
+    let (w0, w1) = (i.words[0], i.words[1]);
+    let (dst, mut srcs, mask_in, mask_out) = match i.enc {
+        Encoding::Vop1 => ((w0 >> 17) & 0xff, [w0 & 0x1ff, 0, 0], 106, 106),
+        Encoding::Vop2 => ((w0 >> 17) & 0xff, [w0 & 0x1ff, 256 + ((w0 >> 9) & 0xff), 0], 106, 106),
+        Encoding::Vop3 => {
+            (w0 & 0xff, [w1 & 0x1ff, (w1 >> 9) & 0x1ff, (w1 >> 18) & 0x1ff], (w1 >> 18) & 0x1ff, (w0 >> 8) & 0x7f)
+        }
+        _ => return None,
+    };
+    if g.acc {
+        srcs[2] = 256 + dst;
+    }
+    if matches!(g.l, L::FmaakF32 | L::FmamkF32 | L::FmaakF16 | L::FmamkF16) {
+        srcs[2] = 255;
+    }
+    let mut src = [SrcW::K(0); 3];
+    let mut t = [T::B32; 3];
+    let (mut abs, mut neg) = ([0u64; 3], [0u64; 3]);
+    for k in 0..n {
+        src[k] = src_w(srcs[k], src_t[k], i.literal);
+        t[k] = src_t[k];
+        let sign = if src_t[k].float() { 1u64 << (src_t[k].bits() - 1) } else { 0 };
+        abs[k] = if m.abs[k] { sign } else { 0 };
+        neg[k] = if m.neg[k] { sign } else { 0 };
+    }
+    Some(VW {
+        l: g.l,
+        // CAST: an 8-bit field.
+        dst: dst as u8,
+        dst_t: g.dst,
+        src,
+        t,
+        abs,
+        neg,
+        post: m.clamp || m.omod != 0,
+        clamp: m.clamp,
+        omod: m.omod,
+        mask_in: g.mask_in.then_some(mask_in),
+        mask_out: g.mask_out.then_some(mask_out),
+    })
+}
+
+/// Source `s` of type `t` of every lane, with its modifiers.
+#[inline(always)]
+fn fetch_w<const N: usize>(w: &Wave, s: SrcW, t: T, abs: u64, neg: u64) -> [u64; N] {
+    let wide = t.bits() == 64;
+    let mut x: [u64; N] = match s {
+        SrcW::V(r) => {
+            let lo = vreg::<N>(w, r);
+            if wide {
+                let hi = vreg::<N>(w, r.wrapping_add(1));
+                core::array::from_fn(|l| u64::from(lo[l]) | u64::from(hi[l]) << 32)
+            } else {
+                core::array::from_fn(|l| u64::from(lo[l]))
+            }
+        }
+        SrcW::S(r) => {
+            let lo = u64::from(w.s[usize::from(r) & 0x7f]);
+            [if wide { lo | u64::from(w.s[(usize::from(r) + 1) & 0x7f]) << 32 } else { lo }; N]
+        }
+        SrcW::K(k) => [k; N],
+        SrcW::Vccz => [u64::from(w.mask(106) == 0); N],
+        SrcW::Execz => [u64::from(w.exec() == 0); N],
+        SrcW::Scc => [u64::from(w.scc); N],
+    };
+    if abs | neg != 0 {
+        for v in x.iter_mut() {
+            *v = (*v & !abs) ^ neg;
+        }
+    }
+    x
+}
+
+/// `op` on every lane into `r` (the result's bits: 32 or 64); the carry-out of every lane.
+#[inline(always)]
+pub(super) fn eval_vw<const N: usize>(w: &Wave, op: &VW, r: &mut [u64; N]) -> u64 {
+    let a = fetch_w::<N>(w, op.src[0], op.t[0], op.abs[0], op.neg[0]);
+    let b = fetch_w::<N>(w, op.src[1], op.t[1], op.abs[1], op.neg[1]);
+    let c = fetch_w::<N>(w, op.src[2], op.t[2], op.abs[2], op.neg[2]);
+    let min = op.mask_in.map_or(0, |c| w.mask(c));
+    let mut co = 0u64;
+    macro_rules! spec {
+        ($($v:ident),* $(,)?) => {
+            match op.l {
+                $(L::$v => {
+                    for k in 0..N {
+                        let (x, o) = valu::eval(L::$v, a[k], b[k], c[k], min >> k & 1 == 1);
+                        r[k] = x;
+                        co |= u64::from(o) << k;
+                    }
+                })*
+                l => {
+                    for k in 0..N {
+                        let (x, o) = valu::eval(l, a[k], b[k], c[k], min >> k & 1 == 1);
+                        r[k] = x;
+                        co |= u64::from(o) << k;
+                    }
+                }
+            }
+        };
+    }
+    spec!(LshlB64, LshrB64, AshrI64, MadU64U32, MadI64I32, AddF64, MulF64, FmaF64, CvtF64F32, CvtF32F64, CvtF64I32);
+    if op.post {
+        for x in r.iter_mut() {
+            *x = post(*x, op.dst_t, op.clamp, op.omod);
+        }
+    }
+    co
+}

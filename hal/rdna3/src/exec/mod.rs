@@ -60,6 +60,50 @@ pub trait Memory {
         }
         self.write(addr, &b[..4 * n])
     }
+    /// A wave's whole-dword loads: for each lane `exec` enables, in lane order, `n` (1 to 4)
+    /// dwords at `addrs[lane]` into `out[k * addrs.len() + lane]` (`k < n`), as
+    /// [`Memory::read_dwords`] reads them (the default: it, lane by lane). At the first lane that
+    /// cannot, `Err(lane)`, the lanes before it read.
+    fn gather_dwords(&mut self, addrs: &[u64], exec: u64, n: usize, out: &mut [u32]) -> Result<(), usize> {
+        let (lanes, n) = (addrs.len(), n.min(4));
+        let mut e = exec;
+        while e != 0 {
+            // CAST: a lane < 64.
+            let l = e.trailing_zeros() as usize;
+            e &= e - 1;
+            let mut b = [0u32; 4];
+            if !addrs.get(l).is_some_and(|&a| self.read_dwords(a, &mut b[..n])) {
+                return Err(l);
+            }
+            for (k, x) in b[..n].iter().enumerate() {
+                if let Some(o) = out.get_mut(k * lanes + l) {
+                    *o = *x;
+                }
+            }
+        }
+        Ok(())
+    }
+    /// A wave's whole-dword stores: for each lane `exec` enables, in lane order, `n` (1 to 4)
+    /// dwords `data[k * addrs.len() + lane]` at `addrs[lane]`, as [`Memory::write_dwords`]
+    /// writes them (the default: it, lane by lane). At the first lane that cannot, `Err(lane)`,
+    /// the lanes before it written.
+    fn scatter_dwords(&mut self, addrs: &[u64], exec: u64, n: usize, data: &[u32]) -> Result<(), usize> {
+        let (lanes, n) = (addrs.len(), n.min(4));
+        let mut e = exec;
+        while e != 0 {
+            // CAST: a lane < 64.
+            let l = e.trailing_zeros() as usize;
+            e &= e - 1;
+            let mut b = [0u32; 4];
+            for (k, x) in b[..n].iter_mut().enumerate() {
+                *x = data.get(k * lanes + l).copied().unwrap_or(0);
+            }
+            if !addrs.get(l).is_some_and(|&a| self.write_dwords(a, &b[..n])) {
+                return Err(l);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Why [`Program::load`] refused a kernel.
@@ -305,6 +349,8 @@ enum Sem {
     C32(u32),
     /// A vector memory access: `Program::vmem[k]`.
     VMem(u32),
+    /// A VALU op with 64-bit operands: `Program::vw[k]`.
+    VW(u32),
     Mem(MemOp),
     Bpermute,
 }
@@ -389,6 +435,8 @@ pub struct Program {
     c32: Vec<lanes::C32>,
     /// The resolved vector memory accesses (`Sem::VMem`).
     vmem: Vec<vmem::VMem>,
+    /// The resolved VALU ops with 64-bit operands (`Sem::VW`).
+    vw: Vec<lanes::VW>,
 }
 
 fn unsupported(at: usize, i: &Inst, what: &'static str) -> LoadError {
@@ -434,7 +482,7 @@ impl Program {
             };
             steps[k].sem = sem;
         }
-        let mut p = Program { steps, wave64, v32: Vec::new(), c32: Vec::new(), vmem: Vec::new() };
+        let mut p = Program { steps, wave64, v32: Vec::new(), c32: Vec::new(), vmem: Vec::new(), vw: Vec::new() };
         if lanes {
             p.resolve_lanes();
         }
@@ -447,11 +495,19 @@ impl Program {
             let Step { inst: i, sem, .. } = self.steps[k];
             // CAST: a table index below the step count.
             let (nv, nc, nm) = (self.v32.len() as u32, self.c32.len() as u32, self.vmem.len() as u32);
+            // CAST: as above.
+            let nw = self.vw.len() as u32;
             let fast = match sem {
-                Sem::Valu(g) => lanes::v32(&i, g, valu_mods(&i, g)).map(|v| {
-                    self.v32.push(v);
-                    Sem::V32(nv)
-                }),
+                Sem::Valu(g) => match lanes::v32(&i, g, valu_mods(&i, g)) {
+                    Some(v) => {
+                        self.v32.push(v);
+                        Some(Sem::V32(nv))
+                    }
+                    None => lanes::vw(&i, g, valu_mods(&i, g)).map(|v| {
+                        self.vw.push(v);
+                        Sem::VW(nw)
+                    }),
+                },
                 Sem::Vopd(x, y) => lanes::vopd32(&i, x, y).map(|[vx, vy]| {
                     self.v32.push(vx);
                     self.v32.push(vy);
@@ -795,6 +851,7 @@ impl Cx<'_, '_> {
                 Sem::V32(k) => self.v32::<N>(w, k),
                 Sem::Vopd32(k) => self.vopd32::<N>(w, k),
                 Sem::C32(k) => self.c32::<N>(w, k),
+                Sem::VW(k) => self.vw::<N>(w, k),
                 Sem::VMem(k) => {
                     let p = self.p;
                     // PANIC: `resolve_lanes` numbers the accesses it pushes.
@@ -836,6 +893,26 @@ impl Cx<'_, '_> {
         lanes::write::<N>(w, x.dst, exec, &rx);
         lanes::write::<N>(w, y.dst, exec, &ry);
         self.st.lane_insts += 2 * u64::from(exec.count_ones());
+    }
+
+    /// A [`lanes::VW`] op over the wave.
+    #[inline(always)]
+    fn vw<const N: usize>(&mut self, w: &mut Wave, k: u32) {
+        let p = self.p;
+        // PANIC: `resolve_lanes` numbers the ops it pushes.
+        let op = &p.vw[k as usize];
+        let exec = w.exec();
+        let mut r = [0u64; N];
+        let co = lanes::eval_vw::<N>(w, op, &mut r);
+        // CAST (both): the low and high dwords.
+        lanes::write::<N>(w, op.dst, exec, &core::array::from_fn(|l| r[l] as u32));
+        if op.dst_t.bits() == 64 {
+            lanes::write::<N>(w, op.dst.wrapping_add(1), exec, &core::array::from_fn(|l| (r[l] >> 32) as u32));
+        }
+        if let Some(mo) = op.mask_out {
+            w.set_mask(mo, co & exec);
+        }
+        self.st.lane_insts += u64::from(exec.count_ones());
     }
 
     /// A [`lanes::C32`] compare over the wave.

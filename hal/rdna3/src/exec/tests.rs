@@ -332,8 +332,19 @@ fn differ(a: &Wave, b: &Wave, n: usize, nans: bool) -> Option<String> {
     if let Some(k) = (0..128).find(|&k| a.s[k] != b.s[k]) {
         return Some(format!("s{k} {:#x} against {:#x}", a.s[k], b.s[k]));
     }
-    let same = |x: u32, y: u32| if nans { same_or_nans(x, y) } else { x == y };
-    if let Some(k) = (0..a.v.len()).find(|&k| !same(a.v[k], b.v[k])) {
+    // A NaN as f32, in each f16 half, or as the f64 of this VGPR and the next or the one before.
+    let nan64 = |w: &Wave, lo: usize| {
+        let hi = lo + n;
+        hi < w.v.len() && f64::from_bits(u64::from(w.v[lo]) | u64::from(w.v[hi]) << 32).is_nan()
+    };
+    let same = |k: usize| {
+        a.v[k] == b.v[k]
+            || (nans
+                && (same_or_nans(a.v[k], b.v[k])
+                    || (nan64(a, k) && nan64(b, k))
+                    || (k >= n && nan64(a, k - n) && nan64(b, k - n))))
+    };
+    if let Some(k) = (0..a.v.len()).find(|&k| !same(k)) {
         return Some(format!("v{} lane {}: {:#x} against {:#x}", k / n, k % n, a.v[k], b.v[k]));
     }
     if a.private != b.private {
@@ -366,19 +377,31 @@ fn differential<const N: usize>(
             (a, b) => panic!("{}: loads differ: {:?} / {:?}", Text(&i), a.err(), b.err()),
         };
         lanes += usize::from(
-            fast.steps.iter().any(|s| matches!(s.sem, Sem::V32(_) | Sem::Vopd32(_) | Sem::C32(_) | Sem::VMem(_))),
+            fast.steps
+                .iter()
+                .any(|s| matches!(s.sem, Sem::V32(_) | Sem::Vopd32(_) | Sem::C32(_) | Sem::VMem(_) | Sem::VW(_))),
         );
         for _ in 0..4 {
             let mut w0 = wave::<N>(&mut r);
             let (m0, l0) =
                 if mem { addressed::<N>(&mut r, &mut w0) } else { (Buf { base: 0, bytes: Vec::new() }, vec![0; 256]) };
-            let (mut a, mut b) = (w0.clone(), w0);
+            let (mut a, mut b) = (w0.clone(), w0.clone());
             let (mut ma, mut mb, mut la, mut lb) = (m0.clone(), m0, l0.clone(), l0);
             let ra = run::<N>(&fast, &mut a, &mut ma, &mut la);
             let rb = run::<N>(&slow, &mut b, &mut mb, &mut lb);
             assert_eq!(ra, rb, "{} ({:#x?}): result or counts", Text(&i), &code);
             if let Some(d) = differ(&a, &b, N, nans) {
-                panic!("{} ({:#x?}), wave{N}: lane paths against per-lane: {d}", Text(&i), &code);
+                let regs: Vec<String> = (0..8).map(|r| format!("v{r} {:#x?}", &w0.v[r * N..r * N + N])).collect();
+                panic!(
+                    "{} ({:#x?}), wave{N}: lane paths against per-lane: {d}\nbefore: exec {:#x}:{:#x} vcc {:#x} scc {}\n{}",
+                    Text(&i),
+                    &code,
+                    w0.s[127],
+                    w0.s[126],
+                    w0.s[106],
+                    w0.scc,
+                    regs.join("\n")
+                );
             }
             assert!(ma == mb, "{} ({:#x?}), wave{N}: memory differs", Text(&i), &code);
             assert!(la == lb, "{} ({:#x?}), wave{N}: LDS differs", Text(&i), &code);

@@ -129,7 +129,8 @@ impl Cx<'_, '_> {
     }
 
     /// Whole dwords (global or LDS, one access a lane): `Cx::access` for `Ext::Plain`, the
-    /// loaded dwords gathered and written a VGPR at a time.
+    /// loaded dwords gathered (global: by the memory, a wave at a time) and written a VGPR at a
+    /// time.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn plain<const N: usize>(
@@ -151,54 +152,20 @@ impl Cx<'_, '_> {
                 vals[k] = *vreg::<N>(w, data.wrapping_add(k as u8));
             }
         }
-        let mut e = exec;
-        let mut fault = None;
-        while e != 0 {
-            // CAST: a lane < 64.
-            let lane = e.trailing_zeros() as usize;
-            e &= e - 1;
-            let a = addr(lane);
-            let mut buf = [0u32; 4];
-            if m.store {
-                for k in 0..dwords {
-                    buf[k] = vals[k][lane];
-                }
-            }
-            let ok = match m.space {
-                Space::Lds => {
-                    let at = usize::try_from(a).unwrap_or(usize::MAX);
-                    match self.lds.get_mut(at..at.saturating_add(n)) {
-                        Some(s) if m.store => {
-                            for (k, c) in s.chunks_exact_mut(4).enumerate() {
-                                c.copy_from_slice(&buf[k].to_le_bytes());
-                            }
-                            true
-                        }
-                        Some(s) => {
-                            for (k, c) in s.chunks_exact(4).enumerate() {
-                                buf[k] = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-                            }
-                            true
-                        }
-                        None => false,
-                    }
-                }
-                _ if m.store => self.mem.write_dwords(a, &buf[..dwords]),
-                _ => self.mem.read_dwords(a, &mut buf[..dwords]),
+        let fault = if m.space == Space::Lds {
+            self.plain_lds::<N>(exec, m, &addr, &mut vals)
+        } else {
+            let addrs: [u64; N] = core::array::from_fn(&addr);
+            let r = if m.store {
+                self.mem.scatter_dwords(&addrs, exec, dwords, vals.as_flattened())
+            } else {
+                self.mem.gather_dwords(&addrs, exec, dwords, vals.as_flattened_mut())
             };
-            if !ok {
-                fault = Some((lane, a));
-                break;
-            }
-            if !m.store {
-                for k in 0..dwords {
-                    vals[k][lane] = buf[k];
-                }
-            }
-        }
+            r.err().map(|l| (l, addrs[l % N]))
+        };
         // The lanes that loaded (all, or those before the one that faulted).
         let done = match fault {
-            Some((lane, _)) => exec & ((1u64 << lane) - 1),
+            Some((lane, _)) => exec & ((1u64 << lane.min(63)) - 1),
             None => exec,
         };
         if !m.store {
@@ -217,5 +184,34 @@ impl Cx<'_, '_> {
         }
         self.st.lane_insts += u64::from(exec.count_ones());
         Ok(())
+    }
+
+    /// The LDS accesses of `plain`, lane by lane: the faulting lane and address, if one faults.
+    #[inline(always)]
+    fn plain_lds<const N: usize>(
+        &mut self,
+        exec: u64,
+        m: MemOp,
+        addr: &impl Fn(usize) -> u64,
+        vals: &mut [[u32; N]; 4],
+    ) -> Option<(usize, u64)> {
+        let n = usize::from(m.bytes).min(16);
+        let mut e = exec;
+        while e != 0 {
+            // CAST: a lane < 64.
+            let lane = e.trailing_zeros() as usize;
+            e &= e - 1;
+            let a = addr(lane);
+            let at = usize::try_from(a).unwrap_or(usize::MAX);
+            let Some(s) = self.lds.get_mut(at..at.saturating_add(n)) else { return Some((lane, a)) };
+            for (k, c) in s.chunks_exact_mut(4).enumerate() {
+                if m.store {
+                    c.copy_from_slice(&vals[k][lane].to_le_bytes());
+                } else {
+                    vals[k][lane] = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                }
+            }
+        }
+        None
     }
 }
