@@ -1,31 +1,53 @@
-//! The runner backend of the AMD device: loading (descriptors checked first), recording one
-//! PM4 exec per launch into a core `HwQueue`, and calls through the engine's compute ring.
+//! The runner backend of the AMD device: loading (descriptors checked first), recording the
+//! launch list into core `HwQueue`s (PM4 execs on the compute queue, SDMA copies on the copy
+//! queue), and calls through the engine: the compute queue's captured IBs, the copy queue's ring.
 
 use crate::device::AmdDevice;
+use crate::ib::RingIb;
 use crate::memory::{BufBus, GpuBuf, KfdPage, QueueDoorbell};
 use core::time::Duration;
 use hcq::barrier::Barrier;
 use hcq::device::DeviceLimits;
 use hcq::engine::{Channel, Engine};
 use hcq::mmio::MmioBus;
-use hcq::queue::HwQueue;
+use hcq::profile::EventKind;
+use hcq::queue::{Encoder, HwQueue};
 use hcq::ring::{CommandRing, Doorbell, KernargPool};
 use hcq::signal::{OwnedSignal, SignalPage, Slot, WaitHooks, WaitPolicy};
 use hcq::stamp::Stamp;
+use hcq::submit::IbPool;
 use hcq::{Error, Result};
 use hcq_amd::codeobj::{CodeObject, Kernel};
-use hcq_amd::kfd::uapi::{CreateQueueArgs, DestroyQueueArgs, MAX_QUEUE_PERCENTAGE, QUEUE_TYPE_COMPUTE, mmap};
+use hcq_amd::kfd::uapi::{
+    CreateQueueArgs, DestroyQueueArgs, MAX_QUEUE_PERCENTAGE, QUEUE_TYPE_COMPUTE, QUEUE_TYPE_SDMA, mmap,
+};
 use hcq_amd::pm4::{Pm4Config, Pm4Encoder, Scratch};
+use hcq_amd::sdma::{SdmaConfig, SdmaEncoder};
 use hcq_bundle::hcqb::{Hcqb, ProgramRef};
 use hcq_bundle::{Arch, ArgView};
-use hcq_runner::plug::{Capabilities, policy_within};
+use hcq_runner::plug::{Capabilities, ProfilerRef, policy_within};
 use hcq_runner::{Backend, KernelLaunch};
 use std::sync::Arc;
 
 const ARCHS: [Arch; 1] = [Arch::AmdGfx1100];
-/// Compute ring bytes (tinygrad's `AMDDevice` uses 0x800000; one captured call fits here many
-/// times over and the core ring never overwrites words in flight).
-const RING_BYTES: u64 = 1 << 20;
+/// Compute ring bytes (tinygrad's `AMDDevice` uses 16 MiB for a ring that holds whole queues;
+/// this one holds only `INDIRECT_BUFFER` packets, 4 dwords a submission).
+const RING_BYTES: u64 = 1 << 16;
+/// SDMA ring bytes (tinygrad: 16 MiB; a call's copy runs are a few dozen dwords each).
+const SDMA_RING_BYTES: u64 = 1 << 18;
+/// The most dwords of one compute IB: a longer run of launches is split into several IBs
+/// (`INDIRECT_BUFFER`'s size field holds 2^20 - 1).
+const MAX_IB_DWORDS: usize = 1 << 18;
+/// The most dwords of one copy run (a quarter of the SDMA ring, as the runner splits queues).
+const MAX_COPY_DWORDS: usize = (SDMA_RING_BYTES / 16) as usize;
+/// Words a launch may add to a run at most before it is split (an exec with its timestamps).
+const LAUNCH_DWORDS: usize = 256;
+/// IB slots per compute IB of a call (calls in flight, as QCOM's default).
+const IB_SLOTS_PER_CALL: usize = 4;
+/// Engine channel of the compute queue.
+const COMPUTE: u8 = 0;
+/// Engine channel of the copy (SDMA) queue.
+const COPY: u8 = 1;
 /// End-of-pipe buffer bytes (tinygrad: 0x1000).
 const EOP_BYTES: u64 = 0x1000;
 /// Kernel-argument arena chunk bytes.
@@ -93,9 +115,18 @@ impl WaitHooks for AmdHooks {
     }
 }
 
+/// One submission of a call: a run of consecutive launches of one engine, its own `HwQueue`
+/// (timeline wait first, timeline signal last), so the runs of a call execute in launch order
+/// across the compute and copy queues through the timeline signal, as tinygrad orders its
+/// queues.
+struct Run {
+    channel: u8,
+    queue: HwQueue,
+}
+
 /// The AMD runner backend (see the crate docs).
 pub struct AmdBackend {
-    dev: Arc<AmdDevice>,
+    pub(crate) dev: Arc<AmdDevice>,
     /// Parsed code objects of the bundle's programs (from `prepare`), taken by `load_program`.
     parsed: Vec<Option<(CodeObject, Kernel)>>,
     max_private: u32,
@@ -104,17 +135,28 @@ pub struct AmdBackend {
     kernargs: Vec<GpuBuf>,
     kernarg_off: u64,
     enc: Option<Arc<Pm4Encoder>>,
+    sdma: Option<Arc<SdmaEncoder>>,
     scratch: Option<GpuBuf>,
-    queue: Option<HwQueue>,
+    /// The call's runs, in launch order.
+    runs: Vec<Run>,
     timeline: Option<OwnedSignal>,
-    hcq: Option<Arc<Engine>>,
-    /// Dropped before the ring memory: KFD stops the queue first.
-    kfd_queue: Option<Queue>,
+    pub(crate) hcq: Option<Arc<Engine>>,
+    /// Dropped before the ring memory: KFD stops the queues first.
+    kfd_queues: Vec<Queue>,
     /// The queue as errors name it.
     queue_info: Option<QueueInfo>,
     ring_mem: Vec<Arc<GpuBuf>>,
     timeout_ms: u32,
     block: Vec<u8>,
+    /// Every copy launch's (destination, source, bytes), as recorded.
+    copies: Vec<(u64, u64, u64)>,
+    /// `--profile`: every launch bracketed by GPU-clock timestamps (see `profile.rs`).
+    pub(crate) profile: bool,
+    /// The timestamp buffers (16 bytes a profiled launch).
+    pub(crate) stamps: Vec<GpuBuf>,
+    /// Per profiled launch: event kind, name, argument; and the same with the name interned.
+    pub(crate) profiled: Vec<(EventKind, String, u64)>,
+    pub(crate) profiled_ids: Vec<(EventKind, u32, u64)>,
 }
 
 impl core::fmt::Debug for AmdBackend {
@@ -136,15 +178,21 @@ impl AmdBackend {
             kernargs: Vec::new(),
             kernarg_off: 0,
             enc: None,
+            sdma: None,
             scratch: None,
-            queue: None,
+            runs: Vec::new(),
             timeline: None,
             hcq: None,
-            kfd_queue: None,
+            kfd_queues: Vec::new(),
             queue_info: None,
             ring_mem: Vec::new(),
             timeout_ms,
             block: Vec::new(),
+            copies: Vec::new(),
+            profile: false,
+            stamps: Vec::new(),
+            profiled: Vec::new(),
+            profiled_ids: Vec::new(),
         }
     }
 
@@ -161,6 +209,12 @@ impl AmdBackend {
         self.buffers.get(i).map(GpuBuf::va)
     }
 
+    /// Submissions per call: the runs of consecutive launches of one queue (1 for a bundle
+    /// without copy launches).
+    pub fn submissions_per_call(&self) -> usize {
+        self.runs.len()
+    }
+
     fn buffer(&self, i: usize) -> Result<&GpuBuf> {
         self.buffers.get(i).ok_or(Error::OutOfBounds {
             what: "AMD buffer index",
@@ -170,16 +224,26 @@ impl AmdBackend {
         })
     }
 
-    /// Submit one call without waiting; the stamp that completes it.
+    /// Submit one call without waiting; the stamp that completes it. Each run of the call is
+    /// one submission: a compute run's words go to a free IB slot (only those a replay changed:
+    /// the timeline wait and signal) and the compute ring gets its `INDIRECT_BUFFER` packet; a
+    /// copy run's words go to the SDMA ring. Allocates nothing.
     pub fn submit_call(&mut self) -> Result<Stamp> {
         self.dev.check_process()?;
-        let (Some(h), Some(q)) = (self.hcq.as_ref(), self.queue.as_mut()) else {
+        let Some(h) = self.hcq.as_ref() else {
             return Err(Error::InvalidArgument { what: "AMD: call before the load finished", value: 0 });
         };
-        // SAFETY: the captured queue was built from the bundle's checked launches over this
-        // backend's buffer objects (code, kernel arguments, buffers, scratch), which live until
-        // the backend drops, after its compute queue is destroyed.
-        unsafe { h.submit(0, q) }
+        let mut s = h.lock();
+        let mut last = Stamp::ZERO;
+        for r in &mut self.runs {
+            // SAFETY: the captured queues were built from the bundle's checked launches over
+            // this backend's buffer objects (code, kernel arguments, buffers, scratch, timestamp
+            // buffers), which live until the backend drops, after its KFD queues are destroyed;
+            // their timestamp commands write the backend's own timestamp slots, their signals
+            // only the timeline (the engine's own), their waits only the timeline.
+            last = unsafe { s.submit(r.channel, &mut r.queue) }?;
+        }
+        Ok(last)
     }
 
     /// Wait until the timeline reaches `stamp` (a memory or hardware exception ends the wait
@@ -248,10 +312,9 @@ impl AmdBackend {
         Ok((self.kernargs.len() - 1, off))
     }
 
-    /// The timeline signal and the captured queue, made at the first launch.
-    fn hw_queue(&mut self) -> Result<&mut HwQueue> {
-        if self.queue.is_none() {
-            let enc = self.encoder()?;
+    /// The timeline signal, made at the first launch.
+    fn timeline(&mut self) -> Result<&OwnedSignal> {
+        if self.timeline.is_none() {
             let page = Arc::new(self.dev.alloc(4096, true)?);
             let (ptr, va) = (page.host_ptr(), page.va());
             let ptr = core::ptr::NonNull::new(ptr.cast_mut().cast::<Slot>())
@@ -260,16 +323,78 @@ impl AmdBackend {
             // by the GPU at `va`, mapped until `page` (the owner) drops; the CPU touches it only
             // through the page's atomics.
             let sp = unsafe { SignalPage::from_raw_owning(ptr, SIGNAL_SLOTS, va, Box::new(page)) };
-            let timeline = OwnedSignal::new(Arc::new(sp), 0)?;
-            let mut q = HwQueue::new(enc, &timeline)?;
-            // A call starts with the caches invalidated (tinygrad's HCQProgram: wait, barrier,
-            // exec), so what the host wrote between calls is seen.
-            q.memory_barrier()?;
-            self.timeline = Some(timeline);
-            self.queue = Some(q);
+            self.timeline = Some(OwnedSignal::new(Arc::new(sp), 0)?);
         }
         // PANIC: never: set above.
-        Ok(self.queue.as_mut().expect("created above"))
+        Ok(self.timeline.as_ref().expect("created above"))
+    }
+
+    /// The run the next launch of `channel` goes to: the last one when it is of that channel
+    /// and has room for another launch, else a new one.
+    fn run_for(&mut self, channel: u8) -> Result<&mut HwQueue> {
+        let room = if channel == COMPUTE { MAX_IB_DWORDS } else { MAX_COPY_DWORDS };
+        let fits =
+            self.runs.last().is_some_and(|r| r.channel == channel && r.queue.words().len() + LAUNCH_DWORDS <= room);
+        if !fits {
+            let enc: Arc<dyn Encoder> = if channel == COMPUTE { self.encoder()? } else { self.sdma_encoder()? };
+            let timeline = self.timeline()?;
+            let mut q = HwQueue::new(enc, timeline)?;
+            if channel == COMPUTE {
+                // A compute run starts with the caches invalidated (tinygrad's HCQProgram: wait,
+                // barrier, exec), so what the host or the copy queue wrote before it is seen.
+                q.memory_barrier()?;
+            }
+            self.runs.push(Run { channel, queue: q });
+        }
+        // PANIC: never: a run was pushed above when there was none.
+        Ok(&mut self.runs.last_mut().expect("a run").queue)
+    }
+
+    fn sdma_encoder(&mut self) -> Result<Arc<SdmaEncoder>> {
+        if let Some(e) = &self.sdma {
+            return Ok(e.clone());
+        }
+        let e = Arc::new(SdmaEncoder::new(SdmaConfig::default())?);
+        self.sdma = Some(e.clone());
+        Ok(e)
+    }
+
+    /// Create a KFD queue of `queue_type` over `ring` with its pointers at `ptrs` + `ptr_off`
+    /// (read pointer) and + `ptr_off + 8` (write pointer); its doorbell, writing the write
+    /// pointer shifted by `shift` (0: dwords, 2: bytes).
+    fn create_queue(
+        &mut self,
+        queue_type: u32,
+        ring: &Arc<GpuBuf>,
+        ptrs: &Arc<GpuBuf>,
+        ptr_off: u64,
+        eop: Option<&Arc<GpuBuf>>,
+        shift: u32,
+    ) -> Result<(u32, QueueDoorbell)> {
+        let dev = self.dev.clone();
+        let ring_size = u32::try_from(ring.size())
+            .map_err(|_| Error::InvalidArgument { what: "AMD ring bytes", value: ring.size() })?;
+        let mut cq = CreateQueueArgs {
+            ring_base_address: ring.va(),
+            read_pointer_address: ptrs.va() + ptr_off,
+            write_pointer_address: ptrs.va() + ptr_off + 8,
+            ring_size,
+            gpu_id: dev.node.gpu_id,
+            queue_type,
+            queue_percentage: MAX_QUEUE_PERCENTAGE,
+            queue_priority: 7,
+            eop_buffer_address: eop.map_or(0, |e| e.va()),
+            eop_buffer_size: eop.map_or(0, |_| EOP_BYTES),
+            ..Default::default()
+        };
+        dev.kfd.create_queue(&mut cq)?;
+        self.kfd_queues.push(Queue { dev: dev.clone(), id: cq.queue_id });
+        let (pages, bell_off) = mmap::doorbell_pages(cq.doorbell_offset);
+        let page = Arc::new(KfdPage::map(&dev.kfd, pages, mmap::DOORBELL_BYTES)?);
+        // CAST: an offset inside the 8 KiB doorbell pages.
+        let bell =
+            QueueDoorbell { page, bell: bell_off as usize, wptr: ptrs.clone(), wptr_off: ptr_off as usize + 8, shift };
+        Ok((cq.queue_id, bell))
     }
 }
 
@@ -392,80 +517,112 @@ impl Backend for AmdBackend {
         // CAST: an offset inside a 64 KiB chunk.
         buf.bus().write_bytes(off as usize, &self.block)?;
         let entry = program.entry;
-        let q = self.hw_queue()?;
-        q.exec(entry, addr, groups, k.local_size).map_err(|e| e.context(format!("launch {} ({})", l.index, k.name)))?;
+        let stamps = if self.profile {
+            Some(self.stamp_pair(EventKind::Program, k.name, u64::from(groups.iter().product::<u32>()))?)
+        } else {
+            None
+        };
+        let q = self.run_for(COMPUTE)?;
+        let ctx = || format!("launch {} ({})", l.index, k.name);
+        if let Some((t0, _)) = stamps {
+            q.timestamp_at(t0).map_err(|e| e.context(ctx()))?;
+        }
+        q.exec(entry, addr, groups, k.local_size).map_err(|e| e.context(ctx()))?;
+        if let Some((_, t1)) = stamps {
+            q.timestamp_at(t1).map_err(|e| e.context(ctx()))?;
+        }
         Ok(())
     }
 
-    fn record_copy(&mut self, _dst: u64, _src: u64, bytes: u64) -> Result<()> {
-        Err(Error::Unsupported {
-            what: "AMD: copy launches (they run on the SDMA queue, which this backend does not drive yet)",
-            value: bytes,
-        })
+    /// A copy launch goes to the SDMA queue (tinygrad's `AMDCopyQueue.copy`: `COPY LINEAR`
+    /// packets), in a run of its own after the compute run before it (which signals the
+    /// timeline after its dispatches, with the caches written back) and before the next (which
+    /// waits for the copy's signal and invalidates the caches first).
+    fn record_copy(&mut self, dst: u64, src: u64, bytes: u64) -> Result<()> {
+        let stamps = if self.profile { Some(self.stamp_pair(EventKind::Copy, "copy", bytes)?) } else { None };
+        let q = self.run_for(COPY)?;
+        if let Some((t0, _)) = stamps {
+            q.timestamp_at(t0)?;
+        }
+        q.copy(dst, src, bytes)?;
+        if let Some((_, t1)) = stamps {
+            q.timestamp_at(t1)?;
+        }
+        self.copies.push((dst, src, bytes));
+        Ok(())
     }
 
     fn finish(&mut self) -> Result<()> {
         if self.hcq.is_some() {
             return Err(Error::InvalidArgument { what: "AMD: the load finished already", value: 0 });
         }
-        self.hw_queue()?;
+        if self.runs.is_empty() {
+            // a bundle without launches still has a call: the timeline wait and signal
+            self.run_for(COMPUTE)?;
+        }
         let enc = self.encoder()?;
-        // PANIC: `hw_queue()` above created both.
-        let q = self.queue.as_mut().expect("created by hw_queue()");
-        let timeline = self.timeline.take().expect("created by hw_queue()");
-        q.finish()?;
+        for r in &mut self.runs {
+            r.queue.finish()?;
+        }
+        // PANIC: `run_for` made it with the first run.
+        let timeline = self.timeline.take().expect("created with the first run");
         let dev = self.dev.clone();
-        let ring = Arc::new(dev.alloc(RING_BYTES, true)?);
+        // The compute IBs: a slot holds the longest compute run; IB_SLOTS_PER_CALL calls in
+        // flight, the slot count a multiple of the runs per call so that each run finds its
+        // own words in its slot at every call (the pool then stores only what changed).
+        let compute = self.runs.iter().filter(|r| r.channel == COMPUTE);
+        let per_call = compute.clone().count().max(1);
+        let longest = compute.map(|r| r.queue.words().len()).max().unwrap_or(0);
+        let slot_bytes = (4 * longest).next_multiple_of(256);
+        let slots = per_call * IB_SLOTS_PER_CALL.div_ceil(per_call);
+        let ib_mem = Arc::new(dev.alloc((slot_bytes * slots) as u64, true)?);
+        // A ring of INDIRECT_BUFFER packets with room for more than every slot in flight.
+        let ring_bytes = RING_BYTES.max((16 * (slots as u64 + 1)).next_power_of_two());
+        let ring = Arc::new(dev.alloc(ring_bytes, true)?);
         let ptrs = Arc::new(dev.alloc(4096, true)?);
         let eop = Arc::new(dev.alloc(EOP_BYTES, false)?);
         let kmem = Arc::new(dev.alloc(4096, false)?);
-        let mut cq = CreateQueueArgs {
-            ring_base_address: ring.va(),
-            read_pointer_address: ptrs.va(),
-            write_pointer_address: ptrs.va() + 8,
-            // CAST: 1 MiB.
-            ring_size: RING_BYTES as u32,
-            gpu_id: dev.node.gpu_id,
-            queue_type: QUEUE_TYPE_COMPUTE,
-            queue_percentage: MAX_QUEUE_PERCENTAGE,
-            queue_priority: 7,
-            eop_buffer_address: eop.va(),
-            eop_buffer_size: EOP_BYTES,
-            ..Default::default()
-        };
-        dev.kfd.create_queue(&mut cq)?;
-        let kq = Queue { dev: dev.clone(), id: cq.queue_id };
-        let (pages, bell_off) = mmap::doorbell_pages(cq.doorbell_offset);
-        let bell_page = Arc::new(KfdPage::map(&dev.kfd, pages, mmap::DOORBELL_BYTES)?);
-        // CAST: an offset inside the 8 KiB doorbell pages.
-        let bell_bus = QueueDoorbell { page: bell_page, bell: bell_off as usize, wptr: ptrs.clone(), wptr_off: 8 };
-        let bell = Doorbell { bus: Arc::new(bell_bus), offset: bell_off as usize, width: hcq::mmio::Width::U64 };
+        let (qid, bell) = self.create_queue(QUEUE_TYPE_COMPUTE, &ring, &ptrs, 0, Some(&eop), 0)?;
         // gfx11 doorbells take the 64-bit write pointer in dwords (tinygrad's signal_doorbell,
-        // after the same value in the write-pointer memory); the ring words are written with
-        // volatile word stores and a device write barrier orders them before both.
-        let cring = CommandRing::new(Arc::new(BufBus(ring.clone())), 16, bell)?.with_barrier(Barrier::DeviceWrite);
-        let kpool = KernargPool::new(Arc::new(BufBus(kmem.clone())), kmem.va(), 16);
-        let queue = QueueInfo { id: cq.queue_id, ptrs: ptrs.clone() };
-        let hooks = Arc::new(AmdHooks { dev: dev.clone(), queue: queue.clone() });
-        let hcq = Engine::new(
-            hcq::error::device_name(&dev.name),
-            timeline,
-            enc,
-            vec![Channel::new("compute", cring)],
-            kpool,
-            hooks,
+        // after the same value in the write-pointer memory); the IB and ring words are written
+        // with volatile word stores and a device write barrier orders them before both.
+        let hook = RingIb::new(ring.clone(), slots as u64, bell)?;
+        let pool = IbPool::new(
+            Arc::new(BufBus(ib_mem.clone())),
+            ib_mem.va(),
+            slot_bytes,
+            Barrier::DeviceWrite,
+            Box::new(hook),
         )?;
+        let mut channels = vec![Channel::new("compute", pool)];
+        self.ring_mem = vec![ring, ptrs.clone(), eop, kmem.clone(), ib_mem];
+        if self.runs.iter().any(|r| r.channel == COPY) {
+            let sring = Arc::new(dev.alloc(SDMA_RING_BYTES, true)?);
+            // the SDMA queue's read and write pointers (bytes) after the compute queue's
+            let (_, sbell) = self.create_queue(QUEUE_TYPE_SDMA, &sring, &ptrs, 16, None, 2)?;
+            let bell = Doorbell { offset: sbell.bell, bus: Arc::new(sbell), width: hcq::mmio::Width::U64 };
+            let cring = CommandRing::new(Arc::new(BufBus(sring.clone())), 16, bell)?.with_barrier(Barrier::DeviceWrite);
+            channels.push(Channel::new("copy", cring));
+            self.ring_mem.push(sring);
+        }
+        let kpool = KernargPool::new(Arc::new(BufBus(kmem.clone())), kmem.va(), 16);
+        let queue = QueueInfo { id: qid, ptrs };
+        let hooks = Arc::new(AmdHooks { dev: dev.clone(), queue: queue.clone() });
+        let hcq = Engine::new(hcq::error::device_name(&dev.name), timeline, enc, channels, kpool, hooks)?;
         hcq.timeline().set_policy(WaitPolicy::with_timeout_ms(self.timeout_ms.into()));
-        self.kfd_queue = Some(kq);
         self.queue_info = Some(queue);
-        self.ring_mem = vec![ring, ptrs, eop, kmem];
         self.hcq = Some(Arc::new(hcq));
         Ok(())
     }
 
     fn replay(&mut self) -> Result<()> {
+        let submitted = hcq::signal::host_clock_ns();
         let stamp = self.submit_call()?;
-        self.wait(stamp)
+        self.wait(stamp)?;
+        if self.profile {
+            self.record_profile(submitted, hcq::signal::host_clock_ns())?;
+        }
+        Ok(())
     }
 
     fn read(&self, buffer: usize, offset: u64, out: &mut [u8]) -> Result<()> {
@@ -494,7 +651,7 @@ impl Drop for AmdBackend {
             // every KFD call would be refused (a simulated KFD's copied locks may even be held
             // by a thread that is not here). Leave them as the fork left them.
             core::mem::forget(self.hcq.take());
-            core::mem::forget(self.kfd_queue.take());
+            core::mem::forget(core::mem::take(&mut self.kfd_queues));
             core::mem::forget(self.queue_info.take());
             core::mem::forget(self.timeline.take());
             core::mem::forget(self.scratch.take());
@@ -502,17 +659,18 @@ impl Drop for AmdBackend {
             core::mem::forget(core::mem::take(&mut self.buffers));
             core::mem::forget(core::mem::take(&mut self.code));
             core::mem::forget(core::mem::take(&mut self.kernargs));
+            core::mem::forget(core::mem::take(&mut self.stamps));
             return;
         }
-        // Let the calls in flight finish, then stop the queue before its memory goes.
+        // Let the calls in flight finish, then stop the queues before their memory goes.
         let _ = self.settle();
         self.hcq = None;
-        self.kfd_queue = None;
+        self.kfd_queues.clear();
     }
 }
 
 /// What the front door asks beyond a blocking call: submit and wait, the engine, host
-/// pointers of outputs.
+/// pointers of outputs, the profiler.
 impl Capabilities for AmdBackend {
     fn device_name(&self) -> &str {
         &self.dev.name
@@ -546,5 +704,8 @@ impl Capabilities for AmdBackend {
         }
         // CAST: inside the mapping, checked above.
         Some(b.host_ptr().wrapping_add(view.offset as usize))
+    }
+    fn profiler(&self) -> Option<ProfilerRef> {
+        self.hcq.clone().map(|h| h as ProfilerRef)
     }
 }

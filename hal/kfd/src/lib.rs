@@ -18,22 +18,40 @@
 //! CPU-visible: `AllocFlags::tinygrad`), lays out each launch's kernel-argument block as
 //! tinygrad's `CLikeArgsState` does (the 64-bit address of every buffer argument, then every
 //! value as a 32-bit integer, then the HSA dispatch packet for a kernel that reads it), and
-//! captures the launch list as one core `HwQueue` encoded by [`hcq_amd::pm4::Pm4Encoder`]: the
-//! timeline wait, a cache invalidate, one exec per launch, the timeline signal.
+//! captures the launch list as core `HwQueue`s, one per run of consecutive launches of one
+//! queue: on the compute queue ([`hcq_amd::pm4::Pm4Encoder`]) the timeline wait, a cache
+//! invalidate, one exec per launch, the timeline signal; on the SDMA queue
+//! ([`hcq_amd::sdma::SdmaEncoder`], tinygrad's `AMDCopyQueue`) the timeline wait (`POLL_REGMEM`),
+//! a `COPY LINEAR` per copy launch, the timeline signal (`FENCE`). Each run waits for the one
+//! before it, so a call's dispatches and copies run in launch order across the two queues.
 //!
-//! The engine is the core's ([`hcq::engine::Engine`]) with the ring shape: KFD queues are
-//! user-mode rings, so a call copies the queue's words into the compute queue's ring (uncached
-//! GTT) with word-sized volatile stores, issues the device write barrier and writes the 64-bit
-//! write pointer (in dwords) to the queue's write-pointer memory and then to its doorbell in the
-//! doorbell page mapped from `/dev/kfd` (tinygrad's order). The timeline signal is a slot of an uncached GTT page the CP's `RELEASE_MEM`
-//! writes. Copy launches are refused for now (they belong on the SDMA queue, not driven yet).
+//! The engine is the core's ([`hcq::engine::Engine`]). Its compute channel has the
+//! indirect-buffer shape ([`hcq::submit::IbPool`]), as tinygrad's graph submits a bound
+//! `AMDComputeQueue`: a compute run's words live in an IB slot of uncached GTT (at least 4 slots,
+//! a multiple of the compute runs of a call, so each run meets its own words again; a slot is
+//! rewritten only where a replay changed it — the timeline wait and signal
+//! — and only once the call that used it retired), and the submit hook writes the 4-dword
+//! `INDIRECT_BUFFER` packet into the KFD compute ring with word-sized volatile stores, issues
+//! the device write barrier and writes the 64-bit write pointer (in dwords) to the queue's
+//! write-pointer memory and then to its doorbell in the doorbell page mapped from `/dev/kfd`
+//! (tinygrad's order). The copy channel (made only for a bundle with copy launches) has the
+//! ring shape: the run's words go into the SDMA ring, whose write pointer counts bytes. The
+//! timeline signal is a slot of an uncached GTT page the CP's `RELEASE_MEM` (and SDMA's
+//! `FENCE`) writes.
+//!
+//! With profiling ([`AmdBackend::set_profile`]) every launch is bracketed by two timestamps of
+//! the 100 MHz GPU clock (`RELEASE_MEM` of the clock counter; SDMA `TIMESTAMP`), recorded as
+//! profiler events after each call.
 
 mod backend;
 mod device;
+mod ib;
 mod memory;
 mod plug;
+mod profile;
 
 pub use backend::AmdBackend;
 pub use device::{AmdDevice, DEFAULT_TIMEOUT_MS, FORKED_REASON};
 pub use memory::GpuBuf;
 pub use plug::{AmdKind, AmdOpen, KfdOpener};
+pub use profile::GPU_CLOCK_HZ;

@@ -170,6 +170,10 @@ pub(crate) struct QueueDoorbell {
     /// The queue's pointer memory and the write pointer's byte offset in it.
     pub(crate) wptr: Arc<GpuBuf>,
     pub(crate) wptr_off: usize,
+    /// The write pointer's unit: a value written to the doorbell (dwords, the core ring's
+    /// unit) is shifted left by this much (0: a PM4 queue counts dwords; 2: an SDMA queue
+    /// counts bytes, tinygrad's `put_value`).
+    pub(crate) shift: u32,
 }
 
 impl MmioBus for QueueDoorbell {
@@ -181,8 +185,10 @@ impl MmioBus for QueueDoorbell {
     }
     fn write(&self, offset: usize, width: Width, value: u64) -> Result<()> {
         if offset == self.bell {
+            let value = value << self.shift;
             self.wptr.bus.write(self.wptr_off, Width::U64, value)?;
             hcq::barrier::device_write_barrier();
+            return self.page.write(offset, width, value);
         }
         self.page.write(offset, width, value)
     }
