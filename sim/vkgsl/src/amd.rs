@@ -743,7 +743,8 @@ impl VKfd {
         let stride = size_of::<EventData>() as u64;
         for (i, (e, b)) in events.iter().zip(&before).enumerate() {
             if e.exception != b.exception {
-                copy_out(a.events_ptr + i as u64 * stride, e.exception.as_bytes())?;
+                // The whole array was read from there, so the sum does not overflow.
+                copy_out(a.events_ptr.wrapping_add(i as u64 * stride), e.exception.as_bytes())?;
             }
         }
         Ok(())
