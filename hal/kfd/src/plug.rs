@@ -4,12 +4,12 @@
 
 use crate::backend::AmdBackend;
 use crate::device::AmdDevice;
+use hcq::Result;
 use hcq::device::DeviceProperties;
-use hcq::{Error, Result};
 use hcq_amd::kfd::Kfd;
 use hcq_bundle::hcqb::Hcqb;
 use hcq_runner::Runner;
-use hcq_runner::plug::{DeviceKind, LoadedModel, OpenDevice, Options};
+use hcq_runner::plug::{Capabilities, DeviceKind, LoadedModel, OpenDevice, Options};
 use std::sync::Arc;
 
 /// Opens the kernel interface a kind runs over.
@@ -44,14 +44,11 @@ impl DeviceKind for AmdKind {
     }
     fn open(&self, name: &str, opts: &Options) -> Result<Box<dyn OpenDevice>> {
         opts.refuse_unsupported(name, false, true)?;
-        if opts.profile {
-            return Err(Error::Unsupported { what: "profiling on AMD devices (not yet)", value: 0 }
-                .context(format!("device {name}")));
-        }
         let dev = AmdDevice::open(name, (self.open_kfd)()?)?;
         Ok(Box::new(AmdOpen {
             dev,
             timeout_ms: opts.timeout.map(|t| u32::try_from(t.as_millis()).unwrap_or(u32::MAX)),
+            profile: opts.profile,
         }))
     }
 }
@@ -60,6 +57,8 @@ impl DeviceKind for AmdKind {
 pub struct AmdOpen {
     dev: Arc<AmdDevice>,
     timeout_ms: Option<u32>,
+    /// `Options::profile`: every launch timestamped, the engine's profiler on.
+    profile: bool,
 }
 
 impl OpenDevice for AmdOpen {
@@ -71,9 +70,14 @@ impl OpenDevice for AmdOpen {
     }
     fn load(&self, bundle: &Hcqb<'_>) -> Result<Box<dyn LoadedModel>> {
         let mut b = AmdBackend::new(self.dev.clone());
+        b.set_profile(self.profile)?;
         if let Some(ms) = self.timeout_ms {
             b.set_timeout_ms(ms);
         }
-        Ok(Box::new(Runner::load(b, bundle)?))
+        let r = Runner::load(b, bundle)?;
+        if let Some(h) = r.backend().engine() {
+            h.profiler().set_enabled(self.profile);
+        }
+        Ok(Box::new(r))
     }
 }
