@@ -791,9 +791,10 @@ impl MemView {
 
     /// `Memory::gather_dwords` of `K` dwords a lane.
     #[inline(always)]
-    fn gather<const K: usize>(&mut self, addrs: &[u64], exec: u64, out: &mut [u32]) -> Result<(), usize> {
+    fn gather<const K: usize>(&self, addrs: &[u64], exec: u64, out: &mut [u32]) -> Result<(), usize> {
         let lanes = addrs.len();
-        let space = Arc::clone(&self.space);
+        // Borrowed, not cloned: the threads of a dispatch would share the count's cache line.
+        let space: &Space = &self.space;
         // The allocation of the last fast lane: its start, its bytes (0: none yet), its words.
         let (mut va, mut span, mut words): (u64, u64, &[AtomicU32]) = (0, 0, &[]);
         let mut e = exec;
@@ -822,8 +823,13 @@ impl MemView {
                     }
                 }
                 None => {
-                    if !self.read_dwords(a, &mut got) {
+                    // Unaligned, across allocations or unmapped: `read`'s path (without the hint).
+                    let mut b = [0u8; 16];
+                    if space.read(a, &mut b[..4 * K], true).is_err() {
                         return Err(l);
+                    }
+                    for (k, x) in got.iter_mut().enumerate() {
+                        *x = u32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]]);
                     }
                 }
             }
@@ -887,7 +893,7 @@ impl Memory for MemView {
 
     /// Lane by lane, each as `read_dwords` reads it: an aligned access inside the allocation
     /// the lane before reached (or the one a lookup finds) a load of each word, any other
-    /// through `read_dwords`.
+    /// through `read`'s path.
     fn gather_dwords(&mut self, addrs: &[u64], exec: u64, n: usize, out: &mut [u32]) -> Result<(), usize> {
         match n {
             1 => self.gather::<1>(addrs, exec, out),
