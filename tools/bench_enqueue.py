@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tinygrad's host enqueue per call of a model's TinyJit on QCOM: the peer of hcq's QCOM host share.
+"""tinygrad's host enqueue per call of a model's TinyJit on QCOM (or AMD): the peer of hcq's host share.
 
 Run under the virtual A630 with the shader core off (the command processor still runs every packet; kernels compute nothing),
 with openpilot's flags, so that what is timed is tinygrad's own Python work per call:
@@ -15,6 +15,10 @@ each call, as openpilot passes its frame buffers. Prints the median and the mini
 
 hcq's side in the same conditions: `HCQ_HOST_SHARE_BUNDLE=BUNDLE cargo bench -p hcq-sim-adreno --bench qcom -- nothing`
 on the bundle exported from the same model and flags (`--qcom-jit`).
+
+AMD: the same under the virtual gfx1100 (`DEV=AMD:LLVM hcq vkgsl -- python tools/bench_enqueue.py --model
+tools/models/chain100.py`, libLLVM 18+); each call is then tinygrad's graph update and its bound compute queue's submit (the
+`INDIRECT_BUFFER` packet into the KFD ring and the doorbell). hcq's side: `cargo bench -p hcq-sim-amd --bench host_share`.
 """
 import argparse
 import importlib.util
@@ -38,9 +42,9 @@ def main():
   mod = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(mod)
   from tinygrad import Device, TinyJit
-  if Device.DEFAULT != "QCOM":
-    sys.exit(f"bench_enqueue: the default device is {Device.DEFAULT}, not QCOM: run it under `hcq vkgsl --` (or on a comma "
-             "device)")
+  if Device.DEFAULT not in ("QCOM", "AMD"):
+    sys.exit(f"bench_enqueue: the default device is {Device.DEFAULT}, not QCOM or AMD: run it under `hcq vkgsl --` (or on a "
+             "comma device, or DEV=AMD on an AMD GPU)")
   fn, example = mod.build(args.seed)
   jit = TinyJit(fn)
   dev = Device[Device.DEFAULT]
