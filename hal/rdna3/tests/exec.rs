@@ -200,3 +200,54 @@ fn a_wave_that_never_ends_is_a_hang_after_its_step_budget() {
     assert_eq!(f.kind, FaultKind::Hang { steps: 10_000 });
     assert_eq!(f.inst, "s_branch");
 }
+
+/// Storage reused across work-groups (`Program::run_group_in`) starts each as fresh storage
+/// does: registers the work-group before wrote (by a 32-bit op, a 16-bit op's per-lane path, a
+/// load, a write to the LDS) read 0 in the next, whatever program runs next and in which wave
+/// size.
+#[test]
+fn reused_wave_storage_starts_every_work_group_zeroed() {
+    use hcq_rdna3::exec::Waves;
+    let base = 0x3000u64;
+    let user = [base as u32, (base >> 32) as u32];
+    // Each writes high registers one way: v200 (32-bit lanes path), v201 (16-bit: the per-lane
+    // path), v[202:205] (a load of four dwords; its address in v9), LDS dword 5.
+    let dirty = [
+        prog(&[vop1("v_mov_b32_e32", 200, 128 + 5), sopp("s_endpgm", 0)]),
+        prog(&[vop3("v_add_nc_u16", 201, 128 + 6, 128 + 7, 0), sopp("s_endpgm", 0)]),
+        prog(&[vop1("v_mov_b32_e32", 9, 128), global("global_load_b128", 202, 9, 0, 0), sopp("s_endpgm", 0)]),
+        prog(&[
+            vop1("v_mov_b32_e32", 10, 128 + 20),
+            vop1("v_mov_b32_e32", 11, 128 + 33),
+            ds("ds_store_b32", 0, 10, 11),
+            sopp("s_endpgm", 0),
+        ]),
+    ];
+    // Stores v200..v205 and LDS dword 5 of each lane at out[lane * 8 ..] (its eighth dword left
+    // as it was).
+    let clean = prog(&[
+        vop2("v_lshlrev_b32_e32", 1, 128 + 5, V), // v1 = lane * 32
+        global("global_store_b128", 0, 1, 200, 0),
+        vop1("v_mov_b32_e32", 20, 128 + 20),
+        ds("ds_load_b32", 206, 20, 0),
+        vop2("v_add_nc_u32_e32", 1, 128 + 16, V + 1),
+        global("global_store_b32", 0, 1, 204, 0),
+        vop2("v_add_nc_u32_e32", 1, 128 + 4, V + 1),
+        global("global_store_b32", 0, 1, 205, 0),
+        vop2("v_add_nc_u32_e32", 1, 128 + 4, V + 1),
+        global("global_store_b32", 0, 1, 206, 0),
+        sopp("s_endpgm", 0),
+    ]);
+    let mut ws = Waves::default();
+    for (wave64, dirty) in [false, true, false].into_iter().flat_map(|w| dirty.iter().map(move |d| (w, d))) {
+        let lanes = if wave64 { 64 } else { 32 };
+        let mut d = dispatch(lanes, &user);
+        d.wave64 = wave64;
+        let mut m = Buf(base, (0..32 * lanes).map(|k| k as u8 | 1).collect());
+        Program::load(dirty, 0, wave64).unwrap().run_group_in(&d, [0, 0, 0], &mut m, &mut ws).unwrap();
+        let mut out = Buf(base, vec![0xff; 32 * lanes as usize]);
+        Program::load(&clean, 0, wave64).unwrap().run_group_in(&d, [0, 0, 0], &mut out, &mut ws).unwrap();
+        let got = words(&out);
+        assert!(got.chunks(8).all(|c| c[..7] == [0; 7] && c[7] == u32::MAX), "wave{lanes}: {:x?}", &got[..16]);
+    }
+}

@@ -230,6 +230,7 @@ pub(super) fn vreg<const N: usize>(w: &Wave, r: u8) -> &[u32; N] {
 
 #[inline(always)]
 pub(super) fn vreg_mut<const N: usize>(w: &mut Wave, r: u8) -> &mut [u32; N] {
+    w.hi = w.hi.max(usize::from(r) + 1);
     let b = usize::from(r) * N;
     // PANIC: as in `vreg`.
     (&mut w.v[b..b + N]).try_into().expect("a VGPR of N lanes")
@@ -295,7 +296,8 @@ fn lane_mask(mask: u64, l: usize) -> u32 {
 #[inline(always)]
 pub(super) fn write<const N: usize>(w: &mut Wave, r: u8, exec: u64, x: &[u32; N]) {
     let d = vreg_mut::<N>(w, r);
-    if exec & full::<N>() == full::<N>() {
+    let exec = exec & full::<N>();
+    if exec == full::<N>() {
         *d = *x;
         return;
     }

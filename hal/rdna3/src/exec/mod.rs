@@ -537,10 +537,11 @@ impl Program {
     /// Run every work-group of a grid of `groups` work-groups, in order.
     pub fn run(&self, d: &Dispatch<'_>, groups: [u32; 3], mem: &mut dyn Memory) -> Result<Stats, Fault> {
         let mut st = Stats::default();
+        let mut ws = Waves::default();
         for z in 0..groups[2] {
             for y in 0..groups[1] {
                 for x in 0..groups[0] {
-                    let s = self.run_group(d, [x, y, z], mem)?;
+                    let s = self.run_group_in(d, [x, y, z], mem, &mut ws)?;
                     st.insts += s.insts;
                     st.lane_insts += s.lane_insts;
                 }
@@ -551,13 +552,34 @@ impl Program {
 
     /// Run one work-group: its waves round-robin, each until it ends or waits at a barrier.
     pub fn run_group(&self, d: &Dispatch<'_>, group: [u32; 3], mem: &mut dyn Memory) -> Result<Stats, Fault> {
+        self.run_group_in(d, group, mem, &mut Waves::default())
+    }
+
+    /// [`Program::run_group`] in the storage of `ws` (its waves' registers and LDS, kept from
+    /// the work-group that ran in it before: a thread running many work-groups allocates them
+    /// once). Every work-group starts as on fresh storage.
+    pub fn run_group_in(
+        &self,
+        d: &Dispatch<'_>,
+        group: [u32; 3],
+        mem: &mut dyn Memory,
+        ws: &mut Waves,
+    ) -> Result<Stats, Fault> {
         let lanes = if self.wave64 { 64 } else { 32 };
         let [lx, ly, lz] = d.local;
         // CAST: u32 → usize, widening.
         let threads = (lx as usize) * (ly as usize) * (lz as usize);
         let nwaves = threads.div_ceil(lanes);
-        let mut lds = vec![0u8; d.lds_bytes as usize];
-        let mut waves: Vec<Wave> = (0..nwaves).map(|k| Wave::new(d, group, k, nwaves, lanes)).collect();
+        let Waves { waves, lds } = ws;
+        lds.clear();
+        lds.resize(d.lds_bytes as usize, 0);
+        waves.truncate(nwaves);
+        for (k, w) in waves.iter_mut().enumerate() {
+            w.reset(d, group, k, nwaves, lanes);
+        }
+        for k in waves.len()..nwaves {
+            waves.push(Wave::new(d, group, k, nwaves, lanes));
+        }
         let mut st = Stats::default();
         loop {
             let mut live = 0;
@@ -566,7 +588,7 @@ impl Program {
                     continue;
                 }
                 // CAST: a wave index < 2^10.
-                let mut cx = Cx { p: self, d, group, wave: k as u32, mem, lds: &mut lds, st: &mut st };
+                let mut cx = Cx { p: self, d, group, wave: k as u32, mem, lds, st: &mut st };
                 if lanes == 32 {
                     cx.run::<32>(w)?;
                 } else {
@@ -574,7 +596,7 @@ impl Program {
                 }
             }
             let mut waiting = 0;
-            for w in &waves {
+            for w in waves.iter() {
                 if !w.done {
                     live += 1;
                     waiting += usize::from(w.barrier);
@@ -585,11 +607,24 @@ impl Program {
             }
             // Every live wave is at the barrier: release them (waves that ended do not count).
             if waiting == live {
-                for w in &mut waves {
+                for w in waves.iter_mut() {
                     w.barrier = false;
                 }
             }
         }
+    }
+}
+
+/// The storage of a work-group's waves and LDS, for [`Program::run_group_in`] to reuse.
+#[derive(Default)]
+pub struct Waves {
+    waves: Vec<Wave>,
+    lds: Vec<u8>,
+}
+
+impl fmt::Debug for Waves {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Waves").field("waves", &self.waves.len()).field("lds", &self.lds.len()).finish()
     }
 }
 
@@ -600,6 +635,10 @@ struct Wave {
     scc: bool,
     /// VGPRs: `v[reg * lanes + lane]`.
     v: Vec<u32>,
+    /// VGPRs `hi..` are zero: one more than the highest written since they were zeroed (every
+    /// write goes through `set_vgpr` or `lanes::vreg_mut`, which raise it), so a reused wave
+    /// zeroes only those below.
+    hi: usize,
     lanes: usize,
     pc: usize,
     done: bool,
@@ -612,6 +651,34 @@ struct Wave {
 
 impl Wave {
     fn new(d: &Dispatch<'_>, group: [u32; 3], k: usize, nwaves: usize, lanes: usize) -> Wave {
+        let mut w = Wave {
+            s: [0; 128],
+            scc: false,
+            v: vec![0; 256 * lanes],
+            hi: 0,
+            lanes,
+            pc: 0,
+            done: false,
+            barrier: false,
+            steps: 0,
+            private: Vec::new(),
+            private_bytes: 0,
+        };
+        w.reset(d, group, k, nwaves, lanes);
+        w
+    }
+
+    /// The state `new` makes, in this wave's storage: VGPRs zeroed up to `hi` (the rest are
+    /// zero already), scratch zeroed.
+    fn reset(&mut self, d: &Dispatch<'_>, group: [u32; 3], k: usize, nwaves: usize, lanes: usize) {
+        if self.lanes != lanes || self.v.len() != 256 * lanes {
+            self.v = vec![0; 256 * lanes];
+            self.lanes = lanes;
+        } else {
+            let used = (self.hi * lanes).min(self.v.len());
+            self.v[..used].fill(0);
+        }
+        self.hi = 1;
         let mut s = [0u32; 128];
         let mut n = 0;
         for &u in d.user_sgprs.iter().take(106) {
@@ -640,7 +707,7 @@ impl Wave {
         }
         let [lx, ly, lz] = d.local;
         let total = (lx * ly * lz) as usize;
-        let mut v = vec![0u32; 256 * lanes];
+        let v = &mut self.v;
         let mut exec = 0u64;
         for l in 0..lanes {
             let t = k * lanes + l;
@@ -655,18 +722,15 @@ impl Wave {
         s[126] = exec as u32;
         s[127] = (exec >> 32) as u32;
         let pb = d.private_bytes as usize;
-        Wave {
-            s,
-            scc: false,
-            v,
-            lanes,
-            pc: 0,
-            done: false,
-            barrier: false,
-            steps: 0,
-            private: vec![0; pb * lanes],
-            private_bytes: pb,
-        }
+        self.s = s;
+        self.scc = false;
+        self.pc = 0;
+        self.done = false;
+        self.barrier = false;
+        self.steps = 0;
+        self.private.clear();
+        self.private.resize(pb * lanes, 0);
+        self.private_bytes = pb;
     }
     #[inline]
     fn exec(&self) -> u64 {
@@ -698,7 +762,10 @@ impl Wave {
     }
     #[inline]
     fn set_vgpr(&mut self, r: u32, lane: usize, x: u32) {
-        self.v[((r & 0xff) as usize) * self.lanes + lane] = x;
+        // CAST: a register index < 256.
+        let r = (r & 0xff) as usize;
+        self.hi = self.hi.max(r + 1);
+        self.v[r * self.lanes + lane] = x;
     }
     fn sgpr_write(&mut self, code: u32, x: u64, wide: bool) {
         let c = (code & 0x7f) as usize;

@@ -35,7 +35,7 @@ use crate::fault::What;
 use crate::gpu::Shared;
 use crate::memory::MemView;
 use hcq_rdna3::decode::decode;
-use hcq_rdna3::exec::{Dispatch, Fault, LoadError, Program, Stats};
+use hcq_rdna3::exec::{Dispatch, Fault, LoadError, Program, Stats, Waves};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -295,9 +295,15 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "(no message)".into())
 }
 
-/// One work-group, a panic in the interpreter caught.
-fn one(program: &Program, d: &Dispatch<'_>, group: [u32; 3], mem: &mut MemView) -> Result<Stats, GroupError> {
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| program.run_group(d, group, mem)));
+/// One work-group in `ws` (the calling thread's wave storage), a panic in the interpreter caught.
+fn one(
+    program: &Program,
+    d: &Dispatch<'_>,
+    group: [u32; 3],
+    mem: &mut MemView,
+    ws: &mut Waves,
+) -> Result<Stats, GroupError> {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| program.run_group_in(d, group, mem, ws)));
     match r {
         Ok(r) => r.map_err(GroupError::Fault),
         Err(p) => Err(GroupError::Panic { group, what: panic_text(&*p) }),
@@ -319,13 +325,14 @@ fn claim(
     mem: &mut MemView,
 ) -> Part {
     let mut st = Stats::default();
+    let mut ws = Waves::default();
     while !stop.load(Ordering::Relaxed) {
         let first = next.fetch_add(chunk, Ordering::Relaxed);
         if first >= groups {
             break;
         }
         for i in first..(first + chunk).min(groups) {
-            match one(program, d, group_id(i, dims), mem) {
+            match one(program, d, group_id(i, dims), mem, &mut ws) {
                 Ok(g) => {
                     st.insts += g.insts;
                     st.lane_insts += g.lane_insts;
@@ -355,8 +362,9 @@ pub fn run_groups(
     let mut mem = view;
     let Some(pool) = pool.filter(|_| threads > 1) else {
         let mut st = Stats::default();
+        let mut ws = Waves::default();
         for i in 0..groups {
-            let s = one(program, d, group_id(i, dims), &mut mem)?;
+            let s = one(program, d, group_id(i, dims), &mut mem, &mut ws)?;
             st.insts += s.insts;
             st.lane_insts += s.lane_insts;
         }
