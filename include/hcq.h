@@ -213,12 +213,14 @@ enum hcq_status hcq_model_set_input(struct hcq_model m, size_t i, const void *da
 // buffer again, as it was before the bind). CPU: the kernels take the pointer. QCOM and
 // QCOM:SIM: the memory is imported for the GPU (KGSL `MAP_USER_MEM` of its pages, the CPU
 // cache lines cleaned when it is bound: later writes reach the GPU where the CPU cache is
-// coherent with it, as tinygrad assumes). Waits for a call in flight first.
+// coherent with it, as tinygrad assumes). AMD and AMD:SIM: its pages are registered with KFD
+// as a `USERPTR` buffer object (the GPU address is the host address); the simulated KFD of
+// AMD:SIM pins only pages it mapped itself, so it refuses other memory with EFAULT
+// (`HCQ_ERR_OS`). Waits for a call in flight first.
 //
 // Errors: `HCQ_ERR_NULL_POINTER` (NULL with a length), `HCQ_ERR_SIZE` (not the input's size),
 // `HCQ_ERR_MISALIGNED`, `HCQ_ERR_OUT_OF_RANGE` (no input `i`), `HCQ_ERR_UNSUPPORTED` (SIM,
-// whose devices copy between simulated memories; the AMD devices, which do not import caller
-// memory yet; the MSM DRM path, `MSM+QCOM`, whose driver
+// whose devices copy between simulated memories; the MSM DRM path, `MSM+QCOM`, whose driver
 // has no user-pointer import; an input a copy launch, an output or a kernel argument reaching
 // across its edge also uses), `HCQ_ERR_OS` (the kernel refused the import); nothing changes
 // then.

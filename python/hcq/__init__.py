@@ -524,7 +524,9 @@ class Model:
         shape and dtype (kept alive while bound; write it in place, then `run()`), or an integer
         address of the input's size (which must stay valid until unbound or closed); None
         unbinds. CPU reads it where it lies; QCOM and QCOM:SIM import its pages for the GPU
-        (KGSL MAP_USER_MEM); SIM and AMD:SIM cannot (HCQ_ERR_UNSUPPORTED). The memory must be aligned to 16
+        (KGSL MAP_USER_MEM); AMD registers them with KFD (USERPTR), which AMD:SIM's simulated
+        KFD refuses for memory it did not map (HCQ_ERR_OS); SIM cannot (HCQ_ERR_UNSUPPORTED).
+        The memory must be aligned to 16
         bytes (HCQ_ERR_MISALIGNED); unbinding and close() wait for the calls that use it."""
         with self._lock:
             h = self._live_handle()

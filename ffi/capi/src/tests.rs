@@ -381,8 +381,9 @@ fn the_output_pointer_stays_put_until_close() {
 
 /// `AMD:SIM` (hcq-kfd's driver over the simulated KFD) is a device like any other to the C
 /// ABI: listed by `hcq_devices`, opened by name, a gfx1100 bundle loaded, run, submitted and
-/// waited for, checked; binding caller memory is `HCQ_ERR_UNSUPPORTED` naming it; a bundle
-/// without gfx1100 objects is refused.
+/// waited for, checked; binding memory the simulated KFD cannot pin (`USERPTR` of a stack
+/// frame: `EFAULT`) is `HCQ_ERR_OS` naming it, and the model runs on; a bundle without gfx1100
+/// objects is refused.
 #[test]
 fn amd_sim_runs_a_gfx1100_bundle_as_any_other_device() {
     let mut buf = vec![0u8; 1 << 14];
@@ -406,8 +407,9 @@ fn amd_sim_runs_a_gfx1100_bundle_as_any_other_device() {
         assert_eq!(output0(m)[3], 103.0 + k);
     }
     let mut frame = Frame([0.0; 16]);
-    assert_eq!(hcq_model_bind_input(m, 0, frame.0.as_mut_ptr().cast(), 64), HCQ_ERR_UNSUPPORTED);
+    assert_eq!(hcq_model_bind_input(m, 0, frame.0.as_mut_ptr().cast(), 64), HCQ_ERR_OS);
     assert!(last().contains("AMD:SIM"), "{}", last());
+    assert_eq!(hcq_model_run(m), HCQ_OK, "{}", last());
     assert_eq!(hcq_model_close(m), HCQ_OK);
     let path = CString::new(chain100().to_str().unwrap()).unwrap();
     assert_ne!(hcq_model_load(d, path.as_ptr(), &mut m), HCQ_OK);

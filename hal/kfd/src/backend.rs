@@ -2,6 +2,7 @@
 //! launch list into core `HwQueue`s (PM4 execs on the compute queue, SDMA copies on the copy
 //! queue), and calls through the engine: the compute queue's captured IBs, the copy queue's ring.
 
+use crate::bind::{Bound, Recorded};
 use crate::device::AmdDevice;
 use crate::ib::RingIb;
 use crate::memory::{BufBus, GpuBuf, KfdPage, QueueDoorbell};
@@ -132,7 +133,7 @@ pub struct AmdBackend {
     max_private: u32,
     buffers: Vec<GpuBuf>,
     code: Vec<GpuBuf>,
-    kernargs: Vec<GpuBuf>,
+    pub(crate) kernargs: Vec<GpuBuf>,
     kernarg_off: u64,
     enc: Option<Arc<Pm4Encoder>>,
     sdma: Option<Arc<SdmaEncoder>>,
@@ -149,7 +150,11 @@ pub struct AmdBackend {
     timeout_ms: u32,
     block: Vec<u8>,
     /// Every copy launch's (destination, source, bytes), as recorded.
-    copies: Vec<(u64, u64, u64)>,
+    pub(crate) copies: Vec<(u64, u64, u64)>,
+    /// Every kernel launch's argument block and buffer arguments, as recorded (for binds).
+    pub(crate) recorded: Vec<Recorded>,
+    /// Ranges bound to caller memory (see `bind.rs`); dropped after the KFD queues.
+    pub(crate) binds: Vec<Bound>,
     /// `--profile`: every launch bracketed by GPU-clock timestamps (see `profile.rs`).
     pub(crate) profile: bool,
     /// The timestamp buffers (16 bytes a profiled launch).
@@ -189,6 +194,8 @@ impl AmdBackend {
             timeout_ms,
             block: Vec::new(),
             copies: Vec::new(),
+            recorded: Vec::new(),
+            binds: Vec::new(),
             profile: false,
             stamps: Vec::new(),
             profiled: Vec::new(),
@@ -264,7 +271,7 @@ impl AmdBackend {
         }
     }
 
-    fn settle(&self) -> Result<()> {
+    pub(crate) fn settle(&self) -> Result<()> {
         match &self.hcq {
             Some(h) => match h.synchronize() {
                 Err(e) if !matches!(e.root(), Error::DeviceHung { .. }) => Err(self.on_queue(e)),
@@ -516,6 +523,8 @@ impl Backend for AmdBackend {
         }
         // CAST: an offset inside a 64 KiB chunk.
         buf.bus().write_bytes(off as usize, &self.block)?;
+        let args = l.args.iter().zip(k.args()).map(|(&a, v)| (a, v.nbytes)).collect();
+        self.recorded.push(Recorded { chunk, off, args });
         let entry = program.entry;
         let stamps = if self.profile {
             Some(self.stamp_pair(EventKind::Program, k.name, u64::from(groups.iter().product::<u32>()))?)
@@ -660,6 +669,7 @@ impl Drop for AmdBackend {
             core::mem::forget(core::mem::take(&mut self.code));
             core::mem::forget(core::mem::take(&mut self.kernargs));
             core::mem::forget(core::mem::take(&mut self.stamps));
+            core::mem::forget(core::mem::take(&mut self.binds));
             return;
         }
         // Let the calls in flight finish, then stop the queues before their memory goes.
@@ -707,5 +717,15 @@ impl Capabilities for AmdBackend {
     }
     fn profiler(&self) -> Option<ProfilerRef> {
         self.hcq.clone().map(|h| h as ProfilerRef)
+    }
+    /// The caller's pages are registered with KFD as a `USERPTR` buffer object
+    /// ([`AmdBackend::bind_host`]).
+    unsafe fn bind_host(&mut self, view: ArgView, _current: Option<u64>, ptr: *mut u8) -> Result<Option<u64>> {
+        let own = self.buffer_addr(view.buffer as usize).unwrap_or(0) + view.offset;
+        let name = self.dev.name.clone();
+        // SAFETY: the caller's contract is bind_host's.
+        unsafe { AmdBackend::bind_host(self, own, view.nbytes, ptr) }
+            .map_err(|e| e.context(format!("device {name}")))?;
+        Ok((!ptr.is_null()).then_some(ptr as u64))
     }
 }

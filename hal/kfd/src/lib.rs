@@ -42,8 +42,15 @@
 //! With profiling ([`AmdBackend::set_profile`]) every launch is bracketed by two timestamps of
 //! the 100 MHz GPU clock (`RELEASE_MEM` of the clock counter; SDMA `TIMESTAMP`), recorded as
 //! profiler events after each call.
+//!
+//! [`AmdBackend::bind_host`] binds a range of a buffer (a model input) to the caller's memory:
+//! its pages registered with KFD as a `USERPTR` buffer object (GPU address = host address) and
+//! the argument blocks of the launches that use the range rewritten. The simulated KFD pins
+//! only pages it mapped itself (`Kfd::map_anonymous` with access), so on `AMD:SIM` other memory
+//! is refused with `EFAULT`, as a KFD that cannot pin it would.
 
 mod backend;
+mod bind;
 mod device;
 mod ib;
 mod memory;

@@ -189,3 +189,47 @@ fn copy_launches_run_on_the_sdma_queue_in_order_with_the_dispatches() {
     assert_eq!(allocs, 0);
     assert_eq!(r.output(1).unwrap(), want);
 }
+
+/// An input bound to caller memory (pages the process mapped with access: on the simulated KFD,
+/// only what it mapped itself) is a `USERPTR` buffer object the kernels read in place: a call
+/// gives `x + 100` for what the memory holds, a write there changes the next call's output,
+/// unbinding reads the model's own input again. Memory KFD cannot pin (a `Vec` of this process,
+/// which the simulated KFD does not reach) is `EFAULT`, and nothing changes.
+#[test]
+fn an_input_bound_to_user_pages_is_read_in_place_until_unbound() {
+    use hcq_amd::kfd::Kfd;
+    let model = amd_model("chain100");
+    let input = model.inputs[0].view;
+    let (sim, mut r) = load(&model);
+    let own = r.backend().buffer_addr(input.buffer as usize).unwrap() + input.offset;
+    let map = sim.map_anonymous(8192, true).unwrap();
+    // 256 bytes into the second page: an address inside a page, as a caller's array lies
+    // SAFETY: 4096 + 256 + 64 bytes lie inside the 8 KiB mapping.
+    let ptr = unsafe { map.ptr().as_ptr().add(4096 + 256) };
+    let put = |k: f32| {
+        let x: Vec<f32> = (0..16).map(|i| i as f32 + k).collect();
+        // SAFETY: 64 bytes inside the mapping; no call is in flight.
+        unsafe { std::ptr::copy_nonoverlapping(x.as_ptr().cast::<u8>(), ptr, 64) };
+    };
+    let want = |k: f32| -> Vec<u8> { (0..16).flat_map(|i| (i as f32 + k + 100.0).to_le_bytes()).collect() };
+    put(5.0);
+    // SAFETY: the mapping lives (and is only written between calls) until after the unbind.
+    unsafe { r.backend_mut().bind_host(own, 64, ptr) }.unwrap();
+    r.call().unwrap();
+    assert_eq!(r.output(0).unwrap(), want(5.0), "the kernels read the caller's memory");
+    put(-7.0);
+    r.call().unwrap();
+    assert_eq!(r.output(0).unwrap(), want(-7.0), "in place: a write there reaches the next call");
+    // SAFETY: back to the model's own memory.
+    unsafe { r.backend_mut().bind_host(own, 64, core::ptr::null_mut()) }.unwrap();
+    r.call().unwrap();
+    assert!(r.check().unwrap().ok, "unbound: the bundle's own input again");
+    let mut v = vec![0f32; 1024];
+    // SAFETY: refused before anything is bound; `v` outlives the call either way.
+    let e = unsafe { r.backend_mut().bind_host(own, 64, v.as_mut_ptr().cast()) }.unwrap_err();
+    assert!(matches!(e.root(), hcq::Error::Os { errno: 14, .. }), "{e}");
+    r.call().unwrap();
+    assert!(r.check().unwrap().ok, "nothing changed");
+    drop(r);
+    sim.munmap(map).unwrap();
+}
