@@ -351,6 +351,8 @@ enum Sem {
     VMem(u32),
     /// A VALU op with 64-bit operands: `Program::vw[k]`.
     VW(u32),
+    /// `Wmma` with its 256 dot products stepped together (`Cx::wmma_lanes`).
+    WmmaLanes(bool),
     Mem(MemOp),
     Bpermute,
 }
@@ -521,6 +523,7 @@ impl Program {
                     self.vmem.push(vmem::vmem(&i, m));
                     Some(Sem::VMem(nm))
                 }
+                Sem::Wmma(bf) => Some(Sem::WmmaLanes(bf)),
                 _ => None,
             };
             if let Some(f) = fast {
@@ -919,6 +922,7 @@ impl Cx<'_, '_> {
                 Sem::Vopd32(k) => self.vopd32::<N>(w, k),
                 Sem::C32(k) => self.c32::<N>(w, k),
                 Sem::VW(k) => self.vw::<N>(w, k),
+                Sem::WmmaLanes(bf) => self.wmma_lanes(w, step, bf)?,
                 Sem::VMem(k) => {
                     let p = self.p;
                     // PANIC: `resolve_lanes` numbers the accesses it pushes.
@@ -1276,6 +1280,80 @@ impl Cx<'_, '_> {
             for (r8, &x) in o.iter().enumerate() {
                 w.set_vgpr(d + r8 as u32, lane, x);
             }
+        }
+        self.st.lane_insts += 32;
+        Ok(())
+    }
+
+    /// [`Cx::wmma`] with its 8 × 32 dot products stepped through K together: each step's
+    /// 256 fmas in f64 where that rounds as libm's `fmaf` ([`valu::fma_wide`]), libm's for the
+    /// others — every dot product the same chain of `fmaf` as `wmma`'s, bit for bit.
+    fn wmma_lanes(&mut self, w: &mut Wave, step: &Step, bf: bool) -> Result<(), Fault> {
+        if w.lanes != 32 || w.exec() & 0xffff_ffff != 0xffff_ffff {
+            return Err(self.fault(step, None, 0, FaultKind::Lanes));
+        }
+        let i = &step.inst;
+        let (w0, w1) = (i.words[0], i.words[1]);
+        let (d, a, b, c) = (w0 & 0xff, (w1 & 0x1ff) - 256, ((w1 >> 9) & 0x1ff) - 256, (w1 >> 18) & 0x1ff);
+        let half = |x: u32| if bf { f32::from_bits(x << 16) } else { fp::h2f(x as u16) };
+        let elem = |w: &Wave, r0: u32, lane: usize, k: u32| half((w.vgpr(r0 + k / 2, lane) >> (16 * (k % 2))) & 0xffff);
+        let mut am = [[0f32; 16]; 16];
+        let mut bm = [[0f32; 16]; 16];
+        for r in 0..16 {
+            for k in 0..16 {
+                // CAST: k < 16.
+                am[r][k] = elem(w, a, r, k as u32);
+                bm[k][r] = elem(w, b, r, k as u32);
+            }
+        }
+        // acc[r8][lane]: row 2·r8 + lane/16, column lane%16 of D.
+        let mut acc = [[0f32; 32]; 8];
+        for (r8, row) in acc.iter_mut().enumerate() {
+            for (lane, x) in row.iter_mut().enumerate() {
+                // CAST: r8 < 8.
+                *x = if c >= 256 {
+                    f32::from_bits(w.vgpr(c - 256 + r8 as u32, lane))
+                } else {
+                    f32::from_bits(Self::src(w, c, lane, T::F32, i.literal) as u32)
+                };
+            }
+        }
+        // Each step from `cur` into `nxt`, then they trade places.
+        let mut other = [[0f32; 32]; 8];
+        let (mut cur, mut nxt) = (&mut acc, &mut other);
+        for k in 0..16 {
+            let mut hard = false;
+            // Lanes 0–15 take row 2·r8 of A, lanes 16–31 row 2·r8 + 1; lane l column l % 16 of B.
+            for r8 in 0..8 {
+                for h in 0..2 {
+                    let x = am[2 * r8 + h][k];
+                    for n in 0..16 {
+                        let (y, ok) = valu::fma_wide(x, bm[k][n], cur[r8][16 * h + n]);
+                        nxt[r8][16 * h + n] = y;
+                        hard |= !ok;
+                    }
+                }
+            }
+            if hard {
+                for r8 in 0..8 {
+                    for h in 0..2 {
+                        let x = am[2 * r8 + h][k];
+                        for n in 0..16 {
+                            let (y, s) = (bm[k][n], cur[r8][16 * h + n]);
+                            if !valu::fma_wide(x, y, s).1 {
+                                nxt[r8][16 * h + n] = libm::fmaf(x, y, s);
+                            }
+                        }
+                    }
+                }
+            }
+            core::mem::swap(&mut cur, &mut nxt);
+        }
+        // 16 steps: the last wrote into `acc`'s partner and the swap brought it back to `cur`.
+        for (r8, row) in cur.iter().enumerate() {
+            // CAST: an 8-bit register number, wrapping as `set_vgpr` does.
+            let r = (d as u8).wrapping_add(r8 as u8);
+            lanes::write::<32>(w, r, u64::MAX, &core::array::from_fn(|l| row[l].to_bits()));
         }
         self.st.lane_insts += 32;
         Ok(())

@@ -172,6 +172,26 @@ fn valu_inst(r: &mut Rng) -> [u32; 3] {
     }
 }
 
+/// One random VOP3P instruction (packed 16-bit math, fma_mix, WMMA): registers among v0–v15,
+/// op_sel / op_sel_hi / neg bits random; WMMA's A and B in VGPRs, C a VGPR or 0.
+fn vop3p_inst(r: &mut Rng) -> [u32; 3] {
+    let o = r.op(tables::VOP3P);
+    let wmma = o.name.starts_with("v_wmma");
+    let v = |r: &mut Rng| 256 + r.below(if wmma { 9 } else { 8 });
+    let (a, b) = if wmma || r.chance(60) { (v(r), v(r)) } else { (src(r), src(r)) };
+    let c = if wmma && r.chance(30) {
+        128
+    } else if wmma || r.chance(60) {
+        v(r)
+    } else {
+        src(r)
+    };
+    let d = r.below(if wmma { 9 } else { 8 });
+    let w0 = 0xcc << 24 | u32::from(o.op) << 16 | r.below(1 << 7) << 8 | rare(r, 5) << 15 | d;
+    let w1 = r.below(8) << 29 | r.below(4) << 27 | c << 18 | b << 9 | a;
+    [w0, w1, value(r)]
+}
+
 /// One random vector memory instruction (global, flat, scratch, LDS; every opcode of their
 /// tables), its registers among v0–v7, global's base SGPR pair s[0:1], s[2:3] or none.
 fn mem_inst(r: &mut Rng) -> [u32; 3] {
@@ -353,14 +373,15 @@ fn differ(a: &Wave, b: &Wave, n: usize, nans: bool) -> Option<String> {
     None
 }
 
-/// `trials` random instructions from `gen`, each on a few random states, both ways.
+/// `trials` random instructions from `inst`, each on 4 random states, both ways: the states run
+/// and the programs that took a lane path.
 fn differential<const N: usize>(
     seed: u64,
     nans: bool,
     trials: usize,
     mut inst: impl FnMut(&mut Rng) -> [u32; 3],
     mem: bool,
-) -> usize {
+) -> (usize, usize) {
     let mut r = Rng(seed, nans);
     let (mut ran, mut lanes) = (0, 0);
     for _ in 0..trials {
@@ -376,11 +397,9 @@ fn differential<const N: usize>(
             }
             (a, b) => panic!("{}: loads differ: {:?} / {:?}", Text(&i), a.err(), b.err()),
         };
-        lanes += usize::from(
-            fast.steps
-                .iter()
-                .any(|s| matches!(s.sem, Sem::V32(_) | Sem::Vopd32(_) | Sem::C32(_) | Sem::VMem(_) | Sem::VW(_))),
-        );
+        lanes += usize::from(fast.steps.iter().any(|s| {
+            matches!(s.sem, Sem::V32(_) | Sem::Vopd32(_) | Sem::C32(_) | Sem::VMem(_) | Sem::VW(_) | Sem::WmmaLanes(_))
+        }));
         for _ in 0..4 {
             let mut w0 = wave::<N>(&mut r);
             let (m0, l0) =
@@ -408,26 +427,33 @@ fn differential<const N: usize>(
             ran += 1;
         }
     }
-    // Most of what loads takes a lane path.
-    assert!(2 * lanes > ran / 4, "{lanes} of {} programs on the lane paths", ran / 4);
-    ran
+    (ran, lanes)
 }
 
 /// Without NaN operands, bit for bit; with them, any NaN where two NaNs meet.
 #[test]
 fn lane_paths_compute_what_the_per_lane_paths_compute_wave32() {
-    let ran = differential::<32>(0x5eed_0001, false, 30_000, valu_inst, false);
-    assert!(ran > 30_000, "{ran} states ran");
-    let ran = differential::<32>(0x5eed_0011, true, 30_000, valu_inst, false);
-    assert!(ran > 30_000, "{ran} states ran");
+    let (ran, lanes) = differential::<32>(0x5eed_0001, false, 30_000, valu_inst, false);
+    assert!(ran > 30_000 && 2 * lanes > ran / 4, "{ran} states ran, {lanes} programs on the lane paths");
+    let (ran, lanes) = differential::<32>(0x5eed_0011, true, 30_000, valu_inst, false);
+    assert!(ran > 30_000 && 2 * lanes > ran / 4, "{ran} states ran, {lanes} programs on the lane paths");
 }
 
 #[test]
 fn lane_paths_compute_what_the_per_lane_paths_compute_wave64() {
-    let ran = differential::<64>(0x5eed_0002, false, 15_000, valu_inst, false);
-    assert!(ran > 15_000, "{ran} states ran");
-    let ran = differential::<64>(0x5eed_0012, true, 15_000, valu_inst, false);
-    assert!(ran > 15_000, "{ran} states ran");
+    let (ran, lanes) = differential::<64>(0x5eed_0002, false, 15_000, valu_inst, false);
+    assert!(ran > 15_000 && 2 * lanes > ran / 4, "{ran} states ran, {lanes} programs on the lane paths");
+    let (ran, lanes) = differential::<64>(0x5eed_0012, true, 15_000, valu_inst, false);
+    assert!(ran > 15_000 && 2 * lanes > ran / 4, "{ran} states ran, {lanes} programs on the lane paths");
+}
+
+/// Packed math, fma_mix and WMMA (each of its dot products the same chain of fmas).
+#[test]
+fn lane_paths_run_vop3p_as_the_per_lane_paths_do() {
+    let (ran, lanes) = differential::<32>(0x5eed_0301, false, 20_000, vop3p_inst, false);
+    assert!(ran > 20_000 && lanes > 100, "{ran} states ran, {lanes} WMMA programs");
+    let (ran, lanes) = differential::<32>(0x5eed_0302, true, 20_000, vop3p_inst, false);
+    assert!(ran > 20_000 && lanes > 100, "{ran} states ran, {lanes} WMMA programs");
 }
 
 /// Loads and stores of every width and extension, in every space, over addresses in and out of
@@ -435,10 +461,10 @@ fn lane_paths_compute_what_the_per_lane_paths_compute_wave64() {
 #[test]
 fn lane_paths_access_memory_as_the_per_lane_paths_do() {
     for seed in 0..2 {
-        let ran = differential::<32>(0x5eed_0100 + seed, true, 20_000, mem_inst, true);
-        assert!(ran > 20_000, "{ran} states ran");
-        let ran = differential::<64>(0x5eed_0200 + seed, true, 10_000, mem_inst, true);
-        assert!(ran > 10_000, "{ran} states ran");
+        let (ran, lanes) = differential::<32>(0x5eed_0100 + seed, true, 20_000, mem_inst, true);
+        assert!(ran > 20_000 && 2 * lanes > ran / 4, "{ran} states ran, {lanes} programs on the lane paths");
+        let (ran, lanes) = differential::<64>(0x5eed_0200 + seed, true, 10_000, mem_inst, true);
+        assert!(ran > 10_000 && 2 * lanes > ran / 4, "{ran} states ran, {lanes} programs on the lane paths");
     }
 }
 
