@@ -338,6 +338,32 @@ fn fma_lanes<const N: usize>(r: &mut [u32; N], a: &[u32; N], b: &[u32; N], c: &[
     }
 }
 
+/// A lane function with a carry-out over the source arrays into `r` (its mask bit of `min`):
+/// the carry-out of every lane.
+#[inline(always)]
+fn carries<const N: usize>(
+    r: &mut [u32; N],
+    a: &[u32; N],
+    b: &[u32; N],
+    c: &[u32; N],
+    min: u64,
+    f: impl Fn(u64, u64, u64, bool) -> (u64, bool),
+) -> u64 {
+    let mut co = 0u64;
+    for h in 0..N.div_ceil(32) {
+        let mut half = 0u32;
+        for k in 0..32.min(N) {
+            let l = 32 * h + k;
+            let (x, o) = f(a[l].into(), b[l].into(), c[l].into(), lane_mask(min, l) != 0);
+            // CAST: a 32-bit result.
+            r[l] = x as u32;
+            half |= if o { BIT[k] } else { 0 };
+        }
+        co |= u64::from(half) << (32 * h);
+    }
+    co
+}
+
 /// Lane function `l` over the source arrays into `r`; the carry-out of every lane.
 #[inline(always)]
 fn compute<const N: usize>(l: L, a: &[u32; N], b: &[u32; N], c: &[u32; N], min: u64, r: &mut [u32; N]) -> u64 {
@@ -443,8 +469,19 @@ fn compute<const N: usize>(l: L, a: &[u32; N], b: &[u32; N], c: &[u32; N], min: 
                 r[k] = (b[k] & m) | (a[k] & !m);
             }
         }
+        L::AddCo | L::SubCo | L::SubrevCo | L::AddCoCi | L::SubCoCi | L::SubrevCoCi => {
+            macro_rules! carry {
+                ($($v:ident),*) => {
+                    match l {
+                        $(L::$v => return carries(r, a, b, c, min, |x, y, z, m| valu::eval(L::$v, x, y, z, m)),)*
+                        _ => {}
+                    }
+                };
+            }
+            carry!(AddCo, SubCo, SubrevCo, AddCoCi, SubCoCi, SubrevCoCi);
+        }
         _ => {
-            // Everything else, carries included: the lane function as it is.
+            // Everything else: the lane function as it is.
             let mut co = 0u64;
             for k in 0..N {
                 let (x, o) = valu::eval(l, a[k].into(), b[k].into(), c[k].into(), min >> k & 1 == 1);

@@ -1286,8 +1286,8 @@ impl Cx<'_, '_> {
     }
 
     /// [`Cx::wmma`] with its 8 × 32 dot products stepped through K together: each step's
-    /// 256 fmas in f64 where that rounds as libm's `fmaf` ([`valu::fma_wide`]), libm's for the
-    /// others — every dot product the same chain of `fmaf` as `wmma`'s, bit for bit.
+    /// 256 fmas in f64 where that rounds as libm's `fmaf` ([`valu::fma_wide_exact`]), libm's
+    /// for the others — every dot product the same chain of `fmaf` as `wmma`'s, bit for bit.
     fn wmma_lanes(&mut self, w: &mut Wave, step: &Step, bf: bool) -> Result<(), Fault> {
         if w.lanes != 32 || w.exec() & 0xffff_ffff != 0xffff_ffff {
             return Err(self.fault(step, None, 0, FaultKind::Lanes));
@@ -1328,7 +1328,7 @@ impl Cx<'_, '_> {
                 for h in 0..2 {
                     let x = am[2 * r8 + h][k];
                     for n in 0..16 {
-                        let (y, ok) = valu::fma_wide(x, bm[k][n], cur[r8][16 * h + n]);
+                        let (y, ok) = valu::fma_wide_exact(x, bm[k][n], cur[r8][16 * h + n]);
                         nxt[r8][16 * h + n] = y;
                         hard |= !ok;
                     }
@@ -1340,7 +1340,7 @@ impl Cx<'_, '_> {
                         let x = am[2 * r8 + h][k];
                         for n in 0..16 {
                             let (y, s) = (bm[k][n], cur[r8][16 * h + n]);
-                            if !valu::fma_wide(x, y, s).1 {
+                            if !valu::fma_wide_exact(x, y, s).1 {
                                 nxt[r8][16 * h + n] = libm::fmaf(x, y, s);
                             }
                         }

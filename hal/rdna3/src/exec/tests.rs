@@ -502,12 +502,25 @@ fn r_sign(x: f32) -> bool {
 #[test]
 fn the_wide_fma_rounds_as_libm_does() {
     let mut r = Rng(0x5eed_0003, true);
-    let mut fallback = 0;
-    for k in 0..1_000_000 {
-        let (a, b, c) = if k % 2 == 0 {
-            hard_fma(&mut r)
-        } else {
-            (f32::from_bits(value(&mut r)), f32::from_bits(value(&mut r)), f32::from_bits(value(&mut r)))
+    let (mut fallback, mut exact) = (0, 0);
+    // A finite half (WMMA's operands).
+    let half = |r: &mut Rng| {
+        // CAST: random bits of a half, its exponent below 31.
+        let h = r.next() as u16;
+        fp::h2f(if h & 0x7c00 == 0x7c00 { h & 0xbfff } else { h })
+    };
+    for k in 0..1_200_000 {
+        let (a, b, c) = match k % 3 {
+            0 => hard_fma(&mut r),
+            1 => (f32::from_bits(value(&mut r)), f32::from_bits(value(&mut r)), f32::from_bits(value(&mut r))),
+            // A product of halves onto a sum of a few.
+            _ => {
+                let mut c = 0f32;
+                for _ in 0..r.below(6) {
+                    c = libm::fmaf(half(&mut r), half(&mut r), c);
+                }
+                (half(&mut r), half(&mut r), c)
+            }
         };
         let want = libm::fmaf(a, b, c);
         let (w, ok) = valu::fma_wide(a, b, c);
@@ -515,8 +528,15 @@ fn the_wide_fma_rounds_as_libm_does() {
         if ok {
             assert_eq!(w.to_bits(), want.to_bits(), "fma({a:e}, {b:e}, {c:e}) = {want:e}, wide {w:e}");
         }
+        let (w, ok_exact) = valu::fma_wide_exact(a, b, c);
+        exact += usize::from(ok_exact && !ok);
+        if ok_exact {
+            assert_eq!(w.to_bits(), want.to_bits(), "fma({a:e}, {b:e}, {c:e}) = {want:e}, wide (exact) {w:e}");
+        }
         assert_eq!(valu::fmaf(a, b, c).to_bits(), want.to_bits());
     }
-    // The halfway and subnormal cases are there, and most lanes still take the wide path.
+    // The halfway and subnormal cases are there, and most lanes still take the wide path; exact
+    // halfway sums (of halves) are there.
     assert!(fallback > 1000 && fallback < 500_000, "{fallback} fallbacks");
+    assert!(exact > 1000, "{exact} exact halfway sums");
 }

@@ -740,12 +740,22 @@ pub fn cmp(c: Cond, t: T, signed: bool, a: u64, b: u64) -> bool {
 /// exponent inside f64's normal range — rounded once to f64, then to f32; and whether that f32 is
 /// the correctly rounded fma. It is unless the f64 sum is a NaN (whose payload libm's fma
 /// chooses), an f32 subnormal (the check below is for the normal binades' halfway points), or
-/// exactly halfway between two f32 (bits 28..0 = 1 << 28) without being exact: every halfway
-/// point of f32 is an f64, so a sum rounded to the nearest f64 that is not one lies on the same
-/// side of all of them as the exact value, and f32 rounding of the two agrees; an exact sum is
-/// rounded once. (libm's `fma_wide_round` tests the same, and exactness the same way.)
+/// exactly halfway between two f32 (bits 28..0 = 1 << 28): every halfway point of f32 is an
+/// f64, so a sum rounded to the nearest f64 that is not one lies on the same side of all of them
+/// as the exact value, and f32 rounding of the two agrees.
 #[inline(always)]
 pub fn fma_wide(a: f32, b: f32, c: f32) -> (f32, bool) {
+    let s = f64::from(a) * f64::from(b) + f64::from(c);
+    let normal = s.abs() >= f64::from(f32::MIN_POSITIVE) || s == 0.0;
+    // CAST: f64 → f32 rounds to nearest, ties to even.
+    (s as f32, normal && s.to_bits() & 0x1fff_ffff != 0x1000_0000)
+}
+
+/// [`fma_wide`] that also takes a halfway sum when it is exact (then rounded once: libm's
+/// `fma_wide_round` tests the same, and exactness the same way): sums of products of halves
+/// (WMMA's), whose few significant bits often land on a halfway point exactly.
+#[inline(always)]
+pub fn fma_wide_exact(a: f32, b: f32, c: f32) -> (f32, bool) {
     let (p, c) = (f64::from(a) * f64::from(b), f64::from(c));
     let s = p + c;
     let normal = s.abs() >= f64::from(f32::MIN_POSITIVE) || s == 0.0;
