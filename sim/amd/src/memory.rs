@@ -791,7 +791,50 @@ impl MemView {
 
     /// `Memory::gather_dwords` of `K` dwords a lane.
     #[inline(always)]
-    fn gather<const K: usize>(&self, addrs: &[u64], exec: u64, out: &mut [u32]) -> Result<(), usize> {
+    fn gather<const K: usize>(&mut self, addrs: &[u64], exec: u64, out: &mut [u32]) -> Result<(), usize> {
+        let lanes = addrs.len();
+        // CAST: K ≤ 4.
+        let bytes = 4 * K as u64;
+        // Every lane aligned and inside one mapped allocation (the usual wave): its words loaded
+        // without a check per lane.
+        let (mut lo, mut hi, mut odd) = (u64::MAX, 0u64, 0u64);
+        let mut e = exec;
+        while e != 0 {
+            // CAST: a lane < 64.
+            let l = e.trailing_zeros() as usize;
+            e &= e - 1;
+            let a = addrs.get(l).copied().unwrap_or(u64::MAX);
+            (lo, hi, odd) = (lo.min(a), hi.max(a), odd | a);
+        }
+        if exec != 0
+            && odd & 3 == 0
+            && let Some(end) = hi.checked_add(bytes)
+            && let Some((r, _)) = self.one(lo, (end - lo) as usize)
+        {
+            let words = r.words();
+            let mut e = exec;
+            while e != 0 {
+                // CAST: a lane < 64.
+                let l = e.trailing_zeros() as usize;
+                e &= e - 1;
+                // CAST: an offset inside the allocation, whose words fit a usize.
+                let o = ((addrs.get(l).copied().unwrap_or(lo) - r.va) / 4) as usize;
+                if let Some(w) = words.get(o..o + K) {
+                    for (k, w) in w.iter().enumerate() {
+                        if let Some(x) = out.get_mut(k * lanes + l) {
+                            *x = w.load(Ordering::Acquire);
+                        }
+                    }
+                }
+            }
+            return Ok(());
+        }
+        self.gather_lanes::<K>(addrs, exec, out)
+    }
+
+    /// `gather` lane by lane.
+    #[inline(always)]
+    fn gather_lanes<const K: usize>(&self, addrs: &[u64], exec: u64, out: &mut [u32]) -> Result<(), usize> {
         let lanes = addrs.len();
         // Borrowed, not cloned: the threads of a dispatch would share the count's cache line.
         let space: &Space = &self.space;

@@ -100,11 +100,14 @@ fn a_gather_is_its_lanes_byte_reads() {
         (0..4096 + 98 + 8).map(|o| 0x10_0000 + o).chain([0x10_2ffc, 0x10_3000, 0x10_3004, 0x0, u64::MAX - 7]).collect();
     for trial in 0..3000 {
         let lanes = if trial % 2 == 0 { 32 } else { 64 };
+        // Every fourth wave all aligned inside the first allocation, its last words included.
+        let inside = trial % 4 == 3;
         let addrs: Vec<u64> = (0..lanes)
             .map(|_| {
                 let r = next();
-                match r % 10 {
+                match if inside { 0 } else { r % 10 } {
                     // Aligned inside the first allocation, now and then anywhere in the pool.
+                    0..=6 if inside && r % 5 == 0 => 0x10_1000 - 4 * (1 + (r >> 8) % 4),
                     0..=6 => 0x10_0000 + (r >> 8) % 1024 * 4,
                     7 => 0x10_1000 + (r >> 8) % 25 * 4,
                     _ => pool[(r >> 8) as usize % pool.len()],
