@@ -39,6 +39,9 @@
 #   TG_VDEV        QCOM (default) or AMD: which virtual device; logs are named $file.$TG_VDEV.log.
 #                  AMD needs a libLLVM of 18 or newer where tinygrad looks (apt-get install libllvm19;
 #                  or LLVM_PATH=/path/to/libLLVM.so), else SKIP
+#   TG_WAIT_MS     AMD: tinygrad's HCQ signal timeout there (HCQDEV_WAIT_TIMEOUT_MS, default 600000:
+#                  the interpreter runs a kernel of millions of wave instructions per wave for tens of
+#                  seconds)
 #   HCQ_VKGSL_LIB  default target/release/libhcq_vkgsl.so, built here when missing
 #   TG_EXTRA_SRC   a checkout of tinygrad at the tests' commit (see ../shared/reference/tinygrad/SOURCES.md):
 #                  its examples/ and extra/ are copied beside test/ in TG_RUN_DIR (never into the
@@ -62,10 +65,14 @@ VENV="${TG_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/hcq/tg-venv-tinygrad0.14.0-torc
 . "$ROOT/tools/tg_venv.sh"
 tg_venv "$VENV" torch==2.9.1 numpy==2.4.6 pytest==9.2.0 hypothesis==6.170.17 || skip "$TG_VENV_ERROR"
 VDEV="${TG_VDEV:-QCOM}"
+VEXTRA=()
 case "$VDEV" in
   QCOM) VDEVSTR=QCOM:IR3; VNAME="the virtual A630" ;;
   AMD)
     VDEVSTR=AMD:LLVM; VNAME="the virtual gfx1100"
+    # tinygrad gives an HCQ signal 30 s; one kernel of test_ops' masked_select (r_320_16_320_320_20:
+    # 3.3e9 wave instructions, a few ms on a 7900 XTX) takes the RDNA3 interpreter about 40 s here
+    VEXTRA=("HCQDEV_WAIT_TIMEOUT_MS=${TG_WAIT_MS:-600000}")
     # tinygrad's AMD LLVM compiler loads the newest libLLVM it finds and needs 18+ (amdgcn intrinsics)
     llvm18=""
     for f in /usr/lib/*/libLLVM-{18,19,20,21}.so* /usr/lib/*/libLLVM.so.{18,19,20,21}*; do
@@ -196,7 +203,7 @@ for f in "${files[@]}"; do
     t0=$(date +%s)
     set +e
     if [ "$dev" = "$VDEV" ]; then
-      (cd "$RUN" && env "${FLAGS[@]}" LD_PRELOAD="$LIB" DEV="$VDEVSTR" timeout "$TIMEOUT" "$PY" -m pytest -q -p no:cacheprovider -rA "${ids[@]}" >"$log" 2>&1)
+      (cd "$RUN" && env "${FLAGS[@]}" "${VEXTRA[@]}" LD_PRELOAD="$LIB" DEV="$VDEVSTR" timeout "$TIMEOUT" "$PY" -m pytest -q -p no:cacheprovider -rA "${ids[@]}" >"$log" 2>&1)
     else
       (cd "$RUN" && env "${FLAGS[@]}" DEV=CPU timeout "$TIMEOUT" "$PY" -m pytest -q -p no:cacheprovider -rA "${ids[@]}" >"$log" 2>&1)
     fi
