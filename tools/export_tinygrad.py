@@ -6,6 +6,8 @@ optionally AArch64 objects rebuilt from the same C source, optionally Adreno 630
 IR3 renderer and Mesa's ir3 compiler from the `tinymesa` package; see tools/adreno_a630.py), the buffers' starting bytes, the
 launch list of one forward pass and the outputs tinygrad computed. `--amd` adds AMD gfx1100 code objects (tinygrad's AMD LLVM
 renderer, `AMD_LLVM=1`, on the system's libLLVM; see tools/amd_gfx1100.py) as a second graph (`target: "amd"`, version 2).
+`--qcom-jit` and `--amd-jit` instead capture tinygrad's own JIT on its QCOM or AMD device (under `hcq virtual --`, the virtual
+Adreno 630 or gfx1100; tools/qcom_capture.py, tools/amd_capture.py, their shared part tools/hcq_jit.py).
 
 A model file defines `build(seed)` (or `build()`) returning `(fn, example_inputs)`: `fn` takes Tensors and returns a Tensor or
 a tuple/list of Tensors, `example_inputs` is a list of realized Tensors. The model is wrapped in TinyJit and called 4 times
@@ -16,8 +18,11 @@ Usage: python tools/export_tinygrad.py --model tools/models/mlp.py -o OUTDIR [--
        [--amd] [--seed N] [--name NAME] [--threads N] [--json]
        hcq vkgsl -- python tools/export_tinygrad.py (--model M.py [--no-prune] [--cpu-graph] | --pickle X_tinygrad.pkl) --qcom-jit
        -o OUTDIR [--json]
+       hcq virtual -- python tools/export_tinygrad.py (--model M.py [--no-prune] [--cpu-graph] | --pickle X_tinygrad.pkl) --amd-jit
+       -o OUTDIR [--json]
 
-`--qcom-jit --model` builds the JIT as openpilot's compile3.py does, TinyJit(prune=True); `--no-prune` keeps every kernel. The
+`--qcom-jit --model` and `--amd-jit --model` build the JIT as openpilot's compile3.py does, TinyJit(prune=True); `--no-prune`
+keeps every kernel. The
 export's phases and wall time are printed on stderr (`export_tinygrad: time: ...`); `--json` adds one JSON line (counts, phases,
 wall time) as the last line of stdout.
 
@@ -39,7 +44,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from adreno_a630 import AdrenoError, AdrenoExporter, finish_signature  # noqa: E402 (imports tinygrad only when used)
+import hcq_jit  # noqa: E402 (--qcom-jit, --amd-jit, --pickle: what the two share; imports tinygrad only when used)
 import qcom_capture  # noqa: E402 (--qcom-jit, --pickle; imports tinygrad only when used)
+import amd_capture  # noqa: E402 (--amd-jit; imports tinygrad only when used)
 from amd_gfx1100 import AmdError, AmdExporter, amd_graph  # noqa: E402 (--amd; imports tinygrad only when used)
 
 FORMAT, VERSION = "tg-cpu-bundle", 1
@@ -72,7 +79,8 @@ def parse_args(argv):
   ap = argparse.ArgumentParser(description="Export a TinyJit-captured tinygrad 0.14 model to a tg-cpu-bundle v1 directory.")
   src = ap.add_mutually_exclusive_group(required=True)
   src.add_argument("--model", help="Python file defining build() -> (fn, example_inputs)")
-  src.add_argument("--pickle", help="a pickled TinyJit (openpilot's compile3.py *_tinygrad.pkl, tinygrad 0.14.0, DEV=QCOM); implies --qcom-jit")
+  src.add_argument("--pickle", help="a pickled TinyJit (openpilot's compile3.py *_tinygrad.pkl, tinygrad 0.14.0): DEV=QCOM (implies "
+                                     "--qcom-jit) or, with --amd-jit, DEV=AMD")
   ap.add_argument("-o", "--out", required=True, help="output directory (created; must be empty if it exists)")
   ap.add_argument("--x86-level", default="x86-64-v2",
                   help="-march level for the x86-64 objects (default x86-64-v2; 'native' gives a non-portable bundle)")
@@ -85,13 +93,16 @@ def parse_args(argv):
   ap.add_argument("--qcom-jit", action="store_true",
                   help="capture tinygrad's own QCOM JIT (IR3) on a KGSL device, e.g. the virtual one of `hcq vkgsl -- python ...`, with the "
                        "flags of the environment (default FLOAT16=1 IMAGE=1 NOLOCALS=1 JIT_BATCH_SIZE=0)")
+  ap.add_argument("--amd-jit", action="store_true",
+                  help="capture tinygrad's own AMD JIT (DEV=AMD:LLVM, formerly AMD_LLVM=1) on a KFD device, e.g. the virtual gfx1100 of "
+                       "`hcq virtual -- python ...`, with the JIT flags of the environment")
   ap.add_argument("--cpu-graph", action="store_true",
-                  help="with --qcom-jit --model: also export the model on tinygrad's CPU device (same seed) as the bundle's `cpu` graph, "
+                  help="with --qcom-jit/--amd-jit --model: also export the model on tinygrad's CPU device (same seed) as the bundle's `cpu` graph, "
                        "sharing the inputs, outputs and the weight files whose bytes are equal")
   ap.add_argument("--seed", type=int, default=0, help="seed passed to build() and used for the capture-call inputs (default 0)")
   ap.add_argument("--name", help="model name in the manifest (default: the model's NAME, else the file name)")
   ap.add_argument("--no-prune", action="store_true",
-                  help="with --qcom-jit --model: capture every kernel of the call (TinyJit without prune), including those that do not "
+                  help="with --qcom-jit/--amd-jit --model: capture every kernel of the call (TinyJit without prune), including those that do not "
                        "depend on the inputs; by default the JIT is built as openpilot's compile3.py builds it, TinyJit(prune=True), "
                        "which runs those once at capture and keeps their results as weights")
   ap.add_argument("--json", action="store_true",
@@ -102,11 +113,14 @@ def parse_args(argv):
   a = ap.parse_args(argv)
   if not re.fullmatch(r"[A-Za-z0-9_.+-]+", a.x86_level): ap.error(f"--x86-level: bad value {a.x86_level!r}")
   if a.threads < 1: ap.error("--threads must be >= 1")
-  if a.pickle: a.qcom_jit = True
-  if a.cpu_graph and not (a.qcom_jit and a.model): ap.error("--cpu-graph needs --qcom-jit and --model")
-  if a.no_prune and not (a.qcom_jit and a.model): ap.error("--no-prune needs --qcom-jit and --model (a pickle holds its JIT as made)")
-  if a.qcom_jit and (a.aarch64 or a.adreno or a.amd):
-    ap.error("--qcom-jit records tinygrad's own QCOM programs; --aarch64/--adreno/--amd do not apply")
+  if a.qcom_jit and a.amd_jit: ap.error("--qcom-jit and --amd-jit capture different devices; give one")
+  if a.pickle and not a.amd_jit: a.qcom_jit = True
+  jit = "--amd-jit" if a.amd_jit else "--qcom-jit"
+  if a.cpu_graph and not ((a.qcom_jit or a.amd_jit) and a.model): ap.error("--cpu-graph needs --qcom-jit or --amd-jit, and --model")
+  if a.no_prune and not ((a.qcom_jit or a.amd_jit) and a.model):
+    ap.error("--no-prune needs --qcom-jit or --amd-jit, and --model (a pickle holds its JIT as made)")
+  if (a.qcom_jit or a.amd_jit) and (a.aarch64 or a.adreno or a.amd):
+    ap.error(f"{jit} records tinygrad's own programs; --aarch64/--adreno/--amd do not apply")
   return a
 
 
@@ -179,12 +193,12 @@ class Exporter:
     import tinygrad
     from tinygrad import Tensor, TinyJit, dtypes
     from tinygrad.device import MultiBuffer
-    from tinygrad.uop.ops import Ops
+    from tinygrad.uop.ops import Ops, UOp
     from tinygrad.engine.realize import resolve_params
     from tinygrad.engine.jit import _prepare_jit_inputs
     from tinygrad.helpers import ansistrip
     self.np, self.Tensor, self.TinyJit, self.dtypes = np, Tensor, TinyJit, dtypes
-    self.MultiBuffer, self.Ops = MultiBuffer, Ops
+    self.MultiBuffer, self.Ops, self.UOp = MultiBuffer, Ops, UOp
     self.resolve_params, self.prepare_jit_inputs, self.ansistrip = resolve_params, _prepare_jit_inputs, ansistrip
     self.args = args
     version = getattr(tinygrad, "__version__", None)
@@ -269,6 +283,9 @@ class Exporter:
     rng = np.random.default_rng([self.args.seed, 1 + call])
     out = []
     for t in example:
+      if not isinstance(t, Tensor):  # a bound Variable: the same value in every call
+        out.append(t)
+        continue
       a = t.numpy()
       if self.dtypes.is_float(t.dtype): a = rng.standard_normal(a.shape).astype(a.dtype)
       out.append(Tensor(a.copy(), device=t.device).realize())
@@ -282,9 +299,12 @@ class Exporter:
     fn, example = mod.build(self.args.seed) if len(params) >= 1 else mod.build()
     example = list(example)
     PHASES.mark("build")
-    if not example or not all(isinstance(t, Tensor) for t in example):
-      raise ExportError("build() must return (fn, example_inputs) with a non-empty list of Tensors")
+    bound_var = lambda t: isinstance(t, self.UOp) and t.is_bound_var  # noqa: E731
+    if not any(isinstance(t, Tensor) for t in example) or not all(isinstance(t, Tensor) or bound_var(t) for t in example):
+      raise ExportError("build() must return (fn, example_inputs) with a non-empty list of Tensors (and bound Variables, "
+                        "Variable(name, lo, hi).bind(value), whose values the bundle then keeps)")
     for i, t in enumerate(example):
+      if not isinstance(t, Tensor): continue
       t.realize()
       if not isinstance(t.device, str) or not t.device.startswith(self.DEVICE):
         raise ExportError(f"example input {i} is on {t.device}, not {self.DEVICE} (realize it on {self.DEVICE})")
@@ -300,7 +320,8 @@ class Exporter:
 
   def run_jit(self, jit, example):
     np, Tensor = self.np, self.Tensor
-    example_bytes = [t.numpy().tobytes() for t in example]
+    tensors = [t for t in example if isinstance(t, Tensor)]  # the rest: bound Variables, whose values the launches keep
+    example_bytes = [t.numpy().tobytes() for t in tensors]
     for call in range(CAPTURE_CALLS): self.call_jit(jit, self.capture_inputs(example, call))
     PHASES.mark("capture")
     captured = jit.captured
@@ -309,12 +330,13 @@ class Exporter:
 
     # the final call's inputs, resolved exactly as TinyJit resolves them
     input_uops, var_vals, _, _ = self.prepare_jit_inputs(tuple(example), {})
-    if len(input_uops) != len(example): raise ExportError("an example input is not a plain realized buffer")
+    if len(input_uops) != len(tensors): raise ExportError("an example input is not a plain realized buffer")
+    self.var_vals = dict(var_vals)
     if any(u in captured._written_uops for u in input_uops):
       raise ExportError("the model writes to one of its inputs (TinyJit copies such inputs); not representable in a bundle")
     input_bufs = [u.buffer for u in input_uops]
     inputs = []
-    for i, (t, b) in enumerate(zip(example, input_bufs)):
+    for i, (t, b) in enumerate(zip(tensors, input_bufs)):
       v = self.input_view(b, f"input {i}")
       inputs.append({**v, "index": i, "shape": list(t.shape)})
 
@@ -534,7 +556,8 @@ def main(argv=None) -> int:
   args = parse_args(sys.argv[1:] if argv is None else argv)
   try:
     if os.path.isdir(args.out) and os.listdir(args.out): raise ExportError(f"output directory {args.out} is not empty")
-    if args.qcom_jit: return main_qcom(args)
+    if args.qcom_jit: return main_jit(args, QCOM_JIT)
+    if args.amd_jit: return main_jit(args, AMD_JIT)
     setup_environment(args)
     mod = load_model(args.model)
     name = args.name or getattr(mod, "NAME", None) or os.path.splitext(os.path.basename(args.model))[0]
@@ -584,18 +607,28 @@ def print_json(args, name, programs, launches, buffers, extra=None):
   print(json.dumps(out), flush=True)
 
 
-def main_qcom(args) -> int:
-  """--qcom-jit / --pickle: tinygrad's own QCOM JIT on a KGSL device (tools/qcom_capture.py)."""
+class JitBackend:
+  """One device whose own TinyJit `--qcom-jit` / `--amd-jit` capture: its module (setup, exporter class) and how it is named."""
+  def __init__(self, flag, device, module, setup):
+    self.flag, self.device, self.module, self.setup = flag, device, module, setup
+
+
+QCOM_JIT = JitBackend("--qcom-jit", "QCOM", qcom_capture, qcom_capture.setup_qcom_environment)
+AMD_JIT = JitBackend("--amd-jit", "AMD", amd_capture, amd_capture.setup_amd_environment)
+
+
+def main_jit(args, be: JitBackend) -> int:
+  """--qcom-jit / --amd-jit / --pickle: tinygrad's own JIT on its QCOM (KGSL) or AMD (KFD) device (tools/hcq_jit.py and the
+  device's module)."""
   try:
     if os.path.isdir(args.out) and os.listdir(args.out): raise ExportError(f"output directory {args.out} is not empty")
-    if args.pickle: qcom_capture.check_pickle(args.pickle)
-    flags = qcom_capture.setup_qcom_environment()
-    QcomExporter = qcom_capture.make_exporter_class(Exporter, ExportError)
-    ex = QcomExporter(args, flags)
+    if args.pickle: hcq_jit.check_pickle(args.pickle, be.device, be.flag)
+    flags = be.setup()
+    ex = be.module.make_exporter_class(Exporter, ExportError)(args, flags)
     PHASES.mark("setup")
     if args.pickle:
       name = args.name or os.path.splitext(os.path.basename(args.pickle))[0]
-      jit, example = qcom_capture.load_pickle(args.pickle, ex)
+      jit, example = hcq_jit.load_pickle(args.pickle, ex)
       PHASES.mark("unpickle")
       buffers, inputs, outputs, launches, expected = ex.run_jit(jit, example)
     else:
@@ -605,29 +638,31 @@ def main_qcom(args) -> int:
     manifest = ex.write(args.out, name, buffers, inputs, outputs, launches, expected)
     PHASES.mark("write")
     if args.cpu_graph:
-      import subprocess, tempfile
+      import tempfile
       with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if k not in ("DEV", "LD_PRELOAD", "IMAGE")}
         cmd = [sys.executable, os.path.abspath(__file__), "--model", args.model, "-o", os.path.join(tmp, "cpu"), "--seed", str(args.seed),
                "--threads", str(args.threads), "--x86-level", args.x86_level, "--name", name]
         r = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if r.returncode != 0: raise ExportError(f"--cpu-graph: the CPU export failed: {r.stderr.strip()}")
-        merged = qcom_capture.merge_cpu_graph(args.out, os.path.join(tmp, "cpu"))
+        merged = hcq_jit.merge_cpu_graph(args.out, os.path.join(tmp, "cpu"))
       PHASES.mark("cpu_graph")
-      print(f"added the CPU graph: {merged['cpu_buffers']} buffers, {merged['shared']} weight files shared with the QCOM graph")
-  except (ExportError, qcom_capture.CaptureError) as e:
-    print(f"export_tinygrad: error: --qcom-jit: {e}", file=sys.stderr)
+      print(f"added the CPU graph: {merged['cpu_buffers']} buffers, {merged['shared']} weight files shared with the {be.device} graph")
+  except (ExportError, hcq_jit.CaptureError) as e:
+    print(f"export_tinygrad: error: {be.flag}: {e}", file=sys.stderr)
     return 1
   g = manifest["graphs"][0]
   n_kernels = sum(1 for l in g["launches"] if l["kind"] == "kernel")
   imaged = {a["buffer"] for l in g["launches"] if l["kind"] == "kernel" for a in l["args"] if "image" in a}
   report()
-  print(f"exported {name!r} (tinygrad QCOM JIT, {' '.join(f'{k}={v}' for k, v in ex.flags.items())}) to {args.out}: "
+  checked = f", {ex.dispatches_checked} dispatches checked against tinygrad's" if hasattr(ex, "dispatches_checked") else ""
+  print(f"exported {name!r} (tinygrad {be.device} JIT, {' '.join(f'{k}={v}' for k, v in ex.flags.items())}) to {args.out}: "
         f"{len(g['programs'])} programs, {n_kernels} kernel launches in {len(ex.graphs)} HCQ graph(s), "
-        f"{len(g['buffers'])} buffers ({len(imaged)} images)")
+        f"{len(g['buffers'])} buffers" + (f" ({len(imaged)} images)" if be.device == "QCOM" else "") + checked)
   if args.json:
     print_json(args, name, g["programs"], g["launches"], g["buffers"],
-               {"flags": ex.flags, "prune": None if args.pickle else not args.no_prune, "host_buffers": len(ex.host_bases)})
+               {"flags": ex.flags, "prune": None if args.pickle else not args.no_prune, "host_buffers": len(ex.host_bases),
+                "graphs": len(ex.graphs), "outside_graphs": sum(1 for l in g["launches"] if "graph" not in l)})
   return 0
 
 
