@@ -34,6 +34,10 @@ pub fn inspect_with(file: &Hcqb<'_>, max_launches: usize) -> String {
     );
     let _ = writeln!(s, "  tinygrad {}", file.tinygrad_version());
     for arch in [Arch::X86_64, Arch::Aarch64] {
+        if !file.programs().any(|p| p.object(arch).is_some()) {
+            let _ = writeln!(s, "  {arch}: no objects");
+            continue;
+        }
         let level = file.arch_level(arch).unwrap_or("unknown (runs only where it was exported)");
         let _ = writeln!(s, "  {arch} level: {level}");
     }
@@ -185,4 +189,24 @@ fn graph_body(s: &mut String, file: &Hcqb<'_>, max_launches: usize, file_bytes: 
         let _ = write!(s, " {arch}={}B", object_bytes.get(arch.code() as usize).copied().unwrap_or(0));
     }
     let _ = writeln!(s);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An architecture no program has objects for is said as such, not as an unknown level
+    /// (a bundle of GPU objects only has no CPU level at all).
+    #[test]
+    fn an_architecture_without_objects_is_named_so() {
+        let mut m = crate::testing::tiny();
+        for p in &mut m.programs {
+            p.objects.aarch64 = None;
+        }
+        let bytes = crate::hcqb::write(&m).unwrap();
+        let text = inspect(&Hcqb::parse(&bytes).unwrap());
+        assert!(text.contains("  aarch64: no objects\n"), "{text}");
+        assert!(text.contains("  x86_64 level: x86-64-v2\n"), "{text}");
+        assert!(!text.contains("unknown"), "{text}");
+    }
 }
