@@ -166,10 +166,10 @@ fn a_barrier_makes_one_waves_lds_stores_visible_to_the_other() {
 
 #[test]
 fn an_opcode_the_interpreter_does_not_execute_is_refused_at_load_by_name() {
-    let code = prog(&[vop3("v_div_scale_f32", 0, V, V, V), sopp("s_endpgm", 0)]);
+    let code = prog(&[ds("ds_bvh_stack_rtn_b32", 0, 1, 2), sopp("s_endpgm", 0)]);
     match Program::load(&code, 0, false) {
-        Err(e @ LoadError::Unsupported { at: 0, name: "v_div_scale_f32", .. }) => {
-            assert!(e.to_string().contains("v_div_scale_f32"), "{e}")
+        Err(e @ LoadError::Unsupported { at: 0, name: "ds_bvh_stack_rtn_b32", .. }) => {
+            assert!(e.to_string().contains("ds_bvh_stack_rtn_b32"), "{e}")
         }
         r => panic!("{r:?}"),
     }

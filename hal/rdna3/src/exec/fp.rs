@@ -60,6 +60,18 @@ pub fn f2h(f: f32) -> u16 {
     sign | h as u16
 }
 
+/// f32 → bfloat16 bits, rounded to nearest even (NaN stays a quiet NaN).
+pub fn f2bf(f: f32) -> u16 {
+    let x = f.to_bits();
+    if f.is_nan() {
+        // CAST: the high half, made quiet.
+        return ((x >> 16) | 0x40) as u16;
+    }
+    let round = 0x7fff + ((x >> 16) & 1);
+    // CAST: the high half after rounding (a carry may reach infinity, as rounding does).
+    (x.wrapping_add(round) >> 16) as u16
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,6 +86,16 @@ mod tests {
             }
             assert_eq!(f2h(f), h, "{h:#x} -> {f}");
         }
+    }
+
+    #[test]
+    fn f32_rounds_to_bfloat16_to_nearest_even() {
+        assert_eq!(f2bf(1.0), 0x3f80);
+        assert_eq!(f2bf(f32::from_bits(0x3f80_8000)), 0x3f80); // halfway, even stays
+        assert_eq!(f2bf(f32::from_bits(0x3f81_8000)), 0x3f82); // halfway, odd rounds up
+        assert_eq!(f2bf(f32::from_bits(0x3f80_8001)), 0x3f81);
+        assert_eq!(f2bf(f32::MAX), 0x7f80);
+        assert_eq!(f2bf(f32::from_bits(0x7f80_0001)) & 0x7fc0, 0x7fc0);
     }
 
     #[test]

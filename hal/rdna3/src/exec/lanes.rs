@@ -129,7 +129,7 @@ pub(super) fn v32(i: &Inst, g: Sig, m: Mods) -> Option<V32> {
         post: m.clamp || m.omod != 0,
         clamp: m.clamp,
         omod: m.omod,
-        mask_in: g.mask_in.then_some(mask_in),
+        mask_in: g.mask_in.then_some(if valu::mask_in_vcc(g.l) { 106 } else { mask_in }),
         mask_out: g.mask_out.then_some(mask_out),
     })
 }
@@ -680,7 +680,7 @@ pub(super) fn vw(i: &Inst, g: Sig, m: Mods) -> Option<VW> {
         post: m.clamp || m.omod != 0,
         clamp: m.clamp,
         omod: m.omod,
-        mask_in: g.mask_in.then_some(mask_in),
+        mask_in: g.mask_in.then_some(if valu::mask_in_vcc(g.l) { 106 } else { mask_in }),
         mask_out: g.mask_out.then_some(mask_out),
     })
 }

@@ -17,6 +17,7 @@
 // Lane loops index several per-lane arrays (registers, results, masks) by the lane number.
 #![allow(clippy::needless_range_loop)]
 
+mod divide;
 mod fp;
 mod lanes;
 #[cfg(test)]
@@ -229,7 +230,7 @@ impl fmt::Display for Fault {
             FaultKind::Hang { steps } => write!(f, "hung: {steps} instructions without ending"),
             FaultKind::Trap => f.write_str("trap (s_trap, or ran into s_code_end past the program)"),
             FaultKind::PcOutOfCode => f.write_str("the program counter left the code"),
-            FaultKind::Lanes => f.write_str("needs all 32 lanes of a wave32 active"),
+            FaultKind::Lanes => f.write_str("needs every lane of the wave active (WMMA)"),
         }
     }
 }
@@ -339,7 +340,7 @@ enum Sem {
     Readfirstlane,
     Mix(u8),
     Pk(Sig),
-    Wmma(bool),
+    Wmma(Wmma),
     Vopd(Sig, Sig),
     /// A VALU op on 32-bit operands: `Program::v32[k]`.
     V32(u32),
@@ -355,6 +356,17 @@ enum Sem {
     WmmaLanes(bool),
     Mem(MemOp),
     Bpermute,
+}
+
+/// A WMMA's types: D (and C), then A and B.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wmma {
+    F32F16,
+    F32Bf16,
+    F16F16,
+    Bf16Bf16,
+    I32Iu8,
+    I32Iu4,
 }
 
 /// A scalar ALU op. `W` marks the 64-bit forms.
@@ -393,6 +405,7 @@ enum S {
     PackLl,
     PackLh,
     PackHh,
+    PackHl,
     Mov(bool),
     Cmov(bool),
     Not(bool),
@@ -469,7 +482,7 @@ impl Program {
         }
         for k in 0..steps.len() {
             let (inst, at) = (steps[k].inst, steps[k].at);
-            let sem = resolve(&inst, at, wave64)?;
+            let sem = resolve(&inst, at)?;
             let sem = match sem {
                 Sem::Branch(c, _) => {
                     // CAST: simm16 is signed, in dwords after the branch.
@@ -523,7 +536,9 @@ impl Program {
                     self.vmem.push(vmem::vmem(&i, m));
                     Some(Sem::VMem(nm))
                 }
-                Sem::Wmma(bf) => Some(Sem::WmmaLanes(bf)),
+                Sem::Wmma(k @ (Wmma::F32F16 | Wmma::F32Bf16)) if !self.wave64 => {
+                    Some(Sem::WmmaLanes(k == Wmma::F32Bf16))
+                }
                 _ => None,
             };
             if let Some(f) = fast {
@@ -916,7 +931,7 @@ impl Cx<'_, '_> {
                 Sem::Readlane | Sem::Writelane | Sem::Readfirstlane => lanes_op(w, step),
                 Sem::Mix(k) => self.mix(w, step, k),
                 Sem::Pk(g) => self.pk(w, step, g),
-                Sem::Wmma(bf) => self.wmma(w, step, bf)?,
+                Sem::Wmma(k) => self.wmma(w, step, k)?,
                 Sem::Vopd(x, y) => self.vopd(w, step, x, y),
                 Sem::V32(k) => self.v32::<N>(w, k),
                 Sem::Vopd32(k) => self.vopd32::<N>(w, k),
@@ -1097,6 +1112,7 @@ impl Cx<'_, '_> {
         if konst {
             srcs[2] = 255;
         }
+        let mask_in = if valu::mask_in_vcc(g.l) { 106 } else { mask_in };
         let exec = w.exec();
         let min = if g.mask_in { w.mask(mask_in) } else { 0 };
         let mut out = 0u64;
@@ -1236,52 +1252,109 @@ impl Cx<'_, '_> {
         self.st.lane_insts += u64::from(exec.count_ones());
     }
 
-    /// v_wmma_f32_16x16x16_{f16,bf16} in wave32: D = A·B + C. Lane l holds row l%16 of A and
-    /// column l%16 of B (K in its eight VGPRs' halves); its D/C VGPR r is row 2r + l/16 of
-    /// column l%16 (RDNA3 guide 7.9; AMD GPUOpen's "How to accelerate AI applications on RDNA 3
-    /// using WMMA").
-    fn wmma(&mut self, w: &mut Wave, step: &Step, bf: bool) -> Result<(), Fault> {
-        if w.lanes != 32 || w.exec() & 0xffff_ffff != 0xffff_ffff {
+    /// V_WMMA_*_16X16X16_*: D = A·B + C, 16 × 16 matrices, the whole wave (RDNA3 guide 7.9;
+    /// AMD GPUOpen's "How to accelerate AI applications on RDNA 3 using WMMA"). Lane l holds row
+    /// l % 16 of A and column l % 16 of B, K along its VGPRs (two halves, four bytes or eight
+    /// nibbles a VGPR; the other lanes' copies are not read). C and D: element (row, column) in
+    /// lane column + 16·(row % R), VGPR row / R, R = 2 in wave32 (8 VGPRs), 4 in wave64 (4
+    /// VGPRs); a 16-bit C and D in the halves op_sel[2] names (low without it), the other half
+    /// of D kept. Float dot products are the chain of f32 fmas over K from C (rounded to f16 or
+    /// bf16 at the end); integer ones exact, wrapping to 32 bits, or saturating with clamp; A's
+    /// and B's bytes (nibbles) signed where neg_lo[0] / neg_lo[1] says.
+    fn wmma(&mut self, w: &mut Wave, step: &Step, kind: Wmma) -> Result<(), Fault> {
+        let lanes = w.lanes;
+        if w.exec() != lanes::full::<64>() >> (64 - lanes) {
             return Err(self.fault(step, None, 0, FaultKind::Lanes));
         }
         let i = &step.inst;
         let (w0, w1) = (i.words[0], i.words[1]);
         let (d, a, b, c) = (w0 & 0xff, (w1 & 0x1ff) - 256, ((w1 >> 9) & 0x1ff) - 256, (w1 >> 18) & 0x1ff);
-        let half = |x: u32| if bf { f32::from_bits(x << 16) } else { fp::h2f(x as u16) };
-        let elem = |w: &Wave, r0: u32, lane: usize, k: u32| half((w.vgpr(r0 + k / 2, lane) >> (16 * (k % 2))) & 0xffff);
-        let mut am = [[0f32; 16]; 16];
-        let mut bm = [[0f32; 16]; 16];
+        let hi = (w0 >> 13) & 1 == 1;
+        let clamp = (w0 >> 15) & 1 == 1;
+        let (sa, sb) = ((w1 >> 29) & 1 == 1, (w1 >> 30) & 1 == 1);
+        // Element k of A's row (B's column) `lane`, as an f32 (floats) or an i32 (integers).
+        let elem = |w: &Wave, r0: u32, lane: usize, k: usize, signed: bool| -> (f32, i64) {
+            // CAST (the register offsets): k < 16.
+            match kind {
+                Wmma::F32F16 | Wmma::F16F16 => (fp::h2f((w.vgpr(r0 + k as u32 / 2, lane) >> (16 * (k % 2))) as u16), 0),
+                Wmma::F32Bf16 | Wmma::Bf16Bf16 => {
+                    (f32::from_bits((w.vgpr(r0 + k as u32 / 2, lane) >> (16 * (k % 2))) << 16), 0)
+                }
+                Wmma::I32Iu8 => {
+                    let x = (w.vgpr(r0 + k as u32 / 4, lane) >> (8 * (k % 4))) & 0xff;
+                    (0.0, if signed { i64::from(x as u8 as i8) } else { i64::from(x) })
+                }
+                Wmma::I32Iu4 => {
+                    let x = (w.vgpr(r0 + k as u32 / 8, lane) >> (4 * (k % 8))) & 0xf;
+                    (0.0, if signed { i64::from(((x << 4) as u8 as i8) >> 4) } else { i64::from(x) })
+                }
+            }
+        };
+        let mut af = [[0f32; 16]; 16];
+        let mut bf = [[0f32; 16]; 16];
+        let mut ai = [[0i64; 16]; 16];
+        let mut bi = [[0i64; 16]; 16];
         for r in 0..16 {
             for k in 0..16 {
-                // CAST: k < 16.
-                am[r][k] = elem(w, a, r, k as u32);
-                bm[k][r] = elem(w, b, r, k as u32);
+                (af[r][k], ai[r][k]) = elem(w, a, r, k, sa);
+                (bf[k][r], bi[k][r]) = elem(w, b, r, k, sb);
             }
         }
-        let mut out = [[0u32; 8]; 32];
-        for (lane, o) in out.iter_mut().enumerate() {
-            let n = lane % 16;
-            for (r8, slot) in o.iter_mut().enumerate() {
-                let row = 2 * r8 + lane / 16;
-                // CAST: r8 < 8.
-                let acc = if c >= 256 {
-                    f32::from_bits(w.vgpr(c - 256 + r8 as u32, lane))
-                } else {
-                    f32::from_bits(Self::src(w, c, lane, T::F32, i.literal) as u32)
+        let per = lanes / 16;
+        let half16 = matches!(kind, Wmma::F16F16 | Wmma::Bf16Bf16);
+        let shift = if hi { 16 } else { 0 };
+        // out[reg][lane], D's VGPR d + reg.
+        let mut out = [[0u32; 64]; 8];
+        for row in 0..16 {
+            for col in 0..16 {
+                let (lane, reg) = (col + 16 * (row % per), row / per);
+                // CAST: reg < 8.
+                let cv = if c >= 256 { w.vgpr(c - 256 + reg as u32, lane) } else { 0 };
+                out[reg][lane] = match kind {
+                    Wmma::I32Iu8 | Wmma::I32Iu4 => {
+                        // CAST: C's bits as a signed accumulator.
+                        let mut s = i64::from(cv as i32);
+                        for k in 0..16 {
+                            s += ai[row][k] * bi[k][col];
+                        }
+                        // CAST: saturated, or the low 32 bits (wrapping).
+                        if clamp { s.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32 as u32 } else { s as u32 }
+                    }
+                    _ => {
+                        let acc = match kind {
+                            // CAST: the selected half.
+                            Wmma::F16F16 => fp::h2f((cv >> shift) as u16),
+                            Wmma::Bf16Bf16 => f32::from_bits((cv >> shift) << 16),
+                            _ => f32::from_bits(cv),
+                        };
+                        let mut s = acc;
+                        for k in 0..16 {
+                            s = libm::fmaf(af[row][k], bf[k][col], s);
+                        }
+                        match kind {
+                            Wmma::F16F16 => u32::from(fp::f2h(s)),
+                            Wmma::Bf16Bf16 => u32::from(fp::f2bf(s)),
+                            _ => s.to_bits(),
+                        }
+                    }
                 };
-                let mut s = acc;
-                for k in 0..16 {
-                    s = libm::fmaf(am[row][k], bm[k][n], s);
-                }
-                *slot = s.to_bits();
             }
         }
-        for (lane, o) in out.iter().enumerate() {
-            for (r8, &x) in o.iter().enumerate() {
-                w.set_vgpr(d + r8 as u32, lane, x);
+        for (reg, o) in out.iter().enumerate().take(16 / per) {
+            for (lane, &x) in o.iter().enumerate().take(lanes) {
+                // CAST: reg < 8.
+                let r = d + reg as u32;
+                let x = if half16 {
+                    let old = w.vgpr(r, lane);
+                    if hi { (old & 0xffff) | x << 16 } else { (old & 0xffff_0000) | x }
+                } else {
+                    x
+                };
+                w.set_vgpr(r, lane, x);
             }
         }
-        self.st.lane_insts += 32;
+        // CAST: 32 or 64.
+        self.st.lane_insts += lanes as u64;
         Ok(())
     }
 
@@ -1871,6 +1944,8 @@ fn salu(w: &mut Wave, i: &Inst, op: S) {
         PackLl => res = Some(u64::from((a32 & 0xffff) | b32 << 16)),
         PackLh => res = Some(u64::from((a32 & 0xffff) | (b32 & 0xffff_0000))),
         PackHh => res = Some(u64::from((a32 >> 16) | (b32 & 0xffff_0000))),
+        // S_PACK_HL_B32_B16: D0 = { S1[15:0], S0[31:16] }.
+        PackHl => res = Some(u64::from((a32 >> 16) | (b32 << 16))),
         Mov(_) => res = Some(a),
         Cmov(_) => {
             if scc {
@@ -2025,6 +2100,7 @@ fn scalar(name: &str) -> Option<S> {
         "pack_ll_b32_b16" => PackLl,
         "pack_lh_b32_b16" => PackLh,
         "pack_hh_b32_b16" => PackHh,
+        "pack_hl_b32_b16" => PackHl,
         "mov_b32" | "mov_b64" => Mov(w64),
         "cmov_b32" | "cmov_b64" => Cmov(w64),
         "not_b32" | "not_b64" => Not(w64),
@@ -2087,6 +2163,15 @@ fn mem_op(name: &str) -> Option<MemOp> {
         (false, "d16_hi_i8") => (1, Ext::D16Hi(true)),
         (true, "d16_hi_b8") => (1, Ext::D16Hi(false)),
         (true, "d16_hi_b16") => (2, Ext::D16Hi(false)),
+        // LDS names them the other way round: ds_store_b16_d16_hi, ds_load_u8_d16, …
+        (true, "b8_d16_hi") => (1, Ext::D16Hi(false)),
+        (true, "b16_d16_hi") => (2, Ext::D16Hi(false)),
+        (false, "u8_d16") => (1, Ext::D16Lo(false)),
+        (false, "i8_d16") => (1, Ext::D16Lo(true)),
+        (false, "u16_d16") => (2, Ext::D16Lo(false)),
+        (false, "u8_d16_hi") => (1, Ext::D16Hi(false)),
+        (false, "i8_d16_hi") => (1, Ext::D16Hi(true)),
+        (false, "u16_d16_hi") => (2, Ext::D16Hi(false)),
         _ => return None,
     };
     if two.is_some() && !matches!(bytes, 4 | 8) {
@@ -2109,7 +2194,7 @@ fn pk_sig(name: &str) -> Option<Sig> {
 }
 
 /// What `i` does, or why it is refused.
-fn resolve(i: &Inst, at: usize, wave64: bool) -> Result<Sem, LoadError> {
+fn resolve(i: &Inst, at: usize) -> Result<Sem, LoadError> {
     let name = i.op.name;
     let no = |what| Err(unsupported(at, i, what));
     Ok(match i.enc {
@@ -2143,6 +2228,17 @@ fn resolve(i: &Inst, at: usize, wave64: bool) -> Result<Sem, LoadError> {
             | "s_waitcnt_vscnt"
             | "s_ttracedata"
             | "s_ttracedata_imm" => Sem::Nop,
+            // S_SETKILL / S_SETHALT: set the wave's KILL / HALT bit to SIMM16[0] (a debugger's
+            // controls: a killed wave is ended by the host, a halted one waits for the host to
+            // resume it). A running compute wave has both clear: writing 0 changes nothing; 1
+            // asks for a host that is not modelled.
+            "s_setkill" | "s_sethalt" if i.words[0] & 1 == 0 => Sem::Nop,
+            "s_setkill" => return no("SIMM16[0] = 1 (killing the wave, a host debugger's action)"),
+            "s_sethalt" => return no("SIMM16[0] = 1 (halting the wave until a host debugger resumes it)"),
+            // S_WAIT_EVENT: on gfx11 SIMM16[0] = 0 waits for export_ready, the export space
+            // given to pixel shaders; with bit 0 set (dont_wait_export_ready) it waits for nothing.
+            "s_wait_event" if i.words[0] & 1 == 1 => Sem::Nop,
+            "s_wait_event" => return no("waiting for export_ready (pixel shader exports: graphics)"),
             _ => return no("the opcode"),
         },
         Encoding::Sopk if name.starts_with("s_waitcnt_") || name == "s_version" => Sem::Nop,
@@ -2174,6 +2270,8 @@ fn resolve(i: &Inst, at: usize, wave64: bool) -> Result<Sem, LoadError> {
         Encoding::Vop3 if name == "v_readlane_b32" => Sem::Readlane,
         Encoding::Vop3 if name == "v_writelane_b32" => Sem::Writelane,
         Encoding::Vop1 if name == "v_readfirstlane_b32" => Sem::Readfirstlane,
+        // V_NOP: "Do nothing."
+        Encoding::Vop1 if name == "v_nop" => Sem::Nop,
         Encoding::Vop3p => match name {
             "v_fma_mix_f32" => Sem::Mix(0),
             "v_fma_mixlo_f16" => Sem::Mix(1),
@@ -2190,15 +2288,33 @@ fn resolve(i: &Inst, at: usize, wave64: bool) -> Result<Sem, LoadError> {
                     _ => return no("the opcode"),
                 }
             }
-            "v_wmma_f32_16x16x16_f16" | "v_wmma_f32_16x16x16_bf16" if !wave64 => {
-                let w1 = i.words[1];
+            _ if name.starts_with("v_wmma_") => {
+                let kind = match name {
+                    "v_wmma_f32_16x16x16_f16" => Wmma::F32F16,
+                    "v_wmma_f32_16x16x16_bf16" => Wmma::F32Bf16,
+                    "v_wmma_f16_16x16x16_f16" => Wmma::F16F16,
+                    "v_wmma_bf16_16x16x16_bf16" => Wmma::Bf16Bf16,
+                    "v_wmma_i32_16x16x16_iu8" => Wmma::I32Iu8,
+                    "v_wmma_i32_16x16x16_iu4" => Wmma::I32Iu4,
+                    _ => return no("the opcode"),
+                };
+                let (w0, w1) = (i.words[0], i.words[1]);
                 if (w1 >> 18) & 0x1ff < 256 && (w1 >> 18) & 0x1ff != 128 {
                     return no("a scalar or constant accumulator other than 0");
                 }
                 if w1 & 0x1ff < 256 || (w1 >> 9) & 0x1ff < 256 {
                     return no("A or B matrix outside VGPRs");
                 }
-                Sem::Wmma(name.ends_with("bf16"))
+                let (neg_lo, neg_hi, clamp) = (w1 >> 29, (w0 >> 8) & 7, (w0 >> 15) & 1);
+                match kind {
+                    Wmma::I32Iu8 | Wmma::I32Iu4 if neg_hi != 0 || neg_lo & 4 != 0 => {
+                        return no("neg_hi or neg_lo[2] on an integer WMMA");
+                    }
+                    Wmma::I32Iu8 | Wmma::I32Iu4 => {}
+                    _ if neg_lo != 0 || neg_hi != 0 || clamp != 0 => return no("neg or clamp on a float WMMA"),
+                    _ => {}
+                }
+                Sem::Wmma(kind)
             }
             _ => return no("the opcode"),
         },

@@ -187,8 +187,12 @@ fn vop3p_inst(r: &mut Rng) -> [u32; 3] {
         src(r)
     };
     let d = r.below(if wmma { 9 } else { 8 });
-    let w0 = 0xcc << 24 | u32::from(o.op) << 16 | r.below(1 << 7) << 8 | rare(r, 5) << 15 | d;
-    let w1 = r.below(8) << 29 | r.below(4) << 27 | c << 18 | b << 9 | a;
+    // WMMA: neg and clamp rare (most are refused on the float forms).
+    let (neg_hi, neg_lo) =
+        if wmma { (r.below(8) * rare(r, 10), r.below(8) * rare(r, 20)) } else { (r.below(8), r.below(8)) };
+    let clamp = rare(r, 5);
+    let w0 = 0xcc << 24 | u32::from(o.op) << 16 | r.below(1 << 4) << 11 | neg_hi << 8 | clamp << 15 | d;
+    let w1 = neg_lo << 29 | r.below(4) << 27 | c << 18 | b << 9 | a;
     [w0, w1, value(r)]
 }
 

@@ -2,6 +2,7 @@
 //! types, and the lane functions themselves — the RDNA3 ISA guide's (Feb 2023) chapter 16
 //! ("Instructions") pseudo-code, per lane.
 
+use super::divide;
 use super::fp::{f2h, h2f};
 
 /// An operand's type: its width and whether the float modifiers (abs, neg) and the float inline
@@ -79,6 +80,8 @@ pub enum L {
     Max3F32,
     Min3F32,
     Med3F32,
+    MaxminF32,
+    MinmaxF32,
     LdexpF32,
     ExpF32,
     LogF32,
@@ -120,6 +123,8 @@ pub enum L {
     MinF16,
     Max3F16,
     Min3F16,
+    MaxminF16,
+    MinmaxF16,
     LdexpF16,
     ExpF16,
     LogF16,
@@ -155,6 +160,16 @@ pub enum L {
     TruncF64,
     RndneF64,
     FractF64,
+    FrexpMantF64,
+    FrexpExpF64,
+    // division: V_DIV_SCALE (VCC out), V_DIV_FMAS (VCC in), V_DIV_FIXUP (`divide`)
+    DivScaleF32,
+    DivScaleF64,
+    DivFmasF32,
+    DivFmasF64,
+    DivFixupF16,
+    DivFixupF32,
+    DivFixupF64,
     // 32-bit integer
     AddU32,
     SubU32,
@@ -216,10 +231,16 @@ pub enum L {
     Min3U32,
     Med3I32,
     Med3U32,
+    MaxminU32,
+    MinmaxU32,
+    MaxminI32,
+    MinmaxI32,
     Perm,
     // 16-bit integer
     AddU16,
     SubU16,
+    AddI16,
+    SubI16,
     MulLoU16,
     MadU16,
     MadI16,
@@ -258,6 +279,12 @@ pub struct Sig {
 
 const fn s(l: L, n: u8, src: T, dst: T) -> Sig {
     Sig { l, src: [src; 3], dst, n, acc: false, mask_in: false, mask_out: false }
+}
+
+/// Whether `l` takes its mask source from VCC in VOP3 too (`v_div_fmas`; `v_cndmask` and the
+/// carry-ins take src2's SGPRs there).
+pub fn mask_in_vcc(l: L) -> bool {
+    matches!(l, L::DivFmasF32 | L::DivFmasF64)
 }
 
 /// A compare's condition and type from its mnemonic (`v_cmp_lt_f32_e32`, `v_cmpx_class_f16_e64`).
@@ -337,6 +364,14 @@ pub fn sig(name: &str) -> Option<Sig> {
         "v_max3_f32" => s(Max3F32, 3, F32, F32),
         "v_min3_f32" => s(Min3F32, 3, F32, F32),
         "v_med3_f32" => s(Med3F32, 3, F32, F32),
+        "v_maxmin_f32" => s(MaxminF32, 3, F32, F32),
+        "v_minmax_f32" => s(MinmaxF32, 3, F32, F32),
+        "v_maxmin_f16" => s(MaxminF16, 3, F16, F16),
+        "v_minmax_f16" => s(MinmaxF16, 3, F16, F16),
+        "v_maxmin_u32" => s(MaxminU32, 3, B32, B32),
+        "v_minmax_u32" => s(MinmaxU32, 3, B32, B32),
+        "v_maxmin_i32" => s(MaxminI32, 3, B32, B32),
+        "v_minmax_i32" => s(MinmaxI32, 3, B32, B32),
         "v_ldexp_f32" => Sig { src: [F32, B32, B32], ..s(LdexpF32, 2, F32, F32) },
         "v_exp_f32" => s(ExpF32, 1, F32, F32),
         "v_log_f32" => s(LogF32, 1, F32, F32),
@@ -415,6 +450,15 @@ pub fn sig(name: &str) -> Option<Sig> {
         "v_trunc_f64" => s(TruncF64, 1, F64, F64),
         "v_rndne_f64" => s(RndneF64, 1, F64, F64),
         "v_fract_f64" => s(FractF64, 1, F64, F64),
+        "v_frexp_mant_f64" => s(FrexpMantF64, 1, F64, F64),
+        "v_frexp_exp_i32_f64" => s(FrexpExpF64, 1, F64, B32),
+        "v_div_scale_f32" => Sig { mask_out: true, ..s(DivScaleF32, 3, F32, F32) },
+        "v_div_scale_f64" => Sig { mask_out: true, ..s(DivScaleF64, 3, F64, F64) },
+        "v_div_fmas_f32" => Sig { mask_in: true, ..s(DivFmasF32, 3, F32, F32) },
+        "v_div_fmas_f64" => Sig { mask_in: true, ..s(DivFmasF64, 3, F64, F64) },
+        "v_div_fixup_f16" => s(DivFixupF16, 3, F16, F16),
+        "v_div_fixup_f32" => s(DivFixupF32, 3, F32, F32),
+        "v_div_fixup_f64" => s(DivFixupF64, 3, F64, F64),
         "v_add_nc_u32" => s(AddU32, 2, B32, B32),
         "v_sub_nc_u32" => s(SubU32, 2, B32, B32),
         "v_subrev_nc_u32" => s(SubrevU32, 2, B32, B32),
@@ -478,6 +522,8 @@ pub fn sig(name: &str) -> Option<Sig> {
         "v_perm_b32" => s(Perm, 3, B32, B32),
         "v_add_nc_u16" => s(AddU16, 2, B16, B16),
         "v_sub_nc_u16" => s(SubU16, 2, B16, B16),
+        "v_add_nc_i16" => s(AddI16, 2, B16, B16),
+        "v_sub_nc_i16" => s(SubI16, 2, B16, B16),
         "v_mul_lo_u16" => s(MulLoU16, 2, B16, B16),
         "v_mad_u16" => s(MadU16, 3, B16, B16),
         "v_mad_i16" => s(MadI16, 3, B16, B16),
@@ -801,6 +847,9 @@ pub fn eval(l: L, a: u64, b: u64, c: u64, m: bool) -> (u64, bool) {
         Max3F32 => fb(fmax(fmax(f(a), f(b)), f(c))),
         Min3F32 => fb(fmin(fmin(f(a), f(b)), f(c))),
         Med3F32 => fb(med3f(f(a), f(b), f(c))),
+        // V_MAXMIN_F32: v_min_f32(v_max_f32(S0, S1), S2); V_MINMAX_F32 the other way.
+        MaxminF32 => fb(fmin(fmax(f(a), f(b)), f(c))),
+        MinmaxF32 => fb(fmax(fmin(f(a), f(b)), f(c))),
         LdexpF32 => fb(ldexpf(f(a), i(b))),
         ExpF32 => fb(libm::exp2f(f(a))),
         LogF32 => fb(libm::log2f(f(a))),
@@ -853,6 +902,8 @@ pub fn eval(l: L, a: u64, b: u64, c: u64, m: bool) -> (u64, bool) {
         MinF16 => hb(fmin(h(a), h(b))),
         Max3F16 => hb(fmax(fmax(h(a), h(b)), h(c))),
         Min3F16 => hb(fmin(fmin(h(a), h(b)), h(c))),
+        MaxminF16 => hb(fmin(fmax(h(a), h(b)), h(c))),
+        MinmaxF16 => hb(fmax(fmin(h(a), h(b)), h(c))),
         LdexpF16 => hb(ldexpf(h(a), i32::from(iw(b)))),
         ExpF16 => hb(libm::exp2f(h(a))),
         LogF16 => hb(libm::log2f(h(a))),
@@ -888,6 +939,22 @@ pub fn eval(l: L, a: u64, b: u64, c: u64, m: bool) -> (u64, bool) {
         TruncF64 => db(libm::trunc(d(a))),
         RndneF64 => db(libm::rint(d(a))),
         FractF64 => db(fractd(d(a))),
+        FrexpMantF64 => {
+            let x = d(a);
+            db(if x.is_nan() || x.is_infinite() { x } else { libm::frexp(x).0 })
+        }
+        FrexpExpF64 => {
+            let x = d(a);
+            // CAST: the exponent as an i32's bits.
+            if x.is_nan() || x.is_infinite() { 0 } else { u64::from(libm::frexp(x).1 as u32) }
+        }
+        DivScaleF32 => return divide::div_scale(divide::S, a, b, c),
+        DivScaleF64 => return divide::div_scale(divide::D, a, b, c),
+        DivFmasF32 => divide::div_fmas(divide::S, a, b, c, m),
+        DivFmasF64 => divide::div_fmas(divide::D, a, b, c, m),
+        DivFixupF16 => divide::div_fixup(divide::H, a, b, c),
+        DivFixupF32 => divide::div_fixup(divide::S, a, b, c),
+        DivFixupF64 => divide::div_fixup(divide::D, a, b, c),
         AddU32 => u64::from(u(a).wrapping_add(u(b))),
         SubU32 => u64::from(u(a).wrapping_sub(u(b))),
         SubrevU32 => u64::from(u(b).wrapping_sub(u(a))),
@@ -995,6 +1062,10 @@ pub fn eval(l: L, a: u64, b: u64, c: u64, m: bool) -> (u64, bool) {
         Min3U32 => u64::from(u(a).min(u(b)).min(u(c))),
         Med3I32 => u64::from(i(a).min(i(b)).max(i(a).max(i(b)).min(i(c))) as u32),
         Med3U32 => u64::from(u(a).min(u(b)).max(u(a).max(u(b)).min(u(c)))),
+        MaxminU32 => u64::from(u(a).max(u(b)).min(u(c))),
+        MinmaxU32 => u64::from(u(a).min(u(b)).max(u(c))),
+        MaxminI32 => u64::from(i(a).max(i(b)).min(i(c)) as u32),
+        MinmaxI32 => u64::from(i(a).min(i(b)).max(i(c)) as u32),
         Perm => {
             let src = u64::from(u(a)) << 32 | u64::from(u(b));
             let mut r = 0u32;
@@ -1016,6 +1087,9 @@ pub fn eval(l: L, a: u64, b: u64, c: u64, m: bool) -> (u64, bool) {
         }
         AddU16 => u64::from(w(a).wrapping_add(w(b))),
         SubU16 => u64::from(w(a).wrapping_sub(w(b))),
+        // V_ADD_NC_I16 / V_SUB_NC_I16: wrapping (clamp, their saturation, is refused at load).
+        AddI16 => u64::from(iw(a).wrapping_add(iw(b)) as u16),
+        SubI16 => u64::from(iw(a).wrapping_sub(iw(b)) as u16),
         MulLoU16 => u64::from(w(a).wrapping_mul(w(b))),
         MadU16 => u64::from(w(a).wrapping_mul(w(b)).wrapping_add(w(c))),
         MadI16 => u64::from(iw(a).wrapping_mul(iw(b)).wrapping_add(iw(c)) as u16),
