@@ -34,12 +34,15 @@
 //!   stays alive (and reachable by that dispatch) until the view drops, as a page stays in a
 //!   GPU's TLB until its flush; the next view no longer has it.
 
+mod bulk;
+
+pub use bulk::{COPY_CHUNK_BYTES, SPREAD_CHUNK_BYTES, SPREAD_MIN_BYTES};
 use hcq_rdna3::exec::Memory;
 use std::alloc::Layout;
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 /// Page size: allocations start on a page and are placed a page apart by the allocator.
 pub const PAGE: u64 = 4096;
@@ -318,57 +321,25 @@ impl Region {
         self.va + self.len
     }
 
-    /// Bytes `[off, off + out.len())` of the region (the caller checked they are inside).
+    /// Bytes `[off, off + out.len())` of the region (the caller checked they are inside): a
+    /// load of each word.
     #[inline]
     fn read(&self, off: usize, out: &mut [u8]) {
         if out.len() == 4 && off.is_multiple_of(4) {
-            out.copy_from_slice(&self.words()[off / 4].load(Ordering::Acquire).to_le_bytes());
+            if let Some(w) = self.words().get(off / 4) {
+                out.copy_from_slice(&w.load(Ordering::Acquire).to_le_bytes());
+            }
             return;
         }
-        let mut done = 0;
-        while done < out.len() {
-            let at = off + done;
-            let (w, b) = (at / 4, at % 4);
-            let n = (4 - b).min(out.len() - done);
-            let v = self.words()[w].load(Ordering::Acquire).to_le_bytes();
-            out[done..done + n].copy_from_slice(&v[b..b + n]);
-            done += n;
-        }
+        bulk::load_bytes(self.words(), off, out, Ordering::Acquire);
     }
 
-    /// Write `data` at byte `off` (the caller checked it is inside).
+    /// Write `data` at byte `off` (the caller checked it is inside): a store of each whole word,
+    /// the bytes of a partial word merged in with a compare-and-swap (so a thread writing the
+    /// word's other bytes at the same time keeps its bytes).
     #[inline]
     fn write(&self, off: usize, data: &[u8]) {
-        let mut done = 0;
-        while done < data.len() {
-            let at = off + done;
-            let (w, b) = (at / 4, at % 4);
-            let n = (4 - b).min(data.len() - done);
-            let word = &self.words()[w];
-            if n == 4 {
-                word.store(
-                    u32::from_le_bytes([data[done], data[done + 1], data[done + 2], data[done + 3]]),
-                    Ordering::Release,
-                );
-            } else {
-                // A part of the word: merge it in with a compare-and-swap, so a thread writing the
-                // word's other bytes at the same time keeps its bytes.
-                let mut bytes = [0u8; 4];
-                bytes[b..b + n].copy_from_slice(&data[done..done + n]);
-                let val = u32::from_le_bytes(bytes);
-                // CAST: n ≤ 3 bytes, a mask of at most 24 bits shifted by at most 24.
-                let mask = (((1u64 << (8 * n)) - 1) as u32) << (8 * b);
-                let mut cur = word.load(Ordering::Acquire);
-                loop {
-                    let new = (cur & !mask) | (val & mask);
-                    match word.compare_exchange_weak(cur, new, Ordering::AcqRel, Ordering::Acquire) {
-                        Ok(_) => break,
-                        Err(c) => cur = c,
-                    }
-                }
-            }
-            done += n;
-        }
+        bulk::store_bytes(self.words(), off, data, Ordering::Release);
     }
 }
 
@@ -897,9 +868,35 @@ impl MemView {
     }
 }
 
+/// Held by an atomic that is not one aligned dword (a qword, an unaligned one): such atomics of
+/// every thread of every dispatch are atomic among themselves.
+static ATOMICS: Mutex<()> = Mutex::new(());
+
 /// The shader core's view: a load or store outside every mapped allocation returns `false`, and
 /// the interpreter turns it into a fault naming the wave, lane and address.
 impl Memory for MemView {
+    /// An aligned dword inside one allocation: a compare-exchange loop on its word (atomic
+    /// against every access of the word); any other under [`ATOMICS`], through `read` and
+    /// `write`.
+    fn atomic(&mut self, addr: u64, bytes: usize, f: &dyn Fn(u64) -> u64) -> Option<u64> {
+        if bytes == 4
+            && addr.is_multiple_of(4)
+            && let Some((r, off)) = self.one(addr, 4)
+            && let Some(w) = r.words().get(off / 4)
+        {
+            // CAST: a dword's value, and `f` of it cut to a dword.
+            let up = |x: u32| Some(f(u64::from(x)) as u32);
+            return w.fetch_update(Ordering::AcqRel, Ordering::Acquire, up).ok().map(u64::from);
+        }
+        let _held = ATOMICS.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = bytes.min(8);
+        let mut b = [0u8; 8];
+        MemView::read(self, addr, &mut b[..n]).ok()?;
+        let old = u64::from_le_bytes(b);
+        MemView::write(self, addr, &f(old).to_le_bytes()[..n]).ok()?;
+        Some(old)
+    }
+
     #[inline]
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> bool {
         MemView::read(self, addr, buf).is_ok()

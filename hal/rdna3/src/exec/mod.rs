@@ -17,6 +17,7 @@
 // Lane loops index several per-lane arrays (registers, results, masks) by the lane number.
 #![allow(clippy::needless_range_loop)]
 
+mod atomic;
 mod divide;
 mod fp;
 mod lanes;
@@ -60,6 +61,20 @@ pub trait Memory {
             b[4 * k..4 * k + 4].copy_from_slice(&x.to_le_bytes());
         }
         self.write(addr, &b[..4 * n])
+    }
+    /// An atomic read-modify-write of the `bytes` (4 or 8) little-endian bytes at `addr`: `f`
+    /// maps their value to the one written back; the value before, or `None` (nothing
+    /// written) when a byte is outside memory. The default reads, then writes: atomic for a
+    /// memory one wave reaches at a time; a memory threads share makes it atomic among them
+    /// (`f` may then be called again on a newer value).
+    fn atomic(&mut self, addr: u64, bytes: usize, f: &dyn Fn(u64) -> u64) -> Option<u64> {
+        let n = bytes.min(8);
+        let mut b = [0u8; 8];
+        if !self.read(addr, &mut b[..n]) {
+            return None;
+        }
+        let old = u64::from_le_bytes(b);
+        self.write(addr, &f(old).to_le_bytes()[..n]).then_some(old)
     }
     /// A wave's whole-dword loads: for each lane `exec` enables, in lane order, `n` (1 to 4)
     /// dwords at `addrs[lane]` into `out[k * addrs.len() + lane]` (`k < n`), as
@@ -355,7 +370,12 @@ enum Sem {
     /// `Wmma` with its 256 dot products stepped together (`Cx::wmma_lanes`).
     WmmaLanes(bool),
     Mem(MemOp),
-    Bpermute,
+    /// An LDS instruction other than a plain load or store (`atomic::Lds`).
+    Lds(atomic::Lds),
+    /// global_atomic_*, flat_atomic_*.
+    GAtomic(atomic::AtomOp),
+    /// global_store_addtid_b32 (store) / global_load_addtid_b32.
+    GAddtid(bool),
 }
 
 /// A WMMA's types: D (and C), then A and B.
@@ -944,7 +964,9 @@ impl Cx<'_, '_> {
                     self.vmem::<N>(w, step, &p.vmem[k as usize])?
                 }
                 Sem::Mem(m) => self.memop(w, step, m)?,
-                Sem::Bpermute => self.bpermute(w, step)?,
+                Sem::Lds(k) => self.lds_op(w, step, k)?,
+                Sem::GAtomic(a) => self.global_atomic(w, step, a)?,
+                Sem::GAddtid(store) => self.global_addtid(w, step, store)?,
             }
             w.pc = next;
         }
@@ -1509,20 +1531,7 @@ impl Cx<'_, '_> {
             let mut acc = [(0u64, vdata, vdst); 2];
             let mut n = 1;
             match m.space {
-                Space::Global => {
-                    let saddr = (w1 >> 16) & 0x7f;
-                    let vaddr = w1 & 0xff;
-                    let raw = w0 & 0x1fff;
-                    let off =
-                        if i.enc == Encoding::Flat { i64::from(raw) } else { i64::from(((raw << 19) as i32) >> 19) };
-                    let base = if saddr == 124 || i.enc == Encoding::Flat {
-                        u64::from(w.vgpr(vaddr, lane)) | u64::from(w.vgpr(vaddr + 1, lane)) << 32
-                    } else {
-                        w.mask_pair(saddr).wrapping_add(u64::from(w.vgpr(vaddr, lane)))
-                    };
-                    // CAST: the signed offset added modulo 2^64.
-                    acc[0].0 = base.wrapping_add(off as u64);
-                }
+                Space::Global => acc[0].0 = global_addr(w, i, lane),
                 Space::Scratch => {
                     let saddr = (w1 >> 16) & 0x7f;
                     let sve = (w1 >> 23) & 1 == 1;
@@ -1664,30 +1673,6 @@ impl Cx<'_, '_> {
         }
         Ok(())
     }
-
-    /// ds_bpermute_b32: each lane reads data0 of the lane its address names (addr / 4).
-    fn bpermute(&mut self, w: &mut Wave, step: &Step) -> Result<(), Fault> {
-        let i = &step.inst;
-        let (w0, w1) = (i.words[0], i.words[1]);
-        let off = (w0 & 0xff) | ((w0 >> 8) & 0xff) << 8;
-        let (addr, data, dst) = (w1 & 0xff, (w1 >> 8) & 0xff, w1 >> 24);
-        let exec = w.exec();
-        let mut r = [0u32; 64];
-        for lane in 0..w.lanes {
-            if exec >> lane & 1 == 1 {
-                let src = ((w.vgpr(addr, lane).wrapping_add(off) / 4) as usize) % w.lanes;
-                r[lane] = if exec >> src & 1 == 1 { w.vgpr(data, src) } else { 0 };
-            }
-        }
-        for lane in 0..w.lanes {
-            if exec >> lane & 1 == 1 {
-                w.set_vgpr(dst, lane, r[lane]);
-            }
-        }
-        let _ = step;
-        self.st.lane_insts += u64::from(exec.count_ones());
-        Ok(())
-    }
 }
 
 impl Wave {
@@ -1696,6 +1681,25 @@ impl Wave {
         let c = (code & 0x7f) as usize;
         u64::from(self.s[c]) | u64::from(self.s[(c + 1) & 0x7f]) << 32
     }
+}
+
+/// A FLAT/GLOBAL instruction's address for `lane`: the 64-bit VGPR pair (flat, or global with
+/// `saddr` off) or the SGPR pair plus the 32-bit VGPR, plus the offset (FLAT's 13 bits
+/// unsigned, GLOBAL's signed).
+fn global_addr(w: &Wave, i: &Inst, lane: usize) -> u64 {
+    let (w0, w1) = (i.words[0], i.words[1]);
+    let saddr = (w1 >> 16) & 0x7f;
+    let vaddr = w1 & 0xff;
+    let raw = w0 & 0x1fff;
+    // CAST: the 13-bit field sign-extended.
+    let off = if i.enc == Encoding::Flat { i64::from(raw) } else { i64::from(((raw << 19) as i32) >> 19) };
+    let base = if saddr == 124 || i.enc == Encoding::Flat {
+        u64::from(w.vgpr(vaddr, lane)) | u64::from(w.vgpr(vaddr + 1, lane)) << 32
+    } else {
+        w.mask_pair(saddr).wrapping_add(u64::from(w.vgpr(vaddr, lane)))
+    };
+    // CAST: the signed offset added modulo 2^64.
+    base.wrapping_add(off as u64)
 }
 
 /// The modifiers of a VOP1/VOP2/VOP3 VALU op of signature `g`.
@@ -2343,7 +2347,24 @@ fn resolve(i: &Inst, at: usize) -> Result<Sem, LoadError> {
             }
             Sem::Valu(g)
         }
-        Encoding::Ds if name == "ds_bpermute_b32" => Sem::Bpermute,
+        // GDS (bit 17): the global data share, which no dispatch here has.
+        Encoding::Ds if (i.words[0] >> 17) & 1 == 1 => return no("GDS (the global data share)"),
+        Encoding::Ds if name == "ds_nop" => Sem::Nop,
+        Encoding::Ds if name == "ds_bvh_stack_rtn_b32" => return no("the BVH stack of ray tracing (graphics)"),
+        Encoding::Ds if atomic::lds(name).is_some() => match atomic::lds(name) {
+            Some(k) => Sem::Lds(k),
+            None => return no("the opcode"),
+        },
+        Encoding::Global | Encoding::Flat if name.contains("_atomic_") => {
+            let rest = name.split_once("_atomic_").map_or("", |(_, r)| r);
+            match atomic::parse(rest) {
+                // GLC (bit 14): return the value before.
+                Some((op, wide, _)) => Sem::GAtomic(atomic::AtomOp { op, wide, rtn: (i.words[0] >> 14) & 1 == 1 }),
+                None => return no("the opcode"),
+            }
+        }
+        Encoding::Global if name == "global_load_addtid_b32" => Sem::GAddtid(false),
+        Encoding::Global if name == "global_store_addtid_b32" => Sem::GAddtid(true),
         Encoding::Ds | Encoding::Flat | Encoding::Global | Encoding::Scratch => match mem_op(name) {
             Some(m) => Sem::Mem(m),
             None => return no("the opcode"),
