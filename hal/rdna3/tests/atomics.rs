@@ -511,3 +511,67 @@ fn a_global_atomic_outside_memory_faults_naming_the_lane_and_address() {
     let w = mem.words();
     assert_eq!([w[0], w[4], w[8], w[12]], [0, 16, 32, 48]);
 }
+
+#[test]
+fn flat_addresses_in_the_apertures_reach_the_lds_and_the_lanes_scratch() {
+    // s[10:11] = src_shared_base, s[12:13] = src_private_base (their 64 bits), s14 = the shared
+    // base read as 32 bits.
+    let v = |r: u32| V + r;
+    let code = prog(&[
+        sop1("s_mov_b64", 10, 235),
+        sop1("s_mov_b64", 12, 237),
+        sop1("s_mov_b32", 14, 235),
+        vop2("v_lshlrev_b32_e32", 1, int(2), v(0)),
+        vop2("v_add_nc_u32_e32", 2, LIT, v(0)),
+        vec![100],
+        // LDS through the aperture: v[8:9] = shared base + lane · 4.
+        vop1("v_mov_b32_e32", 8, v(1)),
+        vop1("v_mov_b32_e32", 9, 11),
+        flat("flat_store_b32", 0, 8, 2, 0),
+        flat("flat_atomic_add_u32", 0, 8, 2, 0), // lds[lane] = 2 · (100 + lane)
+        ds("ds_load_b32", 3, 1, 0),
+        // Scratch: the lane's private offset 4.
+        vop1("v_mov_b32_e32", 8, int(4)),
+        vop1("v_mov_b32_e32", 9, 13),
+        flat("flat_store_b32", 0, 8, 2, 0),
+        vec![0x37 << 26 | op(tables::SCRATCH, "scratch_load_b32") << 18 | 1 << 16 | 4, 4 << 24 | NULL << 16],
+        // Out: v3, v4, and s[10:14] from lane 0.
+        global("global_store_b32", 0, 1, 3, 0),
+        global_off("global_store_b32", 0, 1, 4, 0, 128),
+        vop1("v_mov_b32_e32", 5, 10),
+        vop1("v_mov_b32_e32", 6, 11),
+        vop1("v_mov_b32_e32", 7, 12),
+        vop1("v_mov_b32_e32", 8, 13),
+        vop1("v_mov_b32_e32", 9, 14),
+        global_off("global_store_b32", 0, 1, 5, 0, 256),
+        global_off("global_store_b32", 0, 1, 6, 0, 384),
+        global_off("global_store_b32", 0, 1, 7, 0, 512),
+        global_off("global_store_b32", 0, 1, 8, 0, 640),
+        global_off("global_store_b32", 0, 1, 9, 0, 768),
+        sopp("s_endpgm", 0),
+    ]);
+    let p = Program::load(&code, 0, false).unwrap_or_else(|e| panic!("{e}"));
+    let mut d = dispatch(32, false, &[OUT as u32, 0]);
+    d.private_bytes = 16;
+    let mut mem = Buf(OUT, vec![0; 896]);
+    p.run(&d, [1, 1, 1], &mut mem).unwrap();
+    let w = mem.words();
+    assert_eq!(&w[..32], &(0..32).map(|l| 2 * (100 + l)).collect::<Vec<u32>>()[..]);
+    assert_eq!(&w[32..64], &(100..132).collect::<Vec<u32>>()[..]);
+    let base = |k: usize| w[64 + 32 * k];
+    assert_eq!((base(0), base(1), base(2), base(3), base(4)), (0, 0x2000_0000, 0, 0x2000_0001, 0));
+    // Past the LDS through the aperture: an LDS fault at the LDS offset.
+    let code = prog(&[
+        sop1("s_mov_b64", 10, 235),
+        vop1("v_mov_b32_e32", 8, LIT),
+        vec![1024],
+        vop1("v_mov_b32_e32", 9, 11),
+        flat("flat_load_b32", 3, 8, 0, 0),
+        sopp("s_endpgm", 0),
+    ]);
+    let f = Program::load(&code, 0, false)
+        .unwrap()
+        .run(&dispatch(32, false, &[]), [1, 1, 1], &mut Buf(0, vec![]))
+        .unwrap_err();
+    assert_eq!((f.lane, f.kind), (Some(0), FaultKind::Lds { write: false, size: 1024 }));
+}

@@ -10,7 +10,7 @@
 //! bit of a global or flat one. A lane whose access is outside the LDS or memory stops the
 //! instruction there with a fault naming it; the lanes before it are done.
 
-use super::{Cx, Fault, FaultKind, Step, Wave};
+use super::{Cx, Fault, FaultKind, Space, Step, Wave};
 
 /// What an atomic computes from the memory value `tmp`, DATA (`src`) and DATA2 (`d2`: the mask
 /// OR'd in by mskor, the compare value of cmpswap, the addend of wrap).
@@ -45,6 +45,8 @@ pub(super) struct AtomOp {
     pub op: Atom,
     pub wide: bool,
     pub rtn: bool,
+    /// FLAT: an address in an aperture reaches the LDS or the lane's scratch.
+    pub flat: bool,
 }
 
 /// `{op}[_rtn]_{type}` (what follows `ds_`, `global_atomic_`, `flat_atomic_`): the op, 64-bit,
@@ -264,7 +266,7 @@ pub(super) fn lds(name: &str) -> Option<Lds> {
         "storexchg_2addr_stride64_rtn_b64" => Lds::Xchg2 { wide: true, stride: 64 },
         _ => {
             let (op, wide, rtn) = parse(rest)?;
-            Lds::Atomic(AtomOp { op, wide, rtn })
+            Lds::Atomic(AtomOp { op, wide, rtn, flat: false })
         }
     })
 }
@@ -455,9 +457,23 @@ impl Cx<'_, '_> {
             } else {
                 0
             };
-            let Some(old) = self.mem.atomic(at, n, &|t| apply(a.op, a.wide, t, src, cmp)) else {
-                // CAST: 4 or 8 bytes.
-                return Err(self.fault(step, Some(lane), at, FaultKind::Memory { write: true, bytes: n as u32 }));
+            let f = |t| apply(a.op, a.wide, t, src, cmp);
+            let done = match super::aperture(a.flat, at) {
+                None => self.mem.atomic(at, n, &f).ok_or(FaultKind::Memory { write: true, bytes: n as u32 }),
+                // CAST: the LDS size fits u32.
+                Some((Space::Lds, o)) => {
+                    lds_rmw(self.lds, o, n, f).ok_or(FaultKind::Lds { write: true, size: self.lds.len() as u32 })
+                }
+                Some((_, o)) => {
+                    let pb = w.private_bytes;
+                    let seg = w.private.get_mut(lane * pb..(lane + 1) * pb).unwrap_or_default();
+                    // CAST: the private size fits u32.
+                    lds_rmw(seg, o, n, f).ok_or(FaultKind::Scratch { write: true, size: pb as u32 })
+                }
+            };
+            let old = match done {
+                Ok(old) => old,
+                Err(kind) => return Err(self.fault(step, Some(lane), at, kind)),
             };
             if a.rtn {
                 set_reg(w, vdst, lane, a.wide, old);
@@ -551,6 +567,9 @@ mod tests {
         assert_eq!(parse("csub_u32"), Some((Atom::Csub, false, false)));
         assert_eq!(parse("load_b32"), None);
         assert_eq!(lds("ds_swizzle_b32"), Some(Lds::Swizzle));
-        assert_eq!(lds("ds_storexchg_rtn_b64"), Some(Lds::Atomic(AtomOp { op: Atom::Swap, wide: true, rtn: true })));
+        assert_eq!(
+            lds("ds_storexchg_rtn_b64"),
+            Some(Lds::Atomic(AtomOp { op: Atom::Swap, wide: true, rtn: true, flat: false }))
+        );
     }
 }

@@ -332,6 +332,8 @@ struct MemOp {
     ext: Ext,
     /// ds_*_2addr: two accesses at offset0 and offset1 (× element size, × 64 for stride64).
     two: Option<u32>,
+    /// FLAT: an address in the LDS or private aperture reaches the LDS or the lane's scratch.
+    flat: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -818,9 +820,37 @@ impl Wave {
     }
 }
 
-/// An inline constant (codes 128–208 integers, 240–248 floats) as an operand of type `t`.
+/// The LDS aperture of flat addresses: 4 GiB from here reach the work-group's LDS (at the
+/// address's low 32 bits). The KFD's for a gfx9+ process (`kfd_init_apertures_v9`: the LDS at
+/// 1 << 61, the private aperture 4 GiB above), which `SH_MEM_BASES` gives the shader; read by
+/// `src_shared_base` / `src_shared_limit`.
+pub const LDS_APERTURE: u64 = 0x2000_0000_0000_0000;
+/// The private (scratch) aperture: 4 GiB from here reach the lane's own private segment;
+/// `src_private_base` / `src_private_limit`.
+pub const PRIVATE_APERTURE: u64 = 0x2000_0001_0000_0000;
+
+/// Where a FLAT access at `addr` goes when it is in an aperture: the LDS or the lane's scratch,
+/// at the offset inside it. `None`: global memory (or not FLAT).
+#[inline]
+fn aperture(flat: bool, addr: u64) -> Option<(Space, u64)> {
+    if !flat {
+        return None;
+    }
+    match addr.wrapping_sub(LDS_APERTURE) >> 32 {
+        0 => Some((Space::Lds, addr & 0xffff_ffff)),
+        1 => Some((Space::Scratch, addr & 0xffff_ffff)),
+        _ => None,
+    }
+}
+
+/// An inline constant (codes 128–208 integers, 240–248 floats) as an operand of type `t`, or an
+/// aperture register (235–238: its 64 bits, the low 32 read as a 32-bit operand).
 fn inline_const(code: u32, t: T) -> Option<u64> {
     Some(match code {
+        235 => LDS_APERTURE,
+        236 => LDS_APERTURE | 0xffff_ffff,
+        237 => PRIVATE_APERTURE,
+        238 => PRIVATE_APERTURE | 0xffff_ffff,
         128..=192 => u64::from(code - 128),
         // CAST: −1..−16 sign-extended to 64 bits.
         193..=208 => (-(i64::from(code) - 192)) as u64,
@@ -1580,6 +1610,10 @@ impl Cx<'_, '_> {
         data: u32,
         dst: u32,
     ) -> Result<(), Fault> {
+        let (m, addr) = match aperture(m.flat, addr) {
+            Some((space, a)) => (MemOp { space, ..m }, a),
+            None => (m, addr),
+        };
         let n = usize::from(m.bytes);
         let mut buf = [0u8; 16];
         if m.store {
@@ -2181,7 +2215,7 @@ fn mem_op(name: &str) -> Option<MemOp> {
     if two.is_some() && !matches!(bytes, 4 | 8) {
         return None;
     }
-    Some(MemOp { space, store, bytes, ext, two })
+    Some(MemOp { space, store, bytes, ext, two, flat: name.starts_with("flat_") })
 }
 
 /// `v_pk_<op>` as the 16-bit `v_<op>` each half runs.
@@ -2359,7 +2393,12 @@ fn resolve(i: &Inst, at: usize) -> Result<Sem, LoadError> {
             let rest = name.split_once("_atomic_").map_or("", |(_, r)| r);
             match atomic::parse(rest) {
                 // GLC (bit 14): return the value before.
-                Some((op, wide, _)) => Sem::GAtomic(atomic::AtomOp { op, wide, rtn: (i.words[0] >> 14) & 1 == 1 }),
+                Some((op, wide, _)) => Sem::GAtomic(atomic::AtomOp {
+                    op,
+                    wide,
+                    rtn: (i.words[0] >> 14) & 1 == 1,
+                    flat: i.enc == Encoding::Flat,
+                }),
                 None => return no("the opcode"),
             }
         }

@@ -110,7 +110,7 @@ impl Cx<'_, '_> {
             Space::Scratch => base[l].wrapping_add(op.off) & 0xffff_ffff,
             _ => base[l].wrapping_add(op.off),
         };
-        if m.ext == Ext::Plain && m.bytes.is_multiple_of(4) && m.space != Space::Scratch && m.two.is_none() {
+        if m.ext == Ext::Plain && m.bytes.is_multiple_of(4) && m.space != Space::Scratch && m.two.is_none() && !m.flat {
             return self.plain::<N>(w, step, exec, m, &first, op.vdata, op.vdst);
         }
         let mut e = exec;
