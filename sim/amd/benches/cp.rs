@@ -49,6 +49,42 @@ fn sdma_copy_1mib(b: Bencher) {
     });
 }
 
+/// tinygrad's `test_speed_copy_bandwidth`: 200 MB.
+const BIG_COPY: usize = 200_000_000;
+
+/// One 200 MB `COPY LINEAR` (tinygrad's `test_speed_copy_bandwidth`) on `threads` shader
+/// threads (the copy spreads over the same pool), both buffers written first (so their pages are
+/// the host's already: the copy, not first-touch page faults, is measured).
+#[divan::bench(args = [1, 2], sample_count = 5, sample_size = 1)]
+fn sdma_copy_200mb(b: Bencher, threads: usize) {
+    let gpu = gpu(threads);
+    let mut ring = sdma_ring(&gpu, 4096);
+    let m = gpu.memory();
+    let src = m.alloc(None, BIG_COPY as u64).unwrap();
+    let dst = m.alloc(None, BIG_COPY as u64).unwrap();
+    let pattern: Vec<u8> = (0..BIG_COPY).map(|i| (i * 7 + 3) as u8).collect();
+    m.write(src, &pattern).unwrap();
+    m.write(dst, &vec![0; BIG_COPY]).unwrap();
+    let words = sdma::copy(dst, src, BIG_COPY as u32);
+    b.counter(divan::counter::BytesCount::new(BIG_COPY)).bench_local(|| {
+        ring.submit(&gpu, &words);
+        gpu.process();
+    });
+    assert_eq!(ring.state(&gpu), QueueState::Idle);
+}
+
+/// The floor for `sdma_copy_200mb`: the host's own memcpy of 200 MB (`copy_from_slice` between
+/// two `Vec<u8>`s already written), in the same run.
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn memcpy_200mb(b: Bencher) {
+    let src: Vec<u8> = (0..BIG_COPY).map(|i| (i * 7 + 3) as u8).collect();
+    let mut dst = vec![1u8; BIG_COPY];
+    b.counter(divan::counter::BytesCount::new(BIG_COPY)).bench_local(|| {
+        dst.copy_from_slice(divan::black_box(&src));
+    });
+    divan::black_box(&dst);
+}
+
 /// Every kernel case's dispatch, replayed (programs cached), with `threads` shader threads.
 #[divan::bench(args = [1, 2, 4], sample_count = 10)]
 fn all_kernel_cases(b: Bencher, threads: usize) {

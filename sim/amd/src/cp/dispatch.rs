@@ -82,7 +82,7 @@ impl ProgramCache {
     /// The pool of `threads - 1` threads, made at its first use, and again in a forked child
     /// (whose copy of the parent's pool has no threads: it is leaked, not dropped, since its locks
     /// may be held by threads that do not exist in the child).
-    fn pool(&mut self, threads: usize) -> Result<Arc<rayon_core::ThreadPool>, What> {
+    pub(crate) fn pool(&mut self, threads: usize) -> Result<Arc<rayon_core::ThreadPool>, What> {
         let pid = std::process::id();
         if self.pool.as_ref().is_some_and(|(p, _)| *p != pid)
             && let Some((_, stale)) = self.pool.take()

@@ -30,12 +30,15 @@ use crate::cp::pm4::{FUNC_ALWAYS, FUNC_EQ, FUNC_GE, FUNC_GT, FUNC_LE, FUNC_LT, F
 use crate::cp::{QueueStats, Run};
 use crate::fault::{Engine, QueueFault, QueueId, What, Where};
 use crate::gpu::Shared;
-use crate::memory::{MemFault, MemView};
+use crate::memory::{MemFault, MemView, SPREAD_MIN_BYTES};
 use packets::*;
+use std::sync::PoisonError;
 use std::time::Instant;
 
-/// Bytes a `COPY LINEAR` moves per step (through a buffer the engine keeps).
-pub const COPY_CHUNK_BYTES: usize = 1 << 20;
+/// Bytes an overlapping `COPY LINEAR` moves per step (through a buffer); one whose source and
+/// destination are apart copies word by word, a large one on the shader core's threads too
+/// ([`MemView::copy`]).
+pub use crate::memory::COPY_CHUNK_BYTES;
 
 /// An SDMA queue as created.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,7 +78,6 @@ pub struct SdmaQueue {
     wait_since: Option<Instant>,
     fault: Option<QueueFault>,
     stats: QueueStats,
-    chunk: Vec<u8>,
 }
 
 fn mem(what: &'static str) -> impl FnOnce(MemFault) -> What {
@@ -103,7 +105,6 @@ impl SdmaQueue {
             wait_since: None,
             fault: None,
             stats: QueueStats::default(),
-            chunk: Vec::new(),
         }
     }
 
@@ -170,6 +171,27 @@ impl SdmaQueue {
             None => (self.desc.ring + 4 * ((self.rptr / 4 + k) % self.ring_dwords), "fetching from the ring"),
         };
         view.read_u32(a).map_err(mem(what))
+    }
+
+    /// Dwords `k..k + out.len()` of the packet: one run of the IB, or of the ring up to its end
+    /// and then from its start; a run that faults is fetched dword by dword for the report.
+    fn fetch_run(&self, view: &mut MemView, k: u64, out: &mut [u32]) -> Result<(), What> {
+        let ok = match self.ib {
+            Some(ib) => view.read_words(ib.va + 4 * (ib.pos + k), out).is_ok(),
+            None => {
+                let first = (self.rptr / 4 + k) % self.ring_dwords;
+                // CAST: at most out.len().
+                let (a, b) = out.split_at_mut(((self.ring_dwords - first) as usize).min(out.len()));
+                view.read_words(self.desc.ring + 4 * first, a).is_ok() && view.read_words(self.desc.ring, b).is_ok()
+            }
+        };
+        if !ok {
+            for (i, w) in out.iter_mut().enumerate() {
+                // CAST: usize → u64, widening.
+                *w = self.fetch(view, k + i as u64)?;
+            }
+        }
+        Ok(())
     }
 
     fn advance(&mut self, view: &mut MemView, dwords: u64) -> Result<(), What> {
@@ -303,7 +325,7 @@ impl SdmaQueue {
                     return Err(unsupported("COPY (a sub-op other than LINEAR)"));
                 }
                 let n = u64::from(b[0] & COPY_COUNT_MASK) + 1;
-                self.copy(view, addr(b[2], b[3]), addr(b[4], b[5]), n, h & COPY_BACKWARDS != 0)?;
+                Self::copy(sh, view, addr(b[2], b[3]), addr(b[4], b[5]), n, h & COPY_BACKWARDS != 0)?;
                 Flow::Next
             }
             OP_WRITE => {
@@ -316,10 +338,9 @@ impl SdmaQueue {
                 }
                 let n = len - 4;
                 // CAST: n < 2^20 dwords.
-                let mut data = Vec::with_capacity(4 * n as usize);
-                for k in 0..n {
-                    data.extend_from_slice(&self.fetch(view, 4 + k)?.to_le_bytes());
-                }
+                let mut words = vec![0u32; n as usize];
+                self.fetch_run(view, 4, &mut words)?;
+                let data: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
                 view.write(dst, &data).map_err(mem("WRITE's destination"))?;
                 Flow::Next
             }
@@ -412,49 +433,17 @@ impl SdmaQueue {
         }
     }
 
-    fn copy(&mut self, view: &mut MemView, src: u64, dst: u64, n: u64, backwards: bool) -> Result<(), What> {
-        if !view.covers(src, n) {
-            let mut probe = [0u8; 1];
-            let mut at = src;
-            // Find the first byte that is not mapped, for the report.
-            while at < src.saturating_add(n) && view.read(at, &mut probe).is_ok() {
-                at = view.allocation(at).map_or(at + 1, |(b, l)| b + l);
-            }
-            return Err(What::Memory {
-                fault: MemFault { va: at, start: src, len: n, write: false },
-                what: "COPY LINEAR's source",
-            });
-        }
-        if !view.covers(dst, n) {
-            let mut at = dst;
-            while at < dst.saturating_add(n) && view.allocation(at).is_some() {
-                at = view.allocation(at).map_or(at + 1, |(b, l)| b + l);
-            }
-            return Err(What::Memory {
-                fault: MemFault { va: at, start: dst, len: n, write: true },
-                what: "COPY LINEAR's destination",
-            });
-        }
-        // memmove: when the destination starts inside the source, copy from the end down.
-        let down = backwards || (dst > src && dst < src + n);
-        let mut chunk = std::mem::take(&mut self.chunk);
-        let mut done = 0u64;
-        let mut r = Ok(());
-        while done < n {
-            let k = (n - done).min(COPY_CHUNK_BYTES as u64);
-            let off = if down { n - done - k } else { done };
-            // CAST: k ≤ COPY_CHUNK_BYTES.
-            chunk.resize(k as usize, 0);
-            r = view
-                .read(src + off, &mut chunk)
-                .map_err(mem("COPY LINEAR's source"))
-                .and_then(|()| view.write(dst + off, &chunk).map_err(mem("COPY LINEAR's destination")));
-            if r.is_err() {
-                break;
-            }
-            done += k;
-        }
-        self.chunk = chunk;
-        r
+    fn copy(sh: &Shared, view: &mut MemView, src: u64, dst: u64, n: u64, backwards: bool) -> Result<(), What> {
+        // Both ranges checked (source first) before a byte moves; the fault names the first
+        // byte that is not mapped.
+        // Large: spread over the shader core's threads as well (the pool its dispatches keep).
+        let threads = sh.config.shader_threads;
+        let pool = (threads > 1 && n >= SPREAD_MIN_BYTES)
+            .then(|| sh.programs.lock().unwrap_or_else(PoisonError::into_inner).pool(threads).ok())
+            .flatten();
+        view.copy(src, dst, n, backwards, pool.as_deref()).map_err(|fault| What::Memory {
+            what: if fault.write { "COPY LINEAR's destination" } else { "COPY LINEAR's source" },
+            fault,
+        })
     }
 }
