@@ -17,7 +17,10 @@
 //! # Packets
 //!
 //! `NOP` (a zero dword is one), `COPY LINEAR` (count − 1 bytes; both ranges checked before a byte
-//! moves; overlapping ranges copy as `memmove` does, backwards or not — undefined on hardware),
+//! moves; word by word at host memory speed, a large copy on the shader threads too; ranges that
+//! overlap in host memory through a 1 MiB buffer, from the end down when the destination starts
+//! inside the source or the header's `backwards` bit is set — `memmove` without the bit —
+//! undefined on hardware; [`MemView::copy`]),
 //! `WRITE LINEAR` (count − 1 dwords), `FENCE` (a 32-bit write), `TRAP` (an interrupt, its 28-bit
 //! context the event id), `POLL_REGMEM` (memory with function and mask, resumable like
 //! `WAIT_REG_MEM`; the register form only as the HDP flush), `TIMESTAMP GET_GLOBAL` (64 bits at
