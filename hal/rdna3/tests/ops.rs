@@ -3,6 +3,9 @@
 //! libm's frexp): scalar ops on SGPRs the dispatch sets, vector ops on lanes loaded from memory,
 //! with EXEC switching lanes off to show them untouched.
 
+// Lanes are indexed across several result registers at once.
+#![allow(clippy::needless_range_loop)]
+
 mod common;
 
 use common::*;
@@ -258,4 +261,269 @@ fn an_lds_access_past_the_allocation_faults_naming_the_lane() {
     let mut mem = Buf(IN, addr.iter().flat_map(|x| x.to_le_bytes()).collect());
     let f = p.run(&dispatch(32, false, &[IN as u32, 0]), [1, 1, 1], &mut mem).unwrap_err();
     assert_eq!((f.lane, f.addr, f.kind), (Some(9), 1024, FaultKind::Lds { write: true, size: 1024 }));
+}
+
+fn f(x: f32) -> u32 {
+    x.to_bits()
+}
+
+#[test]
+fn float_to_int_conversions_round_as_named() {
+    let xs = [1.5f32, -1.5, 2.5, -0.5, 0.499_999_97, f32::NAN, 3e9, -3e9];
+    let a = lanes(|l| f(xs[l % 8]));
+    let r = valu(
+        &[a],
+        u32::MAX,
+        &[vop1("v_cvt_nearest_i32_f32_e32", 2, V + 1), vop1("v_cvt_floor_i32_f32_e32", 3, V + 1)],
+        &[2, 3],
+    );
+    // floor(x + 0.5) with the sum rounded in f32: 0.49999997 + 0.5 is 1.0.
+    let nearest = [2, -1, 3, 0, 1, 0, i32::MAX, i32::MIN];
+    let floor = [1, -2, 2, -1, 0, 0, i32::MAX, i32::MIN];
+    for l in 0..8 {
+        assert_eq!((r[0][l] as i32, r[1][l] as i32), (nearest[l], floor[l]), "{}", xs[l]);
+    }
+    // The i4 table: S0[3:0] signed × 1/16.
+    let r = valu(&[lanes(|l| l as u32 | 0xabc0)], u32::MAX, &[vop1("v_cvt_off_f32_i4_e32", 2, V + 1)], &[2]);
+    for l in 0..16 {
+        let n = if l < 8 { l as f32 } else { l as f32 - 16.0 };
+        assert_eq!(f32::from_bits(r[0][l]), n * 0.0625, "nibble {l}");
+    }
+}
+
+#[test]
+fn packed_conversions_saturate_round_or_truncate_as_the_guide_says() {
+    let (x, y, z) = (f(1.0 + 2f32.powi(-11) + 2f32.powi(-13)), f(70000.0), 0xaabb_ccdd);
+    let a = lanes(|l| [x, f(-40000.0), f(-1.0), 70000, 0xfffe_ee90, f(3.7)][l % 6]);
+    let b = lanes(|l| [y, f(1.9), y, 5, 40000, 2][l % 6]);
+    let c = lanes(|_| z);
+    let body = [
+        vop3("v_cvt_pk_rtz_f16_f32_e64", 4, V + 1, V + 2, 0),
+        vop3("v_cvt_pk_i16_f32", 5, V + 1, V + 2, 0),
+        vop3("v_cvt_pk_u16_f32", 6, V + 1, V + 2, 0),
+        vop3("v_cvt_pk_u16_u32", 7, V + 1, V + 2, 0),
+        vop3("v_cvt_pk_i16_i32", 8, V + 1, V + 2, 0),
+        vop3("v_cvt_pk_u8_f32", 9, V + 1, V + 2, V + 3),
+    ];
+    let r = valu(&[a, b, c], u32::MAX, &body, &[4, 5, 6, 7, 8, 9]);
+    // 1 + 2^-11 + 2^-13 toward zero is 1.0 (nearest would be 1 + 2^-10); 70000 toward zero is
+    // the largest finite f16.
+    assert_eq!(r[0][0], 0x7bff_3c00);
+    assert_eq!(r[1][1], 0x0001_8000); // (−40000 → −32768, 1.9 → 1)
+    assert_eq!(r[2][2], 0xffff_0000); // (−1 → 0, 70000 → 65535)
+    assert_eq!(r[3][3], 0x0005_ffff);
+    assert_eq!(r[4][4], 0x7fff_8000); // (−70000 → −32768, 40000 → 32767)
+    assert_eq!(r[5][5], 0xaa03_ccdd); // 3.7 → 3 into byte 2
+    // Normalized: ±1 → ±32767 / 65535, 0.5 → 16384 / 32768 (nearest even), NaN → 0.
+    let h = lanes(|l| [0x3c00u32, 0xbc00, 0x3800, 0x7e00][l % 4]);
+    let fl = lanes(|l| f([1.0f32, -1.0, 0.5, f32::NAN][l % 4]));
+    let body = [
+        vop3("v_cvt_norm_i16_f16_e64", 4, V + 1, 0, 0),
+        vop3("v_cvt_norm_u16_f16_e64", 5, V + 1, 0, 0),
+        vop3("v_cvt_pk_norm_i16_f32", 6, V + 2, V + 2, 0),
+        vop3("v_cvt_pk_norm_u16_f32", 7, V + 2, V + 2, 0),
+        vop3("v_cvt_pk_norm_i16_f16", 8, V + 1, V + 1, 0),
+    ];
+    let r = valu(&[h, fl], u32::MAX, &body, &[4, 5, 6, 7, 8]);
+    assert_eq!(&r[0][..4].iter().map(|x| x & 0xffff).collect::<Vec<_>>(), &[32767, 0x8001, 16384, 0]);
+    assert_eq!(&r[1][..4].iter().map(|x| x & 0xffff).collect::<Vec<_>>(), &[65535, 0, 32768, 0]);
+    assert_eq!(&r[2][..4], &[0x7fff_7fff, 0x8001_8001, 0x4000_4000, 0]);
+    assert_eq!(&r[3][..4], &[0xffff_ffff, 0, 0x8000_8000, 0]);
+    assert_eq!(&r[4][..4], &r[2][..4]);
+    // v_sat_pk_u8_i16: 0x0100 → 255, 0xff80 (−128) → 0, into the low half.
+    let r = valu(&[lanes(|_| 0x0100_ff80)], u32::MAX, &[vop1("v_sat_pk_u8_i16_e32", 2, V + 1)], &[2]);
+    assert_eq!(r[0][0] & 0xffff, 0xff00);
+}
+
+#[test]
+fn sixteen_bit_logic_and_moves_write_their_half() {
+    let a = lanes(|l| 0x1234_f0f0 ^ l as u32);
+    let b = lanes(|_| 0x5678_ff00);
+    let body = [
+        vop3("v_not_b16_e64", 3, V + 1, 0, 0),
+        vop3("v_and_b16", 4, V + 1, V + 2, 0),
+        vop3("v_or_b16", 5, V + 1, V + 2, 0),
+        vop3("v_xor_b16", 6, V + 1, V + 2, 0),
+        // v_mov_b16_e32 v7.h, v1.h: the field's bit 7 names the high half.
+        vop1("v_mov_b16_e32", 7 | 0x80, V + (1 | 0x80)),
+        vop1("v_mov_b16_e32", 8, V + 2),
+    ];
+    let r = valu(&[a, b], u32::MAX, &body, &[3, 4, 5, 6, 7, 8]);
+    for l in 0..4 {
+        let x = a[l] & 0xffff;
+        assert_eq!(r[0][l], !x & 0xffff);
+        assert_eq!(r[1][l], x & 0xff00);
+        assert_eq!(r[2][l], x | 0xff00);
+        assert_eq!(r[3][l], x ^ 0xff00);
+        assert_eq!(r[4][l], 0x1234_dead);
+        assert_eq!(r[5][l], 0xff00);
+    }
+}
+
+#[test]
+fn sums_of_absolute_differences_and_lerp() {
+    let a = lanes(|_| 0x0102_0304);
+    let b = lanes(|l| [0x0403_0201, 0x0400_0201, 0x0304_0506][l % 3]);
+    let c = lanes(|_| 10);
+    let body = [
+        vop3("v_sad_u8", 4, V + 1, V + 2, V + 3),
+        vop3("v_sad_hi_u8", 5, V + 1, V + 2, V + 3),
+        vop3("v_sad_u16", 6, V + 1, V + 2, V + 3),
+        vop3("v_sad_u32", 7, V + 1, V + 2, V + 3),
+        vop3("v_msad_u8", 8, V + 1, V + 2, V + 3),
+        vop3("v_lerp_u8", 9, V + 1, V + 2, V + 3),
+    ];
+    let r = valu(&[a, b, c], u32::MAX, &body, &[4, 5, 6, 7, 8, 9]);
+    assert_eq!(r[0][0], 8 + 10);
+    assert_eq!(r[1][0], (8 << 16) + 10);
+    assert_eq!(r[2][0], (0x0403 - 0x0102) + (0x0304 - 0x0201) + 10);
+    assert_eq!(r[3][0], 0x0403_0201 - 0x0102_0304 + 10);
+    assert_eq!(r[4][1], 3 + 1 + 3 + 10); // the zero byte of b counts nothing
+    // lerp: (a + b + c's low bit) / 2 per byte, c = 10: bits 0, 8, 16, 24 of 10 are 0.
+    assert_eq!(r[5][2], 0x0203_0405);
+    // The four windows of a 64-bit S0, accumulated into 16-bit halves.
+    let lo = lanes(|_| 0x0102_0304);
+    let r = valu(
+        &[lo, lanes(|_| 0), lanes(|_| 0x0102_0304)],
+        u32::MAX,
+        &[vop3("v_qsad_pk_u16_u8", 4, V + 1, V + 3, 128)],
+        &[4, 5],
+    );
+    assert_eq!((r[0][0], r[1][0]), (4 << 16, 9 << 16 | 7));
+    // v_mqsad_u32_u8: the same windows, masked (S1 has no zero byte), onto four dwords of S2.
+    let r = valu(
+        &[lo, lanes(|_| 0), lanes(|_| 0x0102_0304), lanes(|_| 1), lanes(|_| 2), lanes(|_| 3), lanes(|_| 4)],
+        u32::MAX,
+        &[vop3("v_mqsad_u32_u8", 8, V + 1, V + 3, V + 4)],
+        &[8, 9, 10, 11],
+    );
+    assert_eq!((r[0][0], r[1][0], r[2][0], r[3][0]), (1, 4 + 2, 7 + 3, 9 + 4));
+}
+
+#[test]
+fn dots_fmac_and_the_rest_of_the_vop3_math() {
+    let ph = |x: u32, y: u32| x | y << 16;
+    let a = lanes(|_| ph(0x3c00, 0x4000)); // (1, 2)
+    let b = lanes(|_| ph(0x4200, 0x4400)); // (3, 4)
+    let c = lanes(|_| 0x3800); // 0.5
+    let body = [
+        vop3("v_dot2_f16_f16", 4, V + 1, V + 2, V + 3),
+        // v_pk_fmac_f16 v5, v1, v2 with v5 = (1, 2) first: (1·3 + 1, 2·4 + 2).
+        vop1("v_mov_b32_e32", 5, V + 1),
+        vop2("v_pk_fmac_f16", 5, V + 1, V + 2),
+        vop3("v_mad_u32_u16", 6, V + 1, V + 2, int(7)),
+        vop3("v_med3_f16", 7, V + 1, V + 2, V + 3),
+    ];
+    let r = valu(&[a, b, c], u32::MAX, &body, &[4, 5, 6, 7]);
+    assert_eq!(r[0][0] & 0xffff, 0x49c0); // 1·3 + 2·4 + 0.5 = 11.5
+    assert_eq!(r[1][0], ph(0x4400, 0x4900)); // (4, 10)
+    assert_eq!(r[2][0], 0x3c00 * 0x4200 + 7);
+    assert_eq!(r[3][0] & 0xffff, 0x3c00); // med3(1, 3, 0.5)
+    // Cube maps, lighting: (x, y, z) = (1, 2, −3).
+    let (x, y, z) = (lanes(|_| f(1.0)), lanes(|_| f(2.0)), lanes(|_| f(-3.0)));
+    let body = [
+        vop3("v_cubeid_f32", 4, V + 1, V + 2, V + 3),
+        vop3("v_cubesc_f32", 5, V + 1, V + 2, V + 3),
+        vop3("v_cubetc_f32", 6, V + 1, V + 2, V + 3),
+        vop3("v_cubema_f32", 7, V + 1, V + 2, V + 3),
+        vop3("v_mullit_f32", 8, V + 2, V + 2, V + 1),
+        vop3("v_mullit_f32", 9, V + 2, V + 2, V + 3),
+        vop3("v_add_nc_i32", 10, V + 1, LIT, 0),
+    ];
+    let mut body = body.to_vec();
+    body.push(vec![0x7fff_ffff]);
+    let r = valu(&[x, y, z], u32::MAX, &body, &[4, 5, 6, 7, 8, 9, 10]);
+    let got: Vec<f32> = r[..6].iter().map(|v| f32::from_bits(v[0])).collect();
+    assert_eq!(got, [5.0, -1.0, -2.0, -6.0, 4.0, -f32::MAX]);
+    assert_eq!(r[6][0], 0x3f80_0000u32.wrapping_add(0x7fff_ffff));
+}
+
+#[test]
+fn trig_preop_gives_53_bits_of_two_over_pi_at_a_time() {
+    // 2/π's first 128 fractional bits.
+    const HEX: u128 = 0xA2F9836E4E441529FC2757D1F534DDC0;
+    let seg = |k: u32| -> f64 {
+        // Bits 53k+1 ..= 53k+53, as an integer, × 2^-(53k + 53).
+        let m = (HEX >> (128 - 53 * (k + 1))) & ((1 << 53) - 1);
+        m as f64 * 2f64.powi(-53 * (k as i32 + 1))
+    };
+    let one = 1.0f64.to_bits();
+    let (lo, hi) = (lanes(|_| one as u32), lanes(|_| (one >> 32) as u32));
+    let k = lanes(|l| l as u32 % 2);
+    let r = valu(&[lo, hi, k], u32::MAX, &[vop3("v_trig_preop_f64", 4, V + 1, V + 3, 0)], &[4, 5]);
+    for l in 0..2 {
+        let got = f64::from_bits(u64::from(r[0][l]) | u64::from(r[1][l]) << 32);
+        assert_eq!(got, seg(l as u32), "segment {l}");
+    }
+    // The first segment is 2/π toward zero: one below the nearest f64.
+    assert_eq!(seg(0).to_bits(), std::f64::consts::FRAC_2_PI.to_bits() - 1);
+}
+
+#[test]
+fn lane_ops_count_permute_and_index_by_m0() {
+    let id = lanes(|l| 100 + l as u32);
+    let body = [
+        vop3("v_mbcnt_lo_u32_b32", 4, 193, int(0), 0),
+        vop3("v_mbcnt_hi_u32_b32", 5, 193, V + 4, 0),
+        // The guide's rotation within each row of 16.
+        sop1("s_mov_b32", 0, LIT),
+        vec![0x8765_4321],
+        sop1("s_mov_b32", 1, LIT),
+        vec![0x0fed_cba9],
+        vop3("v_permlane16_b32", 6, V + 1, 0, 1),
+        // Identity selects across rows: each lane gets its mirror in the other row.
+        sop1("s_mov_b32", 0, LIT),
+        vec![0x7654_3210],
+        sop1("s_mov_b32", 1, LIT),
+        vec![0xfedc_ba98],
+        vop3("v_permlanex16_b32", 7, V + 1, 0, 1),
+        // M0-relative: v8 = v(1 + 2) = v3, then v(9 + 2) = v11 = v1; a swap of v12, v13.
+        sop1("s_mov_b32", M0, int(2)),
+        vop1("v_mov_b32_e32", 3, int(33)),
+        vop1("v_movrels_b32_e32", 8, V + 1),
+        vop1("v_movreld_b32_e32", 9, V + 1),
+        vop1("v_mov_b32_e32", 12, int(1)),
+        vop1("v_mov_b32_e32", 13, int(2)),
+        vop1("v_swap_b32", 13, V + 12),
+    ];
+    let r = valu(&[id], 0x7fff_ffff, &body, &[4, 5, 6, 7, 8, 11, 12, 13]);
+    for l in 0..31usize {
+        assert_eq!(r[0][l], l as u32, "mbcnt_lo lane {l}");
+        assert_eq!(r[1][l], l as u32, "mbcnt_hi (wave32 adds nothing) lane {l}");
+        let rot = (l & !15) | ((l + 1) & 15);
+        // Lane 30 reads lane 31, which is off: not written (no FI, no BOUND_CTRL).
+        assert_eq!(r[2][l], if rot == 31 { 0xdead } else { 100 + rot as u32 }, "permlane16 lane {l}");
+        let x = l ^ 16;
+        assert_eq!(r[3][l], if x == 31 { 0xdead } else { 100 + x as u32 }, "permlanex16 lane {l}");
+        assert_eq!((r[4][l], r[5][l]), (33, 100 + l as u32));
+        assert_eq!((r[6][l], r[7][l]), (2, 1));
+    }
+    // permlane64 only in wave64; a non-VGPR source refused.
+    let e = Program::load(&prog(&[vop1("v_permlane64_b32", 1, V + 2), sopp("s_endpgm", 0)]), 0, false).unwrap_err();
+    assert!(e.to_string().contains("wave32"), "{e}");
+    let e = Program::load(&prog(&[vop1("v_swap_b32", 1, 2), sopp("s_endpgm", 0)]), 0, false).unwrap_err();
+    assert!(e.to_string().contains("VGPR"), "{e}");
+}
+
+#[test]
+fn vop3p_dot_products() {
+    let a = lanes(|_| 0x4000_3c00); // (1, 2) f16; bytes 00 3c 00 40
+    let b = lanes(|_| 0x4400_4200); // (3, 4)
+    let c = lanes(|_| f(0.5));
+    let bytes = lanes(|_| 0xff02_0304); // (4, 3, 2, −1 or 255)
+    let ones = lanes(|_| 0x0101_0101);
+    let k = lanes(|_| 10);
+    let mut iu8 = vop3p("v_dot4_i32_iu8", 7, V + 4, V + 5, V + 6, 0, 7);
+    iu8[1] |= 1 << 29; // neg_lo[0]: S0 signed
+    let body = [
+        vop3p("v_dot2_f32_f16", 7 + 1, V + 1, V + 2, V + 3, 0, 7),
+        iu8,
+        vop3p("v_dot4_u32_u8", 9, V + 4, V + 5, V + 6, 0, 7),
+        vop3p("v_dot8_u32_u4", 10, V + 5, V + 5, V + 6, 0, 7),
+    ];
+    let r = valu(&[a, b, c, bytes, ones, k], u32::MAX, &body, &[8, 7, 9, 10]);
+    assert_eq!(f32::from_bits(r[0][0]), 11.5);
+    assert_eq!(r[1][0], 10 + 4 + 3 + 2 - 1);
+    assert_eq!(r[2][0], 10 + 4 + 3 + 2 + 255);
+    assert_eq!(r[3][0], 10 + 4); // nibbles of 0x01010101 squared: four 1s
 }

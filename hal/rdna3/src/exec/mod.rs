@@ -18,6 +18,7 @@
 #![allow(clippy::needless_range_loop)]
 
 mod atomic;
+mod cross;
 mod divide;
 mod fp;
 mod lanes;
@@ -378,6 +379,21 @@ enum Sem {
     GAtomic(atomic::AtomOp),
     /// global_store_addtid_b32 (store) / global_load_addtid_b32.
     GAddtid(bool),
+    /// A VALU op across lanes or on M0-indexed VGPRs (`cross::Cross`).
+    Cross(cross::Cross),
+    /// VOP3P v_dot2/v_dot4/v_dot8 (not the packed 16-bit math of `Pk`).
+    Dot(Dot),
+}
+
+/// A VOP3P dot product: its element type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dot {
+    F16,
+    Bf16,
+    /// Bytes; signed where neg_lo says (iu8), else unsigned (u8).
+    I8(bool),
+    /// Nibbles, the same way.
+    I4(bool),
 }
 
 /// A WMMA's types: D (and C), then A and B.
@@ -504,7 +520,7 @@ impl Program {
         }
         for k in 0..steps.len() {
             let (inst, at) = (steps[k].inst, steps[k].at);
-            let sem = resolve(&inst, at)?;
+            let sem = resolve(&inst, at, wave64)?;
             let sem = match sem {
                 Sem::Branch(c, _) => {
                     // CAST: simm16 is signed, in dwords after the branch.
@@ -997,6 +1013,8 @@ impl Cx<'_, '_> {
                 Sem::Lds(k) => self.lds_op(w, step, k)?,
                 Sem::GAtomic(a) => self.global_atomic(w, step, a)?,
                 Sem::GAddtid(store) => self.global_addtid(w, step, store)?,
+                Sem::Cross(op) => self.cross(w, step, op),
+                Sem::Dot(k) => self.dot(w, step, k),
             }
             w.pc = next;
         }
@@ -1300,6 +1318,66 @@ impl Cx<'_, '_> {
                 out |= (r as u32 & 0xffff) << (16 * h);
             }
             w.set_vgpr(dst, lane, out);
+        }
+        self.st.lane_insts += u64::from(exec.count_ones());
+    }
+
+    /// VOP3P v_dot2_f32_{f16,bf16}: D.f32 = S0.lo·S1.lo + S0.hi·S1.hi + S2.f32, the halves
+    /// each product takes chosen by op_sel (the first) and op_sel_hi (the second) and negated
+    /// by neg_lo / neg_hi, as packed math chooses them, in f32 (clamp to [0, 1]);
+    /// v_dot4_{i32_iu8,u32_u8} and v_dot8_{i32_iu4,u32_u4}: S2 plus the products of the bytes
+    /// (nibbles), signed where neg_lo[0] (S0) / neg_lo[1] (S1) says, wrapping, or saturating
+    /// with clamp.
+    fn dot(&mut self, w: &mut Wave, step: &Step, k: Dot) {
+        let i = &step.inst;
+        let (w0, w1) = (i.words[0], i.words[1]);
+        let bit = |x: u32, b: u32| (x >> b) & 1 == 1;
+        let dst = w0 & 0xff;
+        let srcs = [w1 & 0x1ff, (w1 >> 9) & 0x1ff, (w1 >> 18) & 0x1ff];
+        let sel = [[bit(w0, 11), bit(w0, 12)], [bit(w1, 27), bit(w1, 28)]];
+        let neg = [[bit(w1, 29), bit(w1, 30)], [bit(w0, 8), bit(w0, 9)]];
+        let clamp = bit(w0, 15);
+        let exec = w.exec();
+        for lane in 0..w.lanes {
+            if exec >> lane & 1 == 0 {
+                continue;
+            }
+            // CAST (the three): 32-bit sources.
+            let a = Self::src(w, srcs[0], lane, T::B32, i.literal) as u32;
+            let b = Self::src(w, srcs[1], lane, T::B32, i.literal) as u32;
+            let c = Self::src(w, srcs[2], lane, T::B32, i.literal) as u32;
+            let r = match k {
+                Dot::F16 | Dot::Bf16 => {
+                    let half = |x: u32, hi: bool, neg: bool| {
+                        let bits = (x >> if hi { 16 } else { 0 }) & 0xffff;
+                        let v = if k == Dot::F16 { fp::h2f(bits as u16) } else { f32::from_bits(bits << 16) };
+                        if neg { -v } else { v }
+                    };
+                    let p = |h: usize| half(a, sel[h][0], neg[h][0]) * half(b, sel[h][1], neg[h][1]);
+                    let mut r = p(0) + p(1) + f32::from_bits(c);
+                    if clamp {
+                        r = if r.is_nan() { 0.0 } else { r.clamp(0.0, 1.0) };
+                    }
+                    r.to_bits()
+                }
+                Dot::I8(signed) | Dot::I4(signed) => {
+                    let (bits, n) = if matches!(k, Dot::I8(_)) { (8, 4) } else { (4, 8) };
+                    let el = |x: u32, e: u32, s: bool| -> i64 {
+                        let v = (x >> (bits * e)) & ((1 << bits) - 1);
+                        if s { i64::from(((v << (32 - bits)) as i32) >> (32 - bits)) } else { i64::from(v) }
+                    };
+                    let (sa, sb) = (signed && bit(w1, 29), signed && bit(w1, 30));
+                    let acc = if signed { i64::from(c as i32) } else { i64::from(c) };
+                    let s = acc + (0..n).map(|e| el(a, e, sa) * el(b, e, sb)).sum::<i64>();
+                    // CAST (all): saturated to the result's type, or its low 32 bits.
+                    match (clamp, signed) {
+                        (true, true) => s.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32 as u32,
+                        (true, false) => s.clamp(0, i64::from(u32::MAX)) as u32,
+                        _ => s as u32,
+                    }
+                }
+            };
+            w.set_vgpr(dst, lane, r);
         }
         self.st.lane_insts += u64::from(exec.count_ones());
     }
@@ -2232,7 +2310,7 @@ fn pk_sig(name: &str) -> Option<Sig> {
 }
 
 /// What `i` does, or why it is refused.
-fn resolve(i: &Inst, at: usize) -> Result<Sem, LoadError> {
+fn resolve(i: &Inst, at: usize, wave64: bool) -> Result<Sem, LoadError> {
     let name = i.op.name;
     let no = |what| Err(unsupported(at, i, what));
     Ok(match i.enc {
@@ -2314,6 +2392,29 @@ fn resolve(i: &Inst, at: usize) -> Result<Sem, LoadError> {
             "v_fma_mix_f32" => Sem::Mix(0),
             "v_fma_mixlo_f16" => Sem::Mix(1),
             "v_fma_mixhi_f16" => Sem::Mix(2),
+            "v_dot2_f32_f16" | "v_dot2_f32_bf16" | "v_dot4_i32_iu8" | "v_dot4_u32_u8" | "v_dot8_i32_iu4"
+            | "v_dot8_u32_u4" => {
+                let (w0, w1) = (i.words[0], i.words[1]);
+                let k = match name {
+                    "v_dot2_f32_f16" => Dot::F16,
+                    "v_dot2_f32_bf16" => Dot::Bf16,
+                    "v_dot4_i32_iu8" => Dot::I8(true),
+                    "v_dot4_u32_u8" => Dot::I8(false),
+                    "v_dot8_i32_iu4" => Dot::I4(true),
+                    _ => Dot::I4(false),
+                };
+                let (neg_lo, neg_hi, op_sel) = (w1 >> 29, (w0 >> 8) & 7, (w0 >> 11) & 7);
+                match k {
+                    // S2 (f32): no op_sel, no neg.
+                    Dot::F16 | Dot::Bf16 if op_sel & 4 != 0 || (neg_lo | neg_hi) & 4 != 0 => {
+                        return no("op_sel or neg on the f32 accumulator");
+                    }
+                    Dot::I8(s) | Dot::I4(s) if op_sel != 0 || neg_hi != 0 || neg_lo & 4 != 0 || (!s && neg_lo != 0) => {
+                        return no("op_sel, neg_hi or a sign bit the op does not have");
+                    }
+                    _ => Sem::Dot(k),
+                }
+            }
             _ if name.starts_with("v_pk_") => {
                 let base = match &name[5..] {
                     "add_u16" | "add_i16" => "v_add_nc_u16",
@@ -2365,6 +2466,30 @@ fn resolve(i: &Inst, at: usize) -> Result<Sem, LoadError> {
                     return Err(LoadError::Unsupported { at: 4 * at, name: y.name, what: "the VOPD Y half" });
                 }
             }
+        }
+        Encoding::Vop1 if name == "v_pipeflush" => Sem::Nop,
+        Encoding::Vop1 | Encoding::Vop3 if cross::cross(name).is_some() => {
+            let Some(op) = cross::cross(name) else { return no("the opcode") };
+            let (w0, w1) = (i.words[0], i.words[1]);
+            let src0 = if i.enc == Encoding::Vop1 { w0 & 0x1ff } else { w1 & 0x1ff };
+            let vgpr_src = !matches!(op, cross::Cross::Mbcnt(_) | cross::Cross::Movreld | cross::Cross::MovB16);
+            if vgpr_src && src0 < 256 {
+                return no("src0 other than a VGPR");
+            }
+            if op == cross::Cross::Mqsad && (w1 >> 18) & 0x1ff < 256 {
+                return no("a 128-bit accumulator outside VGPRs");
+            }
+            if op == cross::Cross::Permlane64 && !wave64 {
+                return no("wave32 (the guide defines the swap of a wave64's halves)");
+            }
+            if i.enc == Encoding::Vop3 {
+                // abs, op_sel (but permlane's FI and BOUND_CTRL), clamp, omod, neg.
+                let opsel_ok = if matches!(op, cross::Cross::Permlane16(_)) { 0x3 << 11 } else { 0 };
+                if (w0 >> 8) & 0xff & !(opsel_ok >> 8) != 0 || w1 >> 27 != 0 {
+                    return no("a modifier on a lane op");
+                }
+            }
+            Sem::Cross(op)
         }
         Encoding::Vop1 | Encoding::Vop2 | Encoding::Vop3 => {
             let Some(g) = valu::sig(name) else { return no("the opcode") };

@@ -257,6 +257,51 @@ pub enum L {
     Min3I16,
     Med3U16,
     Med3I16,
+    // more conversions, 16-bit and packed ops
+    CvtNearestI32F32,
+    CvtFloorI32F32,
+    CvtOffF32I4,
+    NotB16,
+    AndB16,
+    OrB16,
+    XorB16,
+    FrexpMantF16,
+    FrexpExpF16,
+    SatPkU8I16,
+    CvtNormI16F16,
+    CvtNormU16F16,
+    CvtPkNormI16F16,
+    CvtPkNormU16F16,
+    CvtPkNormI16F32,
+    CvtPkNormU16F32,
+    CvtPkRtzF16F32,
+    CvtPkU8F32,
+    CvtPkI16F32,
+    CvtPkU16F32,
+    CvtPkU16U32,
+    CvtPkI16I32,
+    Med3F16,
+    MadU32U16,
+    MadI32I16,
+    AddI32,
+    SubI32,
+    SadU8,
+    SadHiU8,
+    SadU16,
+    SadU32,
+    MsadU8,
+    LerpU8,
+    QsadPkU16U8,
+    MqsadPkU16U8,
+    Dot2F16F16,
+    Dot2Bf16Bf16,
+    PkFmacF16,
+    TrigPreopF64,
+    CubeId,
+    CubeSc,
+    CubeTc,
+    CubeMa,
+    MullitF32,
     // compares: the result bit
     Cmp(Cond),
 }
@@ -540,6 +585,50 @@ pub fn sig(name: &str) -> Option<Sig> {
         "v_min3_i16" => s(Min3I16, 3, B16, B16),
         "v_med3_u16" => s(Med3U16, 3, B16, B16),
         "v_med3_i16" => s(Med3I16, 3, B16, B16),
+        "v_cvt_nearest_i32_f32" => s(CvtNearestI32F32, 1, F32, B32),
+        "v_cvt_floor_i32_f32" => s(CvtFloorI32F32, 1, F32, B32),
+        "v_cvt_off_f32_i4" => s(CvtOffF32I4, 1, B32, F32),
+        "v_not_b16" => s(NotB16, 1, B16, B16),
+        "v_and_b16" => s(AndB16, 2, B16, B16),
+        "v_or_b16" => s(OrB16, 2, B16, B16),
+        "v_xor_b16" => s(XorB16, 2, B16, B16),
+        "v_frexp_mant_f16" => s(FrexpMantF16, 1, F16, F16),
+        "v_frexp_exp_i16_f16" => s(FrexpExpF16, 1, F16, B16),
+        "v_sat_pk_u8_i16" => s(SatPkU8I16, 1, B32, B16),
+        "v_cvt_norm_i16_f16" => s(CvtNormI16F16, 1, F16, B16),
+        "v_cvt_norm_u16_f16" => s(CvtNormU16F16, 1, F16, B16),
+        "v_cvt_pk_norm_i16_f16" => s(CvtPkNormI16F16, 2, F16, B32),
+        "v_cvt_pk_norm_u16_f16" => s(CvtPkNormU16F16, 2, F16, B32),
+        "v_cvt_pk_norm_i16_f32" => s(CvtPkNormI16F32, 2, F32, B32),
+        "v_cvt_pk_norm_u16_f32" => s(CvtPkNormU16F32, 2, F32, B32),
+        "v_cvt_pk_rtz_f16_f32" => s(CvtPkRtzF16F32, 2, F32, B32),
+        "v_cvt_pk_u8_f32" => Sig { src: [F32, B32, B32], ..s(CvtPkU8F32, 3, F32, B32) },
+        "v_cvt_pk_i16_f32" => s(CvtPkI16F32, 2, F32, B32),
+        "v_cvt_pk_u16_f32" => s(CvtPkU16F32, 2, F32, B32),
+        "v_cvt_pk_u16_u32" => s(CvtPkU16U32, 2, B32, B32),
+        "v_cvt_pk_i16_i32" => s(CvtPkI16I32, 2, B32, B32),
+        "v_med3_f16" => s(Med3F16, 3, F16, F16),
+        "v_mad_u32_u16" => Sig { src: [B16, B16, B32], ..s(MadU32U16, 3, B16, B32) },
+        "v_mad_i32_i16" => Sig { src: [B16, B16, B32], ..s(MadI32I16, 3, B16, B32) },
+        "v_add_nc_i32" => s(AddI32, 2, B32, B32),
+        "v_sub_nc_i32" => s(SubI32, 2, B32, B32),
+        "v_sad_u8" => s(SadU8, 3, B32, B32),
+        "v_sad_hi_u8" => s(SadHiU8, 3, B32, B32),
+        "v_sad_u16" => s(SadU16, 3, B32, B32),
+        "v_sad_u32" => s(SadU32, 3, B32, B32),
+        "v_msad_u8" => s(MsadU8, 3, B32, B32),
+        "v_lerp_u8" => s(LerpU8, 3, B32, B32),
+        "v_qsad_pk_u16_u8" => Sig { src: [B64, B32, B64], ..s(QsadPkU16U8, 3, B64, B64) },
+        "v_mqsad_pk_u16_u8" => Sig { src: [B64, B32, B64], ..s(MqsadPkU16U8, 3, B64, B64) },
+        "v_dot2_f16_f16" => Sig { src: [B32, B32, F16], ..s(Dot2F16F16, 3, B32, F16) },
+        "v_dot2_bf16_bf16" => Sig { src: [B32, B32, B16], ..s(Dot2Bf16Bf16, 3, B32, B16) },
+        "v_pk_fmac_f16" => Sig { acc: true, ..s(PkFmacF16, 2, B32, B32) },
+        "v_trig_preop_f64" => Sig { src: [F64, B32, B32], ..s(TrigPreopF64, 2, F64, F64) },
+        "v_cubeid_f32" => s(CubeId, 3, F32, F32),
+        "v_cubesc_f32" => s(CubeSc, 3, F32, F32),
+        "v_cubetc_f32" => s(CubeTc, 3, F32, F32),
+        "v_cubema_f32" => s(CubeMa, 3, F32, F32),
+        "v_mullit_f32" => s(MullitF32, 3, F32, F32),
         _ => return None,
     };
     if g.l == FmaakF32 || g.l == FmamkF32 || g.l == FmaakF16 || g.l == FmamkF16 {
@@ -708,6 +797,144 @@ fn d2i(x: f64) -> u64 {
 fn d2u(x: f64) -> u64 {
     // CAST: saturating, NaN → 0.
     u64::from(x as u32)
+}
+/// f16_to_snorm / f32_to_snorm: the value clamped to [−1, 1] × 32767, rounded to nearest even
+/// (NaN → 0).
+fn snorm(x: f32) -> u16 {
+    let v = if x.is_nan() { 0.0 } else { x.clamp(-1.0, 1.0) };
+    // CAST: |v · 32767| ≤ 32767.
+    libm::rint(f64::from(v) * 32767.0) as i16 as u16
+}
+/// f16_to_unorm / f32_to_unorm: clamped to [0, 1] × 65535, rounded to nearest even.
+fn unorm(x: f32) -> u16 {
+    let v = if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) };
+    // CAST: 0 ≤ v · 65535 ≤ 65535.
+    libm::rint(f64::from(v) * 65535.0) as u16
+}
+/// f32 → f16 bits rounded toward zero (overflow to the largest finite, NaN quiet).
+fn f2h_rtz(x: f32) -> u16 {
+    let h = f2h(x);
+    if x.is_nan() || x.is_infinite() {
+        return h;
+    }
+    // Rounded to nearest: step back one toward zero when that moved away from zero.
+    if h2f(h).abs() > x.abs() { h - 1 } else { h }
+}
+/// The sum of the absolute differences of the four byte pairs of `a` and `b` (`masked`: a zero
+/// byte of `b` counts nothing — V_MSAD_U8).
+fn sad8(a: u32, b: u32, masked: bool) -> u32 {
+    (0..4)
+        .map(|k| {
+            let (x, y) = ((a >> (8 * k)) & 0xff, (b >> (8 * k)) & 0xff);
+            if masked && y == 0 { 0 } else { x.abs_diff(y) }
+        })
+        .sum()
+}
+/// 2/π's first 1,584 fractional bits, 24 a word (fdlibm's `ipio2`, as in the libm crate).
+const TWO_OVER_PI: [u32; 66] = [
+    0xA2F983, 0x6E4E44, 0x1529FC, 0x2757D1, 0xF534DD, 0xC0DB62, 0x95993C, 0x439041, 0xFE5163, 0xABDEBB, 0xC561B7,
+    0x246E3A, 0x424DD2, 0xE00649, 0x2EEA09, 0xD1921C, 0xFE1DEB, 0x1CB129, 0xA73EE8, 0x8235F5, 0x2EBB44, 0x84E99C,
+    0x7026B4, 0x5F7E41, 0x3991D6, 0x398353, 0x39F49C, 0x845F8B, 0xBDF928, 0x3B1FF8, 0x97FFDE, 0x05980F, 0xEF2F11,
+    0x8B5A0A, 0x6D1F6D, 0x367ECF, 0x27CB09, 0xB74F46, 0x3F669E, 0x5FEA2D, 0x7527BA, 0xC7EBE5, 0xF17B3D, 0x0739F7,
+    0x8A5292, 0xEA6BFB, 0x5FB11F, 0x8D5D08, 0x560330, 0x46FC7B, 0x6BABF0, 0xCFBC20, 0x9AF436, 0x1DA9E3, 0x91615E,
+    0xE61B08, 0x659985, 0x5F14A0, 0x68408D, 0xFFD880, 0x4D7327, 0x310606, 0x1556CA, 0x73A8C9, 0x60E27B, 0xC08C6B,
+];
+/// Fractional bit `k` (1-based: bit 1 is the 1/2 place) of 2/π, the first 1,201 of them (the
+/// guide's 1201-bit constant), 0 past them.
+fn two_over_pi_bit(k: u64) -> u64 {
+    if k == 0 || k > 1201 {
+        return 0;
+    }
+    // CAST: k ≤ 1201.
+    let i = (k - 1) as usize;
+    u64::from((TWO_OVER_PI[i / 24] >> (23 - i % 24)) & 1)
+}
+/// V_TRIG_PREOP_F64: the 53 bits of 2/π after `shift` = S1[4:0] · 53 (+ exponent(S0) − 1077
+/// above 1077), scaled by 2^(−53 − shift) (+128 when exponent(S0) ≥ 1968), toward zero.
+fn trig_preop(s0: u64, s1: u32) -> u64 {
+    let e = (s0 >> 52) & 0x7ff;
+    let mut shift = u64::from(s1 & 31) * 53;
+    if e > 1077 {
+        shift += e - 1077;
+    }
+    let mut r = 0u64;
+    for k in 1..=53 {
+        r = r << 1 | two_over_pi_bit(shift + k);
+    }
+    // CAST: shift < 2^12.
+    let mut scale = -53 - shift as i32;
+    if e >= 1968 {
+        scale += 128;
+    }
+    ldexp_rtz(r, scale)
+}
+/// m · 2^e (m < 2^53) as an f64, rounded toward zero where it is subnormal.
+fn ldexp_rtz(m: u64, e: i32) -> u64 {
+    if m == 0 {
+        return 0;
+    }
+    // CAST: m < 2^53.
+    let top = 63 - m.leading_zeros() as i32;
+    if top + e >= -1022 {
+        // Normal: exact.
+        return libm::ldexp(m as f64, e).to_bits();
+    }
+    // Subnormal: the bits below 2^-1074 dropped.
+    let drop = -1074 - e;
+    if drop >= 64 {
+        0
+    } else if drop <= 0 {
+        m << -drop
+    } else {
+        m >> drop
+    }
+}
+/// V_CUBEID/SC/TC/MA_F32 for the direction (x, y, z).
+fn cube(l: L, x: f32, y: f32, z: f32) -> f32 {
+    let zmaj = z.abs() >= x.abs() && z.abs() >= y.abs();
+    let ymaj = !zmaj && y.abs() >= x.abs();
+    match l {
+        L::CubeId => {
+            if zmaj {
+                if z < 0.0 { 5.0 } else { 4.0 }
+            } else if ymaj {
+                if y < 0.0 { 3.0 } else { 2.0 }
+            } else if x < 0.0 {
+                1.0
+            } else {
+                0.0
+            }
+        }
+        L::CubeSc => {
+            if zmaj {
+                if z < 0.0 { -x } else { x }
+            } else if ymaj {
+                x
+            } else if x < 0.0 {
+                z
+            } else {
+                -z
+            }
+        }
+        L::CubeTc => {
+            if zmaj {
+                -y
+            } else if ymaj {
+                if y < 0.0 { -z } else { z }
+            } else {
+                -y
+            }
+        }
+        _ => {
+            if zmaj {
+                z * 2.0
+            } else if ymaj {
+                y * 2.0
+            } else {
+                x * 2.0
+            }
+        }
+    }
 }
 fn sext24(x: u32) -> i64 {
     i64::from(((x << 8) as i32) >> 8)
@@ -1106,6 +1333,105 @@ pub fn eval(l: L, a: u64, b: u64, c: u64, m: bool) -> (u64, bool) {
         Min3I16 => u64::from(iw(a).min(iw(b)).min(iw(c)) as u16),
         Med3U16 => u64::from(w(a).min(w(b)).max(w(a).max(w(b)).min(w(c)))),
         Med3I16 => u64::from(iw(a).min(iw(b)).max(iw(a).max(iw(b)).min(iw(c))) as u16),
+        // D0.i = f32_to_i32(floor(S0.f + 0.5F)) (the sum rounded in f32, as written).
+        CvtNearestI32F32 => f2i(libm::floorf(f(a) + 0.5)),
+        CvtFloorI32F32 => f2i(libm::floorf(f(a))),
+        // The table is S0[3:0] as a signed nibble × 1/16.
+        CvtOffF32I4 => fb(f32::from(((u(a) << 28) as i32 >> 28) as i8) / 16.0),
+        NotB16 => u64::from(!w(a)),
+        AndB16 => u64::from(w(a) & w(b)),
+        OrB16 => u64::from(w(a) | w(b)),
+        XorB16 => u64::from(w(a) ^ w(b)),
+        FrexpMantF16 => {
+            let x = h(a);
+            if x.is_nan() || x.is_infinite() { a & 0xffff } else { hb(libm::frexpf(x).0) }
+        }
+        FrexpExpF16 => {
+            let x = h(a);
+            // CAST: the exponent as an i16's bits (|e| < 30).
+            if x.is_nan() || x.is_infinite() { 0 } else { u64::from(libm::frexpf(x).1 as i16 as u16) }
+        }
+        SatPkU8I16 => {
+            let sat = |x: i16| u64::from(x.clamp(0, 255) as u16);
+            sat(iw(a)) | sat(iw(a >> 16)) << 8
+        }
+        CvtNormI16F16 => u64::from(snorm(h(a))),
+        CvtNormU16F16 => u64::from(unorm(h(a))),
+        CvtPkNormI16F16 => u64::from(snorm(h(a))) | u64::from(snorm(h(b))) << 16,
+        CvtPkNormU16F16 => u64::from(unorm(h(a))) | u64::from(unorm(h(b))) << 16,
+        CvtPkNormI16F32 => u64::from(snorm(f(a))) | u64::from(snorm(f(b))) << 16,
+        CvtPkNormU16F32 => u64::from(unorm(f(a))) | u64::from(unorm(f(b))) << 16,
+        CvtPkRtzF16F32 => u64::from(f2h_rtz(f(a))) | u64::from(f2h_rtz(f(b))) << 16,
+        CvtPkU8F32 => {
+            let sh = 8 * (u(b) & 3);
+            // CAST: f32_to_u8 saturates (NaN → 0) and truncates, as the other conversions.
+            let byte = u32::from(f(a) as u8);
+            u64::from((u(c) & !(0xff << sh)) | byte << sh)
+        }
+        // CAST (these): saturating, NaN → 0.
+        CvtPkI16F32 => u64::from(f(a) as i16 as u16) | u64::from(f(b) as i16 as u16) << 16,
+        CvtPkU16F32 => u64::from(f(a) as u16) | u64::from(f(b) as u16) << 16,
+        CvtPkU16U32 => u64::from(u(a).min(0xffff)) | u64::from(u(b).min(0xffff)) << 16,
+        CvtPkI16I32 => {
+            let sat = |x: i32| u64::from(x.clamp(-0x8000, 0x7fff) as i16 as u16);
+            sat(i(a)) | sat(i(b)) << 16
+        }
+        Med3F16 => hb(med3f(h(a), h(b), h(c))),
+        MadU32U16 => u64::from(u32::from(w(a)) * u32::from(w(b))).wrapping_add(u64::from(u(c))) & 0xffff_ffff,
+        MadI32I16 => u64::from((i32::from(iw(a)) * i32::from(iw(b))).wrapping_add(i(c)) as u32),
+        AddI32 => u64::from(i(a).wrapping_add(i(b)) as u32),
+        SubI32 => u64::from(i(a).wrapping_sub(i(b)) as u32),
+        SadU8 => u64::from(sad8(u(a), u(b), false).wrapping_add(u(c))),
+        SadHiU8 => u64::from((sad8(u(a), u(b), false) << 16).wrapping_add(u(c))),
+        SadU16 => {
+            let d = |k: u32| (u(a) >> k & 0xffff).abs_diff(u(b) >> k & 0xffff);
+            u64::from(u(c).wrapping_add(d(16)).wrapping_add(d(0)))
+        }
+        SadU32 => u64::from(u(a).abs_diff(u(b)).wrapping_add(u(c))),
+        MsadU8 => u64::from(sad8(u(a), u(b), true).wrapping_add(u(c))),
+        LerpU8 => {
+            let mut r = 0u32;
+            for k in 0..4 {
+                let byte = |x: u32| (x >> (8 * k)) & 0xff;
+                r |= ((byte(u(a)) + byte(u(b)) + (byte(u(c)) & 1)) >> 1) << (8 * k);
+            }
+            u64::from(r)
+        }
+        QsadPkU16U8 | MqsadPkU16U8 => {
+            // D[16k+15 : 16k] = sad(S0[8k+31 : 8k], S1, S2[16k+15 : 16k]), k = 0..3.
+            let masked = l == MqsadPkU16U8;
+            let mut r = 0u64;
+            for k in 0..4 {
+                // CAST: the 32 bits from byte k, and the 16-bit accumulator.
+                let window = (a >> (8 * k)) as u32;
+                let acc = (c >> (16 * k)) as u32 & 0xffff;
+                r |= u64::from(sad8(window, u(b), masked).wrapping_add(acc) & 0xffff) << (16 * k);
+            }
+            r
+        }
+        // Products and sums in f32, the result rounded once to f16 (bf16).
+        Dot2F16F16 => hb(h(a) * h(b) + h(a >> 16) * h(b >> 16) + h(c)),
+        Dot2Bf16Bf16 => {
+            let bf = |x: u64| f32::from_bits((u(x) & 0xffff) << 16);
+            u64::from(super::fp::f2bf(bf(a) * bf(b) + bf(a >> 16) * bf(b >> 16) + bf(c)))
+        }
+        PkFmacF16 => {
+            let fma16 = |k: u32| {
+                let (x, y, z) = (h(a >> k), h(b >> k), h(c >> k));
+                hb(libm::fma(f64::from(x) * f64::from(y), 1.0, f64::from(z)) as f32)
+            };
+            fma16(0) | fma16(16) << 16
+        }
+        TrigPreopF64 => trig_preop(a, u(b)),
+        CubeId | CubeSc | CubeTc | CubeMa => fb(cube(l, f(a), f(b), f(c))),
+        MullitF32 => {
+            let (y, z) = (f(b), f(c));
+            if y == -f32::MAX || y == f32::NEG_INFINITY || y.is_nan() || z <= 0.0 || z.is_nan() {
+                fb(-f32::MAX)
+            } else {
+                fb(f(a) * y)
+            }
+        }
         Cmp(_) => 0,
     };
     (r, false)
