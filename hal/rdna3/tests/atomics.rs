@@ -559,7 +559,7 @@ fn flat_addresses_in_the_apertures_reach_the_lds_and_the_lanes_scratch() {
     assert_eq!(&w[..32], &(0..32).map(|l| 2 * (100 + l)).collect::<Vec<u32>>()[..]);
     assert_eq!(&w[32..64], &(100..132).collect::<Vec<u32>>()[..]);
     let base = |k: usize| w[64 + 32 * k];
-    assert_eq!((base(0), base(1), base(2), base(3), base(4)), (0, 0x2000_0000, 0, 0x2000_0001, 0));
+    assert_eq!((base(0), base(1), base(2), base(3), base(4)), (0, 0x1_0000, 0, 0x2_0000, 0));
     // Past the LDS through the aperture: an LDS fault at the LDS offset.
     let code = prog(&[
         sop1("s_mov_b64", 10, 235),

@@ -837,13 +837,14 @@ impl Wave {
 }
 
 /// The LDS aperture of flat addresses: 4 GiB from here reach the work-group's LDS (at the
-/// address's low 32 bits). The KFD's for a gfx9+ process (`kfd_init_apertures_v9`: the LDS at
-/// 1 << 61, the private aperture 4 GiB above), which `SH_MEM_BASES` gives the shader; read by
+/// address's low 32 bits). The KFD's for a gfx9+ process (`kfd_init_apertures_v9`:
+/// `MAKE_LDS_APP_BASE_V9` = 1 << 48, `MAKE_SCRATCH_APP_BASE_V9` = 2 << 48, "the aperture sizes
+/// are still 4GB implicitly"), which `SH_MEM_BASES` gives the shader; read by
 /// `src_shared_base` / `src_shared_limit`.
-pub const LDS_APERTURE: u64 = 0x2000_0000_0000_0000;
+pub const LDS_APERTURE: u64 = 1 << 48;
 /// The private (scratch) aperture: 4 GiB from here reach the lane's own private segment;
 /// `src_private_base` / `src_private_limit`.
-pub const PRIVATE_APERTURE: u64 = 0x2000_0001_0000_0000;
+pub const PRIVATE_APERTURE: u64 = 2 << 48;
 
 /// Where a FLAT access at `addr` goes when it is in an aperture: the LDS or the lane's scratch,
 /// at the offset inside it. `None`: global memory (or not FLAT).
@@ -852,9 +853,9 @@ fn aperture(flat: bool, addr: u64) -> Option<(Space, u64)> {
     if !flat {
         return None;
     }
-    match addr.wrapping_sub(LDS_APERTURE) >> 32 {
-        0 => Some((Space::Lds, addr & 0xffff_ffff)),
-        1 => Some((Space::Scratch, addr & 0xffff_ffff)),
+    match addr >> 32 {
+        x if x == LDS_APERTURE >> 32 => Some((Space::Lds, addr & 0xffff_ffff)),
+        x if x == PRIVATE_APERTURE >> 32 => Some((Space::Scratch, addr & 0xffff_ffff)),
         _ => None,
     }
 }
