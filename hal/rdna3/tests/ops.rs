@@ -527,3 +527,136 @@ fn vop3p_dot_products() {
     assert_eq!(r[2][0], 10 + 4 + 3 + 2 + 255);
     assert_eq!(r[3][0], 10 + 4); // nibbles of 0x01010101 squared: four 1s
 }
+
+#[test]
+fn sixty_four_bit_scalar_bit_ops() {
+    let s = [1, 0, 0, 0x10, 0xffff_ffff, 0xffff_fff0, 0xffff_ffff, 0xffff_ffff, 0b101, 0x000f_0100, 0xff, 0xff];
+    let body = [
+        sop1("s_brev_b64", 20, 0),             // s[20:21] = brev(1)
+        sop1("s_ctz_i32_b64", 22, 2),          // s[2:3] = 0x10_00000000: 36
+        sop1("s_clz_i32_u64", 23, 2),          // 27
+        sop1("s_cls_i32_i64", 24, 4),          // 0xfffffff0_ffffffff: 27
+        sop1("s_bitset0_b64", 6, int(40)),     // s[6:7] bit 40 cleared
+        sop1("s_bitreplicate_b64_b32", 26, 8), // 0b101 → 0b110011
+        sop1("s_quadmask_b32", 28, 9),         // nibbles 2 and 4 set: 0b10100
+        sop1("s_wqm_b32", 29, 9),              // 0x000f0f00
+        sop1("s_bcnt1_i32_b64", 30, 10),       // both dwords' bits: 16
+        sop2("s_bfm_b64", 32, int(40), int(8)),
+        sop1("s_mov_b32", M0, int(3)),
+        sop1("s_movrels_b32", 34, 1), // s34 = s(1 + 3) = s4
+        sop1("s_movreld_b32", 35, 8), // s(35 + 3) = s38 = s8
+    ];
+    let r = salu(&s, &body, &[20, 21, 22, 23, 24, 6, 7, 26, 27, 28, 29, 30, 32, 33, 34, 38]);
+    assert_eq!(
+        &r[..16],
+        &[
+            0,
+            0x8000_0000,
+            36,
+            27,
+            27,
+            0xffff_ffff,
+            0xffff_feff,
+            0x33,
+            0,
+            0x14,
+            0x000f_0f00,
+            16,
+            0xffff_ff00,
+            0xffff,
+            0xffff_ffff,
+            0b101
+        ]
+    );
+}
+
+#[test]
+fn wrexec_writes_exec_and_its_destination() {
+    let body = [
+        sop1("s_mov_b32", EXEC, LIT),
+        vec![0x0000_ffff],
+        sop1("s_and_not1_wrexec_b32", 8, 0), // EXEC = s0 & ~EXEC
+        sop1("s_mov_b32", 9, EXEC),
+        sop1("s_mov_b32", EXEC, LIT),
+        vec![0x0000_00ff],
+        sop1("s_and_not0_wrexec_b32", 10, 0), // EXEC = ~s0 & EXEC
+        sop1("s_mov_b32", 11, EXEC),
+        sop1("s_mov_b32", EXEC, int(1)),
+    ];
+    let r = salu(&[0xffff_0001], &body, &[8, 9, 10, 11]);
+    assert_eq!(&r[..4], &[0xffff_0000, 0xffff_0000, 0xfe, 0xfe]);
+}
+
+#[test]
+fn getpc_swappc_setpc_and_call_jump_by_address() {
+    let body = [
+        sop1("s_getpc_b64", 20, 0),         // 0: s[20:21] = 4
+        sop2("s_add_u32", 20, 20, int(16)), // 4: 20
+        sop1("s_swappc_b64", 22, 20),       // 8: to 20; s[22:23] = 12
+        sop1("s_mov_b32", 24, int(7)),      // 12
+        sopp("s_branch", 2),                // 16: to 28
+        sop1("s_mov_b32", 25, int(9)),      // 20: the function
+        sop1("s_setpc_b64", 0, 22),         // 24: back to 12
+        sopk("s_call_b64", 26, 1),          // 28: to 36; s[26:27] = 32
+        sopp("s_branch", 2),                // 32: to 44
+        sop1("s_mov_b32", 28, int(5)),      // 36
+        sop1("s_setpc_b64", 0, 26),         // 40: back to 32
+    ];
+    let r = salu(&[], &body, &[20, 22, 24, 25, 26, 28]);
+    assert_eq!(&r[..6], &[20, 12, 7, 9, 32, 5]);
+    // A computed jump outside the code faults; with the code's address set, getpc reads it.
+    let code = prog(&[
+        sop1("s_mov_b32", 0, int(2)),
+        sop1("s_mov_b32", 1, int(0)),
+        sop1("s_setpc_b64", 0, 0),
+        sopp("s_endpgm", 0),
+    ]);
+    let p = Program::load(&code, 0, false).unwrap();
+    let f = p.run(&dispatch(1, false, &[]), [1, 1, 1], &mut Buf(0, vec![])).unwrap_err();
+    assert_eq!((f.kind, f.addr), (FaultKind::PcOutOfCode, 2));
+    let code = prog(&[
+        sop1("s_getpc_b64", 0, 0),
+        vop1("v_mov_b32_e32", 1, 1),
+        vop1("v_mov_b32_e32", 2, int(0)),
+        global("global_store_b32", 0, 2, 1, 2),
+        sopp("s_endpgm", 0),
+    ]);
+    let mut p = Program::load(&code, 0, false).unwrap();
+    p.set_code_address(0x7_0000_1000);
+    let mut mem = Buf(OUT, vec![0; 4]);
+    p.run(&dispatch(1, false, &[0, 0, OUT as u32, 0]), [1, 1, 1], &mut mem).unwrap();
+    assert_eq!(mem.word(0), 7);
+}
+
+#[test]
+fn s_buffer_load_reads_inside_num_records_and_zero_past_it() {
+    let code = prog(&[
+        smem("s_buffer_load_b128", 8, 4, 0),
+        vop1("v_mov_b32_e32", 2, int(0)),
+        vop1("v_mov_b32_e32", 1, 8),
+        global_off("global_store_b32", 0, 2, 1, 0, 0),
+        vop1("v_mov_b32_e32", 1, 9),
+        global_off("global_store_b32", 0, 2, 1, 0, 4),
+        vop1("v_mov_b32_e32", 1, 10),
+        global_off("global_store_b32", 0, 2, 1, 0, 8),
+        sopp("s_endpgm", 0),
+    ]);
+    let p = Program::load(&code, 0, false).unwrap();
+    let mut mem = Buf(OUT, vec![0xee; 64]);
+    for k in 0..4 {
+        mem.set_word(4 + k, 100 + k as u32);
+    }
+    // V#: base OUT + 16 (47:0), NUM_RECORDS 10 bytes: dwords 0 and 1 inside, 2 and 3 past.
+    let user = [OUT as u32, 0, 0, 0, OUT as u32 + 16, 0x0004_0000, 10, 0];
+    p.run(&dispatch(1, false, &user), [1, 1, 1], &mut mem).unwrap();
+    assert_eq!(&mem.words()[..3], &[100, 101, 0]);
+}
+
+#[test]
+fn mode_ops_run_for_the_interpreters_mode_and_are_refused_otherwise() {
+    let r = salu(&[3], &[sopp("s_round_mode", 0), sopp("s_denorm_mode", 0xf), sopp("s_wakeup", 0)], &[0]);
+    assert_eq!(r[0], 3);
+    for (name, imm) in [("s_round_mode", 1), ("s_denorm_mode", 0xc)] {
+        assert!(Program::load(&prog(&[sopp(name, imm), sopp("s_endpgm", 0)]), 0, false).is_err(), "{name} {imm}");
+    }
+}

@@ -383,6 +383,14 @@ enum Sem {
     Cross(cross::Cross),
     /// VOP3P v_dot2/v_dot4/v_dot8 (not the packed 16-bit math of `Pk`).
     Dot(Dot),
+    /// s_getpc_b64.
+    Getpc,
+    /// s_setpc_b64 (false) / s_swappc_b64 (true).
+    Setpc(bool),
+    /// s_call_b64 to the step.
+    Call(usize),
+    /// s_buffer_load_b32…b512: the dwords.
+    SBuf(u8),
 }
 
 /// A VOP3P dot product: its element type.
@@ -456,8 +464,27 @@ enum S {
     Bitset0,
     Bitset1,
     Abs,
-    Bcnt1,
-    Bcnt0,
+    /// The `_b64` forms count the 64 bits.
+    Bcnt1(bool),
+    Bcnt0(bool),
+    Brev64,
+    Ctz64,
+    Clz64,
+    Cls64,
+    /// s_bitset0_b64 (false) / s_bitset1_b64.
+    Bitset64(bool),
+    Bitreplicate,
+    Quadmask(bool),
+    Wqm(bool),
+    /// s_and_not0_wrexec (false) / s_and_not1_wrexec, 64-bit.
+    Wrexec(bool, bool),
+    Bfm64,
+    /// s_movrels_b32/b64: D = SGPR[SRC0 + M0].
+    Movrels(bool),
+    /// s_movreld_b32/b64: SGPR[SDST + M0] = S0.
+    Movreld(bool),
+    /// s_movrelsd_2_b32: SGPR[SDST + M0[25:16]] = SGPR[SRC0 + M0[9:0]].
+    Movrelsd2,
     /// `s_<op>_saveexec`: D = EXEC; EXEC = op(S0, EXEC); SCC = EXEC != 0.
     Saveexec(u8, bool),
     Cmp(Cond, bool, bool),
@@ -490,6 +517,12 @@ pub struct Program {
     vmem: Vec<vmem::VMem>,
     /// The resolved VALU ops with 64-bit operands (`Sem::VW`).
     vw: Vec<lanes::VW>,
+    /// Dword offset in the code → the step that starts there (`usize::MAX`: none), for the
+    /// jumps to computed addresses (`s_setpc_b64`, `s_swappc_b64`).
+    starts: Vec<usize>,
+    /// The code's address in memory, of its dword 0: what `s_getpc_b64` reads (0 unless
+    /// [`Program::set_code_address`] says).
+    code_addr: u64,
 }
 
 fn unsupported(at: usize, i: &Inst, what: &'static str) -> LoadError {
@@ -522,20 +555,32 @@ impl Program {
             let (inst, at) = (steps[k].inst, steps[k].at);
             let sem = resolve(&inst, at, wave64)?;
             let sem = match sem {
-                Sem::Branch(c, _) => {
+                Sem::Branch(..) | Sem::Call(_) => {
                     // CAST: simm16 is signed, in dwords after the branch.
                     let t = at as i64 + 1 + i64::from(inst.words[0] as u16 as i16);
                     let idx = usize::try_from(t).ok().and_then(|t| starts.get(t).copied()).unwrap_or(usize::MAX);
                     if idx == usize::MAX {
                         return Err(LoadError::Branch { at: 4 * at, target: 4 * t });
                     }
-                    Sem::Branch(c, idx)
+                    match sem {
+                        Sem::Branch(c, _) => Sem::Branch(c, idx),
+                        _ => Sem::Call(idx),
+                    }
                 }
                 s => s,
             };
             steps[k].sem = sem;
         }
-        let mut p = Program { steps, wave64, v32: Vec::new(), c32: Vec::new(), vmem: Vec::new(), vw: Vec::new() };
+        let mut p = Program {
+            steps,
+            wave64,
+            v32: Vec::new(),
+            c32: Vec::new(),
+            vmem: Vec::new(),
+            vw: Vec::new(),
+            starts,
+            code_addr: 0,
+        };
         if lanes {
             p.resolve_lanes();
         }
@@ -583,6 +628,24 @@ impl Program {
                 self.steps[k].sem = f;
             }
         }
+    }
+
+    /// Where the code is in the GPU's memory (the address of its dword 0): `s_getpc_b64`
+    /// reads it, `s_setpc_b64`/`s_swappc_b64` jump by it. Without it the code's addresses
+    /// start at 0: relative calls (`s_getpc_b64` + offset) work, an address from memory does
+    /// not (a jump out of the code is a fault).
+    pub fn set_code_address(&mut self, addr: u64) {
+        self.code_addr = addr;
+    }
+
+    /// The step at byte address `addr` of the code, if an instruction starts there.
+    fn step_at(&self, addr: u64) -> Option<usize> {
+        let off = addr.wrapping_sub(self.code_addr);
+        if !off.is_multiple_of(4) {
+            return None;
+        }
+        let i = usize::try_from(off / 4).ok()?;
+        self.starts.get(i).copied().filter(|&s| s != usize::MAX)
     }
 
     /// The mnemonics of the program, in order (for tables of what a kernel uses).
@@ -1016,6 +1079,30 @@ impl Cx<'_, '_> {
                 Sem::GAddtid(store) => self.global_addtid(w, step, store)?,
                 Sem::Cross(op) => self.cross(w, step, op),
                 Sem::Dot(k) => self.dot(w, step, k),
+                Sem::Getpc | Sem::Setpc(_) | Sem::Call(_) => {
+                    // PC + 4: the next instruction's address (these are one dword).
+                    let after = self.p.code_addr.wrapping_add(4 * (step.at as u64 + step.inst.len as u64));
+                    let w0 = step.inst.words[0];
+                    let sdst = (w0 >> 16) & 0x7f;
+                    match step.sem {
+                        Sem::Call(t) => {
+                            w.sgpr_write(sdst, after, true);
+                            next = t;
+                        }
+                        Sem::Setpc(swap) => {
+                            let target = ssrc(w, w0 & 0xff, true, step.inst.literal);
+                            let Some(t) = self.p.step_at(target) else {
+                                return Err(self.fault(step, None, target, FaultKind::PcOutOfCode));
+                            };
+                            if swap {
+                                w.sgpr_write(sdst, after, true);
+                            }
+                            next = t;
+                        }
+                        _ => w.sgpr_write(sdst, after, true),
+                    }
+                }
+                Sem::SBuf(n) => self.sbuffer(w, step, n)?,
             }
             w.pc = next;
         }
@@ -1626,6 +1713,41 @@ impl Cx<'_, '_> {
         Ok(())
     }
 
+    /// S_BUFFER_LOAD_B*: `n` dwords of the buffer whose descriptor (V#) is the SGPR quad at
+    /// SBASE: from its base (bits 47:0) + the offset (+ SOFFSET), each dword wholly below its
+    /// NUM_RECORDS bytes (dword 2) read, the others 0 (the buffer's range check).
+    fn sbuffer(&mut self, w: &mut Wave, step: &Step, n: u8) -> Result<(), Fault> {
+        let i = &step.inst;
+        let (w0, w1) = (i.words[0], i.words[1]);
+        let q = ((w0 & 0x3f) << 1) as usize;
+        let v = |k: usize| w.s[(q + k) & 0x7f];
+        let base = u64::from(v(0)) | u64::from(v(1) & 0xffff) << 32;
+        let records = u64::from(v(2));
+        let sdata = (w0 >> 6) & 0x7f;
+        // CAST: a 21-bit signed byte offset.
+        let off = i64::from(((w1 << 11) as i32) >> 11);
+        let soff = w1 >> 25;
+        let so = if soff == 124 { 0 } else { u64::from(w.s[(soff & 0x7f) as usize]) };
+        // CAST: the signed offset added modulo 2^64.
+        let start = (off as u64).wrapping_add(so) & !3;
+        for k in 0..u64::from(n) {
+            let o = start.wrapping_add(4 * k);
+            let mut b = [0u8; 4];
+            if o.checked_add(4).is_some_and(|end| end <= records) {
+                let at = base.wrapping_add(o);
+                if !self.mem.read(at, &mut b) {
+                    return Err(self.fault(step, None, at, FaultKind::Memory { write: false, bytes: 4 }));
+                }
+            }
+            // CAST: k < 16.
+            let r = sdata as usize + k as usize;
+            if r < 128 && r != 124 {
+                w.s[r] = u32::from_le_bytes(b);
+            }
+        }
+        Ok(())
+    }
+
     fn memop(&mut self, w: &mut Wave, step: &Step, m: MemOp) -> Result<(), Fault> {
         let i = &step.inst;
         let (w0, w1) = (i.words[0], i.words[1]);
@@ -1937,6 +2059,7 @@ fn salu(w: &mut Wave, i: &Inst, op: S) {
     // Shift amounts and bit indices are 32-bit even in the 64-bit forms.
     let b_wide = wide && !matches!(op, Lshl(_) | Lshr(_) | Ashr(_) | BfeU(_) | BfeI(_) | Bitcmp(..));
     let a = ssrc(w, a_code, wide, lit);
+    let a64 = ssrc(w, a_code, true, lit);
     let b = if matches!(i.enc, Encoding::Sop2 | Encoding::Sopc) { ssrc(w, b_code, b_wide, lit) } else { 0 };
     // CAST: SOPK's simm16, signed and unsigned.
     let k16 = w0 as u16;
@@ -2089,15 +2212,92 @@ fn salu(w: &mut Wave, i: &Inst, op: S) {
             res = Some(r);
             nscc = nz(r);
         }
-        Bcnt1 => {
-            let r = u64::from(if wide { a.count_ones() } else { a32.count_ones() });
+        Bcnt1(wd) => {
+            let r = u64::from(if wd { a64.count_ones() } else { a32.count_ones() });
             res = Some(r);
             nscc = nz(r);
         }
-        Bcnt0 => {
-            let r = u64::from(if wide { a.count_zeros() } else { a32.count_zeros() });
+        Bcnt0(wd) => {
+            let r = u64::from(if wd { a64.count_zeros() } else { a32.count_zeros() });
             res = Some(r);
             nscc = nz(r);
+        }
+        // The 64-bit forms, from the RDNA3 guide's SOP1/SOP2 pseudo-code (their results 32 bits
+        // wide where the mnemonic says i32).
+        Brev64 => {
+            w.sgpr_write(sdst, a64.reverse_bits(), true);
+            return;
+        }
+        Ctz64 => res = Some(u64::from(if a64 == 0 { u32::MAX } else { a64.trailing_zeros() })),
+        Clz64 => res = Some(u64::from(if a64 == 0 { u32::MAX } else { a64.leading_zeros() })),
+        Cls64 => {
+            // CAST: as signed 64-bit.
+            let x = a64 as i64;
+            res = Some(u64::from(if x == 0 || x == -1 { u32::MAX } else { (x ^ (x >> 63)).leading_zeros() - 1 }));
+        }
+        Bitset64(one) => {
+            let d = w.mask_pair(sdst);
+            let bit = 1u64 << (a32 & 63);
+            w.sgpr_write(sdst, if one { d | bit } else { d & !bit }, true);
+            return;
+        }
+        Bitreplicate => {
+            let mut r = 0u64;
+            for k in 0..32 {
+                let b = u64::from((a32 >> k) & 1);
+                r |= (b | b << 1) << (2 * k);
+            }
+            w.sgpr_write(sdst, r, true);
+            return;
+        }
+        Quadmask(wd) => {
+            // Bit i: any of bits 4i+3:4i.
+            let (x, n) = if wd { (a64, 16) } else { (u64::from(a32), 8) };
+            let r = (0..n).fold(0u64, |r, i| r | u64::from((x >> (4 * i)) & 0xf != 0) << i);
+            w.sgpr_write(sdst, r, wd);
+            w.scc = r != 0;
+            return;
+        }
+        Wqm(wd) => {
+            // Each nibble all ones when any of its bits is set.
+            let (x, n) = if wd { (a64, 16) } else { (u64::from(a32), 8) };
+            let r = (0..n).fold(0u64, |r, i| r | if (x >> (4 * i)) & 0xf != 0 { 0xf << (4 * i) } else { 0 });
+            w.sgpr_write(sdst, r, wd);
+            w.scc = r != 0;
+            return;
+        }
+        Wrexec(not1, wd) => {
+            // and_not0: EXEC = ~S0 & EXEC; and_not1: EXEC = S0 & ~EXEC; D = EXEC; SCC = EXEC != 0.
+            let exec = if wd || w.lanes == 64 { w.exec() } else { u64::from(w.s[126]) };
+            let s0 = if wd { a64 } else { u64::from(a32) };
+            let e = if not1 { s0 & !exec } else { !s0 & exec };
+            let e = if wd { e } else { e & 0xffff_ffff };
+            w.set_mask(126, e);
+            w.sgpr_write(sdst, e, wd);
+            w.scc = e != 0;
+            return;
+        }
+        Bfm64 => {
+            w.sgpr_write(sdst, (1u64 << (a32 & 63)).wrapping_sub(1) << (b32 & 63), true);
+            return;
+        }
+        Movrels(_) | Movreld(_) | Movrelsd2 => {
+            // An index past s127 reads 0 and writes nothing.
+            let wd = matches!(op, Movrels(true) | Movreld(true));
+            let m0 = w.s[125];
+            let read = |w: &Wave, r: u32| {
+                let at = |k: u32| r.checked_add(k).filter(|&x| x < 128 && x != 124).map_or(0, |x| w.s[x as usize]);
+                u64::from(at(0)) | if wd { u64::from(at(1)) << 32 } else { 0 }
+            };
+            let (src, dst) = match op {
+                Movrels(_) => (read(w, a_code.saturating_add(m0)), sdst),
+                Movreld(_) => (if wd { a64 } else { u64::from(a32) }, sdst.saturating_add(m0)),
+                _ => (read(w, a_code + (m0 & 0x3ff)), sdst + ((m0 >> 16) & 0x3ff)),
+            };
+            if dst < 128 {
+                w.sgpr_write(dst, src, wd && dst < 127);
+            }
+            return;
         }
         Saveexec(k, wd) => {
             let exec = if wd || w.lanes == 64 { w.exec() } else { u64::from(w.s[126]) };
@@ -2230,8 +2430,23 @@ fn scalar(name: &str) -> Option<S> {
         "bitset0_b32" => Bitset0,
         "bitset1_b32" => Bitset1,
         "abs_i32" => Abs,
-        "bcnt1_i32_b32" | "bcnt1_i32_b64" => Bcnt1,
-        "bcnt0_i32_b32" | "bcnt0_i32_b64" => Bcnt0,
+        "bcnt1_i32_b32" | "bcnt1_i32_b64" => Bcnt1(w64),
+        "bcnt0_i32_b32" | "bcnt0_i32_b64" => Bcnt0(w64),
+        "brev_b64" => Brev64,
+        "ctz_i32_b64" => Ctz64,
+        "clz_i32_u64" => Clz64,
+        "cls_i32_i64" => Cls64,
+        "bitset0_b64" => Bitset64(false),
+        "bitset1_b64" => Bitset64(true),
+        "bitreplicate_b64_b32" => Bitreplicate,
+        "quadmask_b32" | "quadmask_b64" => Quadmask(w64),
+        "wqm_b32" | "wqm_b64" => Wqm(w64),
+        "and_not0_wrexec_b32" | "and_not0_wrexec_b64" => Wrexec(false, w64),
+        "and_not1_wrexec_b32" | "and_not1_wrexec_b64" => Wrexec(true, w64),
+        "bfm_b64" => Bfm64,
+        "movrels_b32" | "movrels_b64" => Movrels(w64),
+        "movreld_b32" | "movreld_b64" => Movreld(w64),
+        "movrelsd_2_b32" => Movrelsd2,
         "bitcmp0_b32" | "bitcmp0_b64" => Bitcmp(false, w64),
         "bitcmp1_b32" | "bitcmp1_b64" => Bitcmp(true, w64),
         "movk_i32" => Movk,
@@ -2354,11 +2569,38 @@ fn resolve(i: &Inst, at: usize, wave64: bool) -> Result<Sem, LoadError> {
             "s_sethalt" => return no("SIMM16[0] = 1 (halting the wave until a host debugger resumes it)"),
             // S_WAIT_EVENT: on gfx11 SIMM16[0] = 0 waits for export_ready, the export space
             // given to pixel shaders; with bit 0 set (dont_wait_export_ready) it waits for nothing.
+            // The debugger's conditional branches: without a debugger their bits are clear.
+            "s_cbranch_cdbgsys" | "s_cbranch_cdbguser" | "s_cbranch_cdbgsys_or_user" | "s_cbranch_cdbgsys_and_user" => {
+                Sem::Nop
+            }
+            // s_wakeup ends other waves' s_sleep early (a sleep is not modelled: it ends at
+            // once); the perf levels are performance-counter hints.
+            "s_wakeup" | "s_incperflevel" | "s_decperflevel" => Sem::Nop,
+            // The float modes: the interpreter rounds to nearest even and keeps denormals,
+            // MODE's 0 round bits and 0xf denorm bits; asking for those changes nothing.
+            "s_round_mode" if i.words[0] & 0xf == 0 => Sem::Nop,
+            "s_round_mode" => return no("a rounding mode other than nearest even"),
+            "s_denorm_mode" if i.words[0] & 0xf == 0xf => Sem::Nop,
+            "s_denorm_mode" => return no("flushing denormals (the interpreter keeps them)"),
             "s_wait_event" if i.words[0] & 1 == 1 => Sem::Nop,
             "s_wait_event" => return no("waiting for export_ready (pixel shader exports: graphics)"),
             _ => return no("the opcode"),
         },
         Encoding::Sopk if name.starts_with("s_waitcnt_") || name == "s_version" => Sem::Nop,
+        Encoding::Sopk if name == "s_call_b64" => Sem::Call(0),
+        Encoding::Sopk if name.starts_with("s_getreg") || name.starts_with("s_setreg") => {
+            return no("the hardware registers (HW_REG_*), which are not modelled");
+        }
+        Encoding::Sopk if name.starts_with("s_subvector_loop") => {
+            return no("a wave64's subvector loop (its halves one after the other)");
+        }
+        Encoding::Sop1 if name == "s_getpc_b64" => Sem::Getpc,
+        Encoding::Sop1 if name == "s_setpc_b64" => Sem::Setpc(false),
+        Encoding::Sop1 if name == "s_swappc_b64" => Sem::Setpc(true),
+        Encoding::Sop1 if name == "s_rfe_b64" => return no("a return from a trap handler (none runs)"),
+        Encoding::Sop1 if name.starts_with("s_sendmsg_rtn") => {
+            return no("a message whose answer comes from the SPI (not modelled)");
+        }
         Encoding::Sop1 | Encoding::Sop2 | Encoding::Sopc | Encoding::Sopk => match scalar(name) {
             Some(s) => Sem::Salu(s),
             None => return no("the opcode"),
@@ -2369,6 +2611,14 @@ fn resolve(i: &Inst, at: usize, wave64: bool) -> Result<Sem, LoadError> {
             "s_load_b128" => Sem::Smem(4),
             "s_load_b256" => Sem::Smem(8),
             "s_load_b512" => Sem::Smem(16),
+            "s_buffer_load_b32" => Sem::SBuf(1),
+            "s_buffer_load_b64" => Sem::SBuf(2),
+            "s_buffer_load_b128" => Sem::SBuf(4),
+            "s_buffer_load_b256" => Sem::SBuf(8),
+            "s_buffer_load_b512" => Sem::SBuf(16),
+            // Cache invalidations (the interpreter's memory has no caches) and the ATC probes
+            // (address-translation prefetch hints, with no result).
+            "s_gl1_inv" | "s_dcache_inv" | "s_atc_probe" | "s_atc_probe_buffer" => Sem::Nop,
             _ => return no("the opcode"),
         },
         Encoding::Vopc => match valu::compare(name) {
