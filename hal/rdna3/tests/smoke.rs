@@ -47,8 +47,7 @@ fn random_programs_of_every_opcode_load_or_are_refused_and_run_without_panicking
         let mut code = Vec::new();
         for _ in 0..1 + r.below(6) {
             let words = inst(&mut r);
-            let mut tail = words.to_vec();
-            tail.push(0xbfb0_0000);
+            let tail = [words[0], words[1], words[2], 0xbfb0_0000];
             let Ok(i) = decode(&tail, 0) else { continue };
             code.extend_from_slice(&words[..i.len]);
         }
