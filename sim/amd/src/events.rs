@@ -16,10 +16,10 @@
 //!   hangs or traps, a wait that timed out) records its report, as a `kfd_hsa_hw_exception_data`
 //!   (`KFD_HW_EXCEPTION_GPU_HANG`) would announce.
 //!
-//! Every change wakes [`Events::wait`].
+//! Every change wakes [`Events::wait`]. Nothing here allocates once the table has met its
+//! signal events (a call's interrupt, reset, wait and pump reuse the table's storage).
 
 use crate::fault::QueueFault;
-use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -44,8 +44,9 @@ pub struct HwException {
 /// What the table holds now.
 #[derive(Clone, Debug, Default)]
 pub struct EventState {
-    /// Signal events set and not yet reset: id → interrupts received since the last reset.
-    pub signaled: BTreeMap<u32, u64>,
+    /// Signal events set and not yet reset: (id, interrupts received since the last reset), in id
+    /// order (a vector that keeps its capacity, so an interrupt after a reset allocates nothing).
+    pub signaled: Vec<(u32, u64)>,
     /// Interrupts received in all (never reset).
     pub interrupts: u64,
     /// Memory exceptions, oldest first.
@@ -54,6 +55,23 @@ pub struct EventState {
     pub hw: Vec<HwException>,
     /// Bumped on every change.
     pub seq: u64,
+}
+
+impl EventState {
+    /// How many interrupts signal event `id` received since its last reset (`None`: not set).
+    pub fn signaled_count(&self, id: u32) -> Option<u64> {
+        self.signaled.binary_search_by_key(&id, |&(i, _)| i).ok().map(|k| self.signaled[k].1)
+    }
+
+    fn remove(&mut self, id: u32) -> bool {
+        match self.signaled.binary_search_by_key(&id, |&(i, _)| i) {
+            Ok(k) => {
+                self.signaled.remove(k);
+                true
+            }
+            Err(_) => false,
+        }
+    }
 }
 
 /// The table: a mutex over an [`EventState`] and a condition variable for waiters.
@@ -76,18 +94,22 @@ impl Events {
         }
     }
 
-    fn change(&self, f: impl FnOnce(&mut EventState)) {
+    fn change<R>(&self, f: impl FnOnce(&mut EventState) -> R) -> R {
         let mut g = self.lock();
-        f(&mut g);
+        let r = f(&mut g);
         g.seq += 1;
         drop(g);
         self.cv.notify_all();
+        r
     }
 
     /// An interrupt with context `id`: sets signal event `id`.
     pub fn interrupt(&self, id: u32) {
         self.change(|s| {
-            *s.signaled.entry(id).or_insert(0) += 1;
+            match s.signaled.binary_search_by_key(&id, |&(i, _)| i) {
+                Ok(k) => s.signaled[k].1 += 1,
+                Err(k) => s.signaled.insert(k, (id, 1)),
+            }
             s.interrupts += 1;
         });
     }
@@ -104,15 +126,13 @@ impl Events {
 
     /// Whether signal event `id` is set.
     pub fn is_signaled(&self, id: u32) -> bool {
-        self.lock().signaled.contains_key(&id)
+        self.lock().signaled_count(id).is_some()
     }
 
     /// Reset signal event `id`; returns whether it was set (KFD resets auto-reset events a wait
     /// returns).
     pub fn reset(&self, id: u32) -> bool {
-        let mut was = false;
-        self.change(|s| was = s.signaled.remove(&id).is_some());
-        was
+        self.change(|s| s.remove(id))
     }
 
     /// The memory exceptions recorded so far.
@@ -123,6 +143,23 @@ impl Events {
     /// The hardware exceptions recorded so far.
     pub fn hw_exceptions(&self) -> Vec<HwException> {
         self.lock().hw.clone()
+    }
+
+    /// The table's change count ([`EventState::seq`]), without copying the table.
+    pub fn seq(&self) -> u64 {
+        self.lock().seq
+    }
+
+    /// Run `f` on the table under its lock as one change (the count bumped, waiters woken).
+    pub fn update<R>(&self, f: impl FnOnce(&mut EventState) -> R) -> R {
+        self.change(f)
+    }
+
+    /// The report of the first queue fault recorded (a memory exception's, else a hardware
+    /// exception's), if any; formats nothing when there is none.
+    pub fn first_fault(&self) -> Option<String> {
+        let s = self.lock();
+        s.memory.first().map(|m| m.fault.to_string()).or_else(|| s.hw.first().map(|h| h.fault.to_string()))
     }
 
     /// A copy of the whole table.
@@ -158,7 +195,7 @@ impl Events {
     pub fn wait_any(&self, ids: &[u32], timeout: Duration) -> Option<u32> {
         let mut hit = None;
         self.wait(timeout, |s| {
-            hit = ids.iter().copied().find(|i| s.signaled.contains_key(i));
+            hit = ids.iter().copied().find(|&i| s.signaled_count(i).is_some());
             hit.is_some() || !s.memory.is_empty() || !s.hw.is_empty()
         });
         hit

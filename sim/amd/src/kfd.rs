@@ -358,28 +358,30 @@ impl SimKfd {
     /// Take what the GPU raised since the last call into the KFD events: interrupts (by the
     /// signal slots), memory and hardware exceptions.
     fn pump(&self, st: &mut State) {
-        let events = self.gpu.events();
-        let snap = events.snapshot();
-        for &id in snap.signaled.keys() {
-            events.reset(id);
-            interrupt(st, id);
-        }
-        for m in snap.memory.iter().skip(st.seen_memory) {
-            let d = self.memory_data(m);
-            for e in st.events.values_mut().filter(|e| e.ty == EVENT_MEMORY) {
-                e.memory = d;
-                e.signaled = true;
+        // under the table's lock (this KFD's state lock, held by the caller, comes first, as
+        // everywhere): the interrupts taken (their events reset) in id order, then the exceptions
+        // not seen yet; nothing copied, so a call's wait allocates nothing
+        self.gpu.events().update(|snap| {
+            for (id, _) in snap.signaled.drain(..) {
+                interrupt(st, id);
             }
-        }
-        st.seen_memory = snap.memory.len();
-        for h in snap.hw.iter().skip(st.seen_hw) {
-            let d = self.hw_data(h);
-            for e in st.events.values_mut().filter(|e| e.ty == EVENT_HW_EXCEPTION) {
-                e.hw = d;
-                e.signaled = true;
+            for m in snap.memory.iter().skip(st.seen_memory) {
+                let d = self.memory_data(m);
+                for e in st.events.values_mut().filter(|e| e.ty == EVENT_MEMORY) {
+                    e.memory = d;
+                    e.signaled = true;
+                }
             }
-        }
-        st.seen_hw = snap.hw.len();
+            st.seen_memory = snap.memory.len();
+            for h in snap.hw.iter().skip(st.seen_hw) {
+                let d = self.hw_data(h);
+                for e in st.events.values_mut().filter(|e| e.ty == EVENT_HW_EXCEPTION) {
+                    e.hw = d;
+                    e.signaled = true;
+                }
+            }
+            st.seen_hw = snap.hw.len();
+        });
     }
 
     /// `kfd_signal_vm_fault_event`'s data: the faulting page, not present.
@@ -832,9 +834,18 @@ impl Kfd for SimKfd {
         }
         // kfd_wait_on_events: a waiter is activated by its event being signaled (an auto-reset
         // event is reset as it activates one); done when any (or all) are.
-        let mut activated = vec![false; events.len()];
+        // no allocation for the waits every call makes (tinygrad's and hcq's wait on 3 events)
+        let mut few = [false; 8];
+        let mut many = Vec::new();
+        let activated: &mut [bool] = match few.get_mut(..events.len()) {
+            Some(a) => a,
+            None => {
+                many.resize(events.len(), false);
+                &mut many
+            }
+        };
         loop {
-            let seq = self.gpu.events().snapshot().seq;
+            let seq = self.gpu.events().seq();
             let mut st = lock(&self.state);
             self.pump(&mut st);
             for (a, d) in activated.iter_mut().zip(events.iter()) {

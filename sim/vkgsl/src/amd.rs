@@ -333,9 +333,7 @@ impl AmdSystem {
         if self.fault_said.load(Ordering::Relaxed) {
             return;
         }
-        let s = self.kfd.gpu().events().snapshot();
-        let first = s.memory.first().map(|m| m.fault.to_string()).or_else(|| s.hw.first().map(|h| h.fault.to_string()));
-        if let Some(f) = first
+        if let Some(f) = self.kfd.gpu().events().first_fault()
             && !self.fault_said.swap(true, Ordering::Relaxed)
         {
             eprintln!("hcq-vkgsl: AMD GPU fault: {f}");
