@@ -1793,11 +1793,30 @@ impl Cx<'_, '_> {
                 }
             }
             for &(addr, data, dst) in &acc[..n] {
-                self.access(w, step, lane, m, addr, data, dst)?;
+                self.access_flat(w, step, lane, m, addr, data, dst)?;
             }
         }
         self.st.lane_insts += u64::from(exec.count_ones());
         Ok(())
+    }
+
+    /// [`Cx::access`] of a FLAT instruction: an address in an aperture reaches the LDS or the
+    /// lane's scratch there.
+    #[allow(clippy::too_many_arguments)]
+    fn access_flat(
+        &mut self,
+        w: &mut Wave,
+        step: &Step,
+        lane: usize,
+        m: MemOp,
+        addr: u64,
+        data: u32,
+        dst: u32,
+    ) -> Result<(), Fault> {
+        match aperture(m.flat, addr) {
+            Some((space, a)) => self.access(w, step, lane, MemOp { space, flat: false, ..m }, a, data, dst),
+            None => self.access(w, step, lane, m, addr, data, dst),
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1811,10 +1830,6 @@ impl Cx<'_, '_> {
         data: u32,
         dst: u32,
     ) -> Result<(), Fault> {
-        let (m, addr) = match aperture(m.flat, addr) {
-            Some((space, a)) => (MemOp { space, ..m }, a),
-            None => (m, addr),
-        };
         let n = usize::from(m.bytes);
         let mut buf = [0u8; 16];
         if m.store {
@@ -2059,7 +2074,6 @@ fn salu(w: &mut Wave, i: &Inst, op: S) {
     // Shift amounts and bit indices are 32-bit even in the 64-bit forms.
     let b_wide = wide && !matches!(op, Lshl(_) | Lshr(_) | Ashr(_) | BfeU(_) | BfeI(_) | Bitcmp(..));
     let a = ssrc(w, a_code, wide, lit);
-    let a64 = ssrc(w, a_code, true, lit);
     let b = if matches!(i.enc, Encoding::Sop2 | Encoding::Sopc) { ssrc(w, b_code, b_wide, lit) } else { 0 };
     // CAST: SOPK's simm16, signed and unsigned.
     let k16 = w0 as u16;
@@ -2213,26 +2227,29 @@ fn salu(w: &mut Wave, i: &Inst, op: S) {
             nscc = nz(r);
         }
         Bcnt1(wd) => {
-            let r = u64::from(if wd { a64.count_ones() } else { a32.count_ones() });
+            let r = u64::from(if wd { ssrc(w, a_code, true, lit).count_ones() } else { a32.count_ones() });
             res = Some(r);
             nscc = nz(r);
         }
         Bcnt0(wd) => {
-            let r = u64::from(if wd { a64.count_zeros() } else { a32.count_zeros() });
+            let r = u64::from(if wd { ssrc(w, a_code, true, lit).count_zeros() } else { a32.count_zeros() });
             res = Some(r);
             nscc = nz(r);
         }
         // The 64-bit forms, from the RDNA3 guide's SOP1/SOP2 pseudo-code (their results 32 bits
         // wide where the mnemonic says i32).
         Brev64 => {
-            w.sgpr_write(sdst, a64.reverse_bits(), true);
+            w.sgpr_write(sdst, ssrc(w, a_code, true, lit).reverse_bits(), true);
             return;
         }
-        Ctz64 => res = Some(u64::from(if a64 == 0 { u32::MAX } else { a64.trailing_zeros() })),
-        Clz64 => res = Some(u64::from(if a64 == 0 { u32::MAX } else { a64.leading_zeros() })),
+        Ctz64 | Clz64 => {
+            let x = ssrc(w, a_code, true, lit);
+            let n = if op == Ctz64 { x.trailing_zeros() } else { x.leading_zeros() };
+            res = Some(u64::from(if x == 0 { u32::MAX } else { n }));
+        }
         Cls64 => {
             // CAST: as signed 64-bit.
-            let x = a64 as i64;
+            let x = ssrc(w, a_code, true, lit) as i64;
             res = Some(u64::from(if x == 0 || x == -1 { u32::MAX } else { (x ^ (x >> 63)).leading_zeros() - 1 }));
         }
         Bitset64(one) => {
@@ -2252,7 +2269,7 @@ fn salu(w: &mut Wave, i: &Inst, op: S) {
         }
         Quadmask(wd) => {
             // Bit i: any of bits 4i+3:4i.
-            let (x, n) = if wd { (a64, 16) } else { (u64::from(a32), 8) };
+            let (x, n) = if wd { (ssrc(w, a_code, true, lit), 16) } else { (u64::from(a32), 8) };
             let r = (0..n).fold(0u64, |r, i| r | u64::from((x >> (4 * i)) & 0xf != 0) << i);
             w.sgpr_write(sdst, r, wd);
             w.scc = r != 0;
@@ -2260,7 +2277,7 @@ fn salu(w: &mut Wave, i: &Inst, op: S) {
         }
         Wqm(wd) => {
             // Each nibble all ones when any of its bits is set.
-            let (x, n) = if wd { (a64, 16) } else { (u64::from(a32), 8) };
+            let (x, n) = if wd { (ssrc(w, a_code, true, lit), 16) } else { (u64::from(a32), 8) };
             let r = (0..n).fold(0u64, |r, i| r | if (x >> (4 * i)) & 0xf != 0 { 0xf << (4 * i) } else { 0 });
             w.sgpr_write(sdst, r, wd);
             w.scc = r != 0;
@@ -2269,7 +2286,7 @@ fn salu(w: &mut Wave, i: &Inst, op: S) {
         Wrexec(not1, wd) => {
             // and_not0: EXEC = ~S0 & EXEC; and_not1: EXEC = S0 & ~EXEC; D = EXEC; SCC = EXEC != 0.
             let exec = if wd || w.lanes == 64 { w.exec() } else { u64::from(w.s[126]) };
-            let s0 = if wd { a64 } else { u64::from(a32) };
+            let s0 = if wd { ssrc(w, a_code, true, lit) } else { u64::from(a32) };
             let e = if not1 { s0 & !exec } else { !s0 & exec };
             let e = if wd { e } else { e & 0xffff_ffff };
             w.set_mask(126, e);
@@ -2291,7 +2308,7 @@ fn salu(w: &mut Wave, i: &Inst, op: S) {
             };
             let (src, dst) = match op {
                 Movrels(_) => (read(w, a_code.saturating_add(m0)), sdst),
-                Movreld(_) => (if wd { a64 } else { u64::from(a32) }, sdst.saturating_add(m0)),
+                Movreld(_) => (if wd { ssrc(w, a_code, true, lit) } else { u64::from(a32) }, sdst.saturating_add(m0)),
                 _ => (read(w, a_code + (m0 & 0x3ff)), sdst + ((m0 >> 16) & 0x3ff)),
             };
             if dst < 128 {

@@ -113,6 +113,18 @@ impl Cx<'_, '_> {
         if m.ext == Ext::Plain && m.bytes.is_multiple_of(4) && m.space != Space::Scratch && m.two.is_none() && !m.flat {
             return self.plain::<N>(w, step, exec, m, &first, op.vdata, op.vdst);
         }
+        if m.flat {
+            // FLAT: each lane's address may be in an aperture (no second access).
+            let mut e = exec;
+            while e != 0 {
+                // CAST: a lane < 64.
+                let lane = e.trailing_zeros() as usize;
+                e &= e - 1;
+                self.access_flat(w, step, lane, m, first(lane), u32::from(op.vdata), u32::from(op.vdst))?;
+            }
+            self.st.lane_insts += u64::from(exec.count_ones());
+            return Ok(());
+        }
         let mut e = exec;
         while e != 0 {
             // CAST: a lane < 64.
