@@ -876,7 +876,7 @@ static ATOMICS: Mutex<()> = Mutex::new(());
 /// the interpreter turns it into a fault naming the wave, lane and address.
 impl Memory for MemView {
     /// An aligned dword inside one allocation: a compare-exchange loop on its word (atomic
-    /// against every access of the word); any other under [`ATOMICS`], through `read` and
+    /// against every access of the word); any other under one process-wide lock (`ATOMICS`), through `read` and
     /// `write`.
     fn atomic(&mut self, addr: u64, bytes: usize, f: &dyn Fn(u64) -> u64) -> Option<u64> {
         if bytes == 4
