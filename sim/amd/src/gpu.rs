@@ -8,9 +8,10 @@ use crate::events::{Events, HwException, MemoryException};
 use crate::fault::{Engine, QueueFault, QueueId};
 use crate::memory::{GpuMemory, HostPages, MemFault};
 use crate::sdma::{SdmaQueue, SdmaQueueDesc};
+use crate::trace::PacketSink;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -86,6 +87,17 @@ pub(crate) struct Shared {
     pub clock: Clock,
     pub config: GpuConfig,
     pub programs: Mutex<ProgramCache>,
+    /// Where executed packets go ([`Gpu::trace_packets`]): the engines test it once per packet.
+    pub trace: OnceLock<Trace>,
+}
+
+/// The packet sink of [`Gpu::trace_packets`].
+pub(crate) struct Trace(pub Arc<dyn PacketSink>);
+
+impl fmt::Debug for Trace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Trace")
+    }
 }
 
 impl Shared {
@@ -305,6 +317,7 @@ impl Gpu {
                     clock: Clock::new(),
                     config,
                     programs: Mutex::new(ProgramCache::default()),
+                    trace: OnceLock::new(),
                 },
                 queues: RwLock::new(Vec::new()),
                 doorbells: Arc::new(doorbells),
@@ -481,6 +494,13 @@ impl Gpu {
             Err(p) => p.into_inner(),
         };
         *g = hook.map(PassHook);
+    }
+
+    /// Hand every packet the engines execute from now on to `sink` ([`crate::trace`]: the
+    /// command-stream capture). Set once per GPU: a second call leaves the first sink and
+    /// returns `false`. Without a sink the engines pay one branch per packet.
+    pub fn trace_packets(&self, sink: Arc<dyn PacketSink>) -> bool {
+        self.inner.shared.trace.set(Trace(sink)).is_ok()
     }
 
     /// Run every queue until each is at its write pointer, stopped at a wait that does not hold,

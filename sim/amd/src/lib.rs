@@ -15,6 +15,8 @@
 //!   shared address space on host pages, doorbells the CP thread polls, events, topology.
 //! - [`plug`]: the registry entries ([`plug::kinds`]: `AMD:SIM`, `KFD+AMD:SIM`, hcq-kfd's
 //!   `AmdKind` over a [`SimKfd`]).
+//! - [`trace`]: the command-stream capture: every packet the engines execute, decoded, to a
+//!   [`PacketSink`] ([`Gpu::trace_packets`]), and its one-line text form.
 //! - [`gpu`]: the front ([`Gpu`]): create queues, ring doorbells, run them on the caller's thread
 //!   ([`Gpu::process`]) or on a CP thread ([`Gpu::start`]).
 //!
@@ -30,6 +32,7 @@ pub mod kfd;
 pub mod memory;
 pub mod plug;
 pub mod sdma;
+pub mod trace;
 
 pub use cp::{ComputeQueueDesc, QueueStats};
 pub use events::{EventState, Events, HwException, MemoryException};
@@ -38,3 +41,4 @@ pub use gpu::{DoorbellPage, GPU_CLOCK_HZ, Gpu, GpuConfig, Progress, QueueError, 
 pub use kfd::SimKfd;
 pub use memory::{GpuMemory, HostPages, MemError, MemFault, MemView};
 pub use sdma::SdmaQueueDesc;
+pub use trace::{DispatchSeen, Packet, PacketSink};

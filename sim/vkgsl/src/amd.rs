@@ -54,6 +54,12 @@
 //! copied in (`EFAULT`) and — whatever the handler returned — copied back. Handlers and their
 //! errno values are [`SimKfd`]'s. Requests amdkfd has that are not simulated (clock counters,
 //! apertures, SVM, CRIU, debugging…) are `EINVAL`, said once on stderr.
+//!
+//! # The command-stream capture
+//!
+//! With `$HCQ_VKGSL_AMD_CAPTURE` naming a file, the GPU hands every packet its compute CP and SDMA
+//! engines execute to [`crate::amd_capture::AmdCapture`], one text line each (the ring's packets
+//! and those of the IBs they call, marked as such; the decoded fields; the dwords).
 
 use crate::maps;
 use crate::user::{copy_in, copy_out};
@@ -277,6 +283,9 @@ impl AmdSystem {
         let pages = unsafe { HostPages::external(bells, bells_len, release) }.ok_or(Errno::INVAL)?;
         let page = DoorbellPage::on(Arc::new(pages)).ok_or(Errno::INVAL)?;
         let mut gpu = Gpu::with_doorbells(gpu_config(), page);
+        if let Some(c) = crate::amd_capture::AmdCapture::from_env() {
+            gpu.trace_packets(Arc::new(c));
+        }
         gpu.poll_doorbells(true);
         gpu.start();
         crate::fds::mark_internal(kfd_file.as_raw_fd(), true);

@@ -43,6 +43,7 @@
 //! [`memfd`], [`device`] and [`amd`] (the devices' own mappings).
 
 pub mod amd;
+pub mod amd_capture;
 pub mod capture;
 pub mod device;
 pub mod fds;

@@ -34,6 +34,7 @@ use super::regs::*;
 use crate::fault::What;
 use crate::gpu::Shared;
 use crate::memory::MemView;
+use crate::trace::{DISPATCH_MEM_BYTES, DispatchSeen, fnv1a64};
 use hcq_rdna3::decode::decode;
 use hcq_rdna3::exec::{Dispatch, Fault, LoadError, Program, Stats, Waves};
 use std::collections::HashMap;
@@ -259,6 +260,34 @@ pub(crate) fn dispatch(sh: &Shared, regs: &RegFile, dims: [u32; 3], initiator: u
         )),
     })?;
     Ok(DispatchStats { groups, stats })
+}
+
+/// What the `DISPATCH_DIRECT` that just ran (`initiator`, the queue's `regs`) points at, for the
+/// packet trace ([`crate::trace`]): the program the CP loaded (its length and FNV-1a 64 hash; 0
+/// when no work-group ran, so nothing was loaded), the user data, and the first
+/// [`DISPATCH_MEM_BYTES`] bytes at each user-data pair that is a mapped address.
+pub(crate) fn seen(sh: &Shared, view: &mut MemView, regs: &RegFile, initiator: u32) -> DispatchSeen {
+    let pgm = u64::from(regs.get(COMPUTE_PGM_HI) & 0xff) << 40 | u64::from(regs.get(COMPUTE_PGM_LO)) << 8;
+    let wave64 = initiator & INITIATOR_CS_W32_EN == 0;
+    let (code_bytes, code_fnv) = match lock(&sh.programs).map.get(&(pgm, wave64)) {
+        Some(c) => (4 * c.words.len() as u64, fnv1a64(&c.words)),
+        None => (0, 0),
+    };
+    let count = ((regs.get(COMPUTE_PGM_RSRC2) >> 1) & 0x1f).min(USER_DATA_COUNT);
+    let user_data: Vec<u32> = (0..count).map(|k| regs.get(COMPUTE_USER_DATA_0 + k)).collect();
+    let mut mem = Vec::new();
+    for (k, pair) in user_data.chunks_exact(2).enumerate() {
+        let va = u64::from(pair[1]) << 32 | u64::from(pair[0]);
+        let Some((base, len)) = view.allocation(va) else { continue };
+        // CAST: at most DISPATCH_MEM_BYTES.
+        let n = (base + len - va).min(DISPATCH_MEM_BYTES as u64) as usize;
+        let mut bytes = vec![0u8; n];
+        if view.read(va, &mut bytes).is_ok() {
+            // CAST: k < 8.
+            mem.push((2 * k as u32, bytes));
+        }
+    }
+    DispatchSeen { pgm, code_bytes, code_fnv, user_data, mem }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -38,6 +38,7 @@ pub mod regs;
 use crate::fault::{Engine, QueueFault, QueueId, What, Where};
 use crate::gpu::Shared;
 use crate::memory::{MemFault, MemView};
+use crate::trace::{DispatchSeen, Packet};
 use pm4::*;
 use regs::RegFile;
 use std::time::Instant;
@@ -123,6 +124,8 @@ pub struct ComputeQueue {
     fault: Option<QueueFault>,
     body: Vec<u32>,
     stats: QueueStats,
+    /// The last `DISPATCH_DIRECT`'s program and user data, kept only while packets are traced.
+    seen: Option<DispatchSeen>,
 }
 
 fn mem(what: &'static str) -> impl FnOnce(MemFault) -> What {
@@ -165,6 +168,7 @@ impl ComputeQueue {
             fault: None,
             body: Vec::new(),
             stats: QueueStats::default(),
+            seen: None,
         }
     }
 
@@ -353,6 +357,7 @@ impl ComputeQueue {
         let op = packet_opcode(h);
         let count = packet_count(h);
         if op == NOP && count == NOP_ONE_DWORD_COUNT {
+            self.traced(sh, h, &[]);
             return Ok((1, Flow::Next));
         }
         let len = u64::from(count) + 2;
@@ -367,6 +372,7 @@ impl ComputeQueue {
             return Err(malformed(format!("a {len}-dword packet runs past its PRED_EXEC's last {} dwords", f.pred)));
         }
         if op == NOP {
+            self.traced(sh, h, &[]);
             return Ok((len, Flow::Next));
         }
         let mut body = std::mem::take(&mut self.body);
@@ -384,8 +390,28 @@ impl ComputeQueue {
             }
         }
         let out = r.and_then(|()| self.execute(sh, view, op, &body));
+        if matches!(out, Ok(Flow::Next | Flow::Call { .. } | Flow::Skip(_))) {
+            self.traced(sh, h, &body);
+        }
         self.body = body;
         out.map(|f| (len, f))
+    }
+
+    /// Hand the packet at the fetch position (`h`, `body`) to the GPU's packet sink, if any.
+    fn traced(&self, sh: &Shared, h: u32, body: &[u32]) {
+        if let Some(t) = sh.trace.get() {
+            let dispatch = if packet_opcode(h) == DISPATCH_DIRECT { self.seen.as_ref() } else { None };
+            let p = Packet {
+                queue: self.id,
+                engine: Engine::Compute,
+                at: self.here(),
+                addr: self.word_addr(0),
+                header: h,
+                body,
+                dispatch,
+            };
+            t.0.packet(&p);
+        }
     }
 
     fn need(body: &[u32], n: usize, name: &str) -> Result<(), What> {
@@ -474,6 +500,9 @@ impl ComputeQueue {
                 Self::need(b, 4, "DISPATCH_DIRECT")?;
                 let _ = self.regs.write(u64::from(regs::COMPUTE_DISPATCH_INITIATOR), b[3]);
                 let s = dispatch::dispatch(sh, &self.regs, [b[0], b[1], b[2]], b[3])?;
+                if sh.trace.get().is_some() {
+                    self.seen = Some(dispatch::seen(sh, view, &self.regs, b[3]));
+                }
                 self.stats.dispatches += 1;
                 self.stats.groups += s.groups;
                 self.stats.insts += s.stats.insts;

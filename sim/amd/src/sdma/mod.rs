@@ -34,6 +34,7 @@ use crate::cp::{QueueStats, Run};
 use crate::fault::{Engine, QueueFault, QueueId, What, Where};
 use crate::gpu::Shared;
 use crate::memory::{MemFault, MemView, SPREAD_MIN_BYTES};
+use crate::trace::Packet;
 use packets::*;
 use std::sync::PoisonError;
 use std::time::Instant;
@@ -345,7 +346,12 @@ impl SdmaQueue {
                 self.fetch_run(view, 4, &mut words)?;
                 let data: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
                 view.write(dst, &data).map_err(mem("WRITE's destination"))?;
-                Flow::Next
+                if sh.trace.get().is_some() {
+                    let mut body = b[..3].to_vec();
+                    body.extend_from_slice(&words);
+                    self.traced(sh, h, &body);
+                }
+                return Ok((len, Flow::Next));
             }
             OP_INDIRECT => {
                 if self.ib.is_some() {
@@ -395,7 +401,24 @@ impl SdmaQueue {
             }
             _ => return Err(unsupported("an opcode")),
         };
+        if !matches!(flow, Flow::Wait(_)) {
+            // A NOP's body is skipped (as the compute CP's is: not listed).
+            self.traced(sh, h, if op == OP_NOP { &[] } else { &b[..fixed] });
+        }
         Ok((len, flow))
+    }
+
+    /// Hand the packet at the fetch position (`h`, `body`) to the GPU's packet sink, if any.
+    fn traced(&self, sh: &Shared, h: u32, body: &[u32]) {
+        if let Some(t) = sh.trace.get() {
+            let addr = match self.ib {
+                Some(ib) => ib.va + 4 * ib.pos,
+                None => self.desc.ring + 4 * ((self.rptr / 4) % self.ring_dwords),
+            };
+            let p =
+                Packet { queue: self.id, engine: Engine::Sdma, at: self.here(), addr, header: h, body, dispatch: None };
+            t.0.packet(&p);
+        }
     }
 
     fn poll(&self, view: &mut MemView, h: u32, b: &[u32; 6]) -> Result<Flow, What> {

@@ -337,6 +337,7 @@ fn sequence() {
     let (page, ev, mailbox) = signal_event(&c);
     let mut q = Queue::new(&c);
     let data = c.alloc(2 * PAGE, AllocFlags::tinygrad(false, false, true));
+    println!("ring at {:#x}, event {ev} with its mailbox at {mailbox:#x}", q.ring.va);
     let got = write_and_wait(&c, &mut q, ev, mailbox, data.va + 4, 0xC0FF_EE01);
     println!("VRAM at {:#x}: the GPU wrote {got:#x}", data.va);
     if got != 0xC0FF_EE01 {
