@@ -196,17 +196,19 @@ fn map_user_mem_checks_the_host_range() {
     m.memtype = 3;
     assert_eq!(c.io(IOCTL_MAP_USER_MEM, &mut m), Err(Errno::OPNOTSUPP), "ION/dma-buf imports");
     m.memtype = USER_MEM_TYPE_ADDR;
-    // SAFETY: unmaps the second page of our own mapping; nothing references it.
-    assert_eq!(unsafe { libc::munmap((host + 4096) as *mut libc::c_void, 4096) }, 0);
+    // The second page made inaccessible (get_user_pages fails on it as on an unmapped one). Not
+    // unmapped: another test's thread could map a page into the hole before the ioctl looks.
+    // SAFETY: the second page of our own mapping; nothing references it.
+    assert_eq!(unsafe { libc::mprotect((host + 4096) as *mut libc::c_void, 4096, libc::PROT_NONE) }, 0);
     m.len = 8192;
-    assert_eq!(c.io(IOCTL_MAP_USER_MEM, &mut m), Err(Errno::FAULT), "half of it unmapped");
+    assert_eq!(c.io(IOCTL_MAP_USER_MEM, &mut m), Err(Errno::FAULT), "half of it inaccessible");
     m.len = 4096;
     c.io(IOCTL_MAP_USER_MEM, &mut m).unwrap();
     assert_eq!(m.gpuaddr, host);
     c.io(IOCTL_SHAREDMEM_FREE, &mut SharedmemFree { gpuaddr: host }).unwrap();
     assert_eq!(c.io(IOCTL_SHAREDMEM_FREE, &mut SharedmemFree { gpuaddr: host }), Err(Errno::INVAL));
-    // SAFETY: the first page is ours and unreferenced.
-    unsafe { libc::munmap(p, 4096) };
+    // SAFETY: both pages are ours and unreferenced.
+    unsafe { libc::munmap(p, 8192) };
     // The device's own memory is not user memory: EFAULT (tinygrad then uses the address as
     // the GPU address it already is).
     let (_, obj) = c.alloc(8192);
