@@ -176,6 +176,7 @@ fn ci_keeps_every_check() {
         "TG_FLAGS=\"FLOAT16=1 IMAGE=1 NOLOCALS=1\"",
         "TG_VDEV=AMD bash tools/tinygrad_on_vkgsl.sh",
         "tools/test_amd_capture.sh",
+        "tools/test_amd_stream_diff.sh",
         "libllvm19",
         "tools/test_plugin.sh",
         "cargo qemu-virt",
