@@ -271,14 +271,26 @@ class Side:
   def sub_of(self, i: int) -> int:
     return next(k for k, (a, b) in enumerate(self.subs) if a <= i <= b)
 
-  def window(self, first: int, count: int):
+  def window(self, first: int, count: int, copies: int):
     """The packets (both engines, in execution order) of the submissions holding dispatches first..first+count-1, and those
-    dispatches' groups."""
+    dispatches' groups. The compute packets are those from the first submission's INDIRECT_BUFFER to the last one's signal. The
+    SDMA engine runs beside the CP, so a call's copies can complete before the CP reaches the call's IB (whichever thread gets
+    there first): with `copies` copy launches in the bundle, the call's SDMA packets begin at the last `copies` COPY_LINEARs
+    completed by the call's end (the SDMA engine runs its ring in order, and the call's copies are the last submitted before it),
+    with the waits just before them; without copies, at the CP's first packet."""
     gs = self.groups[first:first + count]
     s0, s1 = self.sub_of(gs[0][0]), self.sub_of(gs[-1][1])
     a, b = self.subs[s0][0], self.subs[s1][1]
     lo, hi = self.cp[a].seq, self.cp[b].seq
-    return [p for p in self.pkts if lo <= p.seq <= hi], gs, self.subs[s0:s1 + 1]
+    sdma_lo = lo
+    sd = [p for p in self.pkts if p.engine == "sdma" and p.seq <= hi]
+    at = [i for i, p in enumerate(sd) if p.op == "COPY_LINEAR"]
+    if copies > 0 and len(at) >= copies:
+      i = at[-copies]
+      while i > 0 and token(sd[i - 1], self.timeline) in ("sdma-wait:timeline", "sdma-wait:other", "sdma-NOP"): i -= 1
+      sdma_lo = sd[i].seq
+    keep = [p for p in self.pkts if p.engine != "sdma" and lo <= p.seq <= hi] + [p for p in sd if p.seq >= sdma_lo]
+    return sorted(keep, key=lambda p: p.seq), gs, self.subs[s0:s1 + 1]
 
 
 # ---------------------------------------------------------------- the comparison
@@ -466,62 +478,69 @@ def compare_rest(tw: list[Pkt], tgs, hw: list[Pkt], hgs, t: Side, h: Side, rep: 
       else:
         out.append((token(p, side.timeline), p))
     return out
-  tt, ht = tokens(tw, tgs, t), tokens(hw, hgs, h)
-  listing = []
-  # a token one side has only (per segment between dispatches) and the other side has too, elsewhere in the same segment, moved:
-  # the barrier's place against the timeline wait
+
   def segs(toks):
     n, out = 0, []
     for x, _ in toks:
       if x.startswith("D"): n += 1
       out.append(n)
     return out
-  st, sh = segs(tt), segs(ht)
-  sm = difflib.SequenceMatcher(a=[x for x, _ in tt], b=[x for x, _ in ht], autojunk=False)
-  ops = sm.get_opcodes()
-  only_t = Counter((st[i], tt[i][0]) for op, a0, a1, _, _ in ops if op != "equal" for i in range(a0, a1))
-  only_h = Counter((sh[i], ht[i][0]) for op, _, _, b0, b1 in ops if op != "equal" for i in range(b0, b1))
-  moved = {k: min(only_t[k], only_h[k]) for k in only_t if k[1] in BARRIER_TOKENS and only_h.get(k)}
-  moved_left = {"tg": dict(moved), "hcq": dict(moved)}  # each pair counted once, at hcq's place
-  for op, a0, a1, b0, b1 in ops:
-    if op == "equal":
-      for (x, pt), (_, ph) in zip(tt[a0:a1], ht[b0:b1]):
-        note = ""
-        if x.startswith("D") and pt.place != ph.place:
-          rep.explain("submission", f"{x}: in the {pt.place} (tinygrad) / {ph.place} (hcq)")
-          note = f"  [submission: tinygrad's {pt.place}, hcq's {ph.place}]"
-        elif x.startswith("D") or pt.words == ph.words:
-          pass
-        elif x in ("wait:timeline", "signal:timeline", "sdma-wait:timeline", "sdma-fence:timeline"):
-          rep.explain("timeline", f"{pt.short()} (tinygrad) / {ph.short()} (hcq)")
-          note = "  [timeline]"
-        elif x == "ib":
-          rep.explain("submission", f"{pt.short()} (tinygrad) / {ph.short()} (hcq)")
-          note = "  [submission: the IB's address and size]"
-        elif x == "sdma-COPY_LINEAR" and pt.num("bytes") == ph.num("bytes"):
-          note = "  [buffer-address]"
-        else:
-          rep.fail(f"{x} differs: {pt.short()} (tinygrad) / {ph.short()} (hcq)")
-          note = "  [UNEXPLAINED]"
-        if x == "sdma-COPY_LINEAR": copies.append((pt, ph))
-        listing.append(f"  = {x:<22}{note}")
-      continue
-    for side, seq, segment in (("tg", tt[a0:a1], st[a0:a1]), ("hcq", ht[b0:b1], sh[b0:b1])):
-      who = "tinygrad" if side == "tg" else "hcq"
-      for (x, p), sg in zip(seq, segment):
-        left = moved_left[side]
-        if left.get((sg, x), 0) > 0:
-          left[(sg, x)] -= 1
-          if side == "hcq": rep.explain("barrier-order", f"{x} before dispatch {sg}: in another place against the HDP flush")
-          listing.append(f"  {'-' if side == 'tg' else '+'} {x:<22}  [barrier-order: moved]")
-          continue
-        cls = None if x.startswith("D") else TOKEN_CLASS.get((x, side))
-        if cls is None:
-          rep.fail(f"{who} only: {p.short()}")
-          listing.append(f"  {'-' if side == 'tg' else '+'} {x:<22}  [UNEXPLAINED] {p.short()}")
-        else:
-          rep.explain(cls, f"{who} only: {p.short()}")
-          listing.append(f"  {'-' if side == 'tg' else '+'} {x:<22}  [{cls}]")
+
+  listing = []
+  # each engine's packets against the other side's of that engine: the CP and the SDMA engine run beside each other, so how
+  # their packets interleave in a capture is a race, not a difference
+  for engine in ("cp", "sdma"):
+    tt = tokens([p for p in tw if p.engine == engine], tgs, t)
+    ht = tokens([p for p in hw if p.engine == engine], hgs, h)
+    listing.append(f"  ({engine})")
+    # a token one side has only (per segment between dispatches) and the other side has too, elsewhere in the same segment, moved:
+    # the barrier's place against the timeline wait
+    st, sh = segs(tt), segs(ht)
+    sm = difflib.SequenceMatcher(a=[x for x, _ in tt], b=[x for x, _ in ht], autojunk=False)
+    ops = sm.get_opcodes()
+    only_t = Counter((st[i], tt[i][0]) for op, a0, a1, _, _ in ops if op != "equal" for i in range(a0, a1))
+    only_h = Counter((sh[i], ht[i][0]) for op, _, _, b0, b1 in ops if op != "equal" for i in range(b0, b1))
+    moved = {k: min(only_t[k], only_h[k]) for k in only_t if k[1] in BARRIER_TOKENS and only_h.get(k)}
+    moved_left = {"tg": dict(moved), "hcq": dict(moved)}  # each pair counted once, at hcq's place
+    for op, a0, a1, b0, b1 in ops:
+      if op == "equal":
+        for (x, pt), (_, ph) in zip(tt[a0:a1], ht[b0:b1]):
+          note = ""
+          if x.startswith("D") and pt.place != ph.place:
+            rep.explain("submission", f"{x}: in the {pt.place} (tinygrad) / {ph.place} (hcq)")
+            note = f"  [submission: tinygrad's {pt.place}, hcq's {ph.place}]"
+          elif x.startswith("D") or pt.words == ph.words:
+            pass
+          elif x in ("wait:timeline", "signal:timeline", "sdma-wait:timeline", "sdma-fence:timeline"):
+            rep.explain("timeline", f"{pt.short()} (tinygrad) / {ph.short()} (hcq)")
+            note = "  [timeline]"
+          elif x == "ib":
+            rep.explain("submission", f"{pt.short()} (tinygrad) / {ph.short()} (hcq)")
+            note = "  [submission: the IB's address and size]"
+          elif x == "sdma-COPY_LINEAR" and pt.num("bytes") == ph.num("bytes"):
+            note = "  [buffer-address]"
+          else:
+            rep.fail(f"{x} differs: {pt.short()} (tinygrad) / {ph.short()} (hcq)")
+            note = "  [UNEXPLAINED]"
+          if x == "sdma-COPY_LINEAR": copies.append((pt, ph))
+          listing.append(f"  = {x:<22}{note}")
+        continue
+      for side, seq, segment in (("tg", tt[a0:a1], st[a0:a1]), ("hcq", ht[b0:b1], sh[b0:b1])):
+        who = "tinygrad" if side == "tg" else "hcq"
+        for (x, p), sg in zip(seq, segment):
+          left = moved_left[side]
+          if left.get((sg, x), 0) > 0:
+            left[(sg, x)] -= 1
+            if side == "hcq": rep.explain("barrier-order", f"{x} before dispatch {sg}: in another place against the HDP flush")
+            listing.append(f"  {'-' if side == 'tg' else '+'} {x:<22}  [barrier-order: moved]")
+            continue
+          cls = None if x.startswith("D") else TOKEN_CLASS.get((x, side))
+          if cls is None:
+            rep.fail(f"{who} only: {p.short()}")
+            listing.append(f"  {'-' if side == 'tg' else '+'} {x:<22}  [UNEXPLAINED] {p.short()}")
+          else:
+            rep.explain(cls, f"{who} only: {p.short()}")
+            listing.append(f"  {'-' if side == 'tg' else '+'} {x:<22}  [{cls}]")
   return listing
 
 
@@ -549,8 +568,9 @@ def compare(bundle: Path, tg_cap: Path, hcq_cap: Path, verbose: bool) -> int:
     starts = [i for i in range(len(tsig) - K + 1) if [x[1:] for x in tsig[i:i + K]] == [x[1:] for x in want]]
     if not starts: raise DiffError(f"no run of tinygrad's {len(tsig)} dispatches is hcq's call of {K} (program code, grid)")
     print(f"(no run of tinygrad's dispatches runs hcq's code; aligned by the grids alone, at dispatch {starts[-1]})")
-  tw, tgs, tsubs = t.window(starts[-1], K)
-  hw, hgs, hsubs = h.window(len(h.groups) - K, K)
+  n_copies = sum(1 for x in g["launches"] if x["kind"] == "copy")
+  tw, tgs, tsubs = t.window(starts[-1], K, n_copies)
+  hw, hgs, hsubs = h.window(len(h.groups) - K, K, n_copies)
   rep = Report()
   amap = AddressMap()
   for k, ((_, _, gt), (_, _, gh)) in enumerate(zip(tgs, hgs)):
