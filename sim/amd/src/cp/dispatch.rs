@@ -28,7 +28,8 @@
 //! spreads, again in a forked child), as the a630's shader core keeps its own — each with its own
 //! [`MemView`]; the first fault (lowest work-group index among those that faulted) stops the
 //! others from claiming more. Writes of work-groups that ran before a fault stay in memory, as on
-//! hardware.
+//! hardware. Every thread keeps its wave storage between dispatches (`WAVES`), so a warm
+//! dispatch makes no waves.
 
 use super::regs::*;
 use crate::fault::What;
@@ -110,12 +111,12 @@ impl ProgramCache {
             what: "reading the program",
         })?;
         let alloc_end = base + len;
-        if let Some(c) = self.map.get(&(pgm, wave64)) {
-            let mut now = vec![0u32; c.words.len()];
-            if c.alloc_end == alloc_end && view.read_words(pgm, &mut now).is_ok() && now == c.words {
-                self.hits += 1;
-                return Ok(Arc::clone(&c.program));
-            }
+        if let Some(c) = self.map.get(&(pgm, wave64))
+            && c.alloc_end == alloc_end
+            && same_words(view, pgm, &c.words)
+        {
+            self.hits += 1;
+            return Ok(Arc::clone(&c.program));
         }
         // CAST: at most MAX_CODE_BYTES / 4.
         let n = ((alloc_end - pgm).min(MAX_CODE_BYTES) / 4) as usize;
@@ -148,6 +149,21 @@ impl ProgramCache {
         self.map.insert((pgm, wave64), Cached { words: code, alloc_end, program: Arc::clone(&program) });
         Ok(program)
     }
+}
+
+/// Memory at `va` still holds `words` (read a stack buffer at a time: a hit allocates nothing).
+fn same_words(view: &mut MemView, va: u64, words: &[u32]) -> bool {
+    let mut buf = [0u32; 256];
+    let mut at = va;
+    for chunk in words.chunks(buf.len()) {
+        let now = &mut buf[..chunk.len()];
+        if view.read_words(at, now).is_err() || now != chunk {
+            return false;
+        }
+        // CAST: at most 256 words of 4 bytes.
+        at += 4 * chunk.len() as u64;
+    }
+    true
 }
 
 /// What a dispatch ran.
@@ -240,11 +256,15 @@ pub(crate) fn dispatch(sh: &Shared, regs: &RegFile, dims: [u32; 3], initiator: u
         let pool = if threads > 1 && groups > 1 { Some(cache.pool(threads)?) } else { None };
         (program, pool)
     };
-    let user: Vec<u32> = (0..user_sgpr_count).map(|k| regs.get(COMPUTE_USER_DATA_0 + k)).collect();
+    let mut user = [0u32; USER_DATA_COUNT as usize];
+    for (k, u) in (0..user_sgpr_count).zip(user.iter_mut()) {
+        *u = regs.get(COMPUTE_USER_DATA_0 + k);
+    }
     let d = Dispatch {
         wave64: !wave32,
         local,
-        user_sgprs: &user,
+        // CAST: user_sgpr_count ≤ USER_DATA_COUNT (checked above).
+        user_sgprs: &user[..user_sgpr_count as usize],
         user_sgpr_count,
         tgid,
         tg_size,
@@ -324,6 +344,22 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "(no message)".into())
 }
 
+std::thread_local! {
+    /// Each thread's wave storage (SGPRs, VGPRs, LDS), kept between dispatches: the CP's thread
+    /// and the pool's threads live as long as the GPU, so a dispatch allocates no wave state once
+    /// every thread has run a work-group of its size (a reused wave zeroes only the VGPRs it wrote).
+    static WAVES: std::cell::RefCell<Waves> = std::cell::RefCell::new(Waves::default());
+}
+
+/// `f` with this thread's wave storage ([`WAVES`]), or a fresh one should it be in use already
+/// (never so today: no work-group runs inside another).
+fn with_waves<R>(f: impl FnOnce(&mut Waves) -> R) -> R {
+    WAVES.with(|w| match w.try_borrow_mut() {
+        Ok(mut ws) => f(&mut ws),
+        Err(_) => f(&mut Waves::default()),
+    })
+}
+
 /// One work-group in `ws` (the calling thread's wave storage), a panic in the interpreter caught.
 fn one(
     program: &Program,
@@ -335,7 +371,11 @@ fn one(
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| program.run_group_in(d, group, mem, ws)));
     match r {
         Ok(r) => r.map_err(GroupError::Fault),
-        Err(p) => Err(GroupError::Panic { group, what: panic_text(&*p) }),
+        Err(p) => {
+            // the storage's invariants (which VGPRs are zero) may not hold after a panic
+            *ws = Waves::default();
+            Err(GroupError::Panic { group, what: panic_text(&*p) })
+        }
     }
 }
 
@@ -353,27 +393,28 @@ fn claim(
     (next, stop): (&AtomicU64, &AtomicBool),
     mem: &mut MemView,
 ) -> Part {
-    let mut st = Stats::default();
-    let mut ws = Waves::default();
-    while !stop.load(Ordering::Relaxed) {
-        let first = next.fetch_add(chunk, Ordering::Relaxed);
-        if first >= groups {
-            break;
-        }
-        for i in first..(first + chunk).min(groups) {
-            match one(program, d, group_id(i, dims), mem, &mut ws) {
-                Ok(g) => {
-                    st.insts += g.insts;
-                    st.lane_insts += g.lane_insts;
-                }
-                Err(f) => {
-                    stop.store(true, Ordering::Relaxed);
-                    return (st, Some((i, f)));
+    with_waves(|ws| {
+        let mut st = Stats::default();
+        while !stop.load(Ordering::Relaxed) {
+            let first = next.fetch_add(chunk, Ordering::Relaxed);
+            if first >= groups {
+                break;
+            }
+            for i in first..(first + chunk).min(groups) {
+                match one(program, d, group_id(i, dims), mem, ws) {
+                    Ok(g) => {
+                        st.insts += g.insts;
+                        st.lane_insts += g.lane_insts;
+                    }
+                    Err(f) => {
+                        stop.store(true, Ordering::Relaxed);
+                        return (st, Some((i, f)));
+                    }
                 }
             }
         }
-    }
-    (st, None)
+        (st, None)
+    })
 }
 
 /// Run work-groups `0..groups` (x fastest, as `Program::run` orders them) on the calling thread
@@ -390,14 +431,15 @@ pub fn run_groups(
     let threads = pool.map_or(1, |p| p.current_num_threads() as u64 + 1).min(groups);
     let mut mem = view;
     let Some(pool) = pool.filter(|_| threads > 1) else {
-        let mut st = Stats::default();
-        let mut ws = Waves::default();
-        for i in 0..groups {
-            let s = one(program, d, group_id(i, dims), &mut mem, &mut ws)?;
-            st.insts += s.insts;
-            st.lane_insts += s.lane_insts;
-        }
-        return Ok(st);
+        return with_waves(|ws| {
+            let mut st = Stats::default();
+            for i in 0..groups {
+                let s = one(program, d, group_id(i, dims), &mut mem, ws)?;
+                st.insts += s.insts;
+                st.lane_insts += s.lane_insts;
+            }
+            Ok(st)
+        });
     };
     let next = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
