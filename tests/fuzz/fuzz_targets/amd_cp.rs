@@ -77,7 +77,8 @@ fuzz_target!(|data: &[u8]| {
     m.write_words(CODE, &code).unwrap();
     let (mut ring, mut ib, mut sdma) = (Vec::new(), Vec::new(), Vec::new());
     let mut to_ib = false;
-    while b.0.len() > 0 && ring.len() < RING_DWORDS - 16 && ib.len() < IB_DWORDS - 16 && sdma.len() < SDMA_DWORDS - 16 {
+    // room for the longest step (a program setup and its dispatch: 24 dwords) in every area
+    while b.0.len() > 0 && ring.len() < RING_DWORDS - 32 && ib.len() < IB_DWORDS - 32 && sdma.len() < SDMA_DWORDS - 32 {
         let w = if to_ib { &mut ib } else { &mut ring };
         match b.u8() % 10 {
             0 => to_ib = !to_ib,
@@ -104,7 +105,8 @@ fuzz_target!(|data: &[u8]| {
             4 => {
                 let a = b.addr();
                 let event = CACHE_FLUSH_AND_INV_TS_EVENT | RELEASE_EVENT_INDEX_EOP << EVENT_INDEX_SHIFT;
-                let sel = u32::from(b.u8() % 4) << RELEASE_DATA_SEL_SHIFT | u32::from(b.u8() % 5) << RELEASE_INT_SEL_SHIFT;
+                let sel =
+                    u32::from(b.u8() % 4) << RELEASE_DATA_SEL_SHIFT | u32::from(b.u8() % 5) << RELEASE_INT_SEL_SHIFT;
                 pkt(w, RELEASE_MEM, &[event, sel, a as u32, (a >> 32) as u32, b.u32(), b.u32(), b.u32()]);
             }
             5 => {
@@ -137,10 +139,23 @@ fuzz_target!(|data: &[u8]| {
                         b.u32(),
                         b.u32(),
                     ]),
-                    3 => sdma.extend([sd::header(sd::OP_WRITE, sd::SUB_WRITE_LINEAR, 0), a as u32, (a >> 32) as u32, 0, b.u32()]),
+                    3 => sdma.extend([
+                        sd::header(sd::OP_WRITE, sd::SUB_WRITE_LINEAR, 0),
+                        a as u32,
+                        (a >> 32) as u32,
+                        0,
+                        b.u32(),
+                    ]),
                     _ => {
                         let at = IB + 32 * u64::from(b.u8() % 8);
-                        sdma.extend([sd::header(sd::OP_INDIRECT, 0, 0), at as u32, (at >> 32) as u32, u32::from(b.u8()), 0, 0]);
+                        sdma.extend([
+                            sd::header(sd::OP_INDIRECT, 0, 0),
+                            at as u32,
+                            (at >> 32) as u32,
+                            u32::from(b.u8()),
+                            0,
+                            0,
+                        ]);
                     }
                 }
             }
@@ -175,7 +190,9 @@ fuzz_target!(|data: &[u8]| {
     m.write_words(RING, &ring).unwrap();
     m.write_words(SDMA_RING, &sdma).unwrap();
     // the compute ring's write pointer in dwords, the SDMA ring's in bytes
-    for (q, wptr, put) in [(compute.id, PTRS + 8, ring.len() as u64), (copy.id, PTRS + 2 * 4096 + 8, 4 * sdma.len() as u64)] {
+    for (q, wptr, put) in
+        [(compute.id, PTRS + 8, ring.len() as u64), (copy.id, PTRS + 2 * 4096 + 8, 4 * sdma.len() as u64)]
+    {
         m.write_u64(wptr, put).unwrap();
         gpu.ring_doorbell(q, put).unwrap();
     }

@@ -13,8 +13,8 @@
 //! ```
 #![no_main]
 
-use hcq_bundle::hcqb::{self, Hcqb};
 use hcq::device::DeviceLimits;
+use hcq_bundle::hcqb::{self, Hcqb};
 use hcq_cpu::device::{CpuDevice, cpu_limits};
 use hcq_runner::Backend as _;
 

@@ -12,10 +12,10 @@
 //! ```
 #![no_main]
 
-use hcq_bundle::hcqb::{self, Hcqb};
 use hcq::device::DeviceLimits;
-use hcq_runner::Runner;
+use hcq_bundle::hcqb::{self, Hcqb};
 use hcq_qcom::device::QcomBackend;
+use hcq_runner::Runner;
 use hcq_sim_adreno::dispatch::Ir3Dispatch;
 use libfuzzer_sys::fuzz_target;
 

@@ -13,11 +13,11 @@
 //! ```
 #![no_main]
 
+use hcq::device::DeviceLimits;
 use hcq_bundle::hcqb::{self, Hcqb};
 use hcq_bundle::model::{BundleModel, Launch};
-use hcq::device::DeviceLimits;
-use hcq_runner::Runner;
 use hcq_qcom::device::QcomBackend;
+use hcq_runner::Runner;
 use hcq_sim_adreno::dispatch::Ir3Dispatch;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
