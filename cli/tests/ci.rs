@@ -155,6 +155,7 @@ fn ci_keeps_every_check() {
     let run = ci_commands();
     for check in [
         "cargo fmt --all -- --check",
+        "cargo fmt --manifest-path tests/fuzz/Cargo.toml -- --check",
         "cargo clippy --workspace --all-targets -- -D warnings",
         "cargo test --workspace",
         "--target aarch64-unknown-none --no-default-features --features alloc,defmt",
