@@ -16,6 +16,15 @@ pub struct FieldInfo {
     pub hi: u32,
 }
 
+impl FieldInfo {
+    /// The field's bits in the register (`hi:lo`; a field of all 64 bits of a `reg64` too).
+    pub const fn mask(&self) -> u64 {
+        let width = self.hi.saturating_sub(self.lo) + 1;
+        let ones = if width >= 64 { u64::MAX } else { (1u64 << width) - 1 };
+        if self.lo >= 64 { 0 } else { ones << self.lo }
+    }
+}
+
 /// One register: XML name, dword offset, width and fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RegInfo {
@@ -91,4 +100,21 @@ macro_rules! __adreno_regs {
             }
         ),*];
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FieldInfo;
+
+    /// A field's mask covers its `hi:lo` bits, a field of all 64 bits of a `reg64` included.
+    #[test]
+    fn field_masks() {
+        let f = |lo, hi| FieldInfo { name: "F", lo, hi }.mask();
+        assert_eq!(f(0, 7), 0xff);
+        assert_eq!(f(24, 31), 0xff00_0000);
+        assert_eq!(f(0, 31), 0xffff_ffff);
+        assert_eq!(f(0, 63), u64::MAX);
+        assert_eq!(f(32, 63), 0xffff_ffff_0000_0000);
+        assert_eq!(f(5, 5), 1 << 5);
+    }
 }

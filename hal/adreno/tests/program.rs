@@ -158,6 +158,13 @@ fn self_contradicting_metadata_is_refused_naming_the_field() {
             Box::new(|m| m["regs"]["SP_FOO"] = json!({"reg": 0x7_ffff, "value": 1})),
             "register SP_FOO",
         ),
+        (
+            // a 64-bit register of the database (a 63:0 field): found by the fuzzer, its mask
+            // overflowed a shift before the name was refused
+            "a 64-bit register the dispatch does not write",
+            Box::new(|m| m["regs"]["SP_CS_TEXMEMOBJ_BASE"] = json!({"reg": 0xa9e6, "value": 1})),
+            "register SP_CS_TEXMEMOBJ_BASE",
+        ),
         ("wgid outside the register file", Box::new(|m| m["wgid"] = json!(300)), "wgid"),
         ("wgid in the general registers", Box::new(|m| m["wgid"] = json!(4)), "wgid"),
         ("wgid running past r55.w", Box::new(|m| m["wgid"] = json!(222)), "wgid"),

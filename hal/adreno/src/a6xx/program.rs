@@ -644,7 +644,7 @@ impl Program {
             let fields = regs::ALL
                 .iter()
                 .find(|r| r.name == name.as_str())
-                .map_or(0u64, |r| r.fields.iter().fold(0, |m, f| m | ((1u64 << (f.hi - f.lo + 1)) - 1) << f.lo));
+                .map_or(0u64, |r| r.fields.iter().fold(0, |m, f| m | f.mask()));
             let e = match DISPATCH_REGS.iter().find(|&&(n, _)| n == name.as_str()) {
                 Some(&(_, reg)) if reg == v.reg && u64::from(v.value) & !fields == 0 => continue,
                 // tinygrad's SP_CS_PVT_MEM_STACK_OFFSET is the byte offset written unmasked (2 MiB
