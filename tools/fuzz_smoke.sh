@@ -39,9 +39,17 @@ cp "$ROOT"/hal/amd/tests/data/tinygrad/*.co corpus/amd_codeobj/
 cp "$ROOT"/examples/amd/*/*.gfx1100.co corpus/amd_codeobj/
 for t in $TARGETS; do
   echo "fuzz $t: ${SECS}s"
+  rc=0
   "./target/$HOST/release/$t" "corpus/$t" -max_total_time="$SECS" -rss_limit_mb=2048 \
-    -artifact_prefix="artifacts/" -print_final_stats=1 2>&1 | grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|==|SUMMARY)' || true
-  # libFuzzer's status is lost in the pipe above: a crash leaves a crash-/leak-/oom- artifact
+    -artifact_prefix="artifacts/" -print_final_stats=1 >"artifacts/$t.log" 2>&1 || rc=$?
+  grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|==|SUMMARY)' "artifacts/$t.log" || true
+  # a target that dies by a signal libFuzzer does not catch (a stack overflow's SIGSEGV) leaves
+  # no artifact: its exit status says so
+  if [ "$rc" -ne 0 ]; then
+    tail -20 "artifacts/$t.log"
+    echo "FAIL: fuzz $t exited with status $rc (log: tests/fuzz/artifacts/$t.log)"; exit 1
+  fi
+  # a crash leaves a crash-/leak-/oom- artifact
   if ls artifacts/ 2>/dev/null | grep -qE '^(crash|leak|oom|timeout)-'; then
     echo "FAIL: fuzz $t left $(ls artifacts/ | grep -E '^(crash|leak|oom|timeout)-' | tr '\n' ' ')in tests/fuzz/artifacts"; exit 1
   fi

@@ -349,6 +349,13 @@ fn graphs_and_images_round_trip_and_weights_are_stored_once() {
     assert_eq!(q.buffer(0).unwrap().image, None);
     assert_eq!(q.expected_from(), Arch::AdrenoA630);
     assert_eq!(q.to_model(), m.graph_model(1).unwrap());
+    // a view is one graph: no graph table of its own (the whole file's ranges would index its
+    // own tables), so it is its own only graph and walks as a file without graphs
+    assert_eq!((q.n_graphs(), q.graphs().count()), (0, 0));
+    let again = q.graph_view(0).unwrap();
+    assert_eq!((again.view_of(), again.n_buffers(), again.n_launches()), (Some(1), 4, 2));
+    assert!(q.graph_view(1).is_none());
+    assert!(crate::inspect(&q).contains("launches"));
 }
 
 #[test]

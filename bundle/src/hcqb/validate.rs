@@ -155,6 +155,9 @@ impl<'a> Hcqb<'a> {
                 buffer_base: r.buffers_first.get(),
                 launch_base: r.launches_first.get(),
                 view_of: Some(g as u32),
+                // a view is one graph, not a file of graphs: it has no graph table (its graph
+                // ranges are the whole file's, not its own tables')
+                graphs: &[],
                 buffers: part("graph buffer range", self.buffers, r.buffers_first, r.buffers_len)?,
                 inputs: part("graph input range", self.inputs, r.inputs_first, r.inputs_len)?,
                 outputs: part("graph output range", self.outputs, r.outputs_first, r.outputs_len)?,
