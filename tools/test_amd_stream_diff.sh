@@ -108,18 +108,25 @@ fi
 
 # ---- the engines' race: the call's SDMA copy may complete before the CP reaches the call's IB (the simulator's SDMA and CP run
 # on their own threads; CI saw tinygrad's that way round). Each side's capture reordered so: still the same call, 0 unexplained.
-raced() { # raced SIDE: SIDE's (tinygrad|hcq) last SDMA copy, with its wait, moved before the last INDIRECT_BUFFER before it
+raced() { # raced SIDE: the copy of SIDE's (tinygrad|hcq) last call, with its wait, moved before the call's IB
   local side=$1 d="$TMP/policy_noprune/policy_transformer" out rc
   [ -f "$d.$side.txt" ] || { fail "$side's copy before its IB: no capture of policy_transformer"; return; }
   "$PY" - "$d.$side.txt" "$TMP/raced.$side.txt" <<'EOF2'
 import sys
 L = open(sys.argv[1]).read().splitlines()
-c = max(k for k, l in enumerate(L) if " sdma " in l and " COPY_LINEAR " in l)
-w = max(k for k in range(c) if " sdma " in L[k] and " POLL_REGMEM " in L[k])
-ib = max(k for k in range(w) if " cp " in L[k] and " ring@" in L[k] and " INDIRECT_BUFFER " in L[k])
-seq = [l.split(" ", 1)[0] for l in L[ib:c + 1]]
-moved = L[w:c + 1] + L[ib:w]
-L[ib:c + 1] = [s + " " + l.split(" ", 1)[1] for s, l in zip(seq, moved)]
+# the last call: the last INDIRECT_BUFFER in the compute ring (tinygrad's HCQ graph, hcq's run); its copy is the first
+# after it before the call's end, unless it already completed before the IB (then the capture is raced as it is).
+# tinygrad's eager copies (reading outputs back) come after the call.
+ib = max(k for k, l in enumerate(L) if " cp " in l and " ring@" in l and " INDIRECT_BUFFER " in l)
+# the call ends with its IB's last packet (the next compute packet in the ring starts other work)
+end = next((k for k in range(ib + 1, len(L)) if " cp " in L[k] and " ring@" in L[k]), len(L))
+end = max(k for k in range(ib, end) if " cp " in L[k])
+c = next((k for k in range(ib, end) if " sdma " in L[k] and " COPY_LINEAR " in L[k]), None)
+if c is not None:
+    w = max(k for k in range(ib, c) if " sdma " in L[k] and " POLL_REGMEM " in L[k])
+    seq = [l.split(" ", 1)[0] for l in L[ib:c + 1]]
+    moved = L[w:c + 1] + L[ib:w]
+    L[ib:c + 1] = [s + " " + l.split(" ", 1)[1] for s, l in zip(seq, moved)]
 open(sys.argv[2], "w").write("\n".join(L) + "\n")
 EOF2
   local t="$d.tinygrad.txt" h="$d.hcq.txt"
