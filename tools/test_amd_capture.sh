@@ -27,24 +27,9 @@
 set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${TG_VENV:-$ROOT/target/tg-export-venv}"
-PASSED=0
-FAILED=0
-START=$(date +%s)
-skip() {
-  if [ "${CI:-}" = "true" ]; then echo "FAIL: cannot run under CI=true: $*"; echo "0 passed, 1 failed"; exit 1; fi
-  echo "SKIP: $*"; exit 0
-}
-pass() { PASSED=$((PASSED + 1)); echo "PASS: $*"; }
-fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
-check() { local what="$1"; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
-
-[ -n "${HCQ_BIN:-}" ] && [ -x "$HCQ_BIN" ] || skip "HCQ_BIN is not set to the hcq binary (cargo build --release -p hcq-cli)"
-LIB="${HCQ_VKGSL_LIB:-$(dirname "$HCQ_BIN")/libhcq_vkgsl.so}"
-[ -f "$LIB" ] || skip "no libhcq_vkgsl.so at $LIB (cargo build --release -p hcq-vkgsl)"
-export HCQ_VKGSL_LIB="$LIB"
-# shellcheck source=tools/tg_venv.sh
-. "$ROOT/tools/tg_venv.sh"
-tg_venv "$VENV" || skip "$TG_VENV_ERROR"
+# shellcheck source=tools/vkgsl_test.sh
+. "$ROOT/tools/vkgsl_test.sh"
+vkgsl_test_env "$VENV"
 
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
@@ -300,6 +285,4 @@ printf '\x80\x02ctinygrad.engine.jit\nCapturedJit\n)\x81}X\x09\x00\x00\x00jit_ca
 refused "--amd-jit --pickle of an older tinygrad's TinyJit" "needs a pickle made by tinygrad 0.14.0" \
   "${EXPORT[@]}" --pickle "$TMP/old.pkl" --amd-jit -o "$TMP/old"
 
-echo "time: $(($(date +%s) - START)) s"
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+finish

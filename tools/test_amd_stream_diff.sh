@@ -18,23 +18,9 @@
 set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${TG_VENV:-$ROOT/target/tg-export-venv}"
-PASSED=0
-FAILED=0
-START=$(date +%s)
-skip() {
-  if [ "${CI:-}" = "true" ]; then echo "FAIL: cannot run under CI=true: $*"; echo "0 passed, 1 failed"; exit 1; fi
-  echo "SKIP: $*"; exit 0
-}
-pass() { PASSED=$((PASSED + 1)); echo "PASS: $*"; }
-fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
-
-[ -n "${HCQ_BIN:-}" ] && [ -x "$HCQ_BIN" ] || skip "HCQ_BIN is not set to the hcq binary (cargo build --release -p hcq-cli)"
-LIB="${HCQ_VKGSL_LIB:-$(dirname "$HCQ_BIN")/libhcq_vkgsl.so}"
-[ -f "$LIB" ] || skip "no libhcq_vkgsl.so at $LIB (cargo build --release -p hcq-vkgsl)"
-export HCQ_VKGSL_LIB="$LIB"
-# shellcheck source=tools/tg_venv.sh
-. "$ROOT/tools/tg_venv.sh"
-tg_venv "$VENV" || skip "$TG_VENV_ERROR"
+# shellcheck source=tools/vkgsl_test.sh
+. "$ROOT/tools/vkgsl_test.sh"
+vkgsl_test_env "$VENV"
 export TG_PY="$PY"
 
 TMP="$(mktemp -d)"
@@ -152,6 +138,4 @@ if [ -d "$TMP/mlp/mlp" ]; then
 fi
 refused "--model without HCQ_BIN" "HCQ_BIN" env -u HCQ_BIN "${DIFF[@]}" --model "$ROOT/tools/models/mlp.py"
 
-echo "time: $(($(date +%s) - START)) s"
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+finish

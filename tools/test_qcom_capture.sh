@@ -34,23 +34,9 @@
 set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${TG_VENV:-$ROOT/target/tg-export-venv}"
-PASSED=0
-FAILED=0
-skip() {
-  if [ "${CI:-}" = "true" ]; then echo "FAIL: cannot run under CI=true: $*"; exit 1; fi
-  echo "SKIP: $*"; exit 0
-}
-pass() { PASSED=$((PASSED + 1)); echo "PASS: $*"; }
-fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
-check() { local what="$1"; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
-
-[ -n "${HCQ_BIN:-}" ] && [ -x "$HCQ_BIN" ] || skip "HCQ_BIN is not set to the hcq binary (cargo build --release -p hcq-cli)"
-LIB="${HCQ_VKGSL_LIB:-$(dirname "$HCQ_BIN")/libhcq_vkgsl.so}"
-[ -f "$LIB" ] || skip "no libhcq_vkgsl.so at $LIB (cargo build --release -p hcq-vkgsl)"
-export HCQ_VKGSL_LIB="$LIB"
-# shellcheck source=tools/tg_venv.sh
-. "$ROOT/tools/tg_venv.sh"
-tg_venv "$VENV" || skip "$TG_VENV_ERROR"
+# shellcheck source=tools/vkgsl_test.sh
+. "$ROOT/tools/vkgsl_test.sh"
+vkgsl_test_env "$VENV"
 
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
@@ -310,5 +296,4 @@ if out=$("$PY" "$ROOT/tools/test_qcom_images.py" "$HCQ_BIN" 2>&1); then
   pass "IMAGE=1: tinygrad's image kernels captured (descriptors, samplers, kernarg layout), bundle written and loaded ($(grep -c '^PASS' <<<"$out") checks)"
 else fail "IMAGE=1 capture up to the bundle: $(grep -v '^PASS' <<<"$out" | tail -5)"; fi
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+finish
