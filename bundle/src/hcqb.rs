@@ -285,9 +285,15 @@ fn table<'a, T: FromBytes + KnownLayout + Immutable>(
     kind: SectionKind,
 ) -> Result<&'a [T]> {
     let region = section(bytes, header, kind)?;
-    <[T]>::ref_from_bytes(region).map_err(|_| {
-        malformed(kind.what(), header.sections[kind as usize].offset.get(), "records do not fit the section")
-    })
+    <[T]>::ref_from_bytes(region).map_err(|_| misfit(header, kind))
+}
+
+/// The error of a section whose bytes do not cast to its records (one copy, not one per record
+/// type: the bare-metal image counts its bytes).
+#[cold]
+#[inline(never)]
+fn misfit(header: &Meta, kind: SectionKind) -> Error {
+    malformed(kind.what(), header.sections[kind as usize].offset.get(), "records do not fit the section")
 }
 
 fn check_overlaps(header: &Meta) -> Result<()> {
