@@ -51,6 +51,8 @@ VISION = ["squeezenet1_1", "shufflenet_v2_x0_5", "mobilenet_v3_small", "mobilene
           "regnet_y_400mf"]
 POLICY = ["policy_transformer", "policy_gru"]
 MODELS = VISION + POLICY
+# any other torchvision builder (classification, segmentation, ...) by name: tv:googlenet, tv:lraspp_mobilenet_v3_large
+TV = "tv:"
 FLAGS = {
   "plain": {"FLOAT16": "0", "IMAGE": "0", "NOLOCALS": "0", "JIT_BATCH_SIZE": "32"},  # tinygrad 0.14's defaults, spelled out
   "openpilot": {"FLOAT16": "1", "IMAGE": "1", "NOLOCALS": "1", "JIT_BATCH_SIZE": "0", "OPENPILOT_HACKS": "1"},
@@ -69,9 +71,19 @@ def torch_model(name: str, seed: int):
   torch.manual_seed(seed)
   g = torch.Generator().manual_seed(seed + 1)
   rng = np.random.default_rng([seed, 2])
-  if name in VISION:
+  if name in VISION or name.startswith(TV):
     import torchvision
-    net = getattr(torchvision.models, name)(weights=None)
+    if name in VISION: net = getattr(torchvision.models, name)(weights=None)
+    else:
+      builder = name[len(TV):]
+      if builder not in torchvision.models.list_models():
+        raise RuntimeError(f"{name}: torchvision {torchvision.__version__} has no model builder {builder!r}")
+      import inspect
+      make = torchvision.models.get_model_builder(builder)
+      # no download: no weights, and no pretrained backbone (segmentation and detection builders default to one)
+      kw = {"weights": None}
+      if "weights_backbone" in inspect.signature(make).parameters: kw["weights_backbone"] = None
+      net = make(**kw)
     stem = next(((mod_name, m) for mod_name, m in net.named_modules() if isinstance(m, nn.Conv2d) and m.in_channels == 3), None)
     if stem is None: raise RuntimeError(f"{name}: no convolution with 3 input channels to adapt to the 12-plane frame")
     path, old = stem
@@ -89,7 +101,9 @@ def torch_model(name: str, seed: int):
         self.net = net
 
       def forward(self, img):
-        return self.net(img.to(torch.float32) / 127.5 - 1.0)
+        y = self.net(img.to(torch.float32) / 127.5 - 1.0)
+        # segmentation models answer {"out": ..., "aux": ...}: the zoo compares the first output
+        return next(iter(y.values())) if isinstance(y, dict) else y
 
     model = Camera(net)
     inputs = {"img": rng.integers(0, 256, FRAME, dtype=np.uint8)}
@@ -444,7 +458,7 @@ def markdown(results, commands, meta) -> str:
 
 
 def anchor(r):
-  return f"err-{r['model']}-{r['flags']}-{r['route']}".replace("_", "-")
+  return f"err-{r['model']}-{r['flags']}-{r['route']}".replace("_", "-").replace(":", "-")
 
 
 BEGIN, END = "<!-- zoo:begin (tools/zoo.py --markdown writes between these lines) -->", "<!-- zoo:end -->"
@@ -487,7 +501,7 @@ def main(argv=None) -> int:
     ap.add_argument("--iters", type=int, default=3)
     return cmd_tinygrad(ap.parse_args(argv[1:]))
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-  ap.add_argument("--models", default=",".join(MODELS), help=f"comma-separated (default: all: {','.join(MODELS)})")
+  ap.add_argument("--models", default=",".join(MODELS), help=f"comma-separated (default: all: {','.join(MODELS)}); tv:NAME for any other torchvision builder")
   ap.add_argument("--flags", default="plain,openpilot", help="comma-separated flag sets: plain, openpilot (default: both)")
   ap.add_argument("--routes", default="qcom-jit,pickle", help="comma-separated: qcom-jit, pickle (default: both)")
   ap.add_argument("--iters", type=int, default=3, help="timed calls of hcq and of tinygrad's JIT (default 3; 0: no tinygrad timing)")
@@ -514,7 +528,7 @@ def main(argv=None) -> int:
     return 0
   for what, allowed in (("models", MODELS), ("flags", list(FLAGS)), ("routes", ROUTES)):
     vals = [v for v in getattr(a, what).split(",") if v]
-    bad = [v for v in vals if v not in allowed]
+    bad = [v for v in vals if v not in allowed and not (what == "models" and v.startswith(TV) and len(v) > len(TV))]
     if bad or not vals: ap.error(f"--{what}: {', '.join(bad) or 'empty'} not among {', '.join(allowed)}")
     setattr(a, what, vals)
   if not os.access(a.hcq, os.X_OK): ap.error(f"--hcq {a.hcq}: not an executable (cargo build --release -p hcq-cli -p hcq-vkgsl)")
