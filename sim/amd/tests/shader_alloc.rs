@@ -26,10 +26,7 @@ const WAVE_VGPR_BYTES: u64 = 256 * 32 * 4;
 #[test]
 fn warm_dispatches_make_no_wave_storage() {
     let gpu = gpu(4);
-    let m = gpu.memory();
-    let code = m.alloc(None, 4096).unwrap();
-    m.write_words(code, &program()).unwrap();
-    let out = m.alloc(None, 4096).unwrap();
+    let (code, out) = load(&gpu);
     let mut ring = compute_ring(&gpu, 1 << 14);
     for _ in 0..20 {
         ring.submit(&gpu, &dispatch(code, out, 64));
@@ -46,7 +43,7 @@ fn warm_dispatches_make_no_wave_storage() {
         }
     });
     assert_eq!(ring.state(&gpu), QueueState::Idle);
-    assert_eq!(m.read_u32(out + 4 * 63).unwrap(), 63);
+    assert_eq!(gpu.memory().read_u32(out + 4 * 63).unwrap(), 63);
     assert!(
         bytes < 100 * WAVE_VGPR_BYTES / 8,
         "100 warm dispatches allocated {bytes} bytes in {n} allocations (one wave's VGPRs: {WAVE_VGPR_BYTES})"

@@ -18,10 +18,7 @@ fn the_shader_threads_are_kept_between_dispatches() {
     let tasks = || std::fs::read_dir("/proc/self/task").unwrap().count();
     let before = tasks();
     let gpu = gpu(4);
-    let m = gpu.memory();
-    let code = m.alloc(None, 4096).unwrap();
-    m.write_words(code, &program()).unwrap();
-    let out = m.alloc(None, 4096).unwrap();
+    let (code, out) = load(&gpu);
     let mut ring = compute_ring(&gpu, 1 << 12);
     ring.submit(&gpu, &dispatch(code, out, 64));
     gpu.process();
@@ -33,5 +30,5 @@ fn the_shader_threads_are_kept_between_dispatches() {
     }
     assert_eq!(ring.state(&gpu), QueueState::Idle);
     assert_eq!(tasks(), after_first, "no thread started or ended");
-    assert_eq!(m.read_u32(out + 4 * 63).unwrap(), 63);
+    assert_eq!(gpu.memory().read_u32(out + 4 * 63).unwrap(), 63);
 }

@@ -21,10 +21,8 @@ fn a_faulting_dispatch_reports_its_lowest_faulting_work_group_on_any_threads() {
             let gpu = gpu(threads);
             let m = gpu.memory();
             let mut ring = compute_ring(&gpu, 256);
-            let code = m.alloc(None, 4096).unwrap();
-            m.write_words(code, &program()).unwrap();
-            // The last allocation: nothing mapped after it.
-            let out = m.alloc(None, 4096).unwrap();
+            // out is the last allocation: nothing mapped after it.
+            let (code, out) = load(&gpu);
             ring.submit(&gpu, &dispatch(code, out, 2000));
             gpu.process();
             let f = match ring.state(&gpu) {

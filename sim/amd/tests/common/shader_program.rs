@@ -37,6 +37,15 @@ pub fn dispatch(code: u64, out: u64, groups: u32) -> Vec<u32> {
     w
 }
 
+/// The program loaded into `gpu`'s memory and a 4 KiB output buffer after it: `(code, out)`.
+/// `out` is the last allocation, so nothing is mapped after it.
+pub fn load(gpu: &Gpu) -> (u64, u64) {
+    let m = gpu.memory();
+    let code = m.alloc(None, 4096).unwrap();
+    m.write_words(code, &program()).unwrap();
+    (code, m.alloc(None, 4096).unwrap())
+}
+
 pub fn gpu(threads: usize) -> Gpu {
     Gpu::new(GpuConfig { shader_threads: threads, hang_timeout: Some(Duration::from_secs(2)), ..GpuConfig::default() })
 }
